@@ -1,0 +1,3 @@
+export * from './agents.app.js';
+export * from './config/agents.config.js';
+export * from './database/migrations/index.js';

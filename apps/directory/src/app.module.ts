@@ -1,0 +1,10 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { HealthModule, type HealthProbe } from '@mesh/service';
+
+/** Root module of the directory. */
+@Module({})
+export class AppModule {
+  static forRoot(probes: HealthProbe[]): DynamicModule {
+    return { module: AppModule, imports: [HealthModule.forProbes(probes)] };
+  }
+}

@@ -1,0 +1,3 @@
+export * from './directory.app.js';
+export * from './config/directory.config.js';
+export * from './database/migrations/index.js';

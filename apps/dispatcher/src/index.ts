@@ -1,0 +1,3 @@
+export * from './dispatcher.app.js';
+export * from './config/dispatcher.config.js';
+export * from './database/migrations/index.js';

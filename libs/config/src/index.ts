@@ -1,0 +1,2 @@
+export * from './config-loader.js';
+export * from './areas.js';

@@ -1,0 +1,45 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { decodeEnvelope, encodeEnvelope, Envelopes, type Identity } from './envelope.js';
+import { Headers } from './headers.js';
+
+const identity: Identity = {
+  tenant: 'acme',
+  agentId: 'refund-agent',
+  taskId: 't1',
+  contextId: 'c1',
+  messageId: 'm1',
+  executionId: 'acme:t1:0',
+  subject: 'alice',
+  actor: 'console',
+  deadlineUnixMs: 1700000000000,
+  traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+};
+
+test('encode → decode round-trips every envelope kind', () => {
+  const all = [
+    Envelopes.run(identity, { turn: 0, message: { role: 'ROLE_USER', parts: [] } }),
+    Envelopes.cancel(identity, { reason: 'caller gave up' }),
+    Envelopes.status(identity, { seq: 3, state: 'TASK_STATE_WORKING', final: false }),
+    Envelopes.artifact(identity, { seq: 4, artifact: { artifactId: 'a1', parts: [] } }),
+  ];
+  for (const env of all) {
+    const wire = encodeEnvelope(env);
+    assert.equal(wire.headers[Headers.tenant], 'acme');
+    assert.equal(wire.headers[Headers.deadlineUnixMs], '1700000000000');
+    const headersAsKafka = Object.fromEntries(Object.entries(wire.headers).map(([k, v]) => [k, Buffer.from(v)]));
+    assert.deepEqual(decodeEnvelope({ headers: headersAsKafka, value: wire.value }), env);
+  }
+});
+
+test('missing headers, bad kinds, bad JSON and bad bodies are DECODE_FAILED with a reason', () => {
+  const wire = encodeEnvelope(Envelopes.run(identity, { turn: 0, message: {} }));
+  const without = (name: string) => Object.fromEntries(Object.entries(wire.headers).filter(([k]) => k !== name));
+  assert.throws(() => decodeEnvelope({ headers: without(Headers.tenant), value: wire.value }), /missing headers: tenant/);
+  assert.throws(() => decodeEnvelope({ headers: { ...wire.headers, kind: 'task.explode' }, value: wire.value }), /unknown kind/);
+  assert.throws(() => decodeEnvelope({ headers: { ...wire.headers, schema_version: '9' }, value: wire.value }), /schema_version/);
+  assert.throws(() => decodeEnvelope({ headers: wire.headers, value: Buffer.from('{nope') }), /not JSON/);
+  assert.throws(() => decodeEnvelope({ headers: wire.headers, value: Buffer.from('{"turn":-1,"message":{}}') }), /invalid task.run body: turn/);
+  assert.throws(() => decodeEnvelope({ headers: { ...wire.headers, deadline_unix_ms: 'soon' }, value: wire.value }), /deadline_unix_ms/);
+  assert.throws(() => decodeEnvelope({ headers: wire.headers, value: null }), /empty/);
+});

@@ -1,0 +1,184 @@
+import { z } from 'zod';
+import { MeshError } from './errors.js';
+import { Headers, REQUIRED_HEADERS } from './headers.js';
+
+/** Version of the envelope body schema; bumped on incompatible changes. */
+export const SCHEMA_VERSION = 1;
+
+/** Who and what a message is about: travels as Kafka headers (DESIGN.md §4.1). */
+export interface Identity {
+  tenant: string;
+  agentId: string;
+  taskId: string;
+  contextId: string;
+  messageId: string;
+  executionId: string;
+  /** End user the work is done on behalf of. */
+  subject: string;
+  /** Calling client or agent. */
+  actor: string;
+  deadlineUnixMs?: number;
+  /** W3C trace context: observability data, never authority. */
+  traceparent?: string;
+  tracestate?: string;
+}
+
+export type JsonObject = { [key: string]: unknown };
+
+/** Dispatcher → worker: run one turn of a task. `message` is the A2A message as JSON. */
+export interface TaskRunCommand {
+  kind: 'task.run';
+  identity: Identity;
+  body: { turn: number; message: JsonObject };
+}
+
+/** Dispatcher → worker: stop a task (skip it if not started, abort it if running). */
+export interface TaskCancelCommand {
+  kind: 'task.cancel';
+  identity: Identity;
+  body: { reason?: string };
+}
+
+/** Worker → dispatcher: a task status change; `seq` orders events of one execution. */
+export interface TaskStatusEvent {
+  kind: 'task.status';
+  identity: Identity;
+  body: { seq: number; state: string; message?: JsonObject; final: boolean };
+}
+
+/** Worker → dispatcher: an artifact of a task. */
+export interface TaskArtifactEvent {
+  kind: 'task.artifact';
+  identity: Identity;
+  body: { seq: number; artifact: JsonObject; append?: boolean; lastChunk?: boolean };
+}
+
+export type Envelope = TaskRunCommand | TaskCancelCommand | TaskStatusEvent | TaskArtifactEvent;
+export type EnvelopeKind = Envelope['kind'];
+export type Command = TaskRunCommand | TaskCancelCommand;
+export type TaskEvent = TaskStatusEvent | TaskArtifactEvent;
+
+/** Exhaustiveness guard for switches over envelope kinds. */
+export function assertUnreachable(x: never): never {
+  throw new MeshError('CONTRACT_VIOLATION', `unhandled envelope ${JSON.stringify(x)}`);
+}
+
+/** Factories keep construction in one place. */
+export const Envelopes = {
+  run: (identity: Identity, body: TaskRunCommand['body']): TaskRunCommand => ({ kind: 'task.run', identity, body }),
+  cancel: (identity: Identity, body: TaskCancelCommand['body'] = {}): TaskCancelCommand => ({
+    kind: 'task.cancel',
+    identity,
+    body,
+  }),
+  status: (identity: Identity, body: TaskStatusEvent['body']): TaskStatusEvent => ({ kind: 'task.status', identity, body }),
+  artifact: (identity: Identity, body: TaskArtifactEvent['body']): TaskArtifactEvent => ({
+    kind: 'task.artifact',
+    identity,
+    body,
+  }),
+};
+
+const jsonObject = z.record(z.string(), z.unknown());
+const bodySchemas = {
+  'task.run': z.object({ turn: z.number().int().nonnegative(), message: jsonObject }).strict(),
+  'task.cancel': z.object({ reason: z.string().max(1000).optional() }).strict(),
+  'task.status': z
+    .object({ seq: z.number().int().nonnegative(), state: z.string().min(1), message: jsonObject.optional(), final: z.boolean() })
+    .strict(),
+  'task.artifact': z
+    .object({
+      seq: z.number().int().nonnegative(),
+      artifact: jsonObject,
+      append: z.boolean().optional(),
+      lastChunk: z.boolean().optional(),
+    })
+    .strict(),
+} satisfies Record<EnvelopeKind, z.ZodType>;
+
+/** A message as it sits on Kafka, independent of the client library. */
+export interface WireMessage {
+  headers: Record<string, string>;
+  value: Buffer;
+}
+
+/** Envelope → Kafka headers and value. */
+export function encodeEnvelope(env: Envelope): WireMessage {
+  const id = env.identity;
+  const headers: Record<string, string> = {
+    [Headers.tenant]: id.tenant,
+    [Headers.agentId]: id.agentId,
+    [Headers.taskId]: id.taskId,
+    [Headers.contextId]: id.contextId,
+    [Headers.messageId]: id.messageId,
+    [Headers.executionId]: id.executionId,
+    [Headers.subject]: id.subject,
+    [Headers.actor]: id.actor,
+    [Headers.kind]: env.kind,
+    [Headers.schemaVersion]: String(SCHEMA_VERSION),
+  };
+  if (id.deadlineUnixMs !== undefined) headers[Headers.deadlineUnixMs] = String(id.deadlineUnixMs);
+  if (id.traceparent) headers[Headers.traceparent] = id.traceparent;
+  if (id.tracestate) headers[Headers.tracestate] = id.tracestate;
+  return { headers, value: Buffer.from(JSON.stringify(env.body), 'utf8') };
+}
+
+/** Kafka headers as kafkajs delivers them (Buffer, string, arrays or undefined) → plain strings. */
+export function normalizeHeaders(raw: Record<string, unknown> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(raw ?? {})) {
+    const first = Array.isArray(v) ? v[0] : v;
+    if (first === undefined || first === null) continue;
+    out[k] = Buffer.isBuffer(first) ? first.toString('utf8') : String(first);
+  }
+  return out;
+}
+
+/**
+ * Kafka headers and value → Envelope. Anything missing or malformed is a DECODE_FAILED error
+ * naming the problem: such a message goes to the dead-letter topic, never to a handler.
+ */
+export function decodeEnvelope(msg: { headers: Record<string, unknown> | undefined; value: Buffer | null }): Envelope {
+  const h = normalizeHeaders(msg.headers);
+  const missing = REQUIRED_HEADERS.filter((name) => !h[name]);
+  if (missing.length > 0) throw new MeshError('DECODE_FAILED', `missing headers: ${missing.join(', ')}`);
+  if (h[Headers.schemaVersion] !== String(SCHEMA_VERSION)) {
+    throw new MeshError('DECODE_FAILED', `unsupported schema_version ${h[Headers.schemaVersion]}`);
+  }
+  const kind = h[Headers.kind] as EnvelopeKind;
+  const schema = bodySchemas[kind];
+  if (!schema) throw new MeshError('DECODE_FAILED', `unknown kind "${h[Headers.kind]}"`);
+  let deadlineUnixMs: number | undefined;
+  if (h[Headers.deadlineUnixMs] !== undefined) {
+    deadlineUnixMs = Number(h[Headers.deadlineUnixMs]);
+    if (!Number.isSafeInteger(deadlineUnixMs) || deadlineUnixMs < 0) {
+      throw new MeshError('DECODE_FAILED', `invalid deadline_unix_ms "${h[Headers.deadlineUnixMs]}"`);
+    }
+  }
+  if (!msg.value) throw new MeshError('DECODE_FAILED', 'empty message value');
+  let json: unknown;
+  try {
+    json = JSON.parse(msg.value.toString('utf8'));
+  } catch (cause) {
+    throw new MeshError('DECODE_FAILED', 'message value is not JSON', { cause });
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ');
+    throw new MeshError('DECODE_FAILED', `invalid ${kind} body: ${issues}`);
+  }
+  const identity: Identity = {
+    tenant: h[Headers.tenant],
+    agentId: h[Headers.agentId],
+    taskId: h[Headers.taskId],
+    contextId: h[Headers.contextId],
+    messageId: h[Headers.messageId],
+    executionId: h[Headers.executionId],
+    subject: h[Headers.subject],
+    actor: h[Headers.actor],
+    ...(deadlineUnixMs !== undefined ? { deadlineUnixMs } : {}),
+    ...(h[Headers.traceparent] ? { traceparent: h[Headers.traceparent] } : {}),
+    ...(h[Headers.tracestate] ? { tracestate: h[Headers.tracestate] } : {}),
+  };
+  return { kind, identity, body: parsed.data } as Envelope;
+}

@@ -1,0 +1,37 @@
+/**
+ * Kafka header names of the message contract (DESIGN.md §4.1). Every command and event carries
+ * the identity headers; consumers read identity from headers, never from the payload alone.
+ */
+export const Headers = {
+  tenant: 'tenant',
+  agentId: 'agent_id',
+  taskId: 'task_id',
+  contextId: 'context_id',
+  messageId: 'message_id',
+  executionId: 'execution_id',
+  subject: 'subject',
+  actor: 'actor',
+  deadlineUnixMs: 'deadline_unix_ms',
+  traceparent: 'traceparent',
+  tracestate: 'tracestate',
+  /** Discriminator of the envelope kind, e.g. `task.run`. */
+  kind: 'kind',
+  /** Envelope schema version, so a consumer can refuse what it does not understand. */
+  schemaVersion: 'schema_version',
+} as const;
+
+export type HeaderName = (typeof Headers)[keyof typeof Headers];
+
+/** Headers every envelope must carry; `traceparent` and `deadline_unix_ms` are optional. */
+export const REQUIRED_HEADERS: readonly HeaderName[] = [
+  Headers.tenant,
+  Headers.agentId,
+  Headers.taskId,
+  Headers.contextId,
+  Headers.messageId,
+  Headers.executionId,
+  Headers.subject,
+  Headers.actor,
+  Headers.kind,
+  Headers.schemaVersion,
+];

@@ -1,0 +1,7 @@
+export * from './headers.js';
+export * from './errors.js';
+export * from './canonical-json.js';
+export * from './ids.js';
+export * from './topics.js';
+export * from './channel-key.js';
+export * from './envelope.js';

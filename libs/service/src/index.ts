@@ -1,0 +1,3 @@
+export * from './run-main.js';
+export * from './health.js';
+export * from './http-service.js';

@@ -1,0 +1,30 @@
+/**
+ * Runs a service's start-up. A failure prints one line naming the problem and exits non-zero,
+ * instead of a stack trace loop; SIGINT/SIGTERM call `stop` once (graceful drain), a second
+ * signal exits at once.
+ */
+export function runMain(name: string, start: () => Promise<{ stop: () => Promise<void> }>): void {
+  let stopping = false;
+  start().then(
+    (svc) => {
+      const onSignal = (sig: NodeJS.Signals) => {
+        if (stopping) process.exit(130);
+        stopping = true;
+        console.error(`${name}: ${sig} received, draining`);
+        svc.stop().then(
+          () => process.exit(0),
+          (err: unknown) => {
+            console.error(`${name}: shutdown failed: ${err instanceof Error ? err.message : String(err)}`);
+            process.exit(1);
+          },
+        );
+      };
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
+    },
+    (err: unknown) => {
+      console.error(`${name}: failed to start: ${err instanceof Error ? err.message : String(err)}`);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/env node
+// Runs the unit specs (*.spec.js beside the code) and the integration specs (test/**/*.integration-spec.js)
+// with node's test runner, one file at a time. Integration specs get a real broker (started here, or
+// reused when one already listens) and a per-run Postgres database and topic prefix, so runs never
+// see each other's data. Usage: node scripts/run-tests.mjs [--unit|--integration] [name-filter...]
+import { spawnSync, spawn } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+
+const root = new URL('..', import.meta.url).pathname;
+const args = process.argv.slice(2);
+const only = args.find((a) => a === '--unit' || a === '--integration');
+const filters = args.filter((a) => !a.startsWith('--'));
+
+function walk(dir, out = []) {
+  let entries;
+  try {
+    entries = readdirSync(dir);
+  } catch {
+    return out;
+  }
+  for (const e of entries) {
+    if (e === 'node_modules') continue;
+    const p = join(dir, e);
+    if (statSync(p).isDirectory()) walk(p, out);
+    else out.push(p);
+  }
+  return out;
+}
+
+const distDirs = [
+  ...['libs', 'apps'].flatMap((top) => readdirSync(join(root, top)).map((d) => join(root, top, d, 'dist'))),
+  join(root, 'test', 'dist'),
+];
+const all = distDirs.flatMap((d) => walk(d));
+const matches = (f) => filters.length === 0 || filters.some((x) => f.includes(x));
+const unit = all.filter((f) => f.endsWith('.spec.js') && matches(f)).sort();
+const integration = all.filter((f) => f.endsWith('.integration-spec.js') && matches(f)).sort();
+const files = only === '--unit' ? unit : only === '--integration' ? integration : [...unit, ...integration];
+if (files.length === 0) {
+  console.error('run-tests: no test files matched');
+  process.exit(1);
+}
+
+const env = { ...process.env };
+let startedKafka = false;
+let testDb;
+if (files.some((f) => f.endsWith('.integration-spec.js'))) {
+  const status = spawnSync(join(root, 'scripts/kafka.sh'), ['status'], { stdio: 'ignore' });
+  if (status.status !== 0) {
+    const started = spawnSync(join(root, 'scripts/kafka.sh'), ['start'], { stdio: 'inherit' });
+    if (started.status !== 0) process.exit(started.status ?? 1);
+    startedKafka = true;
+  }
+  const run = `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
+  env.MESH_TEST_RUN = run;
+  env.KAFKA_BROKERS ??= '127.0.0.1:9092';
+  env.TOPIC_PREFIX = `t${run}.`;
+  const base = new URL(env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
+  testDb = `mesh_test_${run}`;
+  base.pathname = `/${testDb}`;
+  env.DATABASE_URL = base.toString();
+}
+
+const child = spawn(
+  process.execPath,
+  ['--test', '--test-concurrency=1', '--test-reporter=spec', ...files.map((f) => relative(root, f))],
+  { cwd: root, env, stdio: 'inherit' },
+);
+const forward = (sig) => child.kill(sig);
+process.on('SIGINT', forward);
+process.on('SIGTERM', forward);
+child.on('exit', async (code, signal) => {
+  if (testDb) {
+    // Tests create databases named after the run; drop them all so nothing accumulates.
+    const admin = new pg.Client({ connectionString: env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' });
+    try {
+      await admin.connect();
+      const { rows } = await admin.query('SELECT datname FROM pg_database WHERE datname LIKE $1', [`${testDb}%`]);
+      for (const r of rows) await admin.query(`DROP DATABASE IF EXISTS "${r.datname}" WITH (FORCE)`);
+    } catch (err) {
+      console.error(`run-tests: could not drop test databases: ${err.message}`);
+    } finally {
+      await admin.end().catch(() => {});
+    }
+  }
+  if (startedKafka) spawnSync(join(root, 'scripts/kafka.sh'), ['stop'], { stdio: 'inherit' });
+  process.exit(code ?? (signal ? 1 : 0));
+});
