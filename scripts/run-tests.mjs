@@ -64,11 +64,11 @@ if (files.some((f) => f.endsWith('.integration-spec.js'))) {
   env.DATABASE_URL = base.toString();
 }
 
-const child = spawn(
-  process.execPath,
-  ['--test', '--test-concurrency=1', '--test-reporter=spec', ...files.map((f) => relative(root, f))],
-  { cwd: root, env, stdio: 'inherit' },
-);
+const child = spawn(process.execPath, ['--test', '--test-concurrency=1', '--test-reporter=spec', ...files.map((f) => relative(root, f))], {
+  cwd: root,
+  env,
+  stdio: 'inherit',
+});
 const forward = (sig) => child.kill(sig);
 process.on('SIGINT', forward);
 process.on('SIGTERM', forward);

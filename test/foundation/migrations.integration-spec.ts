@@ -13,12 +13,15 @@ const services = [
 ];
 
 const tablesIn = async (url: string, schema: string) =>
-  (await sql<{ table_name: string }>(url, `SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1`, [schema])).map(
-    (r) => r.table_name,
-  );
+  (
+    await sql<{ table_name: string }>(url, `SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1`, [schema])
+  ).map((r) => r.table_name);
 
 test('every service migrates an empty database up and all the way back down', async () => {
-  assert.ok(services.some((s) => s.migrations.length > 0), 'at least one service has migrations');
+  assert.ok(
+    services.some((s) => s.migrations.length > 0),
+    'at least one service has migrations',
+  );
   const url = await freshDatabase('migrations');
   for (const svc of services) {
     if (svc.migrations.length === 0) continue;

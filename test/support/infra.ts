@@ -48,7 +48,12 @@ export async function sql<T extends Record<string, unknown>>(url: string, text: 
 }
 
 /** Polls until `fn` returns a truthy value or the timeout passes (then throws with `what`). */
-export async function eventually<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 20000, everyMs = 50): Promise<T> {
+export async function eventually<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 20000,
+  everyMs = 50,
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   let lastErr: unknown;
   while (Date.now() < until) {

@@ -15,7 +15,9 @@ function logCreator() {
   return ({ level, log }: LogEntry) => {
     if (level > logLevel.WARN) return;
     const { message, ...extra } = log;
-    process.stderr.write(`${JSON.stringify({ level: level === logLevel.ERROR ? 'error' : 'warn', src: 'kafkajs', msg: message, ...extra })}\n`);
+    process.stderr.write(
+      `${JSON.stringify({ level: level === logLevel.ERROR ? 'error' : 'warn', src: 'kafkajs', msg: message, ...extra })}\n`,
+    );
   };
 }
 

@@ -4,7 +4,10 @@ import fc from 'fast-check';
 import { argsHash, canonicalJson } from './canonical-json.js';
 
 test('RFC 8785: keys sorted, no whitespace, numbers in shortest form', () => {
-  assert.equal(canonicalJson({ b: 1, a: [true, null, 'x'], c: { z: 1e21, y: 0.1 } }), '{"a":[true,null,"x"],"b":1,"c":{"y":0.1,"z":1e+21}}');
+  assert.equal(
+    canonicalJson({ b: 1, a: [true, null, 'x'], c: { z: 1e21, y: 0.1 } }),
+    '{"a":[true,null,"x"],"b":1,"c":{"y":0.1,"z":1e+21}}',
+  );
   // RFC 8785 sorts by UTF-16 code units.
   assert.equal(canonicalJson({ '\u20ac': 1, '\r': 2, '\ud83d\ude00': 3 }), '{"\\r":2,"€":1,"😀":3}');
 });

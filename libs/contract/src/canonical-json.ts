@@ -18,5 +18,7 @@ export function canonicalJson(value: unknown): string {
 
 /** Hex SHA-256 of the canonical JSON of tool arguments: equal arguments in any key order hash alike. */
 export function argsHash(args: unknown): string {
-  return createHash('sha256').update(canonicalJson(args ?? {}), 'utf8').digest('hex');
+  return createHash('sha256')
+    .update(canonicalJson(args ?? {}), 'utf8')
+    .digest('hex');
 }

@@ -35,7 +35,10 @@ export class ChannelKey {
     for (const m of template.matchAll(PLACEHOLDER)) {
       const name = m[1] as keyof ChannelKeyFields;
       if (!ALLOWED.has(name)) {
-        throw new MeshError('CHANNEL_KEY_INVALID', `key template has unknown placeholder {${m[1]}}; allowed: ${[...ALLOWED].map((a) => `{${a}}`).join(', ')}`);
+        throw new MeshError(
+          'CHANNEL_KEY_INVALID',
+          `key template has unknown placeholder {${m[1]}}; allowed: ${[...ALLOWED].map((a) => `{${a}}`).join(', ')}`,
+        );
       }
       if (m.index > last) parts.push({ literal: template.slice(last, m.index) });
       parts.push({ field: name });

@@ -39,7 +39,10 @@ test('missing headers, bad kinds, bad JSON and bad bodies are DECODE_FAILED with
   assert.throws(() => decodeEnvelope({ headers: { ...wire.headers, kind: 'task.explode' }, value: wire.value }), /unknown kind/);
   assert.throws(() => decodeEnvelope({ headers: { ...wire.headers, schema_version: '9' }, value: wire.value }), /schema_version/);
   assert.throws(() => decodeEnvelope({ headers: wire.headers, value: Buffer.from('{nope') }), /not JSON/);
-  assert.throws(() => decodeEnvelope({ headers: wire.headers, value: Buffer.from('{"turn":-1,"message":{}}') }), /invalid task.run body: turn/);
+  assert.throws(
+    () => decodeEnvelope({ headers: wire.headers, value: Buffer.from('{"turn":-1,"message":{}}') }),
+    /invalid task.run body: turn/,
+  );
   assert.throws(() => decodeEnvelope({ headers: { ...wire.headers, deadline_unix_ms: 'soon' }, value: wire.value }), /deadline_unix_ms/);
   assert.throws(() => decodeEnvelope({ headers: wire.headers, value: null }), /empty/);
 });

@@ -5,3 +5,4 @@ export * from './ids.js';
 export * from './topics.js';
 export * from './channel-key.js';
 export * from './envelope.js';
+export * from './agent-record.js';

@@ -1,0 +1,3 @@
+export * from './principal.js';
+export * from './authenticator.js';
+export * from './auth.config.js';
