@@ -148,7 +148,9 @@ spec:
         {{- include "agent-mesh.selectorLabels" $ctx | nindent 8 }}
       annotations:
         checksum/config: {{ include "agent-mesh.sharedEnv" $root | sha256sum }}
+        {{- if not $v.secrets.existingSecret }}
         checksum/secrets: {{ include "agent-mesh.secretEnv" $root | sha256sum }}
+        {{- end }}
         {{- with $v.podAnnotations }}
         {{- toYaml . | nindent 8 }}
         {{- end }}

@@ -56,7 +56,7 @@ export class Chart {
   constructor(readonly dir: string) {
     const meta = parse(readFileSync(join(dir, 'Chart.yaml'), 'utf8')) as { name: string; version: string; appVersion: string };
     this.meta = meta;
-    this.defaults = parse(readFileSync(join(dir, 'values.yaml'), 'utf8')) as GoMap;
+    this.defaults = parse(readFileSync(join(dir, 'values.yaml'), 'utf8'), { version: '1.1' }) as GoMap;
     this.schema = JSON.parse(readFileSync(join(dir, 'values.schema.json'), 'utf8')) as object;
     this.validate = new Ajv({ allErrors: true, strict: false }).compile(this.schema);
     this.files = readdirSync(join(dir, 'templates'))
@@ -101,7 +101,8 @@ export class Chart {
       }
       // Helm splits a file's output on lines that are `---`.
       for (const part of out.split(/(?:^|\n)---[ \t]*(?=\n|$)/)) {
-        const docs = parseAllDocuments(part);
+        // YAML 1.1 like Helm and the API server: an unquoted `on` or `yes` is a boolean there.
+        const docs = parseAllDocuments(part, { version: '1.1' });
         for (const doc of docs) {
           if (doc.errors.length > 0) throw new Error(`${f.name}: invalid YAML: ${doc.errors[0].message}\n${part}`);
           const obj = doc.toJS() as Manifest | null;

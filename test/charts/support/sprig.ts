@@ -6,7 +6,7 @@ import { stringify } from 'yaml';
 import { formatFloat, isMap, kindOf, printValue, TemplateError, truthy, type GoFunction, type GoMap, type GoValue } from './go-template.js';
 
 /** Helm's `fail`: the render stops with this message. */
-export class RenderFailure extends Error {
+export class RenderFailure extends TemplateError {
   override name = 'RenderFailure';
 }
 
@@ -62,9 +62,9 @@ function plain(v: GoValue): unknown {
   return v ?? null;
 }
 
-/** Helm's toYaml: YAML of the value without the trailing newline. */
+/** Helm's toYaml: YAML of the value without the trailing newline, quoting YAML 1.1 booleans like yes/on as Go's yaml does. */
 function toYaml(v: GoValue): string {
-  return stringify(plain(v), { lineWidth: 0 }).replace(/\n$/, '');
+  return stringify(plain(v), { lineWidth: 0, version: '1.1' }).replace(/\n$/, '');
 }
 
 /** Go's basic-kind comparison: ints with ints, floats with floats, strings with strings. */
