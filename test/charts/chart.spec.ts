@@ -192,7 +192,7 @@ test('KEDA off: an HPA on CPU per agent group, capped at the partition count', (
   }
 });
 
-test('a group whose maxReplicas exceeds its partitions fails the render with a clear message', () => {
+test('a group whose maxReplicas exceeds its partitions, or a group name used twice, fails the render with a clear message', () => {
   const tooMany = {
     agents: { groups: [{ name: 'billing', agentIds: ['refund-agent'], partitions: 4, autoscaling: { minReplicas: 1, maxReplicas: 10, lagThreshold: 50, activationLagThreshold: 0, targetCPUUtilizationPercentage: 70 } }] },
   };
@@ -202,11 +202,32 @@ test('a group whose maxReplicas exceeds its partitions fails the render with a c
       (e: Error) => e instanceof RenderFailure && /agents\.groups\[billing\]\.autoscaling\.maxReplicas \(10\) exceeds its partitions \(4\)/.test(e.message),
     );
   }
+  const twice = structuredClone(tooMany);
+  twice.agents.groups[0].autoscaling.maxReplicas = 4;
+  twice.agents.groups.push(structuredClone(twice.agents.groups[0]));
+  assert.throws(() => chart.render(twice), (e: Error) => e instanceof RenderFailure && /the name "billing" is used twice/.test(e.message));
   // At the partition count it renders.
   const ok = structuredClone(tooMany);
   ok.agents.groups[0].autoscaling.maxReplicas = 4;
   const so = ofKind<IScaledObject>(renderValid({ ...ok, keda: { enabled: true } }), 'ScaledObject');
   assert.equal(so[0].spec!.maxReplicaCount, 4);
+});
+
+test('large numbers render as integers, not as the float64 form 1e+06 that Kubernetes and KEDA reject', () => {
+  const big = {
+    keda: { enabled: true, cooldownPeriod: 1000000 },
+    migrations: { ttlSecondsAfterFinished: 1000000 },
+    agents: {
+      groups: [{ name: 'bulk', agentIds: ['echo-agent'], partitions: 1000000, autoscaling: { minReplicas: 1, maxReplicas: 1000000, lagThreshold: 5000000, activationLagThreshold: 1000000, targetCPUUtilizationPercentage: 70 } }],
+    },
+  };
+  const ms = renderValid(big);
+  const so = ofKind<IScaledObject>(ms, 'ScaledObject')[0];
+  assert.equal(so.spec!.maxReplicaCount, 1000000);
+  assert.equal(so.spec!.cooldownPeriod, 1000000);
+  assert.equal(so.spec!.triggers[0].metadata.lagThreshold, '5000000');
+  assert.equal(so.spec!.triggers[0].metadata.activationLagThreshold, '1000000');
+  assert.equal(ofKind<IJob>(ms, 'Job')[0].spec!.ttlSecondsAfterFinished, 1000000);
 });
 
 test('values that break values.schema.json are rejected before rendering', () => {

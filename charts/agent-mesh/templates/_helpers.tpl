@@ -108,7 +108,7 @@ envFrom:
       name: {{ include "agent-mesh.secretName" .root }}
 env:
   - name: {{ printf "%s_PORT" (upper .app) }}
-    value: {{ .port | toString | quote }}
+    value: {{ .port | int | toString | quote }}
 {{- range $k, $v := .env }}
   - name: {{ $k }}
     value: {{ $v | toString | quote }}
@@ -131,7 +131,7 @@ metadata:
     {{- include "agent-mesh.labels" $ctx | nindent 4 }}
 spec:
   {{- if not (kindIs "invalid" .replicas) }}
-  replicas: {{ .replicas }}
+  replicas: {{ int .replicas }}
   {{- end }}
   revisionHistoryLimit: 5
   strategy:
@@ -169,7 +169,7 @@ spec:
           command: ["node", "apps/{{ .app }}/dist/main.js"]
           ports:
             - name: http
-              containerPort: {{ .spec.port }}
+              containerPort: {{ int .spec.port }}
               protocol: TCP
           {{- include "agent-mesh.containerEnv" (dict "root" $root "app" .app "port" .spec.port "env" .env) | nindent 10 }}
           startupProbe:
@@ -184,7 +184,7 @@ spec:
           lifecycle:
             preStop:
               exec:
-                command: ["sleep", "{{ $v.drain.preStopSleepSeconds }}"]
+                command: ["sleep", "{{ int $v.drain.preStopSleepSeconds }}"]
           resources:
             {{- toYaml .spec.resources | nindent 12 }}
           securityContext:
@@ -244,7 +244,7 @@ spec:
     {{- include "agent-mesh.selectorLabels" $ctx | nindent 4 }}
   ports:
     - name: http
-      port: {{ .service.port }}
+      port: {{ int .service.port }}
       targetPort: http
       protocol: TCP
 {{- end -}}
