@@ -6,6 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Secret } from 'kubernetes-models/v1/Secret';
@@ -25,23 +26,33 @@ import { authSpec } from '@mesh/auth';
 import { repoRoot } from '../support/processes.js';
 import { Chart, ValuesSchemaError, type Manifest } from './support/helm.js';
 import { RenderFailure } from './support/sprig.js';
+import { StrictFields } from './support/strict-fields.js';
 import type { GoMap } from './support/go-template.js';
 
+const require = createRequire(import.meta.url);
 const chart = new Chart(join(repoRoot, 'charts/agent-mesh'));
 const docs = readFileSync(join(repoRoot, 'docs/charts.md'), 'utf8');
 
-/** apiVersion/kind → the model whose validate() applies that kind's JSON schema. */
-const models: Record<string, new (data: never) => { validate(): void }> = {
-  'v1/ConfigMap': ConfigMap,
-  'v1/Secret': Secret,
-  'v1/Service': Service,
-  'apps/v1/Deployment': Deployment,
-  'batch/v1/Job': Job,
-  'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
-  'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
-  'keda.sh/v1alpha1/ScaledObject': ScaledObject,
-  'monitoring.coreos.com/v1/ServiceMonitor': ServiceMonitor,
+type ModelClass = (new (data: never) => { validate(): void }) & { kind: string };
+const model = (Model: ModelClass, module: string) => ({
+  Model,
+  // The module's type declarations, for the unknown-field check.
+  decl: require.resolve(module).replace(/\.m?js$/, '.d.ts'),
+  iface: `I${Model.kind}`,
+});
+/** apiVersion/kind → the model whose validate() applies that kind's JSON schema, and its declarations. */
+const models: Record<string, ReturnType<typeof model>> = {
+  'v1/ConfigMap': model(ConfigMap, 'kubernetes-models/v1/ConfigMap'),
+  'v1/Secret': model(Secret, 'kubernetes-models/v1/Secret'),
+  'v1/Service': model(Service, 'kubernetes-models/v1/Service'),
+  'apps/v1/Deployment': model(Deployment, 'kubernetes-models/apps/v1/Deployment'),
+  'batch/v1/Job': model(Job, 'kubernetes-models/batch/v1/Job'),
+  'policy/v1/PodDisruptionBudget': model(PodDisruptionBudget, 'kubernetes-models/policy/v1/PodDisruptionBudget'),
+  'autoscaling/v2/HorizontalPodAutoscaler': model(HorizontalPodAutoscaler, 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler'),
+  'keda.sh/v1alpha1/ScaledObject': model(ScaledObject, '@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject'),
+  'monitoring.coreos.com/v1/ServiceMonitor': model(ServiceMonitor, '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor'),
 };
+const strict = new StrictFields();
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
@@ -52,15 +63,16 @@ function renderValid(overrides: GoMap = {}): Manifest[] {
   for (const m of manifests) {
     const { source, ...obj } = m;
     const key = `${obj.apiVersion}/${obj.kind}`;
-    const Model = models[key];
-    assert.ok(Model, `${source}: unexpected ${key}`);
+    const entry = models[key];
+    assert.ok(entry, `${source}: unexpected ${key}`);
     assert.ok(obj.metadata?.name, `${source}: ${key} without metadata.name`);
     assert.match(obj.metadata.name, DNS_LABEL, `${key} name`);
     assert.ok(obj.metadata.name.length <= 63, `${obj.metadata.name} is longer than 63`);
     assert.ok(!names.has(`${key}/${obj.metadata.name}`), `duplicate ${key} ${obj.metadata.name}`);
     names.add(`${key}/${obj.metadata.name}`);
-    const model = new Model(obj as never);
-    assert.doesNotThrow(() => model.validate(), `${source}: ${key} ${obj.metadata.name} breaks its schema`);
+    const instance = new entry.Model(obj as never);
+    assert.doesNotThrow(() => instance.validate(), `${source}: ${key} ${obj.metadata.name} breaks its schema`);
+    assert.deepEqual(strict.unknownFields(obj, entry.iface, entry.decl), [], `${source}: ${key} ${obj.metadata.name} has fields its type does not declare`);
   }
   return manifests;
 }
@@ -75,6 +87,22 @@ const isHook = (m: Manifest) => m.metadata.annotations?.['helm.sh/hook'] !== und
 const selects = (selector: Record<string, string>, labels: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels[k] === v);
 const values = chart.values();
 const groups = values.agents as { groups: { name: string; agentIds: string[]; partitions: number; autoscaling: Record<string, number> }[] };
+
+test('the unknown-field check finds misspelt fields in core objects and CRDs, and leaves maps alone', () => {
+  const d = models['apps/v1/Deployment'];
+  const deployment = {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'x', labels: { anything: 'goes' }, annotations: { 'a/b': 'c' } },
+    spec: { replica: 2, selector: { matchLabels: { a: 'b' } }, template: { spec: { containers: [{ name: 'a', readinesProbe: {}, resources: { limits: { cpu: '1' } } }] } } },
+  };
+  assert.deepEqual(strict.unknownFields(deployment, d.iface, d.decl), ['.spec.replica', '.spec.template.spec.containers[0].readinesProbe']);
+  const so = models['keda.sh/v1alpha1/ScaledObject'];
+  const scaled = { spec: { scaleTargetRef: { name: 'd' }, maxReplicas: 3, triggers: [{ type: 'kafka', metadata: { anyKey: 'x' } }] } };
+  assert.deepEqual(strict.unknownFields(scaled, so.iface, so.decl), ['.spec.maxReplicas']);
+  const sm = models['monitoring.coreos.com/v1/ServiceMonitor'];
+  assert.deepEqual(strict.unknownFields({ spec: { selector: {}, endpoints: [{ port: 'http', paht: '/metrics' }] } }, sm.iface, sm.decl), ['.spec.endpoints[0].paht']);
+});
 
 test('default values render valid objects: 4 Deployments with a Service and a PDB each, config, migration hooks, HPAs', () => {
   const ms = renderValid();
@@ -174,6 +202,7 @@ test('KEDA on: one kafka ScaledObject per agent group on its command topics and 
       assert.equal(t.metadata.consumerGroup, `prod.mesh.workers.${g.name}`);
       assert.equal(t.metadata.lagThreshold, String(g.autoscaling.lagThreshold));
       assert.equal(t.metadata.allowIdleConsumers, 'false');
+      assert.equal(t.metadata.offsetResetPolicy, 'earliest');
     }
   }
 });
@@ -235,6 +264,7 @@ test('values that break values.schema.json are rejected before rendering', () =>
     ['bad topic prefix', { kafka: { topicPrefix: 'no spaces!' } }],
     ['brokers not host:port', { kafka: { brokers: 'nonsense' } }],
     ['keda.enabled as a string', { keda: { enabled: 'yes' } }],
+    ['unknown offset reset policy', { keda: { offsetResetPolicy: 'middle' } }],
     ['port out of range', { dispatcher: { port: 70000 } }],
     ['missing image repository', { image: { repository: null } }],
     ['unknown pull policy', { image: { pullPolicy: 'Sometimes' } }],
@@ -313,6 +343,19 @@ test('auth settings go to the Secret; every env variable is one an app reads or 
   });
   assert.ok(envNames.length > 10);
   for (const name of envNames) assert.ok(read.has(name), `the chart sets ${name}, which no app reads and the contract does not list`);
+});
+
+test('Chart.yaml is a v2 application chart with semver versions, and NOTES.txt names the endpoints', () => {
+  const meta = chart.meta as typeof chart.meta & { apiVersion?: string; type?: string };
+  const raw = readFileSync(join(chart.dir, 'Chart.yaml'), 'utf8');
+  assert.match(raw, /^apiVersion: v2$/m);
+  assert.match(raw, /^type: application$/m);
+  assert.equal(meta.name, 'agent-mesh');
+  for (const v of [meta.version, meta.appVersion]) assert.match(v, /^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$/);
+  const { notes } = chart.render({}, { releaseName: 'prod', namespace: 'mesh' });
+  assert.match(notes, /http:\/\/prod-agent-mesh-dispatcher\.mesh\.svc:8080/);
+  assert.match(notes, /HPA on CPU/);
+  assert.match(chart.render({ keda: { enabled: true } }).notes, /KEDA ScaledObjects on consumer lag/);
 });
 
 test('docs/charts.md covers install, every top-level value, sizing and drain', () => {
