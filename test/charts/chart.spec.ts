@@ -192,6 +192,7 @@ test('KEDA on: one kafka ScaledObject per agent group on its command topics and 
     assert.ok(so.spec!.maxReplicaCount! <= g.partitions, `${g.name}: maxReplicaCount ${so.spec!.maxReplicaCount} <= ${g.partitions} partitions`);
     assert.equal(so.spec!.maxReplicaCount, Math.min(g.autoscaling.maxReplicas, g.partitions));
     assert.equal(so.spec!.minReplicaCount, g.autoscaling.minReplicas);
+    assert.deepEqual(so.spec!.advanced!.horizontalPodAutoscalerConfig!.behavior!.scaleDown!.policies, [{ type: 'Pods', value: 1, periodSeconds: 60 }]);
     assert.deepEqual(
       so.spec!.triggers.map((t) => [t.type, t.metadata.topic]),
       g.agentIds.map((id) => ['kafka', `prod.mesh.agent.${id}.commands`]),
@@ -218,6 +219,7 @@ test('KEDA off: an HPA on CPU per agent group, capped at the partition count', (
     assert.equal(hpa.spec!.metrics![0].resource!.name, 'cpu');
     assert.equal(hpa.spec!.metrics![0].resource!.target.averageUtilization, g.autoscaling.targetCPUUtilizationPercentage);
     byName(ms, 'Deployment', hpa.spec!.scaleTargetRef.name);
+    assert.equal(hpa.spec!.behavior!.scaleDown!.stabilizationWindowSeconds, 300);
   }
 });
 

@@ -282,3 +282,14 @@ spec:
     - name: tmp
       mountPath: /tmp
 {{- end -}}
+
+{{/* HPA behavior shared by the HPA and KEDA's generated HPA: scale up freely, scale down slowly. */}}
+{{- define "agent-mesh.scaleBehavior" -}}
+{{- $d := .Values.agents.scaleDown -}}
+scaleDown:
+  stabilizationWindowSeconds: {{ int $d.stabilizationWindowSeconds }}
+  policies:
+    - type: Pods
+      value: {{ int $d.podsPerMinute }}
+      periodSeconds: 60
+{{- end -}}
