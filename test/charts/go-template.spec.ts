@@ -38,6 +38,9 @@ const cases: Record<string, string> = {
   'define and template': '{{ define "t" }}[{{ .name }}]{{ end }}{{ template "t" . }}{{ template "t" (index .groups 1) }}',
   'pipelines and parenthesized chains': '{{ (index .groups 1).name }} {{ index .list 2 | printf "%s!" }} {{ (index .nested "a").deep }}',
   'and/or/not/eq/lt with short-circuit': '{{ and .name .count }} {{ or .empty .flag "z" }} {{ not .list }} {{ eq .name "mesh" "x" }} {{ lt 1 2 }} {{ or .name .missing.field }}',
+  'helper-style define with trim markers, called in the middle of a block':
+    '{{- define "labels" -}}\na: {{ .name }}\nb: {{ len .list }}\n{{- end -}}\nobj:\n  {{- template "labels" . }}\n  {{- range $g := .groups }}\n  - {{ $g.name }}\n  {{- end }}\nend\n',
+  'variables assigned in a nested block and shadowed': '{{ $x := 1 }}{{ if true }}{{ $x = 2 }}{{ $x := 3 }}{{ $x }}{{ end }}{{ $x }}{{ with .nested }}{{ $x }}{{ end }}',
   'printf and print': '{{ printf "%s-%s %q %v" .name "b" "q" .count }} {{ print 1 2 "a" 3 }}',
 };
 
