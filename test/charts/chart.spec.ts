@@ -124,6 +124,12 @@ test('each Deployment runs its app from the one image, with probes, resources, d
   const secret = ofKind<{ data: Record<string, string> }>(ms, 'Secret').find((m) => !isHook(m))!;
   const drain = values.drain as { timeoutSeconds: number; preStopSleepSeconds: number };
   const ports: Record<string, number> = { directory: 8081, dispatcher: 8080, agents: 8082 };
+  // The chart's ports are the apps' defaults (what npm start and docker-compose.yml use).
+  const specs = { directory: directoryConfigSpec.DIRECTORY_PORT, dispatcher: dispatcherConfigSpec.DISPATCHER_PORT, agents: agentsConfigSpec.AGENTS_PORT };
+  for (const [app, spec] of Object.entries(specs)) {
+    assert.equal(spec.parse(undefined), ports[app]);
+    assert.equal((values[app] as GoMap).port, ports[app]);
+  }
   for (const d of ofKind<IDeployment>(ms, 'Deployment')) {
     const pod = d.spec!.template.spec!;
     assert.equal(pod.containers.length, 1);
