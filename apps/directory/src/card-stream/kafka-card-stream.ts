@@ -1,0 +1,106 @@
+import type { Admin, Kafka, Producer } from 'kafkajs';
+import { TopicNames, type AgentHeartbeat, type AgentRecord } from '@mesh/contract';
+import type { CardStream } from './card-stream.port.js';
+
+/** Options of the Kafka card stream. */
+export interface KafkaCardStreamOptions {
+  topics: TopicNames;
+  replicationFactor: number;
+}
+
+// Kafka error codes kafkajs surfaces on admin calls that are fine to ignore when idempotent.
+const TOPIC_ALREADY_EXISTS = 'TOPIC_ALREADY_EXISTS';
+const INVALID_PARTITIONS = 'INVALID_PARTITIONS';
+
+/**
+ * CardStream over kafkajs. Kept behind the port so it can switch to `@mesh/bus`'s
+ * BusAdmin.ensureTopic / BusProducer.sendRecord once those exist.
+ */
+export class KafkaCardStream implements CardStream {
+  private readonly admin: Admin;
+  private readonly producer: Producer;
+
+  constructor(
+    kafka: Kafka,
+    private readonly opts: KafkaCardStreamOptions,
+  ) {
+    this.admin = kafka.admin();
+    // Idempotent producer: a retried send never duplicates or reorders records of one key.
+    this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+  }
+
+  /** Connects and creates the compacted cards topic and the heartbeats topic. */
+  async start(): Promise<void> {
+    await this.admin.connect();
+    await this.producer.connect();
+    await this.createTopics([
+      {
+        topic: this.opts.topics.cards(),
+        numPartitions: 3,
+        configEntries: [
+          { name: 'cleanup.policy', value: 'compact' },
+          { name: 'min.compaction.lag.ms', value: '0' },
+        ],
+      },
+      {
+        topic: this.opts.topics.heartbeats(),
+        numPartitions: 3,
+        // Heartbeats are worthless after a few TTLs.
+        configEntries: [{ name: 'retention.ms', value: String(60 * 60 * 1000) }],
+      },
+    ]);
+  }
+
+  async stop(): Promise<void> {
+    await this.producer.disconnect().catch(() => undefined);
+    await this.admin.disconnect().catch(() => undefined);
+  }
+
+  async ensureCommandTopic(agentId: string, partitions: number): Promise<void> {
+    const topic = this.opts.topics.commands(agentId);
+    await this.createTopics([{ topic, numPartitions: partitions }]);
+    const [meta] = (await this.admin.fetchTopicMetadata({ topics: [topic] })).topics;
+    if (meta && meta.partitions.length < partitions) {
+      try {
+        await this.admin.createPartitions({ topicPartitions: [{ topic, count: partitions }] });
+      } catch (err) {
+        if ((err as { type?: string }).type !== INVALID_PARTITIONS) throw err;
+      }
+    }
+  }
+
+  async publish(record: AgentRecord): Promise<void> {
+    await this.producer.send({
+      topic: this.opts.topics.cards(),
+      acks: -1,
+      messages: [
+        {
+          key: record.id,
+          value: JSON.stringify(record),
+          headers: { tenant: record.tenant, agent_id: record.id, 'content-type': 'application/json' },
+        },
+      ],
+    });
+  }
+
+  async publishHeartbeat(heartbeat: AgentHeartbeat): Promise<void> {
+    await this.producer.send({
+      topic: this.opts.topics.heartbeats(),
+      acks: 1,
+      messages: [{ key: heartbeat.agentId, value: JSON.stringify(heartbeat) }],
+    });
+  }
+
+  private async createTopics(topics: Array<{ topic: string; numPartitions: number; configEntries?: Array<{ name: string; value: string }> }>) {
+    try {
+      await this.admin.createTopics({
+        waitForLeaders: true,
+        topics: topics.map((t) => ({ ...t, replicationFactor: this.opts.replicationFactor })),
+      });
+    } catch (err) {
+      // createTopics reports "already exists" per topic inside a validation error; anything else is real.
+      const errors = (err as { errors?: Array<{ type?: string }> }).errors;
+      if (!errors || !errors.every((e) => e.type === TOPIC_ALREADY_EXISTS)) throw err;
+    }
+  }
+}

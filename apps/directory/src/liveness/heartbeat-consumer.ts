@@ -1,0 +1,49 @@
+import type { Consumer, Kafka } from 'kafkajs';
+import type { AgentHeartbeat } from '@mesh/contract';
+import type { LivenessService } from './liveness.service.js';
+
+/** Parses a heartbeat value; malformed ones are skipped (a heartbeat is advisory, never dead-lettered). */
+export function parseHeartbeat(value: Buffer | null): AgentHeartbeat | undefined {
+  if (!value) return undefined;
+  try {
+    const v = JSON.parse(value.toString('utf8')) as Partial<AgentHeartbeat>;
+    if (typeof v.agentId !== 'string' || typeof v.atUnixMs !== 'number' || !Number.isFinite(v.atUnixMs)) return undefined;
+    const ttlMs = typeof v.ttlMs === 'number' && v.ttlMs > 0 && v.ttlMs <= 3_600_000 ? Math.round(v.ttlMs) : 0;
+    return { agentId: v.agentId, workerId: String(v.workerId ?? ''), atUnixMs: v.atUnixMs, ttlMs };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Consumes the heartbeats topic in one consumer group shared by all directory replicas (the state
+ * lives in Postgres, so each heartbeat needs applying once), a batch per database round trip.
+ */
+export class HeartbeatConsumer {
+  private readonly consumer: Consumer;
+
+  constructor(
+    kafka: Kafka,
+    private readonly topic: string,
+    groupId: string,
+    private readonly liveness: LivenessService,
+  ) {
+    this.consumer = kafka.consumer({ groupId, sessionTimeout: 10_000, heartbeatInterval: 1_000, maxWaitTimeInMs: 250 });
+  }
+
+  async start(): Promise<void> {
+    await this.consumer.connect();
+    await this.consumer.subscribe({ topic: this.topic, fromBeginning: false });
+    await this.consumer.run({
+      eachBatchAutoResolve: true,
+      eachBatch: async ({ batch }) => {
+        const beats = batch.messages.map((m) => parseHeartbeat(m.value)).filter((b): b is AgentHeartbeat => b !== undefined);
+        await this.liveness.record(beats);
+      },
+    });
+  }
+
+  async stop(): Promise<void> {
+    await this.consumer.disconnect().catch(() => undefined);
+  }
+}
