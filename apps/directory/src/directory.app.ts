@@ -91,7 +91,12 @@ export async function startDirectory(config: DirectoryConfig): Promise<RunningDi
     // Re-publishes whatever a previous process committed but did not get onto the topic.
     outbox.start();
     cleanups.push(() => outbox.stop());
-    const consumer = new HeartbeatConsumer(kafka, topics.heartbeats(), `${config.TOPIC_PREFIX}${config.KAFKA_CLIENT_ID}-directory-heartbeats`, app.get(LivenessService));
+    const consumer = new HeartbeatConsumer(
+      kafka,
+      topics.heartbeats(),
+      `${config.TOPIC_PREFIX}${config.KAFKA_CLIENT_ID}-directory-heartbeats`,
+      app.get(LivenessService),
+    );
     cleanups.push(() => consumer.stop());
     await consumer.start();
 

@@ -77,7 +77,9 @@ export class CardOutbox {
         this.lastError = undefined;
       } catch (err) {
         this.lastError = err;
-        process.stderr.write(`${JSON.stringify({ level: 'warn', src: 'card-outbox', msg: 'publish failed; will retry', err: String(err) })}\n`);
+        process.stderr.write(
+          `${JSON.stringify({ level: 'warn', src: 'card-outbox', msg: 'publish failed; will retry', err: String(err) })}\n`,
+        );
       } finally {
         this.running = undefined;
       }

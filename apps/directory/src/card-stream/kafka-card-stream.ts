@@ -8,8 +8,7 @@ export interface KafkaCardStreamOptions {
   replicationFactor: number;
 }
 
-// Kafka error codes kafkajs surfaces on admin calls that are fine to ignore when idempotent.
-const TOPIC_ALREADY_EXISTS = 'TOPIC_ALREADY_EXISTS';
+// Kafka error kafkajs surfaces when a topic already has at least the partitions asked for.
 const INVALID_PARTITIONS = 'INVALID_PARTITIONS';
 
 /**
@@ -58,14 +57,24 @@ export class KafkaCardStream implements CardStream {
 
   async ensureCommandTopic(agentId: string, partitions: number): Promise<void> {
     const topic = this.opts.topics.commands(agentId);
-    await this.createTopics([{ topic, numPartitions: partitions }]);
+    // kafkajs resolves false (no throw) when the topic exists; only then can it be too small.
+    const created = await this.admin.createTopics({
+      waitForLeaders: true,
+      topics: [{ topic, numPartitions: partitions, replicationFactor: this.opts.replicationFactor }],
+    });
+    if (!created) await this.growCommandTopic(agentId, partitions);
+  }
+
+  async growCommandTopic(agentId: string, partitions: number): Promise<void> {
+    const topic = this.opts.topics.commands(agentId);
     const [meta] = (await this.admin.fetchTopicMetadata({ topics: [topic] })).topics;
-    if (meta && meta.partitions.length < partitions) {
-      try {
-        await this.admin.createPartitions({ topicPartitions: [{ topic, count: partitions }] });
-      } catch (err) {
-        if ((err as { type?: string }).type !== INVALID_PARTITIONS) throw err;
-      }
+    if (!meta) return this.ensureCommandTopic(agentId, partitions);
+    if (meta.partitions.length >= partitions) return;
+    try {
+      await this.admin.createPartitions({ topicPartitions: [{ topic, count: partitions }] });
+    } catch (err) {
+      // Another replica grew it first.
+      if ((err as { type?: string }).type !== INVALID_PARTITIONS) throw err;
     }
   }
 
@@ -86,21 +95,18 @@ export class KafkaCardStream implements CardStream {
   async publishHeartbeat(heartbeat: AgentHeartbeat): Promise<void> {
     await this.producer.send({
       topic: this.opts.topics.heartbeats(),
-      acks: 1,
+      acks: -1,
       messages: [{ key: heartbeat.agentId, value: JSON.stringify(heartbeat) }],
     });
   }
 
-  private async createTopics(topics: Array<{ topic: string; numPartitions: number; configEntries?: Array<{ name: string; value: string }> }>) {
-    try {
-      await this.admin.createTopics({
-        waitForLeaders: true,
-        topics: topics.map((t) => ({ ...t, replicationFactor: this.opts.replicationFactor })),
-      });
-    } catch (err) {
-      // createTopics reports "already exists" per topic inside a validation error; anything else is real.
-      const errors = (err as { errors?: Array<{ type?: string }> }).errors;
-      if (!errors || !errors.every((e) => e.type === TOPIC_ALREADY_EXISTS)) throw err;
-    }
+  private async createTopics(
+    topics: Array<{ topic: string; numPartitions: number; configEntries?: Array<{ name: string; value: string }> }>,
+  ) {
+    // Resolves false when they already exist (another replica, an earlier start).
+    await this.admin.createTopics({
+      waitForLeaders: true,
+      topics: topics.map((t) => ({ ...t, replicationFactor: this.opts.replicationFactor })),
+    });
   }
 }

@@ -59,12 +59,20 @@ function toProblem(err: unknown): { problem: Problem; headers: Record<string, st
     const status = err.getStatus();
     return { problem: problem(status, status === 404 ? 'NOT_FOUND' : 'HTTP_ERROR', err.message), headers };
   }
-  process.stderr.write(`${JSON.stringify({ level: 'error', src: 'directory', msg: 'unhandled error', err: String(err) })}\n`);
+  process.stderr.write(
+    `${JSON.stringify({ level: 'error', src: 'directory', msg: 'unhandled error', err: String(err), stack: (err as Error)?.stack })}\n`,
+  );
   return { problem: problem(500, 'INTERNAL', 'internal error'), headers };
 }
 
 function problem(status: number, code: string, detail: string): Problem {
-  return { type: `https://agent-mesh.dev/problems/${code.toLowerCase().replace(/_/g, '-')}`, title: TITLE[status] ?? 'Error', status, detail, code };
+  return {
+    type: `https://agent-mesh.dev/problems/${code.toLowerCase().replace(/_/g, '-')}`,
+    title: TITLE[status] ?? 'Error',
+    status,
+    detail,
+    code,
+  };
 }
 
 /** Writes a problem as `application/problem+json`. */
@@ -86,11 +94,24 @@ export function bodyParserErrors(err: unknown, _req: Request, res: Response, nex
   const type = (err as { type?: string }).type;
   if (type === 'entity.too.large') {
     const limit = (err as { limit?: number }).limit;
-    sendProblem(res, new DirectoryError('BODY_TOO_LARGE', `request body is over ${limit ?? 'the'} bytes`, [{ field: 'body', message: `at most ${limit} bytes` }]));
+    sendProblem(
+      res,
+      new DirectoryError('BODY_TOO_LARGE', `request body is over ${limit ?? 'the'} bytes`, [
+        { field: 'body', message: `at most ${limit} bytes` },
+      ]),
+    );
   } else if (type === 'entity.parse.failed') {
-    sendProblem(res, new DirectoryError('VALIDATION_FAILED', 'request body is not valid JSON', [{ field: 'body', message: 'not valid JSON' }]));
+    sendProblem(
+      res,
+      new DirectoryError('VALIDATION_FAILED', 'request body is not valid JSON', [{ field: 'body', message: 'not valid JSON' }]),
+    );
   } else if (type !== undefined) {
-    sendProblem(res, new DirectoryError('VALIDATION_FAILED', `request body refused: ${String((err as Error).message)}`, [{ field: 'body', message: String((err as Error).message) }]));
+    sendProblem(
+      res,
+      new DirectoryError('VALIDATION_FAILED', `request body refused: ${String((err as Error).message)}`, [
+        { field: 'body', message: String((err as Error).message) },
+      ]),
+    );
   } else {
     next(err);
   }

@@ -32,7 +32,12 @@ export class HeartbeatController {
     const agent = await this.registry.get(p, id);
     assertOwner(id, agent, p);
     if (agent.retiredAt !== null) throw new DirectoryError('CONFLICT', `agent "${id}" is retired`);
-    const beat = { agentId: id, workerId: req.workerId ?? `http:${p.subject}`, atUnixMs: Date.now(), ttlMs: req.ttlMs ?? this.liveness.defaultTtlMs };
+    const beat = {
+      agentId: id,
+      workerId: req.workerId ?? `http:${p.subject}`,
+      atUnixMs: Date.now(),
+      ttlMs: req.ttlMs ?? this.liveness.defaultTtlMs,
+    };
     await this.liveness.record([beat]);
     // Best effort: the database is the directory's truth; the topic feeds other services' caches.
     await this.stream.publishHeartbeat(beat).catch(() => undefined);

@@ -53,7 +53,14 @@ export const agentCardSchema = z.object({
     pushNotifications: z.boolean().optional(),
     extendedAgentCard: z.boolean().optional(),
     extensions: z
-      .array(z.object({ uri: text(2048), description: z.string().optional(), required: z.boolean().optional(), params: z.record(z.string(), z.unknown()).optional() }))
+      .array(
+        z.object({
+          uri: text(2048),
+          description: z.string().optional(),
+          required: z.boolean().optional(),
+          params: z.record(z.string(), z.unknown()).optional(),
+        }),
+      )
       .optional(),
   }),
   defaultInputModes: mediaTypes,
@@ -105,10 +112,7 @@ export function registrySchemas(maxPartitions: number) {
   const channel = channelSchema(maxPartitions);
   return {
     register: z.strictObject({
-      id: z
-        .string()
-        .refine(isAgentId, 'expected a slug: lower-case letters, digits and dashes, at most 63 characters')
-        .optional(),
+      id: z.string().refine(isAgentId, 'expected a slug: lower-case letters, digits and dashes, at most 63 characters').optional(),
       card: agentCardSchema,
       channel: channel.optional(),
       visibility: visibilitySchema.optional(),

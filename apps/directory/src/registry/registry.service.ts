@@ -62,7 +62,9 @@ export class RegistryService {
   private rateLimit(tenant: string): void {
     const wait = this.limiter.take(tenant);
     if (wait > 0) {
-      throw new DirectoryError('RATE_LIMITED', `too many registrations for tenant "${tenant}"; retry in ${wait} s`, [], { retryAfterSec: wait });
+      throw new DirectoryError('RATE_LIMITED', `too many registrations for tenant "${tenant}"; retry in ${wait} s`, [], {
+        retryAfterSec: wait,
+      });
     }
   }
 
@@ -84,7 +86,9 @@ export class RegistryService {
 
     // Ids are global (they name Kafka topics); the message never says who holds a taken id.
     const conflict = () =>
-      new DirectoryError('CONFLICT', `agent id "${id}" is not available; choose another "id"`, [{ field: req.id ? 'id' : 'card.name', message: 'id taken' }]);
+      new DirectoryError('CONFLICT', `agent id "${id}" is not available; choose another "id"`, [
+        { field: req.id ? 'id' : 'card.name', message: 'id taken' },
+      ]);
     if (await this.ds.getRepository(AgentEntity).existsBy({ id })) throw conflict();
 
     // Topic first: if Kafka refuses, nothing is stored. An orphan empty topic (commit failing after
@@ -102,8 +106,23 @@ export class RegistryService {
            skill_ids, skill_tags, input_modes, output_modes, registered_by, search_document)
          VALUES ($1, $2, $3, 1, $4, $5, $6, $7, $8, $9, $10, $11, ${searchDocument(12, 13, 14, 15)})
          ON CONFLICT (id) DO NOTHING RETURNING id`,
-        [id, viewer.tenant, visibility, card, keyTemplate, partitions, d.skillIds, d.skillTags, d.inputModes, d.outputModes, viewer.subject,
-          req.card.name, req.card.description, d.skillText, d.examplesText],
+        [
+          id,
+          viewer.tenant,
+          visibility,
+          card,
+          keyTemplate,
+          partitions,
+          d.skillIds,
+          d.skillTags,
+          d.inputModes,
+          d.outputModes,
+          viewer.subject,
+          req.card.name,
+          req.card.description,
+          d.skillText,
+          d.examplesText,
+        ],
       );
       if (inserted.length === 0) throw conflict();
       await this.insertVersion(m, id, 1, card, keyTemplate, partitions, visibility, viewer.subject);
@@ -126,7 +145,7 @@ export class RegistryService {
           { field: 'channel.partitions', message: `cannot shrink from ${current.partitions} (Kafka partitions only grow)` },
         ]);
       }
-      if (partitions > current.partitions) await this.stream.ensureCommandTopic(id, partitions);
+      if (partitions > current.partitions) await this.stream.growCommandTopic(id, partitions);
       const visibility = req.visibility ?? current.visibility;
       const version = current.version + 1;
       const d = derived(req.card);
@@ -135,8 +154,22 @@ export class RegistryService {
            skill_ids = $7, skill_tags = $8, input_modes = $9, output_modes = $10, search_document = ${searchDocument(11, 12, 13, 14)},
            updated_at = now(), revision = revision + 1
          WHERE id = $1`,
-        [id, version, card, keyTemplate, partitions, visibility, d.skillIds, d.skillTags, d.inputModes, d.outputModes,
-          req.card.name, req.card.description, d.skillText, d.examplesText],
+        [
+          id,
+          version,
+          card,
+          keyTemplate,
+          partitions,
+          visibility,
+          d.skillIds,
+          d.skillTags,
+          d.inputModes,
+          d.outputModes,
+          req.card.name,
+          req.card.description,
+          d.skillText,
+          d.examplesText,
+        ],
       );
       await this.insertVersion(m, id, version, card, keyTemplate, partitions, visibility, viewer.subject);
       return m.getRepository(AgentEntity).findOneByOrFail({ id });
@@ -174,10 +207,20 @@ export class RegistryService {
     return v;
   }
 
-  private async lockForChange(m: EntityManager, viewer: Principal, id: string, opts: { allowRetired?: boolean } = {}): Promise<AgentEntity> {
-    const current = assertVisible(id, await m.getRepository(AgentEntity).findOne({ where: { id }, lock: { mode: 'pessimistic_write' } }), viewer);
+  private async lockForChange(
+    m: EntityManager,
+    viewer: Principal,
+    id: string,
+    opts: { allowRetired?: boolean } = {},
+  ): Promise<AgentEntity> {
+    const current = assertVisible(
+      id,
+      await m.getRepository(AgentEntity).findOne({ where: { id }, lock: { mode: 'pessimistic_write' } }),
+      viewer,
+    );
     assertOwner(id, current, viewer);
-    if (current.retiredAt !== null && !opts.allowRetired) throw new DirectoryError('CONFLICT', `agent "${id}" is retired and cannot change`);
+    if (current.retiredAt !== null && !opts.allowRetired)
+      throw new DirectoryError('CONFLICT', `agent "${id}" is retired and cannot change`);
     return current;
   }
 

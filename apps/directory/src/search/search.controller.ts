@@ -18,7 +18,9 @@ export class SearchController {
   async search(@CurrentPrincipal() p: Principal, @Query() query: unknown): Promise<{ items: AgentView[]; nextCursor: string | null }> {
     const page = await this.searchService.search(p, this.searchService.parse(query));
     return {
-      items: page.items.map(({ agent, rank }) => (rank === undefined ? this.registry.view(agent, p) : { ...this.registry.view(agent, p), rank })),
+      items: page.items.map(({ agent, rank }) =>
+        rank === undefined ? this.registry.view(agent, p) : { ...this.registry.view(agent, p), rank },
+      ),
       nextCursor: page.nextCursor,
     };
   }

@@ -16,7 +16,8 @@ export class CardSigner {
   /** From a private JWK (with `kid`; `alg` ES256 or EdDSA, inferred from the curve when absent). */
   static async fromJwk(jwk: JWK): Promise<CardSigner> {
     const alg = jwk.alg ?? (jwk.crv === 'P-256' ? 'ES256' : jwk.crv === 'Ed25519' ? 'EdDSA' : undefined);
-    if (!alg || !ALGS.has(alg)) throw new MeshError('CONFIG_INVALID', 'DIRECTORY_SIGNING_JWK: alg must be ES256 (P-256) or EdDSA (Ed25519)');
+    if (!alg || !ALGS.has(alg))
+      throw new MeshError('CONFIG_INVALID', 'DIRECTORY_SIGNING_JWK: alg must be ES256 (P-256) or EdDSA (Ed25519)');
     if (!jwk.kid) throw new MeshError('CONFIG_INVALID', 'DIRECTORY_SIGNING_JWK: a "kid" is required');
     if (!jwk.d) throw new MeshError('CONFIG_INVALID', 'DIRECTORY_SIGNING_JWK: a private key ("d") is required');
     // Asymmetric JWKs import as a CryptoKey, never as raw bytes.
