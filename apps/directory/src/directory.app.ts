@@ -7,6 +7,7 @@ import { startHttpService } from '@mesh/service';
 import { AppModule } from './app.module.js';
 import { CardOutbox } from './card-stream/card-outbox.js';
 import { KafkaCardStream } from './card-stream/kafka-card-stream.js';
+import type { CardStream } from './card-stream/card-stream.port.js';
 import { bodyParserErrors, ProblemFilter } from './common/problem.filter.js';
 import type { DirectoryConfig } from './config/directory.config.js';
 import { directoryMigrations, DIRECTORY_SCHEMA } from './database/migrations/index.js';
@@ -31,8 +32,14 @@ export interface RunningDirectory {
 /** Request bodies above this are refused (issue #4: 64 KiB). */
 export const DIRECTORY_BODY_LIMIT_BYTES = 64 * 1024;
 
+/** Replaceable parts (benchmarks, tests): by default everything talks to Kafka. */
+export interface DirectoryOverrides {
+  /** Command-topic creation and card publishing; default the Kafka adapter. */
+  cardStream?: CardStream;
+}
+
 /** Starts the directory: database (created and migrated), Kafka topics, HTTP API, heartbeat consumer, outbox. */
-export async function startDirectory(config: DirectoryConfig): Promise<RunningDirectory> {
+export async function startDirectory(config: DirectoryConfig, overrides: DirectoryOverrides = {}): Promise<RunningDirectory> {
   const kafkaOpts = { brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-directory` };
   await assertKafkaReachable(kafkaOpts);
   const signer = config.DIRECTORY_SIGNING_JWK
@@ -60,9 +67,15 @@ export async function startDirectory(config: DirectoryConfig): Promise<RunningDi
     });
     cleanups.push(() => ds.destroy());
     const kafka = createKafka(kafkaOpts);
-    const stream = new KafkaCardStream(kafka, { topics, replicationFactor: config.DIRECTORY_TOPIC_REPLICATION });
-    cleanups.push(() => stream.stop());
-    await stream.start();
+    let stream: CardStream;
+    if (overrides.cardStream) {
+      stream = overrides.cardStream;
+    } else {
+      const kafkaStream = new KafkaCardStream(kafka, { topics, replicationFactor: config.DIRECTORY_TOPIC_REPLICATION });
+      cleanups.push(() => kafkaStream.stop());
+      await kafkaStream.start();
+      stream = kafkaStream;
+    }
     const kafkaProbe = new KafkaProbe(kafka);
     cleanups.push(() => kafkaProbe.close());
     const outbox = new CardOutbox(ds, stream, { sweepMs: 2000 });
@@ -96,6 +109,7 @@ export async function startDirectory(config: DirectoryConfig): Promise<RunningDi
       topics.heartbeats(),
       `${config.TOPIC_PREFIX}${config.KAFKA_CLIENT_ID}-directory-heartbeats`,
       app.get(LivenessService),
+      config.DIRECTORY_TOPIC_REPLICATION,
     );
     cleanups.push(() => consumer.stop());
     await consumer.start();

@@ -1,6 +1,7 @@
 import type { Admin, Kafka, Producer } from 'kafkajs';
 import { TopicNames, type AgentHeartbeat, type AgentRecord } from '@mesh/contract';
 import type { CardStream } from './card-stream.port.js';
+import { awaitTopicLeaders } from './topic-leaders.js';
 
 /** Options of the Kafka card stream. */
 export interface KafkaCardStreamOptions {
@@ -28,7 +29,7 @@ export class KafkaCardStream implements CardStream {
     this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
   }
 
-  /** Connects and creates the compacted cards topic and the heartbeats topic. */
+  /** Connects and creates the compacted cards topic. */
   async start(): Promise<void> {
     await this.admin.connect();
     await this.producer.connect();
@@ -41,12 +42,6 @@ export class KafkaCardStream implements CardStream {
           { name: 'min.compaction.lag.ms', value: '0' },
         ],
       },
-      {
-        topic: this.opts.topics.heartbeats(),
-        numPartitions: 3,
-        // Heartbeats are worthless after a few TTLs.
-        configEntries: [{ name: 'retention.ms', value: String(60 * 60 * 1000) }],
-      },
     ]);
   }
 
@@ -58,11 +53,13 @@ export class KafkaCardStream implements CardStream {
   async ensureCommandTopic(agentId: string, partitions: number): Promise<void> {
     const topic = this.opts.topics.commands(agentId);
     // kafkajs resolves false (no throw) when the topic exists; only then can it be too small.
+    // Leaders are awaited separately: kafkajs' own wait surfaces a transient "unknown topic" under load.
     const created = await this.admin.createTopics({
-      waitForLeaders: true,
+      waitForLeaders: false,
       topics: [{ topic, numPartitions: partitions, replicationFactor: this.opts.replicationFactor }],
     });
     if (!created) await this.growCommandTopic(agentId, partitions);
+    else await awaitTopicLeaders(this.admin, topic, partitions);
   }
 
   async growCommandTopic(agentId: string, partitions: number): Promise<void> {
@@ -105,8 +102,9 @@ export class KafkaCardStream implements CardStream {
   ) {
     // Resolves false when they already exist (another replica, an earlier start).
     await this.admin.createTopics({
-      waitForLeaders: true,
+      waitForLeaders: false,
       topics: topics.map((t) => ({ ...t, replicationFactor: this.opts.replicationFactor })),
     });
+    for (const t of topics) await awaitTopicLeaders(this.admin, t.topic, t.numPartitions);
   }
 }

@@ -1,6 +1,7 @@
 import type { Consumer, Kafka } from 'kafkajs';
 import type { AgentHeartbeat } from '@mesh/contract';
 import type { LivenessService } from './liveness.service.js';
+import { awaitTopicLeaders } from '../card-stream/topic-leaders.js';
 
 /** Parses a heartbeat value; malformed ones are skipped (a heartbeat is advisory, never dead-lettered). */
 export function parseHeartbeat(value: Buffer | null): AgentHeartbeat | undefined {
@@ -23,15 +24,36 @@ export class HeartbeatConsumer {
   private readonly consumer: Consumer;
 
   constructor(
-    kafka: Kafka,
+    private readonly kafka: Kafka,
     private readonly topic: string,
     groupId: string,
     private readonly liveness: LivenessService,
+    private readonly replicationFactor = 1,
   ) {
     this.consumer = kafka.consumer({ groupId, sessionTimeout: 10_000, heartbeatInterval: 1_000, maxWaitTimeInMs: 250 });
   }
 
+  /** Creates the heartbeats topic when missing, joins the group and starts applying heartbeats. */
   async start(): Promise<void> {
+    const admin = this.kafka.admin();
+    await admin.connect();
+    try {
+      // Heartbeats are worthless after a few TTLs: short retention. Resolves false when it exists.
+      await admin.createTopics({
+        waitForLeaders: false,
+        topics: [
+          {
+            topic: this.topic,
+            numPartitions: 3,
+            replicationFactor: this.replicationFactor,
+            configEntries: [{ name: 'retention.ms', value: '3600000' }],
+          },
+        ],
+      });
+      await awaitTopicLeaders(admin, this.topic, 1);
+    } finally {
+      await admin.disconnect();
+    }
     await this.consumer.connect();
     await this.consumer.subscribe({ topic: this.topic, fromBeginning: false });
     await this.consumer.run({

@@ -89,33 +89,35 @@ export class SearchService {
     const meta = this.ds.getMetadata(AgentEntity);
     // Every column but the tsvector, which is large and never returned.
     const columns = meta.columns.filter((c) => c.propertyName !== 'searchDocument');
-    let select = columns.map((c) => `a.${c.databaseName}`).join(', ');
-    let order = 'a.id ASC';
+    // Two phases: find the page's ids (and ranks) over narrow rows, then fetch those rows whole.
+    let page: string;
     if (ranked) {
       const tsq = p(q.q);
       where.push(`a.search_document @@ websearch_to_tsquery('english', ${tsq})`);
-      select = `${select}, ts_rank(a.search_document, websearch_to_tsquery('english', ${tsq})) AS rank`;
-      order = 'rank DESC, a.id ASC';
-    }
-    let sql = `SELECT ${select} FROM directory.agent a WHERE ${where.join(' AND ')}`;
-    if (ranked) {
-      sql = `SELECT * FROM (${sql}) a`;
+      page = `SELECT h.id, h.rank FROM (
+          SELECT a.id, ts_rank(a.search_document, websearch_to_tsquery('english', ${tsq})) AS rank
+          FROM directory.agent a WHERE ${where.join(' AND ')}) h`;
       // rank is float4; the cursor carries it as the same float4 value, so equality is exact.
-      if (cursor) sql += ` WHERE (a.rank < ${p(cursor.r)}::real OR (a.rank = ${p(cursor.r)}::real AND a.id > ${p(cursor.id)}))`;
-    } else if (cursor) {
-      sql = sql.replace(' WHERE ', ` WHERE a.id > ${p(cursor.id)} AND `);
+      if (cursor) page += ` WHERE (h.rank < ${p(cursor.r)}::real OR (h.rank = ${p(cursor.r)}::real AND h.id > ${p(cursor.id)}))`;
+      page += ` ORDER BY h.rank DESC, h.id ASC LIMIT ${p(q.limit + 1)}`;
+    } else {
+      if (cursor) where.push(`a.id > ${p(cursor.id)}`);
+      page = `SELECT a.id, NULL::real AS rank FROM directory.agent a WHERE ${where.join(' AND ')} ORDER BY a.id ASC LIMIT ${p(q.limit + 1)}`;
     }
-    sql += ` ORDER BY ${order} LIMIT ${p(q.limit + 1)}`;
+    const sql = `WITH page AS (${page})
+      SELECT ${columns.map((c) => `a.${c.databaseName}`).join(', ')}, page.rank
+      FROM page JOIN directory.agent a ON a.id = page.id
+      ORDER BY ${ranked ? 'page.rank DESC, ' : ''}a.id ASC`;
 
     const rows: Row[] = await this.ds.query(sql, params);
     const more = rows.length > q.limit;
-    const page = rows.slice(0, q.limit);
-    const items = page.map((row) => {
+    const pageRows = rows.slice(0, q.limit);
+    const items = pageRows.map((row) => {
       const agent = this.ds.manager.create(AgentEntity, {}) as AgentEntity;
       for (const col of columns) (agent as unknown as Record<string, unknown>)[col.propertyName] = row[col.databaseName];
       return ranked ? { agent, rank: Number(row.rank) } : { agent };
     });
-    const last = page.at(-1);
+    const last = pageRows.at(-1);
     const nextCursor = more && last ? encodeCursor(ranked ? { r: Number(last.rank), id: String(last.id) } : { id: String(last.id) }) : null;
     return { items, nextCursor };
   }

@@ -35,9 +35,11 @@ export class CreateAgents1764480000000 implements MigrationInterface {
       )`);
     await q.query(`CREATE INDEX agent_listing_idx ON directory.agent (tenant, id) WHERE retired_at IS NULL`);
     await q.query(`CREATE INDEX agent_public_idx ON directory.agent (id) WHERE retired_at IS NULL AND visibility = 'public'`);
-    await q.query(`CREATE INDEX agent_search_idx ON directory.agent USING gin (search_document)`);
-    await q.query(`CREATE INDEX agent_skill_ids_idx ON directory.agent USING gin (skill_ids)`);
-    await q.query(`CREATE INDEX agent_skill_tags_idx ON directory.agent USING gin (skill_tags)`);
+    // fastupdate off: registrations are rare, searches are not; a pending list would make every
+    // search scan it until the next vacuum.
+    await q.query(`CREATE INDEX agent_search_idx ON directory.agent USING gin (search_document) WITH (fastupdate = off)`);
+    await q.query(`CREATE INDEX agent_skill_ids_idx ON directory.agent USING gin (skill_ids) WITH (fastupdate = off)`);
+    await q.query(`CREATE INDEX agent_skill_tags_idx ON directory.agent USING gin (skill_tags) WITH (fastupdate = off)`);
     await q.query(`CREATE INDEX agent_unpublished_idx ON directory.agent (id) WHERE published_revision < revision`);
     await q.query(`
       CREATE TABLE directory.agent_version (
