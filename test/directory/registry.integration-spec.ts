@@ -66,6 +66,7 @@ test('register → search by skill, tag and ranked text → served card rewritte
   const ranked = await api(KEYS.acme, 'GET', '/v1/agents?q=invoice');
   assert.deepEqual(ids(ranked), ['invoice-helper', 'refund-bot'], 'name and description outrank examples');
   assert.ok(ranked.body.items[0].rank > ranked.body.items[1].rank);
+  assert.match(ranked.headers.get('server-timing') ?? '', /^search;dur=\d+(\.\d+)?$/);
   assert.deepEqual(
     ids(await api(KEYS.acme, 'GET', '/v1/agents?q=explains%20lines')),
     ['invoice-helper'],

@@ -1,4 +1,6 @@
-import { Controller, Get, Inject, Query, UseGuards } from '@nestjs/common';
+import { Controller, Get, Inject, Query, Res, UseGuards } from '@nestjs/common';
+import type { Response } from 'express';
+import { performance } from 'node:perf_hooks';
 import type { Principal } from '@mesh/auth';
 import { AuthGuard, CurrentPrincipal } from '../auth/auth.guard.js';
 import { RegistryService } from '../registry/registry.service.js';
@@ -15,8 +17,15 @@ export class SearchController {
   ) {}
 
   @Get()
-  async search(@CurrentPrincipal() p: Principal, @Query() query: unknown): Promise<{ items: AgentView[]; nextCursor: string | null }> {
+  async search(
+    @CurrentPrincipal() p: Principal,
+    @Query() query: unknown,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<{ items: AgentView[]; nextCursor: string | null }> {
+    const t0 = performance.now();
     const page = await this.searchService.search(p, this.searchService.parse(query));
+    // Time spent in the query (database round trip included), for dashboards and the benchmark.
+    res.setHeader('Server-Timing', `search;dur=${(performance.now() - t0).toFixed(2)}`);
     return {
       items: page.items.map(({ agent, rank }) =>
         rank === undefined ? this.registry.view(agent, p) : { ...this.registry.view(agent, p), rank },
