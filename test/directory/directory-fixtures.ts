@@ -1,6 +1,6 @@
 import { exportJWK, generateKeyPair, type JWK } from 'jose';
 import { DEMO_API_KEYS } from '@mesh/auth';
-import { loadDirectoryConfig, startDirectory, type RunningDirectory } from '@mesh/app-directory';
+import { loadDirectoryConfig, startDirectory, type DirectoryOverrides, type RunningDirectory } from '@mesh/app-directory';
 import { after } from 'node:test';
 import { createHash } from 'node:crypto';
 import { dropDatabase, ensureDatabase } from '@mesh/database';
@@ -53,9 +53,9 @@ export async function newDatabaseUrl(label: string): Promise<string> {
  * A directory on a fresh database and topic prefix. Call at module top level: it registers one
  * `after` that stops the directory and then drops its database (in that order).
  */
-export async function startTestDirectory(label: string, env: Record<string, string> = {}, databaseUrl?: string) {
+export async function startTestDirectory(label: string, env: Record<string, string> = {}, overrides: DirectoryOverrides = {}) {
   const prefix = uniquePrefix(label);
-  const dbUrl = databaseUrl ?? (await newDatabaseUrl(label));
+  const dbUrl = await newDatabaseUrl(label);
   const config = loadDirectoryConfig({
     KAFKA_BROKERS: testRun().brokers.join(','),
     DATABASE_URL: dbUrl,
@@ -64,10 +64,10 @@ export async function startTestDirectory(label: string, env: Record<string, stri
     DISPATCHER_PUBLIC_URL: 'http://dispatcher.test:8080',
     ...env,
   });
-  const dir: RunningDirectory = await startDirectory({ ...config, DIRECTORY_PORT: 0 });
+  const dir: RunningDirectory = await startDirectory({ ...config, DIRECTORY_PORT: 0 }, overrides);
   after(async () => {
     await dir.stop();
-    if (!databaseUrl) await dropDatabase(dbUrl).catch(() => undefined);
+    await dropDatabase(dbUrl).catch(() => undefined);
   });
   return { dir, config, prefix, databaseUrl: dbUrl };
 }

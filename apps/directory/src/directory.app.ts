@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import type { JWK } from 'jose';
+import { logLevel } from 'kafkajs';
 import { assertKafkaReachable, createKafka, KafkaProbe } from '@mesh/bus';
 import { TopicNames } from '@mesh/contract';
 import { openServiceDatabase, PostgresProbe } from '@mesh/database';
@@ -71,7 +72,11 @@ export async function startDirectory(config: DirectoryConfig, overrides: Directo
     if (overrides.cardStream) {
       stream = overrides.cardStream;
     } else {
-      const kafkaStream = new KafkaCardStream(kafka, { topics, replicationFactor: config.DIRECTORY_TOPIC_REPLICATION });
+      const kafkaStream = new KafkaCardStream(kafka, {
+        topics,
+        replicationFactor: config.DIRECTORY_TOPIC_REPLICATION,
+        adminKafka: createKafka(kafkaOpts, { logLevel: logLevel.NOTHING }),
+      });
       cleanups.push(() => kafkaStream.stop());
       await kafkaStream.start();
       stream = kafkaStream;

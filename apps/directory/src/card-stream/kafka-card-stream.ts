@@ -7,6 +7,12 @@ import { awaitTopicLeaders } from './topic-leaders.js';
 export interface KafkaCardStreamOptions {
   topics: TopicNames;
   replicationFactor: number;
+  /**
+   * Client for admin calls. Polling a just-created topic makes kafkajs log each transient
+   * "unknown topic" at error level; a quiet client here keeps that out of the logs (failures
+   * still throw and are reported by the caller).
+   */
+  adminKafka?: Kafka;
 }
 
 // Kafka error kafkajs surfaces when a topic already has at least the partitions asked for.
@@ -24,7 +30,7 @@ export class KafkaCardStream implements CardStream {
     kafka: Kafka,
     private readonly opts: KafkaCardStreamOptions,
   ) {
-    this.admin = kafka.admin();
+    this.admin = (opts.adminKafka ?? kafka).admin();
     // Idempotent producer: a retried send never duplicates or reorders records of one key.
     this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
   }

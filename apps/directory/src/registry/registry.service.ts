@@ -93,11 +93,7 @@ export class RegistryService {
 
     // Topic first: if Kafka refuses, nothing is stored. An orphan empty topic (commit failing after
     // this) is harmless and is reused by the next registration of the id.
-    try {
-      await this.stream.ensureCommandTopic(id, partitions);
-    } catch (cause) {
-      throw new DirectoryError('UNAVAILABLE', `could not create the command topic: ${String(cause)}`, [], { cause, retryAfterSec: 5 });
-    }
+    await this.topicStep(id, () => this.stream.ensureCommandTopic(id, partitions));
 
     const d = derived(req.card);
     const saved = await this.ds.transaction(async (m) => {
@@ -145,7 +141,7 @@ export class RegistryService {
           { field: 'channel.partitions', message: `cannot shrink from ${current.partitions} (Kafka partitions only grow)` },
         ]);
       }
-      if (partitions > current.partitions) await this.stream.growCommandTopic(id, partitions);
+      if (partitions > current.partitions) await this.topicStep(id, () => this.stream.growCommandTopic(id, partitions));
       const visibility = req.visibility ?? current.visibility;
       const version = current.version + 1;
       const d = derived(req.card);
@@ -205,6 +201,21 @@ export class RegistryService {
     const v = await this.ds.getRepository(AgentVersionEntity).findOneBy({ agentId: id, version });
     if (!v) throw new DirectoryError('NOT_FOUND', `agent "${id}" has no version ${version}`);
     return v;
+  }
+
+  /** A Kafka admin step of a change: failure means 503 and nothing stored. */
+  private async topicStep(id: string, step: () => Promise<void>): Promise<void> {
+    try {
+      await step();
+    } catch (cause) {
+      process.stderr.write(
+        `${JSON.stringify({ level: 'error', src: 'registry', msg: 'command topic step failed', agentId: id, err: String(cause) })}\n`,
+      );
+      throw new DirectoryError('UNAVAILABLE', `could not create or grow the command topic: ${String(cause)}`, [], {
+        cause,
+        retryAfterSec: 5,
+      });
+    }
   }
 
   private async lockForChange(
