@@ -203,6 +203,15 @@ async function main() {
       }
       lat.sort((a, b) => a - b);
       server.sort((a, b) => a - b);
+      // Baseline: the same loop against /livez (no auth, no database) shows what the machine adds.
+      const base = [];
+      for (let i = 0; i < 500; i++) {
+        const t0 = performance.now();
+        await (await fetch(`${dir.url}/livez`)).text();
+        base.push(performance.now() - t0);
+      }
+      base.sort((a, b) => a - b);
+      result.baselineLivez = { p50ms: Number(pct(base, 50).toFixed(2)), p99ms: Number(pct(base, 99).toFixed(2)) };
       result.search = {
         cards: CARDS,
         searches: SEARCHES,

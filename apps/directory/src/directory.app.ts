@@ -45,7 +45,7 @@ export async function startDirectory(config: DirectoryConfig, overrides: Directo
   await assertKafkaReachable(kafkaOpts);
   const signer = config.DIRECTORY_SIGNING_JWK
     ? await CardSigner.fromJwk(config.DIRECTORY_SIGNING_JWK as JWK)
-    : config.MESH_DEV
+    : config.DEMO
       ? await CardSigner.ephemeral()
       : undefined;
   const verifier = new CardVerifier({

@@ -4,7 +4,7 @@ import { loadDirectoryConfig } from './directory.config.js';
 
 test('demo API keys apply only in explicit development mode; configured keys always win', () => {
   assert.deepEqual(loadDirectoryConfig({}).auth.apiKeys, [], 'no keys by default');
-  const dev = loadDirectoryConfig({ MESH_DEV: 'true' }).auth.apiKeys ?? [];
+  const dev = loadDirectoryConfig({ DEMO: 'true' }).auth.apiKeys ?? [];
   assert.deepEqual(
     dev.map((k) => [k.key, k.tenant, k.subject]),
     [
@@ -12,7 +12,7 @@ test('demo API keys apply only in explicit development mode; configured keys alw
       ['demo-globex', 'globex', 'bob'],
     ],
   );
-  const own = loadDirectoryConfig({ MESH_DEV: 'true', AUTH_API_KEYS: 'my-own-key=initech:carol' }).auth.apiKeys ?? [];
+  const own = loadDirectoryConfig({ DEMO: 'true', AUTH_API_KEYS: 'my-own-key=initech:carol' }).auth.apiKeys ?? [];
   assert.deepEqual(
     own.map((k) => k.tenant),
     ['initech'],

@@ -63,7 +63,7 @@ export const directoryConfigSpec = {
    * Development mode: AUTH_API_KEYS defaults to the demo keys and, without DIRECTORY_SIGNING_JWK,
    * an ephemeral signing key is generated. Never set in production.
    */
-  MESH_DEV: flag(false),
+  DEMO: flag(false),
 };
 
 /** Validated directory configuration, plus the authentication options. */
@@ -73,6 +73,6 @@ export type DirectoryConfig = ConfigOf<typeof directoryConfigSpec> & { auth: Aut
 export function loadDirectoryConfig(env: NodeJS.ProcessEnv = process.env): DirectoryConfig {
   const c = loadConfig(directoryConfigSpec, env);
   // Demo API keys only ever apply when development mode is asked for explicitly.
-  const authEnv = c.MESH_DEV && !env.AUTH_API_KEYS ? { ...env, AUTH_API_KEYS: DEMO_API_KEYS } : env;
+  const authEnv = c.DEMO && !env.AUTH_API_KEYS ? { ...env, AUTH_API_KEYS: DEMO_API_KEYS } : env;
   return { ...c, auth: loadAuthOptions(authEnv) };
 }
