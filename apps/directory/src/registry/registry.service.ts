@@ -34,8 +34,11 @@ function derived(card: Card) {
 // Ranked document: name (A) > description (B) > skill names, tags and descriptions (C) > examples (D).
 const SEARCH_DOCUMENT = `setweight(to_tsvector('english', $N), 'A') || setweight(to_tsvector('english', $D), 'B')
   || setweight(to_tsvector('english', $S), 'C') || setweight(to_tsvector('english', $E), 'D')`;
-const searchDocument = (n: number, d: number, s: number, e: number) =>
-  SEARCH_DOCUMENT.replace('$N', `$${n}`).replace('$D', `$${d}`).replace('$S', `$${s}`).replace('$E', `$${e}`);
+/** The document expression with its four texts bound to the given parameter positions. */
+const searchDocument = (n: number, d: number, s: number, e: number) => {
+  const at: Record<string, number> = { N: n, D: d, S: s, E: e };
+  return SEARCH_DOCUMENT.replace(/\$([NDSE])/g, (_, k: string) => `$${at[k]}`);
+};
 
 /** Register, update, retire and read agents; every write is one transaction plus an outbox flush. */
 @Injectable()
