@@ -1,13 +1,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { verifyAgentCardSignature, type AgentCard } from '@a2a-js/sdk';
-import type { JWK } from 'jose';
+import { SignJWT, type JWK } from 'jose';
 import { card, client, KEYS, keyPair, startTestDirectory, type Reply } from './directory-fixtures.js';
 
 const { privateJwk } = await keyPair('platform-1');
+const idp = await keyPair('idp-1');
 const { dir } = await startTestDirectory('registry', {
   DIRECTORY_SIGNING_JWK: JSON.stringify(privateJwk),
   DIRECTORY_REGISTRATIONS_PER_MINUTE: '20',
+  AUTH_JWT_ISSUER: 'https://idp.test',
+  AUTH_JWT_AUDIENCE: 'agent-mesh',
+  AUTH_JWKS_JSON: JSON.stringify({ keys: [idp.publicJwk] }),
 });
 const base = dir.url;
 const api = client(dir.url);
@@ -299,4 +303,23 @@ test('registration is rate-limited per tenant with 429 and Retry-After', async (
   assert.ok(Number(limited.headers.get('retry-after')) >= 1);
   // Another tenant is not affected.
   assert.equal((await api(KEYS.globex, 'POST', '/v1/agents', { card: card('Unaffected') })).status, 201);
+});
+
+test('a JWT (issuer, audience, expiry checked) authenticates like an API key, tenant from its claim', async () => {
+  const jwt = (claims: Record<string, unknown>, aud = 'agent-mesh') =>
+    new SignJWT(claims)
+      .setProtectedHeader({ alg: 'ES256', kid: 'idp-1' })
+      .setIssuer('https://idp.test')
+      .setAudience(aud)
+      .setSubject('dora')
+      .setExpirationTime('5m')
+      .sign(idp.privateJwk);
+  const token = await jwt({ tenant: 'globex' });
+  const r = await api(token, 'POST', '/v1/agents', { id: 'jwt-registered', card: card('Jwt Registered') });
+  assert.equal(r.status, 201, JSON.stringify(r.body));
+  assert.equal(r.body.tenant, 'globex');
+  assert.equal(r.body.registeredBy, 'dora');
+  assert.equal((await api(KEYS.globex, 'GET', '/v1/agents/jwt-registered')).status, 200, 'same tenant as the globex API key');
+  assert.equal((await api(KEYS.acme, 'GET', '/v1/agents/jwt-registered')).status, 404);
+  assert.equal((await api(await jwt({ tenant: 'globex' }, 'someone-else'), 'GET', '/v1/agents')).status, 401, 'wrong audience');
 });
