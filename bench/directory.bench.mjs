@@ -160,12 +160,6 @@ async function main() {
       result.registrationWithKafka = await registerMany(withKafka.url, KAFKA_SAMPLE, 1_000_000, 1);
     } finally {
       await withKafka.stop();
-      const admin = createKafka({ brokers, clientId: 'bench' }).admin();
-      await admin.connect();
-      const names = new TopicNames(`${prefix}k.`);
-      const mine = (await admin.listTopics()).filter((t) => t.startsWith(names.prefix));
-      if (mine.length > 0) await admin.deleteTopics({ topics: mine });
-      await admin.disconnect();
     }
 
     // 2. The database path: 10,000 cards, then searches.
@@ -229,6 +223,12 @@ async function main() {
   } finally {
     await dropDatabase(dbUrl.toString()).catch(() => undefined);
     await dropDatabase(kafkaDbUrl.toString()).catch(() => undefined);
+    // Every topic of this run (command topics, cards, heartbeats), so the shared broker keeps nothing.
+    const admin = createKafka({ brokers, clientId: 'bench' }).admin();
+    await admin.connect();
+    const mine = (await admin.listTopics()).filter((t) => t.startsWith(new TopicNames(prefix).prefix));
+    if (mine.length > 0) await admin.deleteTopics({ topics: mine });
+    await admin.disconnect();
   }
   result.loadAverageAtEnd = Number(os.loadavg()[0].toFixed(2));
   console.log(JSON.stringify(result, null, 2));
