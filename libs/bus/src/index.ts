@@ -6,3 +6,4 @@ export * from './dead-letters.js';
 export * from './offset-tracker.js';
 export * from './key-queues.js';
 export * from './in-flight-slots.js';
+export * from './bus-transport.js';
