@@ -192,6 +192,11 @@ export class BusConsumer {
     return this.stopping;
   }
 
+  /** Nest lifecycle hook, so an instance registered as a provider drains and leaves the group on shutdown. */
+  onModuleDestroy(): Promise<void> {
+    return this.stop();
+  }
+
   /** Current gauges and counters, e.g. for Prometheus. */
   stats(): BusConsumerStats {
     const partitions = [...this.states.values()].map((s) => ({
