@@ -1,7 +1,7 @@
 import type { Consumer, ConsumerConfig, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
 import { decodeEnvelope, isRetryable, normalizeHeaders, type Envelope } from '@mesh/contract';
 import { BusAdmin } from './bus-admin.js';
-import { BusProducer } from './bus-producer.js';
+import { BusProducer, type BusProducerOptions } from './bus-producer.js';
 import { deadLetterHeaders, deadLetterTopic } from './dead-letters.js';
 import { InFlightSlots } from './in-flight-slots.js';
 import { KeyQueues } from './key-queues.js';
@@ -53,6 +53,8 @@ export interface BusConsumerOptions {
   commitIntervalMs?: number;
   /** Create each source topic's dead-letter topic at start (default true; its partition count: 1). */
   ensureDeadLetterTopics?: boolean;
+  /** Options of the producer that writes dead letters. */
+  deadLetterProducer?: BusProducerOptions;
   /** Partitions fetched and queued concurrently by kafkajs (default 1: queuing is cheap, handlers run here). */
   partitionsConsumedConcurrently?: number;
   /** Passed to `kafka.consumer()` (session timeout, heartbeat interval, fetch sizes…). */
@@ -156,7 +158,7 @@ export class BusConsumer {
       groupId: opts.groupId,
       allowAutoTopicCreation: false,
     });
-    this.producer = new BusProducer(kafka);
+    this.producer = new BusProducer(kafka, opts.deadLetterProducer);
     this.admin = new BusAdmin(kafka);
   }
 
