@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BusAdmin, BusConsumer, BusProducer, type BusConsumerOptions } from '@mesh/bus';
+import { BusAdmin, BusConsumer, BusProducer, createKafka, type BusConsumerOptions } from '@mesh/bus';
 import { eventually, uniquePrefix } from '../support/infra.js';
 import { cleanup, runCommand, testKafka } from '../support/bus.js';
 
@@ -52,4 +52,15 @@ test('stop() lets running work finish within the drain timeout, aborts the rest 
   await second.stop();
   const [after] = await admin.consumerLag(options.groupId, [topic]);
   assert.equal(after.committed, '4');
+});
+
+test('start() fails clearly when no broker answers, and stop() after that still resolves', async () => {
+  const nowhere = createKafka({ brokers: ['127.0.0.1:1'], clientId: 'test-nowhere', retries: 0, connectionTimeoutMs: 300 });
+  const consumer = new BusConsumer(nowhere, { groupId: 'g', topics: ['nowhere.commands'] });
+  await assert.rejects(
+    consumer.start(async () => {}),
+    /connect|ECONNREFUSED|Connection/i,
+  );
+  await consumer.stop();
+  assert.equal(consumer.stats().inFlight, 0);
 });

@@ -508,7 +508,11 @@ export class BusConsumer {
     if (this.commitTimer) clearInterval(this.commitTimer);
     if (!this.handler) return;
     // No new fetches; what is queued is dropped (uncommitted, so it is delivered again later).
-    this.consumer.pause(this.opts.topics.map((topic) => ({ topic })));
+    try {
+      this.consumer.pause(this.opts.topics.map((topic) => ({ topic })));
+    } catch {
+      // start() failed before kafkajs ran the group: nothing is fetching.
+    }
     this.notifyRoom();
     await this.revoking;
     const states = [...this.states.values()];
@@ -521,6 +525,7 @@ export class BusConsumer {
     await this.drain(states);
     await this.consumer.disconnect().catch((err: unknown) => this.opts.onError?.(err, 'disconnect'));
     await this.producer.disconnect();
+    await this.admin.close();
   }
 }
 
