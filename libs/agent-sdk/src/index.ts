@@ -1,0 +1,2 @@
+export * from './agent-task.js';
+export * from './agent-definition.js';
