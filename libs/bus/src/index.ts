@@ -1,1 +1,3 @@
 export * from './kafka-client.js';
+export * from './bus-admin.js';
+export * from './bus-producer.js';
