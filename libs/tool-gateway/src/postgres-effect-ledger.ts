@@ -21,7 +21,11 @@ interface Row {
   attempts: number;
 }
 
-const rowsOf = (r: unknown): Row[] => (Array.isArray(r) ? (r as Row[]) : ((r as { rows?: Row[] }).rows ?? []));
+/** Rows of a query result: TypeORM returns `[rows, count]` for UPDATE/DELETE, rows otherwise; pg returns `{ rows }`. */
+const rowsOf = (r: unknown): Row[] => {
+  if (Array.isArray(r)) return (r.length === 2 && Array.isArray(r[0]) && typeof r[1] === 'number' ? r[0] : r) as Row[];
+  return (r as { rows?: Row[] }).rows ?? [];
+};
 
 /**
  * Effect ledger in Postgres. The table (created by the owning app's migration) has the
