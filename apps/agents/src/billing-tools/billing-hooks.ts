@@ -49,6 +49,8 @@ export class BillingHooks {
         signal.removeEventListener('abort', onAbort);
         resolve();
       }, rule.ms);
+      // A hang must never keep a process alive on its own (tests end while a call still hangs).
+      t.unref();
       const onAbort = () => {
         clearTimeout(t);
         this.abortCounts.set(tool, this.aborted(tool) + 1);
