@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import type { AgentDefinition, McpServerSpec } from '@mesh/agent-sdk';
-import { assertKafkaReachable, BusAdmin, BusProducer, createKafka, KafkaProbe } from '@mesh/bus';
+import { assertKafkaReachable, BusAdmin, BusConsumer, BusProducer, createKafka, KafkaProbe } from '@mesh/bus';
 import { MeshError, TopicNames, type AgentHeartbeat } from '@mesh/contract';
 import { openServiceDatabase, PostgresProbe } from '@mesh/database';
 import { startHttpService } from '@mesh/service';
@@ -9,7 +9,6 @@ import { AppModule } from './app.module.js';
 import type { AgentsConfig } from './config/agents.config.js';
 import { agentsMigrations, AGENTS_SCHEMA } from './database/migrations/index.js';
 import { AgentWorker } from './runtime/agent-worker.js';
-import { KafkaCommandSource } from './runtime/command-source.js';
 import { PostgresExecutionLedger } from './runtime/execution-ledger.js';
 import { TurnRunner } from './runtime/turn-runner.js';
 import { sampleAgents } from './sample-agents/index.js';
@@ -96,13 +95,20 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
         retryBudget: config.AGENTS_RETRY_BUDGET,
         log,
       });
-      const source = new KafkaCommandSource(kafka, {
+      const source = new BusConsumer(kafka, {
         groupId: `${config.TOPIC_PREFIX}agents.${agent.id}`,
-        topic: topics.commands(agent.id),
-        // Cancels must get past runs waiting for a slot, so the source admits more than the worker runs.
+        topics: [topics.commands(agent.id)],
+        // Cancels must get past runs waiting for a slot, so the consumer admits more than the worker runs.
         maxInFlight: maxInFlight * 2,
-        sessionTimeoutMs: config.AGENTS_CONSUMER_SESSION_TIMEOUT_MS,
-        log,
+        // One task's messages run in order, except a cancel: it must reach the run it cancels while that runs.
+        orderingKey: (e) => (e.kind === 'task.cancel' ? `${e.identity.taskId}:cancel` : e.identity.taskId),
+        fromBeginning: true,
+        consumerConfig: {
+          sessionTimeout: config.AGENTS_CONSUMER_SESSION_TIMEOUT_MS,
+          heartbeatInterval: Math.min(3000, Math.floor(config.AGENTS_CONSUMER_SESSION_TIMEOUT_MS / 3)),
+          maxWaitTimeInMs: 100,
+        },
+        onError: (err, what) => log({ level: 'warn', msg: `command consumer: ${what}`, error: String(err) }),
       });
       workers.push(new AgentWorker(agent.id, source, runner, maxInFlight));
     }
