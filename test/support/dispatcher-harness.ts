@@ -40,6 +40,12 @@ export async function startTestDispatcher(
   extraEnv: Record<string, string> = {},
 ): Promise<DispatcherEnv> {
   const run = testRun();
+  const started: RunningDispatcher[] = [];
+  // Registered before freshDatabase's hook: after() hooks run in order, and the dispatchers must
+  // stop before their database is dropped.
+  after(async () => {
+    for (const d of started) await d.stop().catch(() => undefined);
+  });
   const prefix = uniquePrefix(label);
   const databaseUrl = await freshDatabase(label);
   const env = {
@@ -52,11 +58,8 @@ export async function startTestDispatcher(
   const config = { ...loadDispatcherConfig(env), DISPATCHER_PORT: 0 };
   const allOverrides = { auth: loadAuthOptions({ AUTH_API_KEYS: DEMO_API_KEYS }), ...overrides };
   const dispatcher = await startDispatcher(config, allOverrides);
+  started.push(dispatcher);
   const kafka = createKafka({ brokers: run.brokers, clientId: `test-${label}` });
-  const started: RunningDispatcher[] = [dispatcher];
-  after(async () => {
-    for (const d of started) await d.stop().catch(() => undefined);
-  });
   return {
     dispatcher,
     url: dispatcher.url,

@@ -15,7 +15,7 @@ import { OutboxRelay } from './outbox/outbox.relay.js';
 import { TaskEventBusManager } from './events/task-event-bus.manager.js';
 import { EventProjector } from './events/event-projector.js';
 import { DispatcherRequestHandler } from './a2a/dispatcher-request-handler.js';
-import { a2aRouter } from './a2a/a2a.router.js';
+import { a2aBodyErrorHandler, a2aRouter } from './a2a/a2a.router.js';
 import { registerDemoAgent, startDemoEchoWorker } from './demo/echo-agent.demo.js';
 
 /** A running dispatcher: `stop` drains and closes every connection. */
@@ -114,6 +114,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
               }),
           }),
         );
+        nest.use('/a2a/:agentId', a2aBodyErrorHandler(config.DISPATCHER_BODY_LIMIT));
       },
     });
     stops.push(async () => void (await app.close()));

@@ -47,6 +47,27 @@ function sendError(req: Request, res: Response, httpStatus: number, jsonRpcCode:
 }
 
 /**
+ * JSON-RPC 2.0 says a parsed body that is not a Request object (batch, wrong `jsonrpc`, no
+ * method, bad id type) is -32600 Invalid Request; the SDK would report -32602, so the envelope is
+ * checked here. Params and everything after stay with the SDK.
+ */
+const validJsonRpcEnvelope: RequestHandler = (req, res, next) => {
+  const body = req.body as unknown;
+  if (body === undefined) return next(); // not parsed (wrong content type): the SDK's guard answers
+  const r = body as { jsonrpc?: unknown; method?: unknown; id?: unknown };
+  const idOk = !('id' in (r ?? {})) || r.id === null || typeof r.id === 'string' || Number.isInteger(r.id);
+  if (typeof body !== 'object' || body === null || Array.isArray(body) || r.jsonrpc !== '2.0' || typeof r.method !== 'string' || !idOk) {
+    res.status(200).json({
+      jsonrpc: '2.0',
+      id: idOk && typeof r?.id !== 'undefined' ? r.id : null,
+      error: { code: A2A_ERROR_CODE.INVALID_REQUEST, message: 'Invalid Request: expected a JSON-RPC 2.0 request object' },
+    });
+    return;
+  }
+  next();
+};
+
+/**
  * `/a2a/:agentId/...`: version normalisation, authentication and agent resolution in front of
  * the SDK's own express handlers (JSON-RPC at the base URL, HTTP+JSON routes, the card), one set
  * per agent, rebuilt when the agent's record changes. Failures before the SDK (bad token, unknown
@@ -70,7 +91,7 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
       agentCardHandler({ agentCardProvider: async () => cardJson as unknown as AgentCard, cache: { maxAge: opts.cardMaxAgeSeconds } }),
     );
     // Mounted on the exact base path only, so its content-type guard never sees REST routes.
-    agentRouter.post('/', jsonRpcHandler({ requestHandler: handler, userBuilder }));
+    agentRouter.post('/', validJsonRpcEnvelope, jsonRpcHandler({ requestHandler: handler, userBuilder }));
     agentRouter.use(restHandler({ requestHandler: handler, userBuilder }));
     agentRouter.use((req: Request, res: Response) =>
       sendError(req, res, 404, A2A_ERROR_CODE.METHOD_NOT_FOUND, new Error(`no A2A route ${req.method} ${req.path}`)),
@@ -136,8 +157,16 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
     resolveAgent,
   );
 
-  // Body-parser failures (from the app-wide parser or ours) land here, before any SDK code ran.
-  router.use('/:agentId', (err: unknown, req: Request, res: Response, _next: NextFunction) => {
+  return router;
+}
+
+/**
+ * Body-parser failures (the app-wide parser or ours) in the binding's format, before any SDK code
+ * ran. Mount it on the app at `/a2a/:agentId`: express never passes errors into a router, only
+ * to four-argument handlers.
+ */
+export function a2aBodyErrorHandler(bodyLimit: string) {
+  return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
     const e = err as { type?: string; status?: number; message?: string };
     if (e.type === 'entity.too.large') {
       return sendError(
@@ -145,7 +174,7 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
         res,
         413,
         A2A_ERROR_CODE.INVALID_REQUEST,
-        new RequestMalformedError(`request body exceeds the limit of ${opts.bodyLimit}`),
+        new RequestMalformedError(`request body exceeds the limit of ${bodyLimit}`),
       );
     }
     if (e.type === 'entity.parse.failed' || err instanceof SyntaxError) {
@@ -164,6 +193,5 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
     }
     process.stderr.write(`${JSON.stringify({ level: 'error', src: 'a2a', msg: 'unhandled error', err: String(err) })}\n`);
     return sendError(req, res, 500, A2A_ERROR_CODE.INTERNAL_ERROR, new Error('internal error'));
-  });
-  return router;
+  };
 }

@@ -53,7 +53,7 @@ export class OutboxRelay {
 
   private async run(): Promise<void> {
     while (this.running) {
-      let moved = 0;
+      let moved: number;
       try {
         this.kicked = false;
         moved = await this.drainOnce();

@@ -182,7 +182,7 @@ export class TaskService {
     } catch (err) {
       if (!(err instanceof DedupHit)) throw err;
       const winner = await this.findDedup(tenant, agent.id, messageId);
-      if (!winner) throw new Error(`dedup row for ${messageId} vanished`);
+      if (!winner) throw new Error(`dedup row for ${messageId} vanished`, { cause: err });
       return this.answerDuplicate(winner, hash, messageId, tenant, agent.id);
     }
   }
