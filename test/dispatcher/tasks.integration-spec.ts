@@ -28,9 +28,15 @@ for (const binding of BINDINGS) {
     assert.equal(second.id, first.id);
     assert.equal(second.status?.state, TaskState.TASK_STATE_COMPLETED);
     assert.equal(artifactText(second), 'echo: blue');
-    const users = second.history.filter((m) => m.role === 1).map((m) => (m.parts[0]?.content?.$case === 'text' ? m.parts[0].content.value : ''));
+    const users = second.history
+      .filter((m) => m.role === 1)
+      .map((m) => (m.parts[0]?.content?.$case === 'text' ? m.parts[0].content.value : ''));
     assert.deepEqual(users, ['need-input: paint it', 'blue']);
-    const execs = await sql<{ execution_id: string }>(env.databaseUrl, `SELECT execution_id FROM dispatcher.executions WHERE task_id = $1 ORDER BY turn`, [first.id]);
+    const execs = await sql<{ execution_id: string }>(
+      env.databaseUrl,
+      `SELECT execution_id FROM dispatcher.executions WHERE task_id = $1 ORDER BY turn`,
+      [first.id],
+    );
     assert.deepEqual(
       execs.map((e) => e.execution_id),
       [`acme:${first.id}:1`, `acme:${first.id}:2`],
@@ -43,8 +49,14 @@ for (const binding of BINDINGS) {
   test(`${binding}: a follow-up with another contextId, or to an unknown task, is refused`, async () => {
     const client = await a2aClient(env.url, 'echo', binding);
     const first = (await client.sendMessage(sendRequest(userMessage('need-input: x')))) as Task;
-    await assert.rejects(client.sendMessage(sendRequest(userMessage('y', { taskId: first.id, contextId: 'another-context' }))), RequestMalformedError);
-    await assert.rejects(client.sendMessage(sendRequest(userMessage('y', { taskId: '00000000-0000-4000-8000-000000000000' }))), TaskNotFoundError);
+    await assert.rejects(
+      client.sendMessage(sendRequest(userMessage('y', { taskId: first.id, contextId: 'another-context' }))),
+      RequestMalformedError,
+    );
+    await assert.rejects(
+      client.sendMessage(sendRequest(userMessage('y', { taskId: '00000000-0000-4000-8000-000000000000' }))),
+      TaskNotFoundError,
+    );
     // Refusals leave no trace: the same follow-up can still be sent correctly.
     const ok = (await client.sendMessage(sendRequest(userMessage('y', { taskId: first.id })))) as Task;
     assert.equal(ok.status?.state, TaskState.TASK_STATE_COMPLETED);
@@ -58,18 +70,25 @@ for (const binding of BINDINGS) {
     assert.equal(b.id, a.id);
     assert.equal(b.status?.state, TaskState.TASK_STATE_COMPLETED);
     const other = { ...message, parts: userMessage('something else').parts };
-    await assert.rejects(client.sendMessage(sendRequest(other)), (err: Error) => err instanceof RequestMalformedError && /already used/.test(err.message));
+    await assert.rejects(
+      client.sendMessage(sendRequest(other)),
+      (err: Error) => err instanceof RequestMalformedError && /already used/.test(err.message),
+    );
     assert.equal(await count('tasks', `task->'history'->0->>'messageId' = $1`, [message.messageId]), 1);
     assert.equal(worker.commands.filter((c) => c.identity.messageId === message.messageId).length, 1);
   });
 
   test(`${binding}: a blocking send returns the task as it is when the request's deadline passes`, async () => {
     const client = await a2aClient(env.url, 'echo', binding);
-    const task = (await client.sendMessage(sendRequest(userMessage('silent')), { serviceParameters: { 'x-request-timeout-ms': '300' } })) as Task;
+    const task = (await client.sendMessage(sendRequest(userMessage('silent')), {
+      serviceParameters: { 'x-request-timeout-ms': '300' },
+    })) as Task;
     assert.ok([TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING].includes(task.status!.state));
     const canceled = await client.cancelTask({ id: task.id, tenant: '', metadata: undefined });
     assert.equal(canceled.status?.state, TaskState.TASK_STATE_CANCELED);
-    await eventually('cancel command produced', () => worker.commands.some((c) => c.kind === 'task.cancel' && c.identity.taskId === task.id));
+    await eventually('cancel command produced', () =>
+      worker.commands.some((c) => c.kind === 'task.cancel' && c.identity.taskId === task.id),
+    );
     // Canceling again is idempotent.
     assert.equal((await client.cancelTask({ id: task.id, tenant: '', metadata: undefined })).status?.state, TaskState.TASK_STATE_CANCELED);
   });
@@ -78,7 +97,9 @@ for (const binding of BINDINGS) {
 test('concurrent retries of one message create one task and one command', async () => {
   const client = await a2aClient(env.url, 'echo', 'JSONRPC');
   const message = userMessage('racing');
-  const results = (await Promise.all(Array.from({ length: 10 }, () => client.sendMessage(sendRequest(message, { returnImmediately: true }))))) as Task[];
+  const results = (await Promise.all(
+    Array.from({ length: 10 }, () => client.sendMessage(sendRequest(message, { returnImmediately: true }))),
+  )) as Task[];
   assert.equal(new Set(results.map((t) => t.id)).size, 1);
   await eventually('command delivered', () => worker.commands.some((c) => c.identity.messageId === message.messageId));
   assert.equal(await count('message_dedup', 'message_id = $1', [message.messageId]), 1);
@@ -108,21 +129,43 @@ test('GetTask historyLength and ListTasks: newest first, cursor pages, filters',
     let pageToken = '';
     let pages = 0;
     do {
-      const page = await c.listTasks({ tenant: '', contextId: ctx, status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 2, pageToken, includeArtifacts: false, historyLength: undefined, statusTimestampAfter: undefined });
+      const page = await c.listTasks({
+        tenant: '',
+        contextId: ctx,
+        status: TaskState.TASK_STATE_UNSPECIFIED,
+        pageSize: 2,
+        pageToken,
+        includeArtifacts: false,
+        historyLength: undefined,
+        statusTimestampAfter: undefined,
+      });
       assert.equal(page.totalSize, 5);
       seen.push(...page.tasks.map((t) => t.id));
       pageToken = page.nextPageToken;
       pages += 1;
     } while (pageToken && pages < 10);
     assert.equal(pages, 3);
-    assert.deepEqual(seen, [...sent].reverse().map((t) => t.id), `${binding}: newest status first, each task once`);
-    const completed = await c.listTasks({ tenant: '', contextId: ctx, status: TaskState.TASK_STATE_COMPLETED, pageSize: 50, pageToken: '', includeArtifacts: true, historyLength: undefined, statusTimestampAfter: undefined });
+    assert.deepEqual(
+      seen,
+      [...sent].reverse().map((t) => t.id),
+      `${binding}: newest status first, each task once`,
+    );
+    const completed = await c.listTasks({
+      tenant: '',
+      contextId: ctx,
+      status: TaskState.TASK_STATE_COMPLETED,
+      pageSize: 50,
+      pageToken: '',
+      includeArtifacts: true,
+      historyLength: undefined,
+      statusTimestampAfter: undefined,
+    });
     assert.equal(completed.tasks.length, 5);
     assert.ok(completed.tasks.every((t) => artifactText(t).startsWith('echo: list')));
   }
 });
 
-test('tenants never see each other\'s tasks, on every operation', async () => {
+test("tenants never see each other's tasks, on every operation", async () => {
   const acme = await a2aClient(env.url, 'echo', 'JSONRPC', 'demo-acme');
   const task = (await acme.sendMessage(sendRequest(userMessage('need-input: mine')))) as Task;
   for (const binding of BINDINGS) {
@@ -130,14 +173,26 @@ test('tenants never see each other\'s tasks, on every operation', async () => {
     await assert.rejects(globex.getTask({ id: task.id, tenant: '', historyLength: undefined }), TaskNotFoundError);
     await assert.rejects(globex.cancelTask({ id: task.id, tenant: '', metadata: undefined }), TaskNotFoundError);
     await assert.rejects(globex.sendMessage(sendRequest(userMessage('hijack', { taskId: task.id }))), TaskNotFoundError);
-    const list = await globex.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 100, pageToken: '', includeArtifacts: false, historyLength: undefined, statusTimestampAfter: undefined });
+    const list = await globex.listTasks({
+      tenant: '',
+      contextId: '',
+      status: TaskState.TASK_STATE_UNSPECIFIED,
+      pageSize: 100,
+      pageToken: '',
+      includeArtifacts: false,
+      historyLength: undefined,
+      statusTimestampAfter: undefined,
+    });
     assert.ok(!list.tasks.some((t) => t.id === task.id));
     // The same messageId from another tenant is another message, not a duplicate.
     const mine = (await globex.sendMessage(sendRequest(userMessage('hello', { messageId: task.history[0].messageId })))) as Task;
     assert.notEqual(mine.id, task.id);
   }
   // acme's task is untouched.
-  assert.equal((await acme.getTask({ id: task.id, tenant: '', historyLength: undefined })).status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+  assert.equal(
+    (await acme.getTask({ id: task.id, tenant: '', historyLength: undefined })).status?.state,
+    TaskState.TASK_STATE_INPUT_REQUIRED,
+  );
 });
 
 test('a private agent is invisible to other tenants: no card, no client', async () => {

@@ -30,7 +30,7 @@ export interface DispatcherEnv {
   env: Record<string, string>;
   overrides: DispatcherOverrides;
   /** Starts another dispatcher on the same database and topics (restart, replicas). */
-  restart(): Promise<RunningDispatcher>;
+  restart(overrides?: DispatcherOverrides): Promise<RunningDispatcher>;
 }
 
 /** Starts a dispatcher for one spec; everything it started is stopped when the spec ends. */
@@ -69,8 +69,8 @@ export async function startTestDispatcher(
     kafka,
     env,
     overrides: allOverrides,
-    async restart() {
-      const d = await startDispatcher(config, allOverrides);
+    async restart(replace?: DispatcherOverrides) {
+      const d = await startDispatcher(config, replace ? { ...allOverrides, ...replace } : allOverrides);
       started.push(d);
       return d;
     },
