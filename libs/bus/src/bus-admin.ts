@@ -1,0 +1,124 @@
+import type { Admin, Kafka, ITopicConfig } from 'kafkajs';
+
+/** How a topic is created by {@link BusAdmin.ensureTopic}. */
+export interface TopicOptions {
+  partitions: number;
+  /** `cleanup.policy=compact` (e.g. the directory's card topic). */
+  compacted?: boolean;
+  retentionMs?: number;
+  /** Defaults to the broker's `default.replication.factor`. */
+  replicationFactor?: number;
+}
+
+/** Lag of one consumer group on one topic partition; offsets are decimal strings as Kafka gives them. */
+export interface LagReport {
+  groupId: string;
+  topic: string;
+  partition: number;
+  /** Next offset the group will read; null when the group never committed on this partition. */
+  committed: string | null;
+  /** Offset the next produced record will get. */
+  highWatermark: string;
+  /** Records not yet committed by the group (counted from the low watermark when it never committed). */
+  lag: number;
+}
+
+/**
+ * Topic administration and lag queries. Topics are created here, explicitly, because the
+ * broker runs with auto.create.topics.enable=false: producing to an unknown topic fails.
+ */
+export class BusAdmin {
+  private readonly admin: Admin;
+  private connected?: Promise<void>;
+
+  constructor(kafka: Kafka) {
+    this.admin = kafka.admin();
+  }
+
+  private connect(): Promise<void> {
+    this.connected ??= this.admin.connect().catch((err: unknown) => {
+      this.connected = undefined;
+      throw err;
+    });
+    return this.connected;
+  }
+
+  /**
+   * Creates the topic when missing and grows its partition count when it has fewer than asked.
+   * Idempotent and safe to race with other processes doing the same.
+   */
+  async ensureTopic(name: string, opts: TopicOptions): Promise<void> {
+    await this.connect();
+    const configEntries: ITopicConfig['configEntries'] = [];
+    if (opts.compacted) configEntries.push({ name: 'cleanup.policy', value: 'compact' });
+    if (opts.retentionMs !== undefined) configEntries.push({ name: 'retention.ms', value: String(opts.retentionMs) });
+    const exists = (await this.admin.listTopics()).includes(name);
+    try {
+      if (!exists) {
+        const created = await this.admin.createTopics({
+          waitForLeaders: true,
+          topics: [{ topic: name, numPartitions: opts.partitions, replicationFactor: opts.replicationFactor ?? -1, configEntries }],
+        });
+        if (created) return;
+      }
+    } catch (err) {
+      // Another process created it between our metadata view and the request: fine.
+      if (!isAlreadyExists(err)) throw err;
+    }
+    const meta = await this.admin.fetchTopicMetadata({ topics: [name] });
+    const have = meta.topics[0]?.partitions.length ?? 0;
+    if (have < opts.partitions) {
+      try {
+        await this.admin.createPartitions({ topicPartitions: [{ topic: name, count: opts.partitions }] });
+      } catch (err) {
+        if (!/INVALID_PARTITIONS|already has/i.test(errorText(err))) throw err;
+      }
+    }
+  }
+
+  /** Per topic/partition: the group's committed offset, the high watermark and the lag. */
+  async consumerLag(groupId: string, topics?: string[]): Promise<LagReport[]> {
+    await this.connect();
+    const committed = await this.admin.fetchOffsets({ groupId, ...(topics ? { topics } : {}) });
+    const out: LagReport[] = [];
+    for (const { topic, partitions } of committed) {
+      const marks = await this.admin.fetchTopicOffsets(topic);
+      const byPartition = new Map(marks.map((m) => [m.partition, m]));
+      for (const p of partitions) {
+        const mark = byPartition.get(p.partition);
+        if (!mark) continue;
+        const high = BigInt(mark.high);
+        const low = BigInt(mark.low);
+        const hasCommit = BigInt(p.offset) >= 0n;
+        const from = hasCommit ? (BigInt(p.offset) > low ? BigInt(p.offset) : low) : low;
+        out.push({
+          groupId,
+          topic,
+          partition: p.partition,
+          committed: hasCommit ? p.offset : null,
+          highWatermark: mark.high,
+          lag: Number(high > from ? high - from : 0n),
+        });
+      }
+    }
+    return out.sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);
+  }
+
+  async close(): Promise<void> {
+    const wasConnected = this.connected;
+    this.connected = undefined;
+    if (wasConnected) await this.admin.disconnect().catch(() => undefined);
+  }
+}
+
+function errorText(err: unknown): string {
+  if (err && typeof err === 'object') {
+    const e = err as { type?: string; message?: string; errors?: unknown[] };
+    return [e.type, e.message, ...(e.errors ?? []).map(errorText)].filter(Boolean).join(' ');
+  }
+  return String(err);
+}
+
+function isAlreadyExists(err: unknown): boolean {
+  return /TOPIC_ALREADY_EXISTS|already exists/i.test(errorText(err));
+}

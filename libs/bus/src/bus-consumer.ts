@@ -1,0 +1,509 @@
+import type { Consumer, ConsumerConfig, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
+import { decodeEnvelope, isRetryable, normalizeHeaders, type Envelope } from '@mesh/contract';
+import { BusAdmin } from './bus-admin.js';
+import { BusProducer } from './bus-producer.js';
+import { deadLetterHeaders, deadLetterTopic } from './dead-letters.js';
+import { InFlightSlots } from './in-flight-slots.js';
+import { KeyQueues } from './key-queues.js';
+import { partitionId, PartitionState } from './partition-state.js';
+
+/** What a handler learns about the record besides the envelope. */
+export interface MessageContext {
+  topic: string;
+  partition: number;
+  offset: string;
+  key: string | null;
+  /** 1 on the first delivery to the handler, 2 on the first retry, … */
+  attempt: number;
+  /** Aborted when the partition is revoked or the consumer stops and the drain timeout passed. */
+  signal: AbortSignal;
+  /** The record's headers as strings. */
+  headers: Record<string, string>;
+}
+
+/** Handles one envelope; a rejection is retried or dead-lettered (see {@link BusConsumerOptions.retry}). */
+export type EnvelopeHandler = (envelope: Envelope, ctx: MessageContext) => Promise<void>;
+
+/** Retry policy of failed handlers: exponential backoff with jitter, then the dead-letter topic. */
+export interface RetryOptions {
+  /** Handler calls in total before dead-lettering (default 5). */
+  maxAttempts?: number;
+  initialBackoffMs?: number;
+  maxBackoffMs?: number;
+}
+
+/** Options of {@link BusConsumer}. */
+export interface BusConsumerOptions {
+  groupId: string;
+  topics: string[];
+  /** Handlers running at once over all partitions (default 64). */
+  maxInFlight?: number;
+  /** Received messages not yet started; above it partitions are paused (default max(4 × maxInFlight, 1024)). */
+  maxBuffered?: number;
+  /** Handlers of one tenant running at once (default: no limit besides maxInFlight). */
+  perTenantInFlight?: number;
+  /** Messages with the same ordering key run one at a time in offset order (default: the task id). */
+  orderingKey?: (e: Envelope) => string;
+  retry?: RetryOptions;
+  /** How long stop() and a revocation wait for running handlers before aborting them (default 10 s). */
+  drainTimeoutMs?: number;
+  /** Where a group without committed offsets starts (default false: only new records). */
+  fromBeginning?: boolean;
+  /** How often finished offsets are committed (default 500 ms). */
+  commitIntervalMs?: number;
+  /** Create each source topic's dead-letter topic at start (default true; its partition count: 1). */
+  ensureDeadLetterTopics?: boolean;
+  /** Partitions fetched and queued concurrently by kafkajs (default 1: queuing is cheap, handlers run here). */
+  partitionsConsumedConcurrently?: number;
+  /** Passed to `kafka.consumer()` (session timeout, heartbeat interval, fetch sizes…). */
+  consumerConfig?: Partial<Omit<ConsumerConfig, 'groupId'>>;
+  /** Receives errors the consumer handled itself (failed commits, dead-letter sends being retried). */
+  onError?: (err: unknown, what: string) => void;
+}
+
+/** Counters and gauges for metrics; see docs/bus.md for their meaning. */
+export interface BusConsumerStats {
+  inFlight: number;
+  buffered: number;
+  pausedPartitions: number;
+  assignedPartitions: number;
+  inFlightByTenant: Record<string, number>;
+  processed: number;
+  retried: number;
+  deadLettered: number;
+  commits: number;
+  rebalances: number;
+  partitions: Array<{
+    topic: string;
+    partition: number;
+    inFlight: number;
+    buffered: number;
+    unfinished: number;
+    committed: number;
+    paused: boolean;
+  }>;
+}
+
+interface WorkItem {
+  state: PartitionState;
+  offset: number;
+  message: KafkaMessage;
+  headers: Record<string, string>;
+  envelope?: Envelope;
+  decodeError?: unknown;
+  /** Partition-scoped ordering key. */
+  queueKey: string;
+  tenant: string;
+}
+
+type Outcome = 'done' | 'abandoned';
+
+const defaultOrderingKey = (e: Envelope) => e.identity.taskId;
+
+/**
+ * Keyed parallel consumer after Confluent's Parallel Consumer (KEY ordering): kafkajs fetches,
+ * this class schedules. Within a partition, messages of different ordering keys run
+ * concurrently up to the in-flight limit, messages of one key run one at a time in offset order,
+ * and the committed offset never passes an unfinished message. Failures are retried, then
+ * dead-lettered; partitions pause while the buffer is full.
+ */
+export class BusConsumer {
+  private readonly consumer: Consumer;
+  private readonly producer: BusProducer;
+  private readonly admin: BusAdmin;
+  private readonly slots: InFlightSlots;
+  private readonly queues = new KeyQueues<WorkItem>((w) => w.queueKey);
+  private readonly states = new Map<string, PartitionState>();
+  /** States revoked since the last join: committable by their drain until the group has a new generation. */
+  private readonly revoked = new Set<PartitionState>();
+  private pausedCount = 0;
+  private readonly maxBuffered: number;
+  private readonly resumeBelow: number;
+  private readonly orderingKey: (e: Envelope) => string;
+  private readonly maxAttempts: number;
+  private readonly initialBackoffMs: number;
+  private readonly maxBackoffMs: number;
+  private readonly drainTimeoutMs: number;
+  private handler?: EnvelopeHandler;
+  private epoch = 0;
+  private bufferedCount = 0;
+  private commitTimer?: NodeJS.Timeout;
+  private commitChain: Promise<void> = Promise.resolve();
+  private revoking?: Promise<void>;
+  private stopping?: Promise<void>;
+  private idleWaiters: Array<() => void> = [];
+  private readonly counters = { processed: 0, retried: 0, deadLettered: 0, commits: 0, rebalances: 0 };
+
+  constructor(
+    kafka: Kafka,
+    private readonly opts: BusConsumerOptions,
+  ) {
+    const maxInFlight = opts.maxInFlight ?? 64;
+    this.slots = new InFlightSlots(maxInFlight, opts.perTenantInFlight ?? Infinity);
+    this.maxBuffered = opts.maxBuffered ?? Math.max(4 * maxInFlight, 1024);
+    this.resumeBelow = Math.max(1, Math.floor(this.maxBuffered / 2));
+    this.orderingKey = opts.orderingKey ?? defaultOrderingKey;
+    this.maxAttempts = Math.max(1, opts.retry?.maxAttempts ?? 5);
+    this.initialBackoffMs = opts.retry?.initialBackoffMs ?? 200;
+    this.maxBackoffMs = opts.retry?.maxBackoffMs ?? 30_000;
+    this.drainTimeoutMs = opts.drainTimeoutMs ?? 10_000;
+    this.consumer = kafka.consumer({ ...opts.consumerConfig, groupId: opts.groupId, allowAutoTopicCreation: false });
+    this.producer = new BusProducer(kafka);
+    this.admin = new BusAdmin(kafka);
+  }
+
+  /** Joins the group and starts handing envelopes to `handler`; resolves once the first assignment arrived. */
+  async start(handler: EnvelopeHandler): Promise<void> {
+    if (this.handler) throw new Error('BusConsumer already started');
+    this.handler = handler;
+    if (this.opts.ensureDeadLetterTopics ?? true) {
+      for (const topic of this.opts.topics) await this.admin.ensureTopic(deadLetterTopic(topic), { partitions: 1 });
+    }
+    await this.admin.close();
+    await this.producer.connect();
+    const { GROUP_JOIN, REBALANCING } = this.consumer.events;
+    // kafkajs has no "partitions revoked" callback: REBALANCING marks the start of a rejoin and
+    // GROUP_JOIN its end (with the new assignment); see docs/bus.md.
+    this.consumer.on(REBALANCING, () => void this.revokeAll());
+    this.consumer.on(GROUP_JOIN, () => this.onJoined());
+    await this.consumer.connect();
+    await this.consumer.subscribe({ topics: this.opts.topics, fromBeginning: this.opts.fromBeginning ?? false });
+    await this.consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: this.opts.partitionsConsumedConcurrently ?? 1,
+      eachBatch: (payload) => this.onBatch(payload),
+    });
+    this.commitTimer = setInterval(() => void this.commit([...this.states.values()]), this.opts.commitIntervalMs ?? 500);
+    this.commitTimer.unref();
+  }
+
+  /** Stops taking work, waits up to the drain timeout for running handlers, commits what finished and leaves the group. */
+  stop(): Promise<void> {
+    this.stopping ??= this.shutdown();
+    return this.stopping;
+  }
+
+  /** Current gauges and counters, e.g. for Prometheus. */
+  stats(): BusConsumerStats {
+    const partitions = [...this.states.values()].map((s) => ({
+      topic: s.topic,
+      partition: s.partition,
+      inFlight: s.inFlight,
+      buffered: s.buffered,
+      unfinished: s.tracker.unfinished,
+      committed: s.committed,
+      paused: s.paused,
+    }));
+    return {
+      inFlight: this.slots.inFlight,
+      buffered: this.bufferedCount,
+      pausedPartitions: partitions.filter((p) => p.paused).length,
+      assignedPartitions: partitions.length,
+      inFlightByTenant: this.slots.perTenant(),
+      ...this.counters,
+      partitions,
+    };
+  }
+
+  // ---- intake -------------------------------------------------------------------------------
+
+  private async onBatch({ batch, resolveOffset, heartbeat }: EachBatchPayload): Promise<void> {
+    if (this.stopping || batch.messages.length === 0) return;
+    const state = this.stateFor(batch.topic, batch.partition);
+    for (const message of batch.messages) {
+      const offset = Number(message.offset);
+      // A refetch after pause/resume may repeat records we already hold.
+      if (offset <= state.tracker.lastReceived) continue;
+      state.tracker.add(offset);
+      this.queues.push(this.workItem(state, offset, message));
+      state.buffered++;
+      this.bufferedCount++;
+    }
+    // Advances kafkajs' fetch position only; commits are ours (autoCommit is off).
+    resolveOffset(batch.messages[batch.messages.length - 1].offset);
+    if (this.bufferedCount >= this.maxBuffered) this.pause(state);
+    this.dispatch();
+    try {
+      await heartbeat();
+    } catch (err) {
+      // A rebalance noticed here lets us drain before kafkajs rejoins (it awaits this callback).
+      if (isRebalancing(err)) await this.revokeAll();
+      throw err;
+    }
+  }
+
+  private workItem(state: PartitionState, offset: number, message: KafkaMessage): WorkItem {
+    const headers = normalizeHeaders(message.headers);
+    const base = `${state.partition}\u0000`;
+    try {
+      const envelope = decodeEnvelope({ headers: message.headers, value: message.value });
+      return { state, offset, message, headers, envelope, queueKey: base + this.orderingKey(envelope), tenant: envelope.identity.tenant };
+    } catch (decodeError) {
+      // Undecodable: no ordering key to honour; it only has to reach the dead-letter topic.
+      return { state, offset, message, headers, decodeError, queueKey: `${base}\u0001${offset}`, tenant: headers.tenant ?? '' };
+    }
+  }
+
+  private stateFor(topic: string, partition: number): PartitionState {
+    const id = partitionId(topic, partition);
+    let s = this.states.get(id);
+    if (!s) this.states.set(id, (s = new PartitionState(topic, partition, this.epoch)));
+    return s;
+  }
+
+  // ---- scheduling ---------------------------------------------------------------------------
+
+  private dispatch(): void {
+    if (this.stopping) return;
+    while (this.slots.hasRoom) {
+      const item = this.queues.take((w) => this.slots.canReserve(w.tenant));
+      if (!item) break;
+      this.slots.tryReserve(item.tenant);
+      item.state.buffered--;
+      this.bufferedCount--;
+      item.state.inFlight++;
+      void this.run(item);
+    }
+    if (this.pausedCount > 0 && this.bufferedCount <= this.resumeBelow) this.resumeAll();
+  }
+
+  private async run(item: WorkItem): Promise<void> {
+    let outcome: Outcome = 'abandoned';
+    try {
+      outcome = await this.process(item);
+    } catch (err) {
+      this.opts.onError?.(err, 'process');
+    } finally {
+      const { state } = item;
+      this.slots.release(item.tenant);
+      this.queues.done(item);
+      state.inFlight--;
+      if (outcome === 'done') state.tracker.complete(item.offset);
+      this.dispatch();
+      if (this.slots.inFlight === 0 || this.idleWaiters.length > 0) this.notifyIdle();
+    }
+  }
+
+  private async process(item: WorkItem): Promise<Outcome> {
+    const { state } = item;
+    const signal = state.abort.signal;
+    if (item.decodeError !== undefined) return this.deadLetter(item, item.decodeError, 0);
+    for (let attempt = 1; ; attempt++) {
+      if (signal.aborted || state.stale) return 'abandoned';
+      try {
+        await this.handler!(item.envelope!, {
+          topic: state.topic,
+          partition: state.partition,
+          offset: item.message.offset,
+          key: item.message.key?.toString() ?? null,
+          attempt,
+          signal,
+          headers: item.headers,
+        });
+        this.counters.processed++;
+        return 'done';
+      } catch (err) {
+        // Cut short by a drain: not finished, so not committed; the next owner gets it again.
+        if (signal.aborted || state.stale) return 'abandoned';
+        if (!isRetryable(err) || attempt >= this.maxAttempts) return this.deadLetter(item, err, attempt);
+        this.counters.retried++;
+        await sleep(this.backoff(attempt), signal);
+      }
+    }
+  }
+
+  private backoff(attempt: number): number {
+    const exp = Math.min(this.maxBackoffMs, this.initialBackoffMs * 2 ** (attempt - 1));
+    return exp / 2 + Math.random() * (exp / 2);
+  }
+
+  /** Sends the record to `{topic}.dlq`, retrying the send itself until it succeeds or the work is dropped. */
+  private async deadLetter(item: WorkItem, error: unknown, attempts: number): Promise<Outcome> {
+    const { state, message } = item;
+    const headers = deadLetterHeaders(item.headers, {
+      error,
+      attempts,
+      topic: state.topic,
+      partition: state.partition,
+      offset: message.offset,
+      groupId: this.opts.groupId,
+    });
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.producer.sendRecord(deadLetterTopic(state.topic), message.key?.toString() ?? '', message.value, headers);
+        this.counters.deadLettered++;
+        return 'done';
+      } catch (err) {
+        this.opts.onError?.(err, 'dead-letter send');
+        if (state.abort.signal.aborted || state.stale) return 'abandoned';
+        await sleep(Math.min(this.maxBackoffMs, 500 * attempt), state.abort.signal);
+      }
+    }
+  }
+
+  // ---- backpressure -------------------------------------------------------------------------
+
+  private pause(state: PartitionState): void {
+    if (state.paused) return;
+    state.paused = true;
+    this.pausedCount++;
+    this.consumer.pause([{ topic: state.topic, partitions: [state.partition] }]);
+  }
+
+  private resumeAll(): void {
+    for (const s of this.states.values()) {
+      if (!s.paused || s.revoked) continue;
+      s.paused = false;
+      this.pausedCount--;
+      this.consumer.resume([{ topic: s.topic, partitions: [s.partition] }]);
+    }
+  }
+
+  // ---- commits ------------------------------------------------------------------------------
+
+  /** Commits each given state's lowest unfinished offset; commits run one after another. */
+  private commit(states: PartitionState[]): Promise<void> {
+    const run = async () => {
+      const marks = states.filter((s) => !s.stale).map((s) => ({ s, offset: s.pendingCommit() }));
+      const todo = marks.filter((m): m is { s: PartitionState; offset: number } => m.offset !== undefined);
+      if (todo.length === 0) return;
+      try {
+        await this.consumer.commitOffsets(
+          todo.map(({ s, offset }) => ({ topic: s.topic, partition: s.partition, offset: String(offset) })),
+        );
+        for (const { s, offset } of todo) s.committed = Math.max(s.committed, offset);
+        this.counters.commits++;
+      } catch (err) {
+        this.opts.onError?.(err, 'commit');
+      }
+    };
+    this.commitChain = this.commitChain.then(run);
+    return this.commitChain;
+  }
+
+  // ---- rebalance and shutdown ---------------------------------------------------------------
+
+  /**
+   * The group is rebalancing: stop starting work of the current assignment, give running handlers
+   * up to the drain timeout, commit what finished, and abort the rest.
+   */
+  private revokeAll(): Promise<void> {
+    this.revoking ??= (async () => {
+      const olds = [...this.states.values()];
+      if (olds.length === 0) return;
+      this.counters.rebalances++;
+      this.states.clear();
+      this.epoch++;
+      this.retireStates(olds);
+      await this.drain(olds);
+    })().finally(() => {
+      this.revoking = undefined;
+    });
+    return this.revoking;
+  }
+
+  /** Every state of an earlier epoch becomes stale once the group has a new generation. */
+  private onJoined(): void {
+    if (this.states.size > 0) {
+      this.counters.rebalances++;
+      const current = [...this.states.values()];
+      this.states.clear();
+      this.epoch++;
+      this.retireStates(current);
+    }
+    for (const s of this.revoked) {
+      s.stale = true;
+      if (!s.idle) s.abort.abort(new Error('partition reassigned'));
+    }
+    this.revoked.clear();
+  }
+
+  /** Stops new work of these states: drops their queued messages (they will be fetched again) and unpauses. */
+  private retireStates(olds: PartitionState[]): void {
+    const set = new Set(olds);
+    const dropped = this.queues.removeWaiting((w) => set.has(w.state));
+    this.bufferedCount -= dropped.length;
+    for (const s of olds) {
+      s.revoked = true;
+      s.buffered = 0;
+      if (s.paused) {
+        s.paused = false;
+        this.pausedCount--;
+        this.consumer.resume([{ topic: s.topic, partitions: [s.partition] }]);
+      }
+      this.revoked.add(s);
+    }
+  }
+
+  /** Waits up to the drain timeout for the states' handlers, commits what finished, aborts the rest. */
+  private async drain(states: PartitionState[]): Promise<void> {
+    const deadline = Date.now() + this.drainTimeoutMs;
+    while (states.some((s) => !s.idle) && Date.now() < deadline) {
+      await this.waitIdle(deadline - Date.now());
+    }
+    await withTimeout(this.commit(states), Math.max(1000, this.drainTimeoutMs));
+    for (const s of states) if (!s.idle) s.abort.abort(new Error('drain timeout'));
+  }
+
+  private waitIdle(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const t = setTimeout(done, Math.max(1, ms));
+      function done() {
+        clearTimeout(t);
+        resolve();
+      }
+      this.idleWaiters.push(done);
+    });
+  }
+
+  private notifyIdle(): void {
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  private async shutdown(): Promise<void> {
+    if (this.commitTimer) clearInterval(this.commitTimer);
+    if (!this.handler) return;
+    // No new fetches; what is queued is dropped (uncommitted, so it is delivered again later).
+    this.consumer.pause(this.opts.topics.map((topic) => ({ topic })));
+    await this.revoking;
+    const states = [...this.states.values()];
+    const set = new Set(states);
+    this.bufferedCount -= this.queues.removeWaiting((w) => set.has(w.state)).length;
+    for (const s of states) {
+      s.revoked = true;
+      s.buffered = 0;
+    }
+    await this.drain(states);
+    await this.consumer.disconnect().catch((err: unknown) => this.opts.onError?.(err, 'disconnect'));
+    await this.producer.disconnect();
+  }
+}
+
+function isRebalancing(err: unknown): boolean {
+  const type = (err as { type?: string } | null)?.type;
+  return type === 'REBALANCE_IN_PROGRESS' || type === 'NOT_COORDINATOR_FOR_GROUP' || type === 'ILLEGAL_GENERATION';
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const onAbort = () => {
+      clearTimeout(t);
+      resolve();
+    };
+    const t = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+async function withTimeout(p: Promise<void>, ms: number): Promise<void> {
+  let t: NodeJS.Timeout | undefined;
+  await Promise.race([p, new Promise<void>((resolve) => (t = setTimeout(resolve, ms)))]);
+  clearTimeout(t);
+}

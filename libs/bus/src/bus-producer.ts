@@ -1,0 +1,161 @@
+import type { Kafka, Message, Producer, TopicMessages } from 'kafkajs';
+import { encodeEnvelope, MeshError, type Envelope } from '@mesh/contract';
+
+/** Options of {@link BusProducer}. */
+export interface BusProducerOptions {
+  /** How long a send waits for company before its batch goes out (default 2 ms). */
+  lingerMs?: number;
+  /**
+   * Upper bound of one request's payload. Kafka limits one record batch (all records of a request
+   * for one partition) to max.message.bytes, 1 MiB by default, so stay below that.
+   */
+  maxBatchBytes?: number;
+  /**
+   * Retries of one request (default 8, with backoff up to 5 s). kafkajs would retry an idempotent
+   * producer forever, which turns a missing topic into a hang instead of an error.
+   */
+  retries?: number;
+}
+
+interface Pending {
+  topic: string;
+  message: Message;
+  bytes: number;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * Idempotent, acks=all producer with linger batching: sends issued close together are coalesced
+ * into one `sendBatch`, and each send resolves only when the broker acknowledged its batch.
+ * One request is in flight at a time; the next batch fills up meanwhile. (kafkajs assigns
+ * idempotent sequence numbers per request, so overlapping requests would buy nothing.)
+ */
+export class BusProducer {
+  private readonly producer: Producer;
+  private readonly lingerMs: number;
+  private readonly maxBatchBytes: number;
+  private queue: Pending[] = [];
+  private queuedBytes = 0;
+  private timer?: NodeJS.Timeout | NodeJS.Immediate;
+  private inFlight?: Promise<void>;
+  private connected?: Promise<void>;
+  private closed = false;
+  /** Requests sent and records acknowledged, for metrics. */
+  readonly counters = { requests: 0, records: 0, failures: 0 };
+
+  constructor(kafka: Kafka, opts: BusProducerOptions = {}) {
+    this.lingerMs = opts.lingerMs ?? 2;
+    this.maxBatchBytes = opts.maxBatchBytes ?? 900 * 1024;
+    this.producer = kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      allowAutoTopicCreation: false,
+      retry: { retries: opts.retries ?? 8, initialRetryTime: 100, maxRetryTime: 5000 },
+    });
+  }
+
+  async connect(): Promise<void> {
+    this.connected ??= this.producer.connect().catch((err: unknown) => {
+      this.connected = undefined;
+      throw err;
+    });
+    await this.connected;
+  }
+
+  /** Produces one envelope with all contract headers; resolves once the broker acknowledged it. */
+  send(topic: string, key: string, envelope: Envelope): Promise<void> {
+    const wire = encodeEnvelope(envelope);
+    return this.enqueue(topic, { key, value: wire.value, headers: wire.headers });
+  }
+
+  /** Produces a record that is not an envelope (card records, heartbeats; `null` is a tombstone). */
+  sendRecord(topic: string, key: string, value: Buffer | string | null, headers?: Record<string, string>): Promise<void> {
+    return this.enqueue(topic, { key, value, ...(headers ? { headers } : {}) });
+  }
+
+  private enqueue(topic: string, message: Message): Promise<void> {
+    if (this.closed) return Promise.reject(new MeshError('UNAVAILABLE', 'producer is disconnected'));
+    return new Promise<void>((resolve, reject) => {
+      const bytes = approxSize(message);
+      this.queue.push({ topic, message, bytes, resolve, reject });
+      this.queuedBytes += bytes;
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (this.inFlight) return; // the request's completion flushes what accumulated
+    if (this.queuedBytes >= this.maxBatchBytes) {
+      this.clearTimer();
+      this.flush();
+      return;
+    }
+    if (this.timer) return;
+    const go = () => {
+      this.timer = undefined;
+      this.flush();
+    };
+    this.timer = this.lingerMs > 0 ? setTimeout(go, this.lingerMs) : setImmediate(go);
+  }
+
+  private clearTimer(): void {
+    if (!this.timer) return;
+    clearTimeout(this.timer as NodeJS.Timeout);
+    clearImmediate(this.timer as NodeJS.Immediate);
+    this.timer = undefined;
+  }
+
+  private flush(): void {
+    if (this.inFlight || this.queue.length === 0) return;
+    const batch: Pending[] = [];
+    let bytes = 0;
+    while (this.queue.length > 0 && (batch.length === 0 || bytes + this.queue[0].bytes <= this.maxBatchBytes)) {
+      const p = this.queue.shift()!;
+      bytes += p.bytes;
+      batch.push(p);
+    }
+    this.queuedBytes -= bytes;
+    const byTopic = new Map<string, Message[]>();
+    for (const p of batch) {
+      let list = byTopic.get(p.topic);
+      if (!list) byTopic.set(p.topic, (list = []));
+      list.push(p.message);
+    }
+    const topicMessages: TopicMessages[] = [...byTopic].map(([topic, messages]) => ({ topic, messages }));
+    this.inFlight = (async () => {
+      try {
+        await this.connect();
+        await this.producer.sendBatch({ topicMessages, acks: -1 });
+        this.counters.requests++;
+        this.counters.records += batch.length;
+        for (const p of batch) p.resolve();
+      } catch (err) {
+        this.counters.failures++;
+        for (const p of batch) p.reject(err);
+      } finally {
+        this.inFlight = undefined;
+        if (this.queue.length > 0) this.flush();
+      }
+    })();
+  }
+
+  /** Sends what is queued, waits for its acknowledgement, then closes the connection. */
+  async disconnect(): Promise<void> {
+    this.closed = true;
+    this.clearTimer();
+    while (this.inFlight || this.queue.length > 0) {
+      if (!this.inFlight) this.flush();
+      await this.inFlight?.catch(() => undefined);
+    }
+    if (this.connected) await this.producer.disconnect().catch(() => undefined);
+    this.connected = undefined;
+  }
+}
+
+function approxSize(m: Message): number {
+  let n = 64 + (m.key ? Buffer.byteLength(m.key as string | Buffer) : 0);
+  if (m.value) n += typeof m.value === 'string' ? Buffer.byteLength(m.value) : m.value.length;
+  for (const [k, v] of Object.entries(m.headers ?? {})) n += k.length + (typeof v === 'string' ? v.length : 16) + 8;
+  return n;
+}

@@ -1,0 +1,146 @@
+import type { Kafka } from 'kafkajs';
+import { MeshError, normalizeHeaders, TopicNames } from '@mesh/contract';
+import { BusProducer } from './bus-producer.js';
+
+/** Headers a dead letter carries besides the original record's own. */
+export const DeadLetterHeaders = {
+  error: 'dlq_error',
+  errorCode: 'dlq_error_code',
+  attempts: 'dlq_attempts',
+  sourceTopic: 'dlq_source_topic',
+  sourcePartition: 'dlq_source_partition',
+  sourceOffset: 'dlq_source_offset',
+  groupId: 'dlq_group_id',
+  failedAt: 'dlq_failed_at',
+} as const;
+
+const DLQ_PREFIX = 'dlq_';
+
+/** Where a failed record came from and why it failed. */
+export interface DeadLetterCause {
+  error: unknown;
+  attempts: number;
+  topic: string;
+  partition: number;
+  offset: string;
+  groupId: string;
+}
+
+/** The dead-letter topic of a source topic (`{source}.dlq`). */
+export function deadLetterTopic(sourceTopic: string): string {
+  return new TopicNames().deadLetters(sourceTopic);
+}
+
+/** Original headers plus the failure description; earlier dead-letter headers are replaced. */
+export function deadLetterHeaders(original: Record<string, string>, cause: DeadLetterCause): Record<string, string> {
+  const err = cause.error;
+  const message = err instanceof Error ? err.message : String(err);
+  const code = err instanceof MeshError ? err.code : err instanceof Error ? err.name : 'UNKNOWN';
+  return {
+    ...withoutDeadLetterHeaders(original),
+    [DeadLetterHeaders.error]: message.slice(0, 2000),
+    [DeadLetterHeaders.errorCode]: String(code),
+    [DeadLetterHeaders.attempts]: String(cause.attempts),
+    [DeadLetterHeaders.sourceTopic]: cause.topic,
+    [DeadLetterHeaders.sourcePartition]: String(cause.partition),
+    [DeadLetterHeaders.sourceOffset]: cause.offset,
+    [DeadLetterHeaders.groupId]: cause.groupId,
+    [DeadLetterHeaders.failedAt]: new Date().toISOString(),
+  };
+}
+
+/** The record's headers without the dead-letter description (what a replay sends back). */
+export function withoutDeadLetterHeaders(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).filter(([k]) => !k.startsWith(DLQ_PREFIX)));
+}
+
+/** Options of {@link replayDeadLetters}. */
+export interface ReplayOptions {
+  /** Consumer group that remembers how far replays got (default `{deadLetterTopic}.replay`). */
+  groupId?: string;
+  /** Replay at most this many records. */
+  limit?: number;
+  /** Give up waiting after this long (default 60 s); what was replayed so far stays replayed. */
+  timeoutMs?: number;
+}
+
+/**
+ * Operator command: sends the dead letters present now back to their source topic with their
+ * original key, value and headers, and returns how many it sent. Progress is committed under a
+ * consumer group, so a second call replays only what arrived since.
+ */
+export async function replayDeadLetters(kafka: Kafka, deadLetterTopic: string, opts: ReplayOptions = {}): Promise<number> {
+  const groupId = opts.groupId ?? `${deadLetterTopic}.replay`;
+  const limit = opts.limit ?? Infinity;
+  const admin = kafka.admin();
+  await admin.connect();
+  let targets: Map<number, number>;
+  try {
+    const marks = await admin.fetchTopicOffsets(deadLetterTopic);
+    const [committed] = await admin.fetchOffsets({ groupId, topics: [deadLetterTopic] });
+    const from = new Map(committed?.partitions.map((p) => [p.partition, Number(p.offset)]) ?? []);
+    targets = new Map();
+    for (const m of marks) {
+      const start = Math.max(from.get(m.partition) ?? -1, Number(m.low));
+      if (start < Number(m.high)) targets.set(m.partition, Number(m.high));
+    }
+  } finally {
+    await admin.disconnect();
+  }
+  if (targets.size === 0 || limit <= 0) return 0;
+
+  const producer = new BusProducer(kafka);
+  const consumer = kafka.consumer({ groupId });
+  let sent = 0;
+  let finish!: () => void;
+  let fail!: (err: unknown) => void;
+  const finished = new Promise<void>((resolve, reject) => {
+    finish = resolve;
+    fail = reject;
+  });
+  const timer = setTimeout(() => finish(), opts.timeoutMs ?? 60_000);
+  try {
+    await producer.connect();
+    await consumer.connect();
+    await consumer.subscribe({ topic: deadLetterTopic, fromBeginning: true });
+    await consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
+        const end = targets.get(batch.partition);
+        if (end === undefined) return;
+        const sends: Promise<void>[] = [];
+        let last = -1;
+        for (const m of batch.messages) {
+          if (Number(m.offset) >= end || sent >= limit) break;
+          const headers = normalizeHeaders(m.headers);
+          const source = headers[DeadLetterHeaders.sourceTopic];
+          if (!source)
+            throw new MeshError('CONTRACT_VIOLATION', `dead letter at offset ${m.offset} has no ${DeadLetterHeaders.sourceTopic}`);
+          sends.push(producer.sendRecord(source, m.key?.toString() ?? '', m.value, withoutDeadLetterHeaders(headers)));
+          sent++;
+          last = Number(m.offset);
+        }
+        try {
+          await Promise.all(sends);
+        } catch (err) {
+          fail(err);
+          throw err;
+        }
+        if (last >= 0) {
+          resolveOffset(String(last));
+          await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: String(last + 1) }]);
+          if (last + 1 >= end) targets.delete(batch.partition);
+        }
+        if (targets.size === 0 || sent >= limit) finish();
+        await heartbeat();
+      },
+    });
+    await finished;
+    return sent;
+  } finally {
+    clearTimeout(timer);
+    await consumer.disconnect().catch(() => undefined);
+    await producer.disconnect();
+  }
+}

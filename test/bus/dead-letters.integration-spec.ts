@@ -1,0 +1,103 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { KafkaMessage } from 'kafkajs';
+import { Headers, MeshError, normalizeHeaders, TopicNames } from '@mesh/contract';
+import { BusAdmin, BusConsumer, BusProducer, DeadLetterHeaders, replayDeadLetters } from '@mesh/bus';
+import { eventually, uniquePrefix } from '../support/infra.js';
+import { cleanup, runCommand, testKafka } from '../support/bus.js';
+
+const kafka = testKafka('dead-letters');
+
+/** Reads every record of a topic from the beginning with a throwaway group. */
+async function readAll(topic: string, expected: number): Promise<KafkaMessage[]> {
+  const out: KafkaMessage[] = [];
+  const consumer = kafka.consumer({ groupId: `${topic}.reader.${Date.now()}` });
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.run({ eachMessage: async ({ message }) => void out.push(message) });
+    await eventually(`${expected} records in ${topic}`, () => out.length >= expected, 20_000);
+    return out;
+  } finally {
+    await consumer.disconnect();
+  }
+}
+
+test('poison, non-retryable and exhausted messages go to the DLQ with their headers; others retry; replay puts them back', async () => {
+  const prefix = uniquePrefix('dlq');
+  const topic = `${prefix}mesh.agent.echo.commands`;
+  const dlq = new TopicNames(prefix).deadLetters(topic);
+  const admin = new BusAdmin(kafka);
+  cleanup(() => admin.close());
+  await admin.ensureTopic(topic, { partitions: 1 });
+  const producer = new BusProducer(kafka);
+  cleanup(() => producer.disconnect());
+
+  await producer.send(topic, 'acme:echo', runCommand('acme', 'good', 0));
+  await producer.sendRecord(topic, 'acme:echo', '{"not":"an envelope"}', { tenant: 'acme', note: 'poison' });
+  await producer.send(topic, 'acme:echo', runCommand('acme', 'refused', 0));
+  await producer.send(topic, 'acme:echo', runCommand('acme', 'flaky', 0));
+  await producer.send(topic, 'acme:echo', runCommand('acme', 'broken', 0));
+
+  let healed = false;
+  const calls = new Map<string, number[]>();
+  const handled: string[] = [];
+  const consumer = new BusConsumer(kafka, {
+    groupId: `${topic}.workers`,
+    topics: [topic],
+    fromBeginning: true,
+    retry: { maxAttempts: 3, initialBackoffMs: 10, maxBackoffMs: 50 },
+  });
+  cleanup(() => consumer.stop());
+  await consumer.start(async (env, ctx) => {
+    const task = env.identity.taskId;
+    calls.set(task, [...(calls.get(task) ?? []), ctx.attempt]);
+    if (!healed) {
+      if (task === 'refused') throw new MeshError('FORBIDDEN', 'tenant may not use this agent', { retryable: false });
+      if (task === 'flaky' && ctx.attempt < 3) throw new Error('temporary');
+      if (task === 'broken') throw new Error('always fails');
+    }
+    handled.push(task);
+  });
+
+  const dead = await readAll(dlq, 3);
+  assert.equal(dead.length, 3);
+  const byOffset = new Map(dead.map((m) => [normalizeHeaders(m.headers)[DeadLetterHeaders.sourceOffset], m]));
+  const poison = byOffset.get('1')!;
+  const ph = normalizeHeaders(poison.headers);
+  assert.equal(poison.value?.toString(), '{"not":"an envelope"}');
+  assert.equal(poison.key?.toString(), 'acme:echo');
+  assert.equal(ph.note, 'poison', 'original headers kept');
+  assert.equal(ph[DeadLetterHeaders.errorCode], 'DECODE_FAILED');
+  assert.equal(ph[DeadLetterHeaders.attempts], '0');
+  assert.equal(ph[DeadLetterHeaders.sourceTopic], topic);
+  assert.equal(ph[DeadLetterHeaders.sourcePartition], '0');
+
+  const refused = normalizeHeaders(byOffset.get('2')!.headers);
+  assert.equal(refused[DeadLetterHeaders.errorCode], 'FORBIDDEN');
+  assert.equal(refused[DeadLetterHeaders.attempts], '1');
+  assert.equal(refused[Headers.taskId], 'refused');
+  assert.equal(refused[Headers.traceparent], '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01');
+  assert.deepEqual(calls.get('refused'), [1], 'non-retryable errors are not retried');
+
+  const broken = normalizeHeaders(byOffset.get('4')!.headers);
+  assert.equal(broken[DeadLetterHeaders.attempts], '3');
+  assert.equal(broken[DeadLetterHeaders.error], 'always fails');
+  assert.deepEqual(calls.get('broken'), [1, 2, 3]);
+  assert.deepEqual(calls.get('flaky'), [1, 2, 3], 'retryable errors are retried until success');
+  await eventually('good and flaky handled', () => handled.includes('good') && handled.includes('flaky'));
+  assert.equal(consumer.stats().deadLettered, 3);
+
+  // The operator fixed the cause: replay sends the dead letters back to the source topic.
+  healed = true;
+  assert.equal(await replayDeadLetters(kafka, dlq), 3);
+  await eventually('replayed envelopes handled', () => handled.includes('refused') && handled.includes('broken'));
+  const replayed = await readAll(topic, 8);
+  const replayedRefused = replayed.find((m) => Number(m.offset) >= 5 && normalizeHeaders(m.headers)[Headers.taskId] === 'refused')!;
+  const rh = normalizeHeaders(replayedRefused.headers);
+  assert.equal(rh[DeadLetterHeaders.error], undefined, 'replay strips the failure headers');
+  assert.equal(rh[Headers.executionId], 'acme:refused:0', 'replay keeps the original headers');
+  // Progress is remembered: nothing new to replay (the poison record went back to the DLQ again).
+  await eventually('poison dead-lettered again', async () => (await readAll(dlq, 4)).length === 4);
+  assert.equal(await replayDeadLetters(kafka, dlq, { limit: 0 }), 0);
+});

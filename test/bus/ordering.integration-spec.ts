@@ -1,0 +1,54 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { BusAdmin, BusConsumer, BusProducer } from '@mesh/bus';
+import { eventually, uniquePrefix } from '../support/infra.js';
+import { cleanup, runCommand, testKafka } from '../support/bus.js';
+
+const kafka = testKafka('ordering');
+
+test('tasks interleaved on one partition: each task in order, never two of a task at once, tasks overlap', async () => {
+  const topic = `${uniquePrefix('ordering')}commands`;
+  const admin = new BusAdmin(kafka);
+  cleanup(() => admin.close());
+  await admin.ensureTopic(topic, { partitions: 1 });
+  const producer = new BusProducer(kafka);
+  cleanup(() => producer.disconnect());
+  const tasks = 20;
+  const perTask = 25;
+  const sends: Promise<void>[] = [];
+  for (let seq = 0; seq < perTask; seq++) {
+    for (let t = 0; t < tasks; t++) sends.push(producer.send(topic, 'acme:echo', runCommand('acme', `task-${t}`, seq)));
+  }
+  await Promise.all(sends);
+
+  const seen = new Map<string, number[]>();
+  const running = new Set<string>();
+  let maxConcurrentTasks = 0;
+  let violations = 0;
+  const groupId = `${topic}.workers`;
+  const consumer = new BusConsumer(kafka, { groupId, topics: [topic], fromBeginning: true, maxInFlight: 16 });
+  cleanup(() => consumer.stop());
+  await consumer.start(async (env) => {
+    const task = env.identity.taskId;
+    if (running.has(task)) violations++;
+    running.add(task);
+    maxConcurrentTasks = Math.max(maxConcurrentTasks, running.size);
+    await new Promise((r) => setTimeout(r, 1 + Math.random() * 4));
+    running.delete(task);
+    const list = seen.get(task) ?? [];
+    list.push(env.kind === 'task.run' ? env.body.turn : -1);
+    seen.set(task, list);
+  });
+  await eventually('all messages handled', () => [...seen.values()].reduce((n, l) => n + l.length, 0) === tasks * perTask, 30_000);
+  assert.equal(violations, 0, 'two messages of one task ran at once');
+  for (const [task, list] of seen) assert.deepEqual(list, [...Array(perTask).keys()], `order of ${task}`);
+  assert.ok(maxConcurrentTasks > 1, `different tasks should overlap, max concurrency was ${maxConcurrentTasks}`);
+  assert.ok(consumer.stats().inFlight <= 16);
+
+  await consumer.stop();
+  const lag = await admin.consumerLag(groupId, [topic]);
+  assert.deepEqual(
+    lag.map((l) => [l.committed, l.lag]),
+    [[String(tasks * perTask), 0]],
+  );
+});
