@@ -1,21 +1,23 @@
 import type { Kafka } from 'kafkajs';
 import { AgentEvent } from '@a2a-js/sdk/server';
 import { Artifact, TaskStatus } from '@a2a-js/sdk';
-import { decodeEnvelope, type TaskEvent } from '@mesh/contract';
+import { BusAdmin, BusConsumer } from '@mesh/bus';
+import type { TaskEvent } from '@mesh/contract';
 import type { TaskService } from '../tasks/task.service.js';
-import { ensureTopic, runConsumer, type RunningConsumer } from '../kafka/kafka.adapter.js';
 import type { TaskEventBusManager } from './task-event-bus.manager.js';
 
 const log = (level: string, msg: string, extra: Record<string, unknown> = {}) =>
   process.stderr.write(`${JSON.stringify({ level, src: 'event-projector', msg, ...extra })}\n`);
 
 /**
- * Consumes the agents' event topic (key: task id, so one task's events stay ordered on one
- * partition) and projects each event into the task store, then tells local listeners. A failed
- * write throws, so kafkajs does not commit and the event is read again.
+ * Consumes the agents' event topic (key: task id) with the bus's keyed consumer: events of one
+ * task are applied one at a time in offset order, different tasks in parallel; the committed
+ * offset never passes an unfinished event. Each event is projected into the task store, then
+ * local listeners hear of it. A failed write is retried by the consumer (then dead-lettered);
+ * undecodable records go to the dead-letter topic without reaching the handler.
  */
 export class EventProjector {
-  private consumer?: RunningConsumer;
+  private consumer?: BusConsumer;
 
   constructor(
     private readonly kafka: Kafka,
@@ -27,25 +29,24 @@ export class EventProjector {
   ) {}
 
   async start(): Promise<void> {
-    await ensureTopic(this.kafka, this.topic, this.partitions);
-    this.consumer = await runConsumer(
-      this.kafka,
-      { groupId: this.groupId, topic: this.topic, fromBeginning: true, partitionsConsumedConcurrently: this.partitions },
-      async ({ message }) => {
-        let env;
-        try {
-          env = decodeEnvelope({ headers: message.headers, value: message.value });
-        } catch (err) {
-          log('warn', 'skipped undecodable event', { offset: message.offset, err: String(err) });
-          return;
-        }
-        if (env.kind !== 'task.status' && env.kind !== 'task.artifact') {
-          log('warn', 'skipped a command on the event topic', { kind: env.kind });
-          return;
-        }
-        await this.project(env);
-      },
-    );
+    const admin = new BusAdmin(this.kafka);
+    await admin.ensureTopic(this.topic, { partitions: this.partitions }).finally(() => admin.close());
+    this.consumer = new BusConsumer(this.kafka, {
+      groupId: this.groupId,
+      topics: [this.topic],
+      fromBeginning: true,
+      maxInFlight: 32,
+      commitIntervalMs: 200,
+      consumerConfig: { maxWaitTimeInMs: 100 },
+      onError: (err, what) => log('warn', what, { err: String(err) }),
+    });
+    await this.consumer.start(async (env) => {
+      if (env.kind !== 'task.status' && env.kind !== 'task.artifact') {
+        log('warn', 'skipped a command on the event topic', { kind: env.kind });
+        return;
+      }
+      await this.project(env);
+    });
   }
 
   /** Projects one event and publishes the committed change to this process's listeners. */
