@@ -1,0 +1,81 @@
+import type { Kafka } from 'kafkajs';
+import { decodeEnvelope, encodeEnvelope, Envelopes, newId, type AgentRecord, type TopicNames } from '@mesh/contract';
+import { ensureTopic, runConsumer, type RunningConsumer } from '../kafka/kafka.adapter.js';
+
+/** Id of the demo agent `npm start` registers. */
+export const DEMO_AGENT_ID = 'echo-agent';
+
+/** The demo agent's directory record: public, default channel key. */
+export function demoAgentRecord(): AgentRecord {
+  return {
+    id: DEMO_AGENT_ID,
+    tenant: 'acme',
+    visibility: 'public',
+    version: 1,
+    card: {
+      name: 'Echo Agent',
+      description: 'Answers every message with an artifact holding the same text.',
+      version: '1.0.0',
+      supportedInterfaces: [],
+      capabilities: {},
+      defaultInputModes: ['text/plain'],
+      defaultOutputModes: ['text/plain'],
+      skills: [{ id: 'echo', name: 'Echo', description: 'Echoes the text it receives.', tags: ['demo'] }],
+    },
+    channel: { keyTemplate: '{tenant}:{agent_id}', partitions: 3 },
+    retired: false,
+    updatedAt: new Date(0).toISOString(),
+  };
+}
+
+/** Publishes the demo record to the cards topic (what the directory does for registered agents). */
+export async function registerDemoAgent(kafka: Kafka, topics: TopicNames): Promise<void> {
+  await ensureTopic(kafka, topics.cards(), 1, [{ name: 'cleanup.policy', value: 'compact' }]);
+  const producer = kafka.producer();
+  await producer.connect();
+  try {
+    const record = demoAgentRecord();
+    await producer.send({ topic: topics.cards(), messages: [{ key: record.id, value: JSON.stringify(record) }] });
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+/**
+ * A minimal worker for the demo agent: each `task.run` gets WORKING, an artifact with the text
+ * it received, then COMPLETED. The worker issue replaces it with the SDK-based echo-agent.
+ */
+export async function startDemoEchoWorker(kafka: Kafka, topics: TopicNames): Promise<RunningConsumer> {
+  await ensureTopic(kafka, topics.commands(DEMO_AGENT_ID), demoAgentRecord().channel.partitions);
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  const consumer = await runConsumer(
+    kafka,
+    { groupId: `${topics.prefix}demo-echo-worker`, topic: topics.commands(DEMO_AGENT_ID), fromBeginning: true },
+    async ({ message }) => {
+      const env = decodeEnvelope({ headers: message.headers, value: message.value });
+      if (env.kind !== 'task.run') return;
+      const parts = (env.body.message.parts as Array<{ text?: string }> | undefined) ?? [];
+      const text = parts.map((p) => p.text ?? '').join('');
+      const events = [
+        Envelopes.status(env.identity, { seq: 0, state: 'TASK_STATE_WORKING', final: false }),
+        Envelopes.artifact(env.identity, { seq: 1, artifact: { artifactId: newId(), name: 'echo', parts: [{ text }] }, lastChunk: true }),
+        Envelopes.status(env.identity, { seq: 2, state: 'TASK_STATE_COMPLETED', final: true }),
+      ];
+      await producer.send({
+        topic: topics.events(),
+        acks: -1,
+        messages: events.map((e) => {
+          const w = encodeEnvelope(e);
+          return { key: env.identity.taskId, value: w.value, headers: w.headers };
+        }),
+      });
+    },
+  );
+  return {
+    async stop() {
+      await consumer.stop();
+      await producer.disconnect().catch(() => undefined);
+    },
+  };
+}
