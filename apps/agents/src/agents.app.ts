@@ -20,6 +20,16 @@ export interface RunningAgents {
   stop(): Promise<void>;
 }
 
+async function listTopics(kafka: ReturnType<typeof createKafka>): Promise<Set<string>> {
+  const a = kafka.admin();
+  await a.connect();
+  try {
+    return new Set(await a.listTopics());
+  } finally {
+    await a.disconnect().catch(() => undefined);
+  }
+}
+
 function logger(workerId: string) {
   const debug = process.env.LOG_LEVEL === 'debug';
   return (e: Record<string, unknown>) => {
@@ -69,10 +79,16 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
 
   try {
     await producer.connect();
-    await admin.ensureTopic(topics.events(), { partitions: config.AGENTS_EVENTS_PARTITIONS });
-    await admin.ensureTopic(topics.heartbeats(), { partitions: 1 });
+    // Topics are created when missing, never grown: their consumers (the dispatcher for events) own
+    // the partition count, and growing a topic under a running consumer strands the new partitions.
+    const existing = await listTopics(kafka);
+    const ensureMissing = async (name: string, partitions: number) => {
+      if (!existing.has(name)) await admin.ensureTopic(name, { partitions });
+    };
+    await ensureMissing(topics.events(), config.AGENTS_EVENTS_PARTITIONS);
+    await ensureMissing(topics.heartbeats(), 1);
     for (const agent of selected) {
-      await admin.ensureTopic(topics.commands(agent.id), { partitions: agent.channel.partitions });
+      await ensureMissing(topics.commands(agent.id), agent.channel.partitions);
       const gateway = new ToolGateway({
         servers: serversOf(agent, config.AGENTS_MCP_SERVERS),
         ledger: effects,
