@@ -151,3 +151,10 @@ test('echo-agent reaches the reference MCP server over stdio', async () => {
   assert.equal(done.body.state, 'TASK_STATE_COMPLETED', textOfMessage(done.body.message));
   assert.equal(((events.artifacts(cmd.identity.taskId)[0].parts as JsonObject[])[0] as JsonObject).text, 'Echo: ping');
 });
+
+test('an unknown agent in AGENTS_RUN stops the start with a clear error', async () => {
+  await assert.rejects(
+    startAgents({ ...loadAgentsConfig({ DATABASE_URL: db, TOPIC_PREFIX: prefix }), AGENTS_RUN: ['no-such-agent'] }),
+    /unknown agent "no-such-agent"/,
+  );
+});

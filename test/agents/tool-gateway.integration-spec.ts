@@ -1,6 +1,7 @@
-import { test } from 'node:test';
+import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Reconciler, type ToolCallScope } from '@mesh/tool-gateway';
+import { HmacToolTokenMinter, Reconciler, type ToolCallScope } from '@mesh/tool-gateway';
+import { startBillingTools } from '@mesh/app-agents';
 import { newId } from '@mesh/contract';
 import { eventually, freshDatabase } from '../support/infra.js';
 import { everythingServer, ledgerDatabase, refundCount, startTestBillingTools, testGateway } from './agents-fixtures.js';
@@ -142,4 +143,35 @@ test('a reference MCP server from npm over stdio: a crash is recovered by restar
   assert.notEqual(conn.pid, pid);
   assert.equal(conn.connects, 2);
   assert.ok((await conn.tools()).has('echo'), 'the tool list is restored');
+});
+
+test('a server configured for tokens gets an audience-bound token (never a caller token) and refuses calls without one', async () => {
+  const secret = 'billing-secret-for-tests-only';
+  const guarded = await startBillingTools({
+    DATABASE_URL: billingUrl,
+    BILLING_TOOLS_PORT: 0,
+    BILLING_TEST_HOOKS: false,
+    BILLING_TOKEN_SECRET: secret,
+    BILLING_TOKEN_AUDIENCE: 'billing-tools',
+  });
+  after(() => guarded.stop());
+  const withToken = testGateway({
+    ledger,
+    tokens: new HmacToolTokenMinter(secret),
+    servers: { billing: { transport: 'http', url: guarded.mcpUrl, tokenAudience: 'billing-tools' } },
+  });
+  const ok = await withToken.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2292' } }, scope());
+  assert.equal(ok.status, 'ok');
+  const withoutToken = testGateway({ ledger, servers: { billing: { transport: 'http', url: guarded.mcpUrl } } });
+  const refused = await withoutToken.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2292' } }, scope());
+  assert.equal(refused.status, 'error');
+  assert.match(refused.status === 'error' ? refused.text : '', /token/);
+  const misconfigured = testGateway({
+    ledger,
+    servers: { billing: { transport: 'http', url: guarded.mcpUrl, tokenAudience: 'billing-tools' } },
+  });
+  await assert.rejects(
+    misconfigured.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2291' } }, scope()),
+    (e: { code?: string }) => e.code === 'CONFIG_INVALID',
+  );
 });

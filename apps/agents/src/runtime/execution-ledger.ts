@@ -106,3 +106,60 @@ export class PostgresExecutionLedger implements ExecutionLedger {
     return r.flatMap((x) => (x.reply_message ? [x.input_message, x.reply_message] : [x.input_message]));
   }
 }
+
+/** In-memory ExecutionLedger with the same rules, for unit tests. */
+export class InMemoryExecutionLedger implements ExecutionLedger {
+  private readonly rows = new Map<
+    string,
+    ExecutionClaim & {
+      owner: string;
+      attempt: number;
+      leaseUntil: number;
+      state: 'running' | 'finished';
+      reply?: AgentMessage;
+      events: TaskEvent[];
+    }
+  >();
+
+  async claim(c: ExecutionClaim, owner: string, leaseMs: number): Promise<ClaimOutcome> {
+    const now = Date.now();
+    const row = this.rows.get(c.executionId);
+    if (!row) {
+      this.rows.set(c.executionId, { ...c, owner, attempt: 1, leaseUntil: now + leaseMs, state: 'running', events: [] });
+      return { kind: 'claimed', attempt: 1 };
+    }
+    if (row.state === 'finished') return { kind: 'finished', events: structuredClone(row.events) };
+    if (row.leaseUntil < now) {
+      Object.assign(row, { owner, attempt: row.attempt + 1, leaseUntil: now + leaseMs });
+      return { kind: 'claimed', attempt: row.attempt };
+    }
+    return { kind: 'busy', leaseRemainingMs: row.leaseUntil - now };
+  }
+
+  async renew(executionId: string, owner: string, leaseMs: number): Promise<boolean> {
+    const row = this.rows.get(executionId);
+    if (!row || row.owner !== owner || row.state !== 'running') return false;
+    row.leaseUntil = Date.now() + leaseMs;
+    return true;
+  }
+
+  async finish(executionId: string, owner: string, o: { state: string; reply?: AgentMessage; events: TaskEvent[] }): Promise<boolean> {
+    const row = this.rows.get(executionId);
+    if (!row || row.owner !== owner || row.state !== 'running') return false;
+    Object.assign(row, { state: 'finished', reply: o.reply, events: structuredClone(o.events) });
+    return true;
+  }
+
+  async history(tenant: string, taskId: string, beforeTurn: number): Promise<AgentMessage[]> {
+    return [...this.rows.values()]
+      .filter((r) => r.tenant === tenant && r.taskId === taskId && r.turn < beforeTurn && r.state === 'finished')
+      .sort((a, b) => a.turn - b.turn)
+      .flatMap((r) => (r.reply ? [r.input, r.reply] : [r.input]));
+  }
+
+  /** Test helper: makes the current owner's lease expire now. */
+  expire(executionId: string): void {
+    const row = this.rows.get(executionId);
+    if (row) row.leaseUntil = 0;
+  }
+}
