@@ -12,6 +12,7 @@ import { AgentWorker } from './runtime/agent-worker.js';
 import { PostgresExecutionLedger } from './runtime/execution-ledger.js';
 import { TurnRunner } from './runtime/turn-runner.js';
 import { sampleAgents } from './sample-agents/index.js';
+import { AgentsMetrics } from './metrics/agents.metrics.js';
 
 /** A running agents: `stop` drains and closes every connection. */
 export interface RunningAgents {
@@ -66,7 +67,11 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
   const tokens = config.AGENTS_TOOL_TOKEN_SECRET ? new HmacToolTokenMinter(config.AGENTS_TOOL_TOKEN_SECRET) : undefined;
   const gateways: ToolGateway[] = [];
   const workers: AgentWorker[] = [];
-  const reconciler = new Reconciler(effects, () => gateways, { intervalMs: config.AGENTS_RECONCILE_INTERVAL_MS });
+  const metrics = new AgentsMetrics();
+  const reconciler = new Reconciler(effects, () => gateways, {
+    intervalMs: config.AGENTS_RECONCILE_INTERVAL_MS,
+    onUnknownCount: (n) => metrics.unknownOutcomes.set(n),
+  });
   let heartbeat: NodeJS.Timeout | undefined;
   const closeAll = async () => {
     clearInterval(heartbeat);
@@ -95,6 +100,10 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
         clientName: `agent-mesh/${agent.id}`,
         tokens,
         defaultRequestTimeoutMs: config.AGENTS_TOOL_TIMEOUT_MS,
+        onCall: ({ tool, outcome, ms }) => {
+          metrics.toolCalls.inc({ agent: agent.id, tool, outcome });
+          metrics.toolLatency.observe({ agent: agent.id, tool }, ms / 1000);
+        },
       });
       gateways.push(gateway);
       const maxInFlight = config.AGENTS_MAX_IN_FLIGHT ?? agent.channel.maxInFlight;
@@ -110,6 +119,10 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
         unknownWaitMs: config.AGENTS_UNKNOWN_WAIT_MS,
         retryBudget: config.AGENTS_RETRY_BUDGET,
         log,
+        observe: {
+          turnFinished: (state) => metrics.turns.inc({ agent: agent.id, state }),
+          dedupHit: () => metrics.dedupHits.inc({ agent: agent.id }),
+        },
       });
       const source = new BusConsumer(kafka, {
         groupId: `${config.TOPIC_PREFIX}agents.${agent.id}`,
@@ -133,6 +146,7 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
     const beat = () => {
       const now = Date.now();
       for (const w of workers) {
+        metrics.inFlight.set({ agent: w.agentId }, w.inFlight);
         const hb: AgentHeartbeat = { agentId: w.agentId, workerId, atUnixMs: now, ttlMs: config.AGENTS_HEARTBEAT_INTERVAL_MS * 3 };
         producer
           .sendRecord(topics.heartbeats(), w.agentId, JSON.stringify(hb))
@@ -149,7 +163,7 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
 
   const kafkaProbe = new KafkaProbe(kafka);
   const app = await startHttpService({
-    module: AppModule.forRoot([new PostgresProbe(ds), kafkaProbe]),
+    module: AppModule.forRoot([new PostgresProbe(ds), kafkaProbe], metrics),
     port: config.AGENTS_PORT,
   });
   return {

@@ -53,6 +53,8 @@ export interface TurnRunnerOptions {
   /** Retries of read-only tool calls per turn. */
   retryBudget: number;
   log?: (entry: Record<string, unknown>) => void;
+  /** Observes finished turns and dedup hits (metrics). */
+  observe?: { turnFinished(state: string): void; dedupHit(): void };
 }
 
 /** Seqs of one attempt start at attempt × this, so a takeover's events sort after the dead owner's. */
@@ -86,6 +88,7 @@ export class TurnRunner {
       const c = await this.o.ledger.claim(claim, owner, this.o.leaseMs);
       if (c.kind === 'finished') {
         this.o.log?.({ msg: 'execution already finished: re-emitting its final events', executionId: id.executionId });
+        this.o.observe?.dedupHit();
         for (const e of c.events) await this.send(e);
         return;
       }
@@ -105,6 +108,7 @@ export class TurnRunner {
         this.o.log?.({ msg: 'lost the execution before finishing; its new owner reports it', executionId: id.executionId });
         return;
       }
+      this.o.observe?.turnFinished(outcome.state);
       await this.send(status);
     };
 
