@@ -130,8 +130,11 @@ export class BusConsumer {
   private commitTimer?: NodeJS.Timeout;
   private commitChain: Promise<void> = Promise.resolve();
   private revoking?: Promise<void>;
+  /** Between a revocation and the next GROUP_JOIN: no batch is taken. */
+  private rejoining = false;
   private stopping?: Promise<void>;
   private idleWaiters: Array<() => void> = [];
+  private roomWaiters: Array<() => void> = [];
   private readonly counters = { processed: 0, retried: 0, deadLettered: 0, commits: 0, rebalances: 0 };
 
   constructor(
@@ -147,7 +150,13 @@ export class BusConsumer {
     this.initialBackoffMs = opts.retry?.initialBackoffMs ?? 200;
     this.maxBackoffMs = opts.retry?.maxBackoffMs ?? 30_000;
     this.drainTimeoutMs = opts.drainTimeoutMs ?? 10_000;
-    this.consumer = kafka.consumer({ ...opts.consumerConfig, groupId: opts.groupId, allowAutoTopicCreation: false });
+    this.consumer = kafka.consumer({
+      // kafkajs sleeps this long when every assigned partition is paused; 5 s (its default) stalls resumes.
+      maxWaitTimeInMs: 500,
+      ...opts.consumerConfig,
+      groupId: opts.groupId,
+      allowAutoTopicCreation: false,
+    });
     this.producer = new BusProducer(kafka);
     this.admin = new BusAdmin(kafka);
   }
@@ -209,7 +218,9 @@ export class BusConsumer {
   // ---- intake -------------------------------------------------------------------------------
 
   private async onBatch({ batch, resolveOffset, heartbeat }: EachBatchPayload): Promise<void> {
-    if (this.stopping || batch.messages.length === 0) return;
+    // Batches still queued in kafkajs from before a revocation are stale: their records were fetched
+    // past messages we dropped, so committing them would skip those. The next assignment refetches.
+    if (this.stopping || this.rejoining || batch.messages.length === 0) return;
     const state = this.stateFor(batch.topic, batch.partition);
     for (const message of batch.messages) {
       const offset = Number(message.offset);
@@ -222,8 +233,19 @@ export class BusConsumer {
     }
     // Advances kafkajs' fetch position only; commits are ours (autoCommit is off).
     resolveOffset(batch.messages[batch.messages.length - 1].offset);
-    if (this.bufferedCount >= this.maxBuffered) this.pause(state);
+    const full = this.bufferedCount >= this.maxBuffered;
+    if (full) this.pause(state);
     this.dispatch();
+    await this.heartbeat(heartbeat);
+    // Hold kafkajs here while the buffer is full instead of returning: with every partition paused
+    // its fetch loop would sleep maxWaitTimeInMs before noticing a resume. Heartbeats go on.
+    while (full && state.paused && !state.revoked && !this.stopping) {
+      await this.waitForRoom(1000);
+      await this.heartbeat(heartbeat);
+    }
+  }
+
+  private async heartbeat(heartbeat: () => Promise<void>): Promise<void> {
     try {
       await heartbeat();
     } catch (err) {
@@ -231,6 +253,23 @@ export class BusConsumer {
       if (isRebalancing(err)) await this.revokeAll();
       throw err;
     }
+  }
+
+  private waitForRoom(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const t = setTimeout(done, ms);
+      function done() {
+        clearTimeout(t);
+        resolve();
+      }
+      this.roomWaiters.push(done);
+    });
+  }
+
+  private notifyRoom(): void {
+    const waiters = this.roomWaiters;
+    this.roomWaiters = [];
+    for (const w of waiters) w();
   }
 
   private workItem(state: PartitionState, offset: number, message: KafkaMessage): WorkItem {
@@ -358,6 +397,7 @@ export class BusConsumer {
       this.pausedCount--;
       this.consumer.resume([{ topic: s.topic, partitions: [s.partition] }]);
     }
+    this.notifyRoom();
   }
 
   // ---- commits ------------------------------------------------------------------------------
@@ -390,6 +430,7 @@ export class BusConsumer {
    */
   private revokeAll(): Promise<void> {
     this.revoking ??= (async () => {
+      this.rejoining = true;
       const olds = [...this.states.values()];
       if (olds.length === 0) return;
       this.counters.rebalances++;
@@ -405,6 +446,7 @@ export class BusConsumer {
 
   /** Every state of an earlier epoch becomes stale once the group has a new generation. */
   private onJoined(): void {
+    this.rejoining = false;
     if (this.states.size > 0) {
       this.counters.rebalances++;
       const current = [...this.states.values()];
@@ -434,6 +476,7 @@ export class BusConsumer {
       }
       this.revoked.add(s);
     }
+    this.notifyRoom();
   }
 
   /** Waits up to the drain timeout for the states' handlers, commits what finished, aborts the rest. */
@@ -468,6 +511,7 @@ export class BusConsumer {
     if (!this.handler) return;
     // No new fetches; what is queued is dropped (uncommitted, so it is delivered again later).
     this.consumer.pause(this.opts.topics.map((topic) => ({ topic })));
+    this.notifyRoom();
     await this.revoking;
     const states = [...this.states.values()];
     const set = new Set(states);
