@@ -108,7 +108,9 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     if (task.status && isSettled(task.status.state)) return task;
     let dirty = false;
     let wake: (() => void) | undefined;
-    const unsubscribe = this.buses.subscribe(task.id, () => {
+    // Only a settling status is worth a re-read; artifacts and WORKING are not.
+    const unsubscribe = this.buses.subscribe(task.id, (event) => {
+      if (event.kind !== 'statusUpdate' || !event.data.status || !isSettled(event.data.status.state)) return;
       dirty = true;
       wake?.();
     });

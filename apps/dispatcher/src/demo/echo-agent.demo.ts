@@ -1,6 +1,16 @@
 import type { Kafka } from 'kafkajs';
-import { decodeEnvelope, encodeEnvelope, Envelopes, newId, type AgentRecord, type TopicNames } from '@mesh/contract';
-import { ensureTopic, runConsumer, type RunningConsumer } from '../kafka/kafka.adapter.js';
+import {
+  decodeEnvelope,
+  encodeEnvelope,
+  Envelopes,
+  newId,
+  type AgentRecord,
+  type Envelope,
+  type Identity,
+  type JsonObject,
+  type TopicNames,
+} from '@mesh/contract';
+import { ensureTopic, type RunningConsumer } from '../kafka/kafka.adapter.js';
 
 /** Id of the demo agent `npm start` registers. */
 export const DEMO_AGENT_ID = 'echo-agent';
@@ -49,33 +59,48 @@ export async function startDemoEchoWorker(kafka: Kafka, topics: TopicNames): Pro
   await ensureTopic(kafka, topics.commands(DEMO_AGENT_ID), demoAgentRecord().channel.partitions);
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
-  const consumer = await runConsumer(
-    kafka,
-    { groupId: `${topics.prefix}demo-echo-worker`, topic: topics.commands(DEMO_AGENT_ID), fromBeginning: true },
-    async ({ message }) => {
-      const env = decodeEnvelope({ headers: message.headers, value: message.value });
-      if (env.kind !== 'task.run') return;
-      const parts = (env.body.message.parts as Array<{ text?: string }> | undefined) ?? [];
-      const text = parts.map((p) => p.text ?? '').join('');
-      const events = [
-        Envelopes.status(env.identity, { seq: 0, state: 'TASK_STATE_WORKING', final: false }),
-        Envelopes.artifact(env.identity, { seq: 1, artifact: { artifactId: newId(), name: 'echo', parts: [{ text }] }, lastChunk: true }),
-        Envelopes.status(env.identity, { seq: 2, state: 'TASK_STATE_COMPLETED', final: true }),
-      ];
-      await producer.send({
-        topic: topics.events(),
-        acks: -1,
-        messages: events.map((e) => {
+  const consumer = kafka.consumer({ groupId: `${topics.prefix}demo-echo-worker`, maxWaitTimeInMs: 100 });
+  await consumer.connect();
+  await consumer.subscribe({ topic: topics.commands(DEMO_AGENT_ID), fromBeginning: true });
+  // One produce per fetched batch: the events of every command in it go out together.
+  await consumer.run({
+    partitionsConsumedConcurrently: 3,
+    eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
+      const out: Array<{ key: string; value: Buffer; headers: Record<string, string> }> = [];
+      for (const message of batch.messages) {
+        let env;
+        try {
+          env = decodeEnvelope({ headers: message.headers, value: message.value });
+        } catch {
+          continue; // the demo worker skips what it cannot read
+        }
+        if (env.kind !== 'task.run') continue;
+        for (const e of echo(env.identity, env.body.message)) {
           const w = encodeEnvelope(e);
-          return { key: env.identity.taskId, value: w.value, headers: w.headers };
-        }),
-      });
+          out.push({ key: env.identity.taskId, value: w.value, headers: w.headers });
+        }
+      }
+      if (out.length > 0) await producer.send({ topic: topics.events(), acks: -1, messages: out });
+      const last = batch.messages[batch.messages.length - 1];
+      if (last) resolveOffset(last.offset);
+      await heartbeat();
     },
-  );
+  });
   return {
     async stop() {
-      await consumer.stop();
+      await consumer.disconnect().catch(() => undefined);
       await producer.disconnect().catch(() => undefined);
     },
   };
+}
+
+/** WORKING, an artifact with the text received, COMPLETED. */
+function echo(identity: Identity, message: JsonObject): Envelope[] {
+  const parts = (message.parts as Array<{ text?: string }> | undefined) ?? [];
+  const text = parts.map((p) => p.text ?? '').join('');
+  return [
+    Envelopes.status(identity, { seq: 0, state: 'TASK_STATE_WORKING', final: false }),
+    Envelopes.artifact(identity, { seq: 1, artifact: { artifactId: newId(), name: 'echo', parts: [{ text }] }, lastChunk: true }),
+    Envelopes.status(identity, { seq: 2, state: 'TASK_STATE_COMPLETED', final: true }),
+  ];
 }

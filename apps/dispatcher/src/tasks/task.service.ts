@@ -98,6 +98,13 @@ export class TaskService {
     const incoming = Message.toJSON(input.message) as Json;
     const hash = hashMessage(incoming);
     const messageId = input.message.messageId;
+    if (!input.message.taskId) {
+      const created = await this.acceptNew(input, incoming, hash);
+      if (created) return { task: created, duplicate: false };
+      const winner = await this.findDedup(tenant, agent.id, messageId);
+      if (!winner) throw new Error(`dedup row for ${messageId} vanished`);
+      return this.answerDuplicate(winner, hash, messageId, tenant, agent.id);
+    }
     const known = await this.findDedup(tenant, agent.id, messageId);
     if (known) return this.answerDuplicate(known, hash, messageId, tenant, agent.id);
     try {
@@ -187,6 +194,71 @@ export class TaskService {
     }
   }
 
+  /**
+   * The hot path, a message that starts a task: dedup claim, task, execution and outbox command
+   * in one statement (data-modifying CTEs run atomically, in one round trip). Nothing is written
+   * when the dedup claim loses; undefined then.
+   */
+  private async acceptNew(input: AcceptInput, incoming: Json, hash: string): Promise<Task | undefined> {
+    const { principal, agent } = input;
+    const tenant = principal.tenant;
+    const taskId = newId();
+    const contextId = input.message.contextId || newId();
+    const now = new Date();
+    const status = { state: stateName(TaskState.TASK_STATE_SUBMITTED), timestamp: now.toISOString() };
+    const message = { ...incoming, taskId, contextId };
+    const task: Json = { id: taskId, contextId, status, history: [message] };
+    const identity = this.identity(input, taskId, contextId, 1);
+    const cmd = this.command(agent, Envelopes.run(identity, { turn: 1, message }));
+    const rows: Array<{ n: number }> = await this.ds.query(
+      `WITH d AS (
+         INSERT INTO dispatcher.message_dedup (tenant, agent_id, message_id, content_hash, task_id, turn)
+         VALUES ($1, $2, $3, $4, $5, 1) ON CONFLICT DO NOTHING RETURNING task_id),
+       t AS (
+         INSERT INTO dispatcher.tasks (id, tenant, agent_id, context_id, state, turn, status_timestamp, task)
+         SELECT task_id, $1, $2, $6, $7, 1, $8, $9 FROM d RETURNING id),
+       e AS (
+         INSERT INTO dispatcher.executions (execution_id, task_id, tenant, turn, message_id)
+         SELECT $10, id, $1, 1, $3 FROM t RETURNING execution_id),
+       o AS (
+         INSERT INTO dispatcher.outbox (topic, key, headers, value, agent_id)
+         SELECT $11, $12, $13, $14, $2 FROM e RETURNING id)
+       SELECT count(*)::int AS n FROM o`,
+      [
+        tenant,
+        agent.id,
+        input.message.messageId,
+        hash,
+        taskId,
+        contextId,
+        status.state,
+        now,
+        task,
+        identity.executionId,
+        cmd.topic,
+        cmd.key,
+        cmd.headers,
+        cmd.value,
+      ],
+    );
+    return rows[0]?.n === 1 ? Task.fromJSON(task) : undefined;
+  }
+
+  private identity(input: AcceptInput, taskId: string, contextId: string, turn: number): Identity {
+    return {
+      tenant: input.principal.tenant,
+      agentId: input.agent.id,
+      taskId,
+      contextId,
+      messageId: input.message.messageId,
+      executionId: executionId(input.principal.tenant, taskId, turn),
+      subject: input.principal.subject,
+      actor: input.principal.actor,
+      ...(input.deadlineUnixMs !== undefined ? { deadlineUnixMs: input.deadlineUnixMs } : {}),
+      ...(input.traceparent ? { traceparent: input.traceparent } : {}),
+    };
+  }
+
   private async answerDuplicate(
     known: { content_hash: string; task_id: string },
     hash: string,
@@ -220,7 +292,8 @@ export class TaskService {
     return rows[0];
   }
 
-  private async enqueue(q: QueryRunner, agent: AgentRecord, env: Envelope): Promise<void> {
+  /** The outbox row of a command: the agent's command topic, keyed by its channel-key template. */
+  private command(agent: AgentRecord, env: Envelope): { topic: string; key: string; headers: Record<string, string>; value: string } {
     const id = env.identity;
     const key = ChannelKey.parse(agent.channel?.keyTemplate).render({
       tenant: id.tenant,
@@ -229,11 +302,16 @@ export class TaskService {
       task_id: id.taskId,
     });
     const wire = encodeEnvelope(env);
+    return { topic: this.topics.commands(agent.id), key, headers: wire.headers, value: wire.value.toString('utf8') };
+  }
+
+  private async enqueue(q: QueryRunner, agent: AgentRecord, env: Envelope): Promise<void> {
+    const c = this.command(agent, env);
     await q.query(`INSERT INTO dispatcher.outbox (topic, key, headers, value, agent_id) VALUES ($1, $2, $3, $4, $5)`, [
-      this.topics.commands(agent.id),
-      key,
-      wire.headers,
-      wire.value.toString('utf8'),
+      c.topic,
+      c.key,
+      c.headers,
+      c.value,
       agent.id,
     ]);
   }
