@@ -102,6 +102,9 @@ export class TurnRunner {
 
     const turn = new TurnEmitter(this, id, (attempt - 1) * SEQ_PER_ATTEMPT);
     const finish = async (outcome: TurnOutcome): Promise<void> => {
+      // Progress and artifacts were sent without waiting (the producer keeps their order); a failed
+      // one surfaces here, before the outcome is recorded, so the redelivery runs or re-emits it.
+      await turn.flush();
       const status = turn.status(wireStateOf(outcome.state), outcome.message, true);
       const events = [...turn.artifacts, status];
       if (!(await this.o.ledger.finish(id.executionId, owner, { state: outcome.state, reply: outcome.message, events }))) {
@@ -142,7 +145,7 @@ export class TurnRunner {
 
     let outcome: TurnOutcome;
     try {
-      await this.send(turn.status(WireState.working, undefined, false));
+      turn.emit(turn.status(WireState.working, undefined, false));
       const task: AgentTask = {
         agentId: this.o.agent.id,
         tenant: id.tenant,
@@ -153,7 +156,8 @@ export class TurnRunner {
         actor: id.actor,
         message: input,
         parts: input.parts,
-        history: await this.o.ledger.history(id.tenant, id.taskId, cmd.body.turn),
+        // Turn 0 has no history: skip the query on the hot path.
+        history: cmd.body.turn > 0 ? await this.o.ledger.history(id.tenant, id.taskId, cmd.body.turn) : [],
         ...(id.deadlineUnixMs !== undefined ? { deadline: new Date(id.deadlineUnixMs) } : {}),
         signal: ac.signal,
       };
@@ -206,7 +210,7 @@ export class TurnRunner {
         const obs = await this.o.tools.call(intent, scope);
         if (obs.status !== 'unknown') return obs;
         // Not failed, not retried: say so, and wait for the reconciler to settle it by its key.
-        await this.send(
+        turn.emit(
           turn.status(
             WireState.working,
             {
@@ -231,10 +235,10 @@ export class TurnRunner {
         return settled ?? this.o.tools.call(intent, scope);
       },
       progress: async (text) => {
-        await this.send(turn.status(WireState.working, { role: 'agent', parts: [{ type: 'text', text }] }, false));
+        turn.emit(turn.status(WireState.working, { role: 'agent', parts: [{ type: 'text', text }] }, false));
       },
       artifact: async (a) => {
-        await this.send(turn.artifact(a));
+        turn.emit(turn.artifact(a));
       },
       askForInput: (q) => Outcomes.inputRequired(q),
       complete: (t) => Outcomes.completed(t),
@@ -244,16 +248,30 @@ export class TurnRunner {
   }
 }
 
-/** Builds the events of one attempt with increasing seq. */
+/** Builds the events of one attempt with increasing seq, and sends the non-final ones. */
 class TurnEmitter {
   readonly artifacts: TaskEvent[] = [];
   private n = 0;
+  private pending: Array<Promise<void>> = [];
 
   constructor(
     private readonly runner: TurnRunner,
     private readonly id: Identity,
     private readonly seqBase: number,
   ) {}
+
+  /** Sends without waiting for the acknowledgement; `flush` waits for all of them. */
+  emit(e: TaskEvent): void {
+    const sent = this.runner.send(e);
+    sent.catch(() => undefined); // observed in flush()
+    this.pending.push(sent);
+  }
+
+  async flush(): Promise<void> {
+    const pending = this.pending;
+    this.pending = [];
+    await Promise.all(pending);
+  }
 
   status(state: string, message: AgentMessage | undefined, final: boolean): TaskEvent {
     return Envelopes.status(this.id, {
