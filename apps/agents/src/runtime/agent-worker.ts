@@ -27,14 +27,15 @@ export class AgentWorker {
   }
 
   async start(): Promise<void> {
-    await this.source.start((e) => this.handle(e));
+    await this.source.start((e, ctx) => this.handle(e, ctx.signal));
   }
 
   async stop(): Promise<void> {
     await this.source.stop();
   }
 
-  async handle(env: Envelope): Promise<void> {
+  /** `revoked` aborts when this process no longer owns the command (rebalance, shutdown timeout). */
+  async handle(env: Envelope, revoked: AbortSignal = new AbortController().signal): Promise<void> {
     const key = `${env.identity.tenant}:${env.identity.taskId}`;
     switch (env.kind) {
       case 'task.run': {
@@ -44,7 +45,7 @@ export class AgentWorker {
         this.running.set(key, cancel);
         const slot = await this.slots.reserve();
         try {
-          await this.runner.run(env, cancel.signal);
+          await this.runner.run(env, cancel.signal, revoked);
         } finally {
           if (this.running.get(key) === cancel) this.running.delete(key);
           slot.release();

@@ -25,6 +25,8 @@ export interface ExecutionLedger {
   claim(c: ExecutionClaim, owner: string, leaseMs: number): Promise<ClaimOutcome>;
   /** Extends the lease; false when `owner` lost the execution (its lease expired and someone took over). */
   renew(executionId: string, owner: string, leaseMs: number): Promise<boolean>;
+  /** Gives the execution up without an outcome: its lease ends now, so the next delivery takes it over at once. */
+  abandon(executionId: string, owner: string): Promise<void>;
   /** Records the outcome and the final events; false when `owner` no longer owns the execution. */
   finish(executionId: string, owner: string, outcome: { state: string; reply?: AgentMessage; events: TaskEvent[] }): Promise<boolean>;
   /** Messages of earlier turns of a task (user input and the agent's reply of each), oldest first. */
@@ -84,6 +86,14 @@ export class PostgresExecutionLedger implements ExecutionLedger {
     return r.length > 0;
   }
 
+  async abandon(executionId: string, owner: string): Promise<void> {
+    await this.sql.query(
+      `UPDATE agents.executions SET lease_until = now() - interval '1 millisecond', updated_at = now()
+       WHERE execution_id = $1 AND owner = $2 AND state = 'running'`,
+      [executionId, owner],
+    );
+  }
+
   async finish(executionId: string, owner: string, o: { state: string; reply?: AgentMessage; events: TaskEvent[] }): Promise<boolean> {
     const r = rows(
       await this.sql.query(
@@ -141,6 +151,11 @@ export class InMemoryExecutionLedger implements ExecutionLedger {
     if (!row || row.owner !== owner || row.state !== 'running') return false;
     row.leaseUntil = Date.now() + leaseMs;
     return true;
+  }
+
+  async abandon(executionId: string, owner: string): Promise<void> {
+    const row = this.rows.get(executionId);
+    if (row && row.owner === owner && row.state === 'running') row.leaseUntil = 0;
   }
 
   async finish(executionId: string, owner: string, o: { state: string; reply?: AgentMessage; events: TaskEvent[] }): Promise<boolean> {

@@ -137,3 +137,29 @@ test('an unknown tool outcome is announced while WORKING and handed to the handl
     'unknown',
   );
 });
+
+test('a revoked command stops the turn without reporting and releases its lease for the next owner', async () => {
+  const { ledger, sink, runner } = setup(
+    (task) => new Promise((_, reject) => task.signal.addEventListener('abort', () => reject(task.signal.reason))),
+  );
+  const revoked = new AbortController();
+  const first = runner.run(cmd('x', 0, 't-revoked'), never, revoked.signal);
+  await new Promise((r) => setTimeout(r, 20));
+  revoked.abort();
+  await first;
+  assert.equal(sink.sent.filter((e) => e.kind === 'task.status' && e.body.final).length, 0);
+  const again = await ledger.claim(
+    {
+      executionId: 'acme:t-revoked:0',
+      tenant: 'acme',
+      agentId: 'unit-agent',
+      taskId: 't-revoked',
+      contextId: 'c1',
+      turn: 0,
+      input: { role: 'user', parts: [] },
+    },
+    'other',
+    1000,
+  );
+  assert.deepEqual(again, { kind: 'claimed', attempt: 2 });
+});

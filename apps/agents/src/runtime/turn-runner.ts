@@ -68,8 +68,11 @@ const SEQ_PER_ATTEMPT = 1_000_000;
 export class TurnRunner {
   constructor(private readonly o: TurnRunnerOptions) {}
 
-  /** Runs `cmd`; `cancel` aborts when a task.cancel arrives for this task. */
-  async run(cmd: TaskRunCommand, cancel: AbortSignal): Promise<void> {
+  /**
+   * Runs `cmd`; `cancel` aborts when a task.cancel arrives for this task, `revoked` when this process
+   * no longer owns the command (the turn stops, reports nothing, and its lease is released).
+   */
+  async run(cmd: TaskRunCommand, cancel: AbortSignal, revoked: AbortSignal = new AbortController().signal): Promise<void> {
     const id = cmd.identity;
     const input = fromWireMessage(cmd.body.message);
     const owner = `${this.o.workerId}/${randomUUID().slice(0, 8)}`;
@@ -123,11 +126,16 @@ export class TurnRunner {
     const ac = new AbortController();
     const onCancel = () => ac.abort(new MeshError('CANCELLED', 'the task was canceled'));
     cancel.addEventListener('abort', onCancel, { once: true });
+    let leaseLost = false;
+    const onRevoked = () => {
+      leaseLost = true;
+      ac.abort(new MeshError('REVOKED', 'this worker no longer owns the command'));
+    };
+    revoked.addEventListener('abort', onRevoked, { once: true });
     const deadlineTimer =
       id.deadlineUnixMs === undefined
         ? undefined
         : setTimeout(() => ac.abort(new MeshError('DEADLINE_EXCEEDED', 'the deadline passed')), id.deadlineUnixMs - Date.now());
-    let leaseLost = false;
     const renewTimer = setInterval(
       () => {
         this.o.ledger.renew(id.executionId, owner, this.o.leaseMs).then(
@@ -179,11 +187,13 @@ export class TurnRunner {
       clearInterval(renewTimer);
       clearTimeout(deadlineTimer);
       cancel.removeEventListener('abort', onCancel);
+      revoked.removeEventListener('abort', onRevoked);
     }
     if (ac.signal.aborted && outcome.state !== 'canceled' && outcome.state !== 'failed')
       outcome = this.outcomeOfError(ac.signal.reason, ac.signal);
     if (leaseLost) {
-      this.o.log?.({ msg: 'lease lost during the turn; not reporting', executionId: id.executionId });
+      this.o.log?.({ msg: 'lease lost or command revoked during the turn; not reporting', executionId: id.executionId });
+      if (revoked.aborted) await this.o.ledger.abandon(id.executionId, owner).catch(() => undefined);
       return;
     }
     await finish(outcome);
