@@ -1,5 +1,10 @@
 import { after } from 'node:test';
 import { createRequire } from 'node:module';
+import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import express from 'express';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { openServiceDatabase } from '@mesh/database';
 import { agentsMigrations, AGENTS_SCHEMA, startBillingTools, type RunningBillingTools } from '@mesh/app-agents';
 import { PostgresEffectLedger, ToolGateway, type ToolGatewayOptions } from '@mesh/tool-gateway';
@@ -47,4 +52,50 @@ export async function refundCount(url: string, tenant: string, invoiceId: string
     invoiceId,
   ]);
   return rows[0].n;
+}
+
+/** An MCP server over Streamable HTTP whose tool list can grow while clients are connected. */
+export async function startDynamicToolServer(): Promise<{ url: string; addTool(name: string): void }> {
+  const servers: McpServer[] = [];
+  const sessions = new Map<string, StreamableHTTPServerTransport>();
+  const app = express();
+  app.use(express.json());
+  const newServer = () => {
+    const s = new McpServer({ name: 'dynamic', version: '0.0.1' });
+    s.registerTool('first', { description: 'always there', annotations: { readOnlyHint: true } }, async () => ({
+      content: [{ type: 'text', text: 'first' }],
+    }));
+    servers.push(s);
+    return s;
+  };
+  const handle = async (req: express.Request, res: express.Response) => {
+    const sid = req.header('mcp-session-id');
+    let t = sid ? sessions.get(sid) : undefined;
+    if (!t) {
+      const created: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (id) => void sessions.set(id, created),
+      });
+      await newServer().connect(created);
+      t = created;
+    }
+    await t.handleRequest(req, res, req.body);
+  };
+  app.post('/mcp', handle);
+  app.get('/mcp', handle);
+  const srv: Server = await new Promise((r) => {
+    const s = app.listen(0, '127.0.0.1', () => r(s));
+  });
+  after(() => {
+    srv.closeAllConnections();
+    srv.close();
+  });
+  return {
+    url: `http://127.0.0.1:${(srv.address() as { port: number }).port}/mcp`,
+    addTool(name) {
+      // Registering on a connected server sends notifications/tools/list_changed to its client.
+      for (const s of servers)
+        s.registerTool(name, { annotations: { readOnlyHint: true } }, async () => ({ content: [{ type: 'text', text: name }] }));
+    },
+  };
 }

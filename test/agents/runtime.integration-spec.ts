@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Envelopes, TopicNames, type JsonObject } from '@mesh/contract';
+import { Envelopes, newId, TopicNames, type AgentHeartbeat, type JsonObject } from '@mesh/contract';
+import { testKafka } from '../support/bus.js';
 import { loadAgentsConfig, startAgents } from '@mesh/app-agents';
 import { after } from 'node:test';
 import { eventually, freshDatabase, sql, testRun, uniquePrefix } from '../support/infra.js';
@@ -169,4 +170,23 @@ test('metrics count dedup hits, unknown tool outcomes (and their resolution) and
   assert.match(text, /mesh_tool_calls_total\{agent="refund-agent",tool="mcp__billing__issue_refund",outcome="unknown"\} [1-9]/);
   assert.match(text, /mesh_tool_unknown_outcomes 0/);
   assert.match(text, /mesh_agent_turns_total\{agent="refund-agent",state="completed"\} [1-9]/);
+});
+
+test('each agent of the process sends heartbeats to the directory topic', async () => {
+  const consumer = testKafka('heartbeats').consumer({ groupId: `hb-${newId()}`, maxWaitTimeInMs: 50 });
+  await consumer.connect();
+  after(() => consumer.disconnect());
+  await consumer.subscribe({ topic: topics.heartbeats(), fromBeginning: true });
+  const seen = new Map<string, AgentHeartbeat>();
+  await consumer.run({
+    eachMessage: async ({ message }) => {
+      const hb = JSON.parse(message.value!.toString('utf8')) as AgentHeartbeat;
+      seen.set(message.key!.toString('utf8'), hb);
+    },
+  });
+  await eventually('heartbeats of both agents', () => seen.has('echo-agent') && seen.has('refund-agent'));
+  const hb = seen.get('refund-agent')!;
+  assert.equal(hb.agentId, 'refund-agent');
+  assert.equal(hb.workerId, agents.workerId);
+  assert.ok(hb.ttlMs > 0 && hb.atUnixMs <= Date.now());
 });

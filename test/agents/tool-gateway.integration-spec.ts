@@ -1,10 +1,17 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { HmacToolTokenMinter, Reconciler, type ToolCallScope } from '@mesh/tool-gateway';
+import { HmacToolTokenMinter, Reconciler, RetryBudget, type ToolCallScope } from '@mesh/tool-gateway';
 import { startBillingTools } from '@mesh/app-agents';
 import { newId } from '@mesh/contract';
 import { eventually, freshDatabase } from '../support/infra.js';
-import { everythingServer, ledgerDatabase, refundCount, startTestBillingTools, testGateway } from './agents-fixtures.js';
+import {
+  everythingServer,
+  ledgerDatabase,
+  refundCount,
+  startDynamicToolServer,
+  startTestBillingTools,
+  testGateway,
+} from './agents-fixtures.js';
 
 const billingUrl = await freshDatabase('gateway-billing');
 const billing = await startTestBillingTools(billingUrl);
@@ -174,4 +181,56 @@ test('a server configured for tokens gets an audience-bound token (never a calle
     misconfigured.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2291' } }, scope()),
     (e: { code?: string }) => e.code === 'CONFIG_INVALID',
   );
+});
+
+test('a read-only call that times out is retried with backoff and succeeds; a spent budget fails it as retryable', async () => {
+  const before = billing.hooks.calls('get_invoice');
+  billing.hooks.delay('get_invoice', { phase: 'before', ms: 3000, times: 1 });
+  const obs = await gateway.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-3108' } }, { ...scope(), tenant: 'globex' });
+  assert.equal(obs.status, 'ok');
+  assert.equal(billing.hooks.calls('get_invoice') - before, 2, 'one timed-out attempt, one retry');
+
+  billing.hooks.delay('get_invoice', { phase: 'before', ms: 3000, times: 1 });
+  await assert.rejects(
+    gateway.call(
+      { tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-3108' } },
+      { ...scope(), tenant: 'globex', budget: new RetryBudget(0) },
+    ),
+    (e: { code?: string; retryable?: boolean }) => e.code === 'TOOL_UNAVAILABLE' && e.retryable === true,
+  );
+  billing.hooks.clear();
+});
+
+test("tools see the tenant from _meta: another tenant's invoice does not exist for them", async () => {
+  const obs = await gateway.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-3107' } }, scope());
+  assert.equal(obs.status, 'error');
+  assert.match(obs.status === 'error' ? obs.text : '', /not found/);
+});
+
+test('a full server slot limit makes the next call wait instead of piling onto the server', async () => {
+  const narrow = testGateway({ ledger, servers: { billing: { transport: 'http', url: billing.mcpUrl, maxConcurrency: 1 } } });
+  billing.hooks.delay('get_invoice', { phase: 'before', ms: 400, times: 1 });
+  const first = narrow.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2291' } }, scope());
+  await eventually('the first call holds the slot', () => narrow.slotsOf('billing').inUse === 1);
+  const second = narrow.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2292' } }, scope());
+  await eventually('the second call waits for it', () => narrow.slotsOf('billing').waiting === 1);
+  assert.deepEqual(
+    (await Promise.all([first, second])).map((o) => o.status),
+    ['ok', 'ok'],
+  );
+  assert.equal(narrow.slotsOf('billing').inUse, 0);
+});
+
+test('the cached tool list is dropped when the server announces list_changed', async () => {
+  const dynamic = await startDynamicToolServer();
+  const gw = testGateway({ ledger, servers: { dyn: { transport: 'http', url: dynamic.url } } });
+  assert.deepEqual(
+    (await gw.listTools()).map((t) => t.name),
+    ['mcp__dyn__first'],
+  );
+  dynamic.addTool('second');
+  await eventually('the new tool is listed', async () => (await gw.listTools()).some((t) => t.name === 'mcp__dyn__second'));
+  const obs = await gw.call({ tool: 'mcp__dyn__second' }, scope());
+  assert.equal(obs.status === 'ok' && obs.text, 'second');
+  assert.equal(gw.connection('dyn').connects, 1, 'same connection: the list was re-fetched, not reconnected');
 });
