@@ -88,7 +88,6 @@ interface WorkItem {
   state: PartitionState;
   offset: number;
   message: KafkaMessage;
-  headers: Record<string, string>;
   envelope?: Envelope;
   decodeError?: unknown;
   /** Partition-scoped ordering key. */
@@ -273,14 +272,14 @@ export class BusConsumer {
   }
 
   private workItem(state: PartitionState, offset: number, message: KafkaMessage): WorkItem {
-    const headers = normalizeHeaders(message.headers);
     const base = `${state.partition}\u0000`;
     try {
       const envelope = decodeEnvelope({ headers: message.headers, value: message.value });
-      return { state, offset, message, headers, envelope, queueKey: base + this.orderingKey(envelope), tenant: envelope.identity.tenant };
+      return { state, offset, message, envelope, queueKey: base + this.orderingKey(envelope), tenant: envelope.identity.tenant };
     } catch (decodeError) {
       // Undecodable: no ordering key to honour; it only has to reach the dead-letter topic.
-      return { state, offset, message, headers, decodeError, queueKey: `${base}\u0001${offset}`, tenant: headers.tenant ?? '' };
+      const tenant = normalizeHeaders(message.headers).tenant ?? '';
+      return { state, offset, message, decodeError, queueKey: `${base}\u0001${offset}`, tenant };
     }
   }
 
@@ -331,15 +330,7 @@ export class BusConsumer {
     for (let attempt = 1; ; attempt++) {
       if (signal.aborted || state.stale) return 'abandoned';
       try {
-        await this.handler!(item.envelope!, {
-          topic: state.topic,
-          partition: state.partition,
-          offset: item.message.offset,
-          key: item.message.key?.toString() ?? null,
-          attempt,
-          signal,
-          headers: item.headers,
-        });
+        await this.handler!(item.envelope!, new RecordContext(state, item.message, attempt, signal));
         this.counters.processed++;
         return 'done';
       } catch (err) {
@@ -360,7 +351,7 @@ export class BusConsumer {
   /** Sends the record to `{topic}.dlq`, retrying the send itself until it succeeds or the work is dropped. */
   private async deadLetter(item: WorkItem, error: unknown, attempts: number): Promise<Outcome> {
     const { state, message } = item;
-    const headers = deadLetterHeaders(item.headers, {
+    const headers = deadLetterHeaders(normalizeHeaders(message.headers), {
       error,
       attempts,
       topic: state.topic,
@@ -523,6 +514,34 @@ export class BusConsumer {
     await this.drain(states);
     await this.consumer.disconnect().catch((err: unknown) => this.opts.onError?.(err, 'disconnect'));
     await this.producer.disconnect();
+  }
+}
+
+/** The {@link MessageContext} of one handler call; string headers are built only when asked for. */
+class RecordContext implements MessageContext {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: string;
+  private stringHeaders?: Record<string, string>;
+
+  constructor(
+    state: PartitionState,
+    private readonly message: KafkaMessage,
+    readonly attempt: number,
+    readonly signal: AbortSignal,
+  ) {
+    this.topic = state.topic;
+    this.partition = state.partition;
+    this.offset = message.offset;
+  }
+
+  get key(): string | null {
+    return this.message.key?.toString() ?? null;
+  }
+
+  get headers(): Record<string, string> {
+    this.stringHeaders ??= normalizeHeaders(this.message.headers);
+    return this.stringHeaders;
   }
 }
 
