@@ -70,7 +70,12 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
     });
     const producer = overrides.wrapProducer ? overrides.wrapProducer(realProducer) : realProducer;
     stops.push(() => producer.close());
-    const relay = new OutboxRelay(ds, producer, { batchSize: config.OUTBOX_BATCH_SIZE, idleMs: config.OUTBOX_IDLE_MS, maxBackoffMs: 5000 });
+    const relay = new OutboxRelay(ds, producer, {
+      batchSize: config.OUTBOX_BATCH_SIZE,
+      idleMs: config.OUTBOX_IDLE_MS,
+      lingerMs: 2,
+      maxBackoffMs: 5000,
+    });
     relay.start();
     stops.push(() => relay.stop());
 

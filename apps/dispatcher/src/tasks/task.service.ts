@@ -416,12 +416,19 @@ export class TaskService {
   async applyEvent(env: TaskEvent): Promise<ProjectionOutcome> {
     const id = env.identity;
     return this.tx(async (q) => {
-      const row = await this.lockTask(q, id.taskId, id.tenant);
+      // Task row (locked) and the event's execution in one round trip.
+      const rows: Array<TaskRow & { e_turn: number | null; last_seq: number; artifact_count: number; closed: boolean }> = await q.query(
+        `SELECT t.*, e.turn AS e_turn, e.last_seq, e.artifact_count, e.closed
+         FROM dispatcher.tasks t LEFT JOIN dispatcher.executions e ON e.execution_id = $2 AND e.task_id = t.id
+         WHERE t.id = $1 AND t.tenant = $3 FOR UPDATE OF t`,
+        [id.taskId, id.executionId, id.tenant],
+      );
+      const row = rows[0];
       if (!row) return { applied: false, reason: 'unknown-task' };
       if (row.agent_id !== id.agentId || row.context_id !== id.contextId) return { applied: false, reason: 'identity-mismatch' };
-      const execs = await q.query(`SELECT * FROM dispatcher.executions WHERE execution_id = $1 AND task_id = $2`, [id.executionId, row.id]);
-      const exec = execs[0] as { turn: number; last_seq: number; artifact_count: number; closed: boolean } | undefined;
-      if (!exec) return { applied: false, reason: 'unknown-execution' };
+      if (row.e_turn === null) return { applied: false, reason: 'unknown-execution' };
+      const exec = { turn: row.e_turn, last_seq: row.last_seq, artifact_count: row.artifact_count, closed: row.closed };
+      delete (row as Partial<typeof row>).e_turn;
       if (exec.turn !== row.turn) return { applied: false, reason: 'stale-turn' };
       if (exec.closed) return { applied: false, reason: 'turn-closed' };
       if (env.body.seq <= exec.last_seq) return { applied: false, reason: 'duplicate' };
@@ -469,17 +476,15 @@ export class TaskService {
         task.artifacts = list;
         artifacts += 1;
       }
-      const now = new Date();
+      // Both rows in one statement; the status timestamp moves only with the status.
       await q.query(
-        `UPDATE dispatcher.tasks SET state = $2, task = $3, updated_at = now() ${env.kind === 'task.status' ? ', status_timestamp = $4' : ''} WHERE id = $1`,
-        env.kind === 'task.status' ? [row.id, stateName(state), task, now] : [row.id, stateName(state), task],
+        `WITH t AS (
+           UPDATE dispatcher.tasks SET state = $2, task = $3, updated_at = now(),
+             status_timestamp = CASE WHEN $4 THEN now() ELSE status_timestamp END
+           WHERE id = $1 RETURNING id)
+         UPDATE dispatcher.executions SET last_seq = $6, artifact_count = $7, closed = $8 WHERE execution_id = $5`,
+        [row.id, stateName(state), task, env.kind === 'task.status', id.executionId, env.body.seq, artifacts, closed],
       );
-      await q.query(`UPDATE dispatcher.executions SET last_seq = $2, artifact_count = $3, closed = $4 WHERE execution_id = $1`, [
-        id.executionId,
-        env.body.seq,
-        artifacts,
-        closed,
-      ]);
       return { applied: true, task: Task.fromJSON(task), event };
     });
   }
