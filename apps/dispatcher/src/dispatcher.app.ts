@@ -89,7 +89,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
     );
     await projector.start();
     stops.push(() => projector.stop());
-    if (config.DEMO) {
+    if (config.DEMO && config.DEMO_ECHO_WORKER) {
       demoWorker = await startDemoEchoWorker(kafka, topics);
       stops.push(() => demoWorker!.stop());
     }
