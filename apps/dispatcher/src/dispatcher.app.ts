@@ -9,6 +9,7 @@ import type { DispatcherConfig } from './config/dispatcher.config.js';
 import { dispatcherMigrations, DISPATCHER_SCHEMA } from './database/migrations/index.js';
 import { dispatcherEntities } from './tasks/task.entity.js';
 import { TaskService } from './tasks/task.service.js';
+import { TaskProjection } from './tasks/task-projection.js';
 import { KafkaAgentCatalog } from './catalog/agent-catalog.js';
 import { KafkaMessageProducer, type MessageProducer, type RunningConsumer } from './kafka/kafka.adapter.js';
 import { OutboxRelay } from './outbox/outbox.relay.js';
@@ -83,7 +84,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
       kafka,
       topics.events(),
       `${config.TOPIC_PREFIX}mesh.dispatcher.projector`,
-      tasks,
+      new TaskProjection(ds),
       buses,
       config.EVENTS_TOPIC_PARTITIONS,
     );
