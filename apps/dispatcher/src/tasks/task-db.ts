@@ -11,15 +11,17 @@ export interface TaskRow {
   context_id: string;
   state: string;
   turn: number;
+  /** Bumped by every write; the projector's compare-and-set reads it. */
+  version: number;
   status_timestamp: Date;
   task: Json;
 }
 
-/** Runs `work` in one READ COMMITTED transaction; rolls back on any error. */
+/** Runs `work` in one transaction; rolls back on any error. */
 export async function inTransaction<T>(ds: DataSource, work: (q: QueryRunner) => Promise<T>): Promise<T> {
   const q = ds.createQueryRunner();
   await q.connect();
-  await q.startTransaction('READ COMMITTED');
+  await q.startTransaction(); // READ COMMITTED, the server default
   try {
     const out = await work(q);
     await q.commitTransaction();

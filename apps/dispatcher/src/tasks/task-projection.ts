@@ -1,7 +1,7 @@
 import { Task, TaskState } from '@a2a-js/sdk';
 import type { DataSource } from 'typeorm';
 import { Envelopes, newId, type TaskEvent } from '@mesh/contract';
-import { inTransaction, type Json, type TaskRow } from './task-db.js';
+import type { Json, TaskRow } from './task-db.js';
 import { isInterrupted, isTerminal, parseState, stateName, stateRank } from './task-state.js';
 
 /** Outcome of projecting one event. */
@@ -13,7 +13,11 @@ export type ProjectionOutcome =
         'unknown-task' | 'identity-mismatch' | 'unknown-execution' | 'stale-turn' | 'turn-closed' | 'duplicate' | 'regression' | 'invalid';
     };
 
-/** Applies worker events to tasks: the event-stream side of the single writer (see TaskService). */
+/**
+ * Applies worker events to tasks: the event-stream side of the single writer (see TaskService).
+ * The events of one task reach it one at a time (the keyed consumer, and one consumer per
+ * partition across replicas); API writes to the same task are detected by the version check.
+ */
 export class TaskProjection {
   constructor(private readonly ds: DataSource) {}
 
@@ -24,13 +28,25 @@ export class TaskProjection {
    * success).
    */
   async applyEvent(env: TaskEvent): Promise<ProjectionOutcome> {
+    // Optimistic: read, decide, then write only if the task's version is still the one read. A
+    // concurrent writer (CancelTask, a follow-up turn) makes the write miss and the event is
+    // decided again on the new state. Two round trips per applied event, one per ignored one.
+    for (let attempt = 1; ; attempt++) {
+      const outcome = await this.tryApply(env);
+      if (outcome !== 'conflict') return outcome;
+      if (attempt >= 10) throw new Error(`task ${env.identity.taskId} kept changing while applying an event`);
+    }
+  }
+
+  private async tryApply(env: TaskEvent): Promise<ProjectionOutcome | 'conflict'> {
     const id = env.identity;
-    return inTransaction(this.ds, async (q) => {
-      // Task row (locked) and the event's execution in one round trip.
+    const q = this.ds;
+    {
+      // Task row and the event's execution in one round trip.
       const rows: Array<TaskRow & { e_turn: number | null; last_seq: number; artifact_count: number; closed: boolean }> = await q.query(
         `SELECT t.*, e.turn AS e_turn, e.last_seq, e.artifact_count, e.closed
          FROM dispatcher.tasks t LEFT JOIN dispatcher.executions e ON e.execution_id = $2 AND e.task_id = t.id
-         WHERE t.id = $1 AND t.tenant = $3 FOR UPDATE OF t`,
+         WHERE t.id = $1 AND t.tenant = $3`,
         [id.taskId, id.executionId, id.tenant],
       );
       const row = rows[0];
@@ -49,10 +65,7 @@ export class TaskProjection {
       if (env.kind === 'task.status') {
         const next = parseState(env.body.state);
         if (next === undefined || next === TaskState.TASK_STATE_SUBMITTED) return { applied: false, reason: 'invalid' };
-        if (stateRank(next) < stateRank(state)) {
-          await q.query(`UPDATE dispatcher.executions SET last_seq = $2 WHERE execution_id = $1`, [id.executionId, env.body.seq]);
-          return { applied: false, reason: 'regression' };
-        }
+        if (stateRank(next) < stateRank(state)) return { applied: false, reason: 'regression' };
         let statusMessage: Json | undefined = env.body.message
           ? { ...env.body.message, taskId: row.id, contextId: row.context_id }
           : undefined;
@@ -85,16 +98,19 @@ export class TaskProjection {
         task.artifacts = list;
         artifacts += 1;
       }
-      // Both rows in one statement; the status timestamp moves only with the status.
-      await q.query(
+      // Both rows in one statement, only if nobody wrote the task since it was read; the status
+      // timestamp moves only with the status.
+      const written: unknown[] = await q.query(
         `WITH t AS (
-           UPDATE dispatcher.tasks SET state = $2, task = $3, updated_at = now(),
+           UPDATE dispatcher.tasks SET state = $2, task = $3, version = version + 1, updated_at = now(),
              status_timestamp = CASE WHEN $4 THEN now() ELSE status_timestamp END
-           WHERE id = $1 RETURNING id)
-         UPDATE dispatcher.executions SET last_seq = $6, artifact_count = $7, closed = $8 WHERE execution_id = $5`,
-        [row.id, stateName(state), task, env.kind === 'task.status', id.executionId, env.body.seq, artifacts, closed],
+           WHERE id = $1 AND version = $9 RETURNING id)
+         UPDATE dispatcher.executions SET last_seq = $6, artifact_count = $7, closed = $8
+         WHERE execution_id = $5 AND EXISTS (SELECT 1 FROM t) RETURNING 1`,
+        [row.id, stateName(state), task, env.kind === 'task.status', id.executionId, env.body.seq, artifacts, closed, row.version],
       );
+      if (written.length === 0) return 'conflict';
       return { applied: true, task: Task.fromJSON(task), event };
-    });
+    }
   }
 }

@@ -121,7 +121,7 @@ export class TaskService {
         const status = { state: stateName(TaskState.TASK_STATE_SUBMITTED), timestamp: now.toISOString() };
         const task: Json = { ...row.task, status, history: [...((row.task.history as Json[]) ?? []), message] };
         await q.query(
-          `UPDATE dispatcher.tasks SET state = $2, turn = $3, status_timestamp = $4, task = $5, updated_at = now() WHERE id = $1`,
+          `UPDATE dispatcher.tasks SET state = $2, turn = $3, status_timestamp = $4, task = $5, version = version + 1, updated_at = now() WHERE id = $1`,
           [taskId, status.state, turn, now, task],
         );
         const identity = this.identity(input, taskId, contextId, turn);
@@ -283,12 +283,10 @@ export class TaskService {
       const now = new Date();
       const status = { state: stateName(TaskState.TASK_STATE_CANCELED), timestamp: now.toISOString() };
       const task = { ...row.task, status };
-      await q.query(`UPDATE dispatcher.tasks SET state = $2, status_timestamp = $3, task = $4, updated_at = now() WHERE id = $1`, [
-        taskId,
-        status.state,
-        now,
-        task,
-      ]);
+      await q.query(
+        `UPDATE dispatcher.tasks SET state = $2, status_timestamp = $3, task = $4, version = version + 1, updated_at = now() WHERE id = $1`,
+        [taskId, status.state, now, task],
+      );
       const exec = executionId(row.tenant, row.id, row.turn);
       await q.query(`UPDATE dispatcher.executions SET closed = true WHERE execution_id = $1`, [exec]);
       const [{ message_id }] = await q.query(`SELECT message_id FROM dispatcher.executions WHERE execution_id = $1`, [exec]);
