@@ -88,8 +88,22 @@ async function load(name, url, returnImmediately) {
   return out;
 }
 
+const warmupS = Number(process.env.BENCH_WARMUP_S ?? 3);
+/** Same load, not recorded: JIT, pools, Kafka connections and consumer assignments settle first. */
+async function warmup(url, returnImmediately) {
+  await autocannon({
+    url,
+    method: 'POST',
+    headers,
+    connections,
+    duration: warmupS,
+    requests: [{ setupRequest: (req) => ({ ...req, body: body(returnImmediately) }) }],
+  });
+}
+
 const rows = {};
 try {
+  for (const url of [urls.reference, urls.dispatcher]) for (const ri of [true, false]) await warmup(url, ri);
   rows.a_reference = await load('(a) reference, returnImmediately', urls.reference, true);
   rows.a_dispatcher = await load('(a) dispatcher, returnImmediately', urls.dispatcher, true);
   rows.b_reference = await load('(b) reference, blocking', urls.reference, false);
@@ -107,7 +121,7 @@ const ratio = (x, y) => Math.round((x / y) * 100) / 100;
 const summary = {
   date: new Date().toISOString(),
   machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
-  load: { tool: 'autocannon', connections, durationSeconds: duration, binding: 'JSON-RPC SendMessage' },
+  load: { tool: 'autocannon', connections, durationSeconds: duration, warmupSeconds: warmupS, binding: 'JSON-RPC SendMessage' },
   results: rows,
   targets: {
     a_reqPerSecRatio: ratio(rows.a_dispatcher.reqPerSec, rows.a_reference.reqPerSec),

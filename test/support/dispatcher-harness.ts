@@ -112,12 +112,28 @@ export async function publishAgents(kafka: Kafka, topics: TopicNames, records: A
   }
 }
 
-/** A fetch that adds the bearer token (the SDK client's transports take a fetch implementation). */
-export function authFetch(token: string | undefined): typeof fetch {
-  return (input, init) => {
-    const headers = new Headers(init?.headers);
-    if (token) headers.set('authorization', `Bearer ${token}`);
-    return fetch(input, { ...init, headers });
+/**
+ * A fetch that adds the bearer token (the SDK client's transports take a fetch implementation)
+ * and, like a browser's connection pool, keeps at most `maxInFlight` requests on the wire: a
+ * thousand simultaneous connects would overflow the listen backlog and be reset by the kernel.
+ */
+export function authFetch(token: string | undefined, maxInFlight = 128): typeof fetch {
+  let inFlight = 0;
+  const waiting: Array<() => void> = [];
+  return async (input, init) => {
+    if (inFlight >= maxInFlight) await new Promise<void>((r) => waiting.push(r));
+    inFlight += 1;
+    try {
+      const headers = new Headers(init?.headers);
+      if (token) headers.set('authorization', `Bearer ${token}`);
+      const res = await fetch(input, { ...init, headers });
+      // Read the body before giving the slot back, so the slot really covers the exchange.
+      const body = await res.arrayBuffer();
+      return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+    } finally {
+      inFlight -= 1;
+      waiting.shift()?.();
+    }
   };
 }
 

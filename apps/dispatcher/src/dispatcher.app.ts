@@ -9,6 +9,7 @@ import type { DispatcherConfig } from './config/dispatcher.config.js';
 import { dispatcherMigrations, DISPATCHER_SCHEMA } from './database/migrations/index.js';
 import { dispatcherEntities } from './tasks/task.entity.js';
 import { TaskService } from './tasks/task.service.js';
+import { TaskProjection } from './tasks/task-projection.js';
 import { KafkaAgentCatalog } from './catalog/agent-catalog.js';
 import { KafkaMessageProducer, type MessageProducer, type RunningConsumer } from './kafka/kafka.adapter.js';
 import { OutboxRelay } from './outbox/outbox.relay.js';
@@ -70,7 +71,12 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
     });
     const producer = overrides.wrapProducer ? overrides.wrapProducer(realProducer) : realProducer;
     stops.push(() => producer.close());
-    const relay = new OutboxRelay(ds, producer, { batchSize: config.OUTBOX_BATCH_SIZE, idleMs: config.OUTBOX_IDLE_MS, maxBackoffMs: 5000 });
+    const relay = new OutboxRelay(ds, producer, {
+      batchSize: config.OUTBOX_BATCH_SIZE,
+      idleMs: config.OUTBOX_IDLE_MS,
+      lingerMs: 2,
+      maxBackoffMs: 5000,
+    });
     relay.start();
     stops.push(() => relay.stop());
 
@@ -78,13 +84,13 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
       kafka,
       topics.events(),
       `${config.TOPIC_PREFIX}mesh.dispatcher.projector`,
-      tasks,
+      new TaskProjection(ds),
       buses,
       config.EVENTS_TOPIC_PARTITIONS,
     );
     await projector.start();
     stops.push(() => projector.stop());
-    if (config.DEMO) {
+    if (config.DEMO && config.DEMO_ECHO_WORKER) {
       demoWorker = await startDemoEchoWorker(kafka, topics);
       stops.push(() => demoWorker!.stop());
     }

@@ -26,6 +26,8 @@ export const dispatcherConfigSpec = {
   OUTBOX_IDLE_MS: positiveInt(500),
   /** `npm start` demo: register the public `echo-agent` and run a minimal echo worker for it. */
   DEMO: flag(false),
+  /** With DEMO: also run the built-in echo worker (turn off once the agents app runs its echo-agent). */
+  DEMO_ECHO_WORKER: flag(true),
 };
 
 export type DispatcherConfig = ConfigOf<typeof dispatcherConfigSpec>;

@@ -3,7 +3,7 @@ import { AgentEvent } from '@a2a-js/sdk/server';
 import { Artifact, TaskStatus } from '@a2a-js/sdk';
 import { BusAdmin, BusConsumer } from '@mesh/bus';
 import type { TaskEvent } from '@mesh/contract';
-import type { TaskService } from '../tasks/task.service.js';
+import type { TaskProjection } from '../tasks/task-projection.js';
 import type { TaskEventBusManager } from './task-event-bus.manager.js';
 
 const log = (level: string, msg: string, extra: Record<string, unknown> = {}) =>
@@ -23,7 +23,7 @@ export class EventProjector {
     private readonly kafka: Kafka,
     private readonly topic: string,
     private readonly groupId: string,
-    private readonly tasks: TaskService,
+    private readonly tasks: TaskProjection,
     private readonly buses: TaskEventBusManager,
     private readonly partitions: number,
   ) {}

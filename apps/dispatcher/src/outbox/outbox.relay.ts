@@ -8,6 +8,8 @@ export interface OutboxRelayOptions {
   batchSize: number;
   /** Poll interval when idle (accepts also wake the relay directly). */
   idleMs: number;
+  /** After a wake-up, wait this long so one batch carries the commands of concurrent accepts. */
+  lingerMs?: number;
   maxBackoffMs: number;
 }
 
@@ -36,6 +38,7 @@ export class OutboxRelay {
 
   /** Something was committed: drain now instead of at the next poll. */
   kick(): void {
+    if (this.kicked) return;
     this.kicked = true;
     this.wake?.();
   }
@@ -55,6 +58,7 @@ export class OutboxRelay {
     while (this.running) {
       let moved: number;
       try {
+        if (this.kicked && this.opts.lingerMs) await new Promise((r) => setTimeout(r, this.opts.lingerMs));
         this.kicked = false;
         moved = await this.drainOnce();
         if (this.failures > 0) log('info', 'delivering again', { after: this.failures });

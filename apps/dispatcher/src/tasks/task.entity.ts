@@ -9,6 +9,8 @@ export class TaskEntity {
   @Column('text', { name: 'context_id' }) contextId!: string;
   @Column('text') state!: string;
   @Column('integer') turn!: number;
+  /** Bumped by every write (optimistic check of the event projector). */
+  @Column('integer') version!: number;
   @Column('timestamptz', { name: 'status_timestamp' }) statusTimestamp!: Date;
   @Column('jsonb') task!: Record<string, unknown>;
   @Column('timestamptz', { name: 'created_at' }) createdAt!: Date;

@@ -17,20 +17,9 @@ import {
 } from '@mesh/contract';
 import type { Principal } from '@mesh/auth';
 import { messageIdConflict } from './task.errors.js';
-import { isInterrupted, isTerminal, parseState, stateName, stateRank } from './task-state.js';
-
-type Json = Record<string, unknown>;
-
-interface TaskRow {
-  id: string;
-  tenant: string;
-  agent_id: string;
-  context_id: string;
-  state: string;
-  turn: number;
-  status_timestamp: Date;
-  task: Json;
-}
+import { inTransaction, lockTask, type Json, type TaskRow } from './task-db.js';
+import { listTasks } from './task-list.query.js';
+import { isInterrupted, isTerminal, parseState, stateName } from './task-state.js';
 
 /** What SendMessage asks for, after authentication and agent resolution. */
 export interface AcceptInput {
@@ -61,9 +50,10 @@ class DedupHit extends Error {}
 const hashMessage = (m: Json) => createHash('sha256').update(canonicalJson(m)).digest('hex');
 
 /**
- * The only code that writes tasks. Every mutation runs in one transaction holding the task row
- * lock (SELECT … FOR UPDATE), so there is one writer per task at a time whether the write comes
- * from an API call or from the event stream; commands are written to the outbox in the same
+ * Tasks as the API changes and reads them. With TaskProjection it is the only code that writes
+ * tasks; every mutation of an existing task runs in a transaction holding the task row lock
+ * (SELECT … FOR UPDATE), so there is one writer per task at a time whether the write comes from
+ * an API call or from the event stream. Commands are written to the outbox in the same
  * transaction as the task change they belong to.
  */
 export class TaskService {
@@ -72,20 +62,8 @@ export class TaskService {
     private readonly topics: TopicNames,
   ) {}
 
-  private async tx<T>(work: (q: QueryRunner) => Promise<T>): Promise<T> {
-    const q = this.ds.createQueryRunner();
-    await q.connect();
-    await q.startTransaction('READ COMMITTED');
-    try {
-      const out = await work(q);
-      await q.commitTransaction();
-      return out;
-    } catch (err) {
-      await q.rollbackTransaction().catch(() => undefined);
-      throw err;
-    } finally {
-      await q.release();
-    }
+  private tx<T>(work: (q: QueryRunner) => Promise<T>): Promise<T> {
+    return inTransaction(this.ds, work);
   }
 
   /**
@@ -109,21 +87,12 @@ export class TaskService {
     if (known) return this.answerDuplicate(known, hash, messageId, tenant, agent.id);
     try {
       return await this.tx(async (q) => {
-        let row: TaskRow | undefined;
-        let taskId: string;
-        let contextId: string;
-        let turn: number;
-        if (input.message.taskId) {
-          row = await this.lockTask(q, input.message.taskId, tenant, agent.id);
-          if (!row) throw new TaskNotFoundError(`Task not found: ${input.message.taskId}`);
-          taskId = row.id;
-          contextId = row.context_id;
-          turn = row.turn + 1;
-        } else {
-          taskId = newId();
-          contextId = input.message.contextId || newId();
-          turn = 1;
-        }
+        // A follow-up turn: everything happens under the task row lock.
+        const row = await lockTask(q, input.message.taskId, tenant, agent.id);
+        if (!row) throw new TaskNotFoundError(`Task not found: ${input.message.taskId}`);
+        const taskId = row.id;
+        const contextId = row.context_id;
+        const turn = row.turn + 1;
         // Dedup before anything is created: the insert waits for a concurrent twin and then loses.
         const claimed = await q.query(
           `INSERT INTO dispatcher.message_dedup (tenant, agent_id, message_id, content_hash, task_id, turn)
@@ -131,7 +100,7 @@ export class TaskService {
           [tenant, agent.id, messageId, hash, taskId, turn],
         );
         if (claimed.length === 0) throw new DedupHit();
-        if (row) {
+        {
           const state = parseState(row.state)!;
           if (isTerminal(state)) {
             throw new UnsupportedOperationError(`Task ${row.id} is in a terminal state (${row.state}) and cannot be modified.`);
@@ -150,32 +119,12 @@ export class TaskService {
         const now = new Date();
         const message = { ...incoming, taskId, contextId };
         const status = { state: stateName(TaskState.TASK_STATE_SUBMITTED), timestamp: now.toISOString() };
-        const task: Json = row
-          ? { ...row.task, status, history: [...((row.task.history as Json[]) ?? []), message] }
-          : { id: taskId, contextId, status, history: [message] };
-        if (row) {
-          await q.query(
-            `UPDATE dispatcher.tasks SET state = $2, turn = $3, status_timestamp = $4, task = $5, updated_at = now() WHERE id = $1`,
-            [taskId, status.state, turn, now, task],
-          );
-        } else {
-          await q.query(
-            `INSERT INTO dispatcher.tasks (id, tenant, agent_id, context_id, state, turn, status_timestamp, task) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)`,
-            [taskId, tenant, agent.id, contextId, status.state, turn, now, task],
-          );
-        }
-        const identity: Identity = {
-          tenant,
-          agentId: agent.id,
-          taskId,
-          contextId,
-          messageId,
-          executionId: executionId(tenant, taskId, turn),
-          subject: principal.subject,
-          actor: principal.actor,
-          ...(input.deadlineUnixMs !== undefined ? { deadlineUnixMs: input.deadlineUnixMs } : {}),
-          ...(input.traceparent ? { traceparent: input.traceparent } : {}),
-        };
+        const task: Json = { ...row.task, status, history: [...((row.task.history as Json[]) ?? []), message] };
+        await q.query(
+          `UPDATE dispatcher.tasks SET state = $2, turn = $3, status_timestamp = $4, task = $5, version = version + 1, updated_at = now() WHERE id = $1`,
+          [taskId, status.state, turn, now, task],
+        );
+        const identity = this.identity(input, taskId, contextId, turn);
         await q.query(`INSERT INTO dispatcher.executions (execution_id, task_id, tenant, turn, message_id) VALUES ($1, $2, $3, $4, $5)`, [
           identity.executionId,
           taskId,
@@ -284,14 +233,6 @@ export class TaskService {
     return rows[0];
   }
 
-  private async lockTask(q: QueryRunner, taskId: string, tenant: string, agentId?: string): Promise<TaskRow | undefined> {
-    const rows: TaskRow[] = await q.query(
-      `SELECT * FROM dispatcher.tasks WHERE id = $1 AND tenant = $2 ${agentId ? 'AND agent_id = $3' : ''} FOR UPDATE`,
-      agentId ? [taskId, tenant, agentId] : [taskId, tenant],
-    );
-    return rows[0];
-  }
-
   /** The outbox row of a command: the agent's command topic, keyed by its channel-key template. */
   private command(agent: AgentRecord, env: Envelope): { topic: string; key: string; headers: Record<string, string>; value: string } {
     const id = env.identity;
@@ -327,55 +268,14 @@ export class TaskService {
   }
 
   /** Newest status first, keyset pagination on (status_timestamp, id). */
-  async list(params: ListTasksRequest, tenant: string, agentId: string): Promise<ListTasksResponse> {
-    const pageSize = params.pageSize ?? 50;
-    const where = ['tenant = $1', 'agent_id = $2'];
-    const args: unknown[] = [tenant, agentId];
-    if (params.contextId) {
-      args.push(params.contextId);
-      where.push(`context_id = $${args.length}`);
-    }
-    if (params.status) {
-      args.push(stateName(params.status));
-      where.push(`state = $${args.length}`);
-    }
-    if (params.statusTimestampAfter) {
-      args.push(new Date(params.statusTimestampAfter));
-      where.push(`status_timestamp > $${args.length}`);
-    }
-    const filter = where.join(' AND ');
-    const [{ total }] = await this.ds.query(`SELECT count(*)::int AS total FROM dispatcher.tasks WHERE ${filter}`, args);
-    const pageArgs = [...args];
-    let cursor = '';
-    if (params.pageToken) {
-      const [ts, id] = decodeCursor(params.pageToken);
-      pageArgs.push(ts, id);
-      cursor = ` AND (status_timestamp, id) < ($${pageArgs.length - 1}::timestamptz, $${pageArgs.length})`;
-    }
-    pageArgs.push(pageSize + 1);
-    const rows: Array<TaskRow & { ts: string }> = await this.ds.query(
-      `SELECT id, task, to_char(status_timestamp AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS ts
-       FROM dispatcher.tasks WHERE ${filter}${cursor} ORDER BY status_timestamp DESC, id DESC LIMIT $${pageArgs.length}`,
-      pageArgs,
-    );
-    const page = rows.slice(0, pageSize);
-    const last = page[page.length - 1];
-    return {
-      tasks: page.map((r) => {
-        const t = Task.fromJSON(r.task);
-        if (!params.includeArtifacts) t.artifacts = [];
-        return t;
-      }),
-      nextPageToken: rows.length > pageSize && last ? encodeCursor(last.ts, last.id) : '',
-      pageSize,
-      totalSize: total,
-    };
+  list(params: ListTasksRequest, tenant: string, agentId: string): Promise<ListTasksResponse> {
+    return listTasks(this.ds, params, tenant, agentId);
   }
 
   /** CancelTask: CANCELED at once (terminal), plus a cancel command so the worker stops. */
   async cancel(taskId: string, principal: Principal, agent: AgentRecord, reason?: string): Promise<{ task: Task; changed: boolean }> {
     return this.tx(async (q) => {
-      const row = await this.lockTask(q, taskId, principal.tenant, agent.id);
+      const row = await lockTask(q, taskId, principal.tenant, agent.id);
       if (!row) throw new TaskNotFoundError(`Task not found: ${taskId}`);
       const state = parseState(row.state)!;
       if (state === TaskState.TASK_STATE_CANCELED) return { task: Task.fromJSON(row.task), changed: false };
@@ -383,12 +283,10 @@ export class TaskService {
       const now = new Date();
       const status = { state: stateName(TaskState.TASK_STATE_CANCELED), timestamp: now.toISOString() };
       const task = { ...row.task, status };
-      await q.query(`UPDATE dispatcher.tasks SET state = $2, status_timestamp = $3, task = $4, updated_at = now() WHERE id = $1`, [
-        taskId,
-        status.state,
-        now,
-        task,
-      ]);
+      await q.query(
+        `UPDATE dispatcher.tasks SET state = $2, status_timestamp = $3, task = $4, version = version + 1, updated_at = now() WHERE id = $1`,
+        [taskId, status.state, now, task],
+      );
       const exec = executionId(row.tenant, row.id, row.turn);
       await q.query(`UPDATE dispatcher.executions SET closed = true WHERE execution_id = $1`, [exec]);
       const [{ message_id }] = await q.query(`SELECT message_id FROM dispatcher.executions WHERE execution_id = $1`, [exec]);
@@ -406,97 +304,4 @@ export class TaskService {
       return { task: Task.fromJSON(task), changed: true };
     });
   }
-
-  /**
-   * Projects one worker event into the task: ignored when the task or execution is unknown, the
-   * identity does not match, the turn is over, or `seq` is not above the last applied one; states
-   * never go back; COMPLETED without any artifact of the turn becomes FAILED (no result is no
-   * success).
-   */
-  async applyEvent(env: TaskEvent): Promise<ProjectionOutcome> {
-    const id = env.identity;
-    return this.tx(async (q) => {
-      const row = await this.lockTask(q, id.taskId, id.tenant);
-      if (!row) return { applied: false, reason: 'unknown-task' };
-      if (row.agent_id !== id.agentId || row.context_id !== id.contextId) return { applied: false, reason: 'identity-mismatch' };
-      const execs = await q.query(`SELECT * FROM dispatcher.executions WHERE execution_id = $1 AND task_id = $2`, [id.executionId, row.id]);
-      const exec = execs[0] as { turn: number; last_seq: number; artifact_count: number; closed: boolean } | undefined;
-      if (!exec) return { applied: false, reason: 'unknown-execution' };
-      if (exec.turn !== row.turn) return { applied: false, reason: 'stale-turn' };
-      if (exec.closed) return { applied: false, reason: 'turn-closed' };
-      if (env.body.seq <= exec.last_seq) return { applied: false, reason: 'duplicate' };
-      const task: Json = { ...row.task };
-      let state = parseState(row.state)!;
-      let closed = false;
-      let artifacts = exec.artifact_count;
-      let event: TaskEvent = env;
-      if (env.kind === 'task.status') {
-        const next = parseState(env.body.state);
-        if (next === undefined || next === TaskState.TASK_STATE_SUBMITTED) return { applied: false, reason: 'invalid' };
-        if (stateRank(next) < stateRank(state)) {
-          await q.query(`UPDATE dispatcher.executions SET last_seq = $2 WHERE execution_id = $1`, [id.executionId, env.body.seq]);
-          return { applied: false, reason: 'regression' };
-        }
-        let statusMessage: Json | undefined = env.body.message
-          ? { ...env.body.message, taskId: row.id, contextId: row.context_id }
-          : undefined;
-        state = next;
-        if (state === TaskState.TASK_STATE_COMPLETED && artifacts === 0) {
-          state = TaskState.TASK_STATE_FAILED;
-          statusMessage = {
-            messageId: newId(),
-            role: 'ROLE_AGENT',
-            taskId: row.id,
-            contextId: row.context_id,
-            parts: [{ text: 'The agent reported completion without producing an artifact; the task is not complete.' }],
-          };
-          event = Envelopes.status(id, { ...env.body, state: stateName(state), message: statusMessage });
-        }
-        task.status = {
-          state: stateName(state),
-          timestamp: new Date().toISOString(),
-          ...(statusMessage ? { message: statusMessage } : {}),
-        };
-        if (statusMessage) task.history = [...((task.history as Json[]) ?? []), statusMessage];
-        closed = isTerminal(state) || isInterrupted(state);
-      } else {
-        const incoming = env.body.artifact as Json & { artifactId?: string; parts?: unknown[] };
-        const list = [...((task.artifacts as Array<Json & { artifactId?: string; parts?: unknown[] }>) ?? [])];
-        const at = list.findIndex((a) => a.artifactId && a.artifactId === incoming.artifactId);
-        if (at >= 0 && env.body.append) list[at] = { ...list[at], parts: [...(list[at].parts ?? []), ...(incoming.parts ?? [])] };
-        else if (at >= 0) list[at] = incoming;
-        else list.push(incoming);
-        task.artifacts = list;
-        artifacts += 1;
-      }
-      const now = new Date();
-      await q.query(
-        `UPDATE dispatcher.tasks SET state = $2, task = $3, updated_at = now() ${env.kind === 'task.status' ? ', status_timestamp = $4' : ''} WHERE id = $1`,
-        env.kind === 'task.status' ? [row.id, stateName(state), task, now] : [row.id, stateName(state), task],
-      );
-      await q.query(`UPDATE dispatcher.executions SET last_seq = $2, artifact_count = $3, closed = $4 WHERE execution_id = $1`, [
-        id.executionId,
-        env.body.seq,
-        artifacts,
-        closed,
-      ]);
-      return { applied: true, task: Task.fromJSON(task), event };
-    });
-  }
-}
-
-function encodeCursor(ts: string, id: string): string {
-  return Buffer.from(JSON.stringify([ts, id]), 'utf8').toString('base64url');
-}
-
-function decodeCursor(token: string): [string, string] {
-  try {
-    const v = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'string' && !Number.isNaN(Date.parse(v[0]))) {
-      return [v[0], v[1]];
-    }
-  } catch {
-    // fall through
-  }
-  throw new RequestMalformedError('pageToken is not a token this server issued');
 }

@@ -16,6 +16,7 @@ export class CreateTasks1764500000000 implements MigrationInterface {
         context_id text NOT NULL,
         state text NOT NULL,
         turn integer NOT NULL,
+        version integer NOT NULL DEFAULT 0,
         status_timestamp timestamptz NOT NULL,
         task jsonb NOT NULL,
         created_at timestamptz NOT NULL DEFAULT now(),
