@@ -139,7 +139,7 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
         },
         onError: (err, what) => log({ level: 'warn', msg: `command consumer: ${what}`, error: String(err) }),
       });
-      workers.push(new AgentWorker(agent.id, source, runner, maxInFlight));
+      workers.push(new AgentWorker(agent.id, source, runner, maxInFlight, config.AGENTS_TENANT_MAX_IN_FLIGHT));
     }
     reconciler.start();
     for (const w of workers) await w.start();

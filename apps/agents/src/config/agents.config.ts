@@ -45,6 +45,8 @@ export const agentsConfigSpec = {
   AGENTS_EVENTS_PARTITIONS: positiveInt(8),
   /** Overrides every agent's own in-flight limit when set. */
   AGENTS_MAX_IN_FLIGHT: z.coerce.number().int().positive().optional(),
+  /** Commands of one tenant in flight at once per agent per process (bounded work per tenant). */
+  AGENTS_TENANT_MAX_IN_FLIGHT: z.coerce.number().int().positive().optional(),
   /** Secret for tokens minted for tool servers configured with `tokenAudience`. */
   AGENTS_TOOL_TOKEN_SECRET: z.string().min(16).optional(),
 };

@@ -10,13 +10,16 @@ import type { TurnRunner } from './turn-runner.js';
 export class AgentWorker {
   private readonly running = new Map<string, AbortController>();
   private readonly canceled = new Map<string, number>();
+  private readonly tenantSlots = new Map<string, SemaphoreSlotSupplier>();
   readonly slots: SlotSupplier;
 
+  /** `tenantMaxInFlight` bounds one tenant's running turns (cancels are never held back by it). */
   constructor(
     readonly agentId: string,
     private readonly source: CommandSource,
     private readonly runner: TurnRunner,
     maxInFlight: number,
+    private readonly tenantMaxInFlight?: number,
   ) {
     this.slots = new SemaphoreSlotSupplier(maxInFlight);
   }
@@ -43,12 +46,16 @@ export class AgentWorker {
         if (this.canceled.delete(key)) cancel.abort(new MeshError('CANCELLED', 'canceled before start'));
         // Registered before waiting for a slot, so a cancel that arrives meanwhile still reaches it.
         this.running.set(key, cancel);
+        const tenantSlots = this.tenantSlotsOf(env.identity.tenant);
+        const tenantSlot = await tenantSlots?.reserve();
         const slot = await this.slots.reserve();
         try {
           await this.runner.run(env, cancel.signal, revoked);
         } finally {
           if (this.running.get(key) === cancel) this.running.delete(key);
           slot.release();
+          tenantSlot?.release();
+          if (tenantSlots && tenantSlots.inUse === 0 && tenantSlots.waiting === 0) this.tenantSlots.delete(env.identity.tenant);
         }
         return;
       }
@@ -64,6 +71,18 @@ export class AgentWorker {
       default:
         assertUnreachable(env);
     }
+  }
+
+  private tenantSlotsOf(tenant: string): SemaphoreSlotSupplier | undefined {
+    if (!this.tenantMaxInFlight) return undefined;
+    let s = this.tenantSlots.get(tenant);
+    if (!s) this.tenantSlots.set(tenant, (s = new SemaphoreSlotSupplier(this.tenantMaxInFlight)));
+    return s;
+  }
+
+  /** Turns of `tenant` running now (0 when no tenant limit is configured). */
+  tenantInFlight(tenant: string): number {
+    return this.tenantSlots.get(tenant)?.inUse ?? 0;
   }
 
   private remember(key: string): void {
