@@ -1,38 +1,132 @@
 import 'reflect-metadata';
+import type { JWK } from 'jose';
+import { logLevel } from 'kafkajs';
 import { assertKafkaReachable, createKafka, KafkaProbe } from '@mesh/bus';
+import { TopicNames } from '@mesh/contract';
 import { openServiceDatabase, PostgresProbe } from '@mesh/database';
 import { startHttpService } from '@mesh/service';
 import { AppModule } from './app.module.js';
+import { CardOutbox } from './card-stream/card-outbox.js';
+import { KafkaCardStream } from './card-stream/kafka-card-stream.js';
+import type { CardStream } from './card-stream/card-stream.port.js';
+import { bodyParserErrors, ProblemFilter } from './common/problem.filter.js';
 import type { DirectoryConfig } from './config/directory.config.js';
 import { directoryMigrations, DIRECTORY_SCHEMA } from './database/migrations/index.js';
+import { HeartbeatConsumer } from './liveness/heartbeat-consumer.js';
+import { LivenessService } from './liveness/liveness.service.js';
+import { AgentVersionEntity } from './registry/agent-version.entity.js';
+import { AgentEntity } from './registry/agent.entity.js';
+import { TokenBucketLimiter } from './registry/rate-limiter.js';
+import { CardSigner } from './signatures/card-signer.js';
+import { CardVerifier, type TrustedKeys } from './signatures/card-verifier.js';
 
 /** A running directory: `stop` drains and closes every connection. */
 export interface RunningDirectory {
   url: string;
+  /** Public JWK served cards are signed with (absent when no signing key is configured). */
+  signingJwk?: JWK;
+  /** Card changes committed but not yet on the cards topic (0 in steady state). */
+  pendingCardRecords(): Promise<number>;
   stop(): Promise<void>;
 }
 
-/** Starts the directory: database (created and migrated), Kafka check, HTTP server. */
-export async function startDirectory(config: DirectoryConfig): Promise<RunningDirectory> {
+/** Request bodies above this are refused (issue #4: 64 KiB). */
+export const DIRECTORY_BODY_LIMIT_BYTES = 64 * 1024;
+
+/** Replaceable parts (benchmarks, tests): by default everything talks to Kafka. */
+export interface DirectoryOverrides {
+  /** Command-topic creation and card publishing; default the Kafka adapter. */
+  cardStream?: CardStream;
+}
+
+/** Starts the directory: database (created and migrated), Kafka topics, HTTP API, heartbeat consumer, outbox. */
+export async function startDirectory(config: DirectoryConfig, overrides: DirectoryOverrides = {}): Promise<RunningDirectory> {
   const kafkaOpts = { brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-directory` };
   await assertKafkaReachable(kafkaOpts);
-  const ds = await openServiceDatabase({
-    url: config.DATABASE_URL,
-    schema: DIRECTORY_SCHEMA,
-    entities: [],
-    migrations: directoryMigrations,
+  const signer = config.DIRECTORY_SIGNING_JWK
+    ? await CardSigner.fromJwk(config.DIRECTORY_SIGNING_JWK as JWK)
+    : config.DEMO
+      ? await CardSigner.ephemeral()
+      : undefined;
+  const verifier = new CardVerifier({
+    trusted: (config.DIRECTORY_TRUSTED_JWKS ?? {}) as TrustedKeys,
+    requireSignedTenants: config.DIRECTORY_REQUIRE_SIGNED_TENANTS,
   });
-  const kafkaProbe = new KafkaProbe(createKafka(kafkaOpts));
-  const app = await startHttpService({
-    module: AppModule.forRoot([new PostgresProbe(ds), kafkaProbe]),
-    port: config.DIRECTORY_PORT,
-  });
-  return {
-    url: await app.getUrl(),
-    async stop() {
-      await app.close();
-      await kafkaProbe.close();
-      await ds.destroy();
-    },
+  const topics = new TopicNames(config.TOPIC_PREFIX);
+
+  const cleanups: Array<() => Promise<unknown>> = [];
+  const stop = async () => {
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    cleanups.length = 0;
   };
+  try {
+    const ds = await openServiceDatabase({
+      url: config.DATABASE_URL,
+      schema: DIRECTORY_SCHEMA,
+      entities: [AgentEntity, AgentVersionEntity],
+      migrations: directoryMigrations,
+    });
+    cleanups.push(() => ds.destroy());
+    const kafka = createKafka(kafkaOpts);
+    let stream: CardStream;
+    if (overrides.cardStream) {
+      stream = overrides.cardStream;
+    } else {
+      const kafkaStream = new KafkaCardStream(kafka, {
+        topics,
+        replicationFactor: config.DIRECTORY_TOPIC_REPLICATION,
+        adminKafka: createKafka(kafkaOpts, { logLevel: logLevel.NOTHING }),
+      });
+      cleanups.push(() => kafkaStream.stop());
+      await kafkaStream.start();
+      stream = kafkaStream;
+    }
+    const kafkaProbe = new KafkaProbe(kafka);
+    cleanups.push(() => kafkaProbe.close());
+    const outbox = new CardOutbox(ds, stream, { sweepMs: 2000 });
+    const limit = config.DIRECTORY_REGISTRATIONS_PER_MINUTE;
+
+    const app = await startHttpService({
+      module: AppModule.forRoot({
+        config,
+        dataSource: ds,
+        probes: [new PostgresProbe(ds), kafkaProbe],
+        stream,
+        outbox,
+        verifier,
+        signer,
+        limiter: new TokenBucketLimiter(limit, limit),
+      }),
+      port: config.DIRECTORY_PORT,
+      bodyLimit: `${DIRECTORY_BODY_LIMIT_BYTES}b`,
+      configure: (a) => {
+        a.use(bodyParserErrors);
+        a.useGlobalFilters(new ProblemFilter());
+      },
+    });
+    cleanups.push(() => app.close());
+
+    // Re-publishes whatever a previous process committed but did not get onto the topic.
+    outbox.start();
+    cleanups.push(() => outbox.stop());
+    const consumer = new HeartbeatConsumer(
+      kafka,
+      topics.heartbeats(),
+      `${config.TOPIC_PREFIX}${config.KAFKA_CLIENT_ID}-directory-heartbeats`,
+      app.get(LivenessService),
+      config.DIRECTORY_TOPIC_REPLICATION,
+    );
+    cleanups.push(() => consumer.stop());
+    await consumer.start();
+
+    return {
+      url: await app.getUrl(),
+      signingJwk: signer?.publicJwk,
+      pendingCardRecords: () => outbox.pending(),
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
 }

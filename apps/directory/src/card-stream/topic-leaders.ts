@@ -1,0 +1,20 @@
+import type { Admin } from 'kafkajs';
+
+/**
+ * Polls metadata until a new topic has `partitions` partitions, each with a leader. kafkajs'
+ * `waitForLeaders` (and a subscribe right after creation) can fail with a transient
+ * UNKNOWN_TOPIC_OR_PARTITION on a busy KRaft broker; this retries those.
+ */
+export async function awaitTopicLeaders(admin: Admin, topic: string, partitions: number, timeoutMs = 15_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (let delay = 25; ; delay = Math.min(delay * 2, 500)) {
+    try {
+      const [meta] = (await admin.fetchTopicMetadata({ topics: [topic] })).topics;
+      if (meta && meta.partitions.length >= partitions && meta.partitions.every((p) => p.leader >= 0)) return;
+    } catch (err) {
+      if (!(err as { retriable?: boolean }).retriable) throw err;
+    }
+    if (Date.now() > until) throw new Error(`topic ${topic} has no leaders after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, delay));
+  }
+}

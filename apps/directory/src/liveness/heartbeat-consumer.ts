@@ -1,0 +1,71 @@
+import type { Consumer, Kafka } from 'kafkajs';
+import type { AgentHeartbeat } from '@mesh/contract';
+import type { LivenessService } from './liveness.service.js';
+import { awaitTopicLeaders } from '../card-stream/topic-leaders.js';
+
+/** Parses a heartbeat value; malformed ones are skipped (a heartbeat is advisory, never dead-lettered). */
+export function parseHeartbeat(value: Buffer | null): AgentHeartbeat | undefined {
+  if (!value) return undefined;
+  try {
+    const v = JSON.parse(value.toString('utf8')) as Partial<AgentHeartbeat>;
+    if (typeof v.agentId !== 'string' || typeof v.atUnixMs !== 'number' || !Number.isFinite(v.atUnixMs)) return undefined;
+    const ttlMs = typeof v.ttlMs === 'number' && v.ttlMs > 0 && v.ttlMs <= 3_600_000 ? Math.round(v.ttlMs) : 0;
+    return { agentId: v.agentId, workerId: String(v.workerId ?? ''), atUnixMs: v.atUnixMs, ttlMs };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Consumes the heartbeats topic in one consumer group shared by all directory replicas (the state
+ * lives in Postgres, so each heartbeat needs applying once), a batch per database round trip.
+ */
+export class HeartbeatConsumer {
+  private readonly consumer: Consumer;
+
+  constructor(
+    private readonly kafka: Kafka,
+    private readonly topic: string,
+    groupId: string,
+    private readonly liveness: LivenessService,
+    private readonly replicationFactor = 1,
+  ) {
+    this.consumer = kafka.consumer({ groupId, sessionTimeout: 10_000, heartbeatInterval: 1_000, maxWaitTimeInMs: 250 });
+  }
+
+  /** Creates the heartbeats topic when missing, joins the group and starts applying heartbeats. */
+  async start(): Promise<void> {
+    const admin = this.kafka.admin();
+    await admin.connect();
+    try {
+      // Heartbeats are worthless after a few TTLs: short retention. Resolves false when it exists.
+      await admin.createTopics({
+        waitForLeaders: false,
+        topics: [
+          {
+            topic: this.topic,
+            numPartitions: 3,
+            replicationFactor: this.replicationFactor,
+            configEntries: [{ name: 'retention.ms', value: '3600000' }],
+          },
+        ],
+      });
+      await awaitTopicLeaders(admin, this.topic, 1);
+    } finally {
+      await admin.disconnect();
+    }
+    await this.consumer.connect();
+    await this.consumer.subscribe({ topic: this.topic, fromBeginning: false });
+    await this.consumer.run({
+      eachBatchAutoResolve: true,
+      eachBatch: async ({ batch }) => {
+        const beats = batch.messages.map((m) => parseHeartbeat(m.value)).filter((b): b is AgentHeartbeat => b !== undefined);
+        await this.liveness.record(beats);
+      },
+    });
+  }
+
+  async stop(): Promise<void> {
+    await this.consumer.disconnect().catch(() => undefined);
+  }
+}

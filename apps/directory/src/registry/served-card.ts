@@ -1,0 +1,43 @@
+import { AgentCard } from '@a2a-js/sdk';
+import type { CardSigner } from '../signatures/card-signer.js';
+
+/** The bindings the dispatcher serves for every agent. */
+const BINDINGS = ['JSONRPC', 'HTTP+JSON'] as const;
+
+/**
+ * Builds the card callers must use: `supportedInterfaces` point at the dispatcher
+ * (`<dispatcher>/a2a/{id}`, A2A 1.0), the agent's own signatures are dropped (they covered the
+ * original interfaces) and the platform signs it when a key is configured. Cached per version.
+ */
+export class ServedCards {
+  private readonly cache = new Map<string, Promise<Record<string, unknown>>>();
+
+  constructor(
+    private readonly dispatcherUrl: string,
+    private readonly signer: CardSigner | undefined,
+    private readonly maxEntries = 10_000,
+  ) {}
+
+  get(id: string, version: number, stored: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const key = `${id}@${version}`;
+    let hit = this.cache.get(key);
+    if (!hit) {
+      hit = this.build(id, stored);
+      hit.catch(() => this.cache.delete(key));
+      if (this.cache.size >= this.maxEntries) this.cache.delete(this.cache.keys().next().value!);
+      this.cache.set(key, hit);
+    }
+    return hit;
+  }
+
+  private async build(id: string, stored: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const url = `${this.dispatcherUrl}/a2a/${encodeURIComponent(id)}`;
+    const card: AgentCard = {
+      ...AgentCard.fromJSON(stored),
+      supportedInterfaces: BINDINGS.map((protocolBinding) => ({ url, protocolBinding, protocolVersion: '1.0', tenant: '' })),
+      signatures: [],
+    };
+    const out = this.signer ? await this.signer.sign(card) : card;
+    return AgentCard.toJSON(out) as Record<string, unknown>;
+  }
+}

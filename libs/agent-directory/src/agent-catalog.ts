@@ -1,0 +1,100 @@
+import { randomUUID } from 'node:crypto';
+import type { Consumer, Kafka } from 'kafkajs';
+import type { AgentHeartbeat, AgentRecord, TopicNames } from '@mesh/contract';
+import { CatalogState } from './catalog-state.js';
+
+/** Options of an AgentCatalog. */
+export interface AgentCatalogOptions {
+  /** A kafkajs client (e.g. `createKafka` from @mesh/bus). */
+  kafka: Kafka;
+  topics: TopicNames;
+  /** TTL of heartbeats that carry none (default 30 s, like the directory). */
+  defaultTtlMs?: number;
+  /** Prefix of the per-instance consumer groups (a random suffix keeps every instance independent). */
+  groupPrefix?: string;
+}
+
+/**
+ * A live, in-memory cache of the directory: reads the compacted cards topic from the beginning and
+ * the heartbeats topic from now, so a service (the dispatcher) answers "who is agent X, may tenant
+ * T use it, is it healthy" without calling the directory. Every instance uses its own consumer
+ * groups and commits nothing, so each replica holds the whole catalog.
+ */
+export class AgentCatalog {
+  private readonly state: CatalogState;
+  private readonly cards: Consumer;
+  private readonly heartbeats: Consumer;
+  private caughtUp?: Promise<void>;
+
+  constructor(private readonly opts: AgentCatalogOptions) {
+    this.state = new CatalogState(opts.defaultTtlMs ?? 30_000);
+    const group = `${opts.groupPrefix ?? 'agent-catalog'}-${randomUUID()}`;
+    this.cards = opts.kafka.consumer({ groupId: `${group}-cards`, maxWaitTimeInMs: 250 });
+    this.heartbeats = opts.kafka.consumer({ groupId: `${group}-heartbeats`, maxWaitTimeInMs: 250 });
+  }
+
+  /** Starts consuming; resolves once the cards topic has been read up to its end at start time. */
+  async start(): Promise<void> {
+    const admin = this.opts.kafka.admin();
+    await admin.connect();
+    let targets: Map<number, bigint>;
+    try {
+      const offsets = await admin.fetchTopicOffsets(this.opts.topics.cards());
+      targets = new Map(offsets.filter((o) => BigInt(o.high) > BigInt(o.low)).map((o) => [o.partition, BigInt(o.high)]));
+    } finally {
+      await admin.disconnect();
+    }
+    let resolveCaughtUp!: () => void;
+    this.caughtUp = new Promise((r) => (resolveCaughtUp = r));
+    const check = () => targets.size === 0 && resolveCaughtUp();
+    check();
+
+    await this.cards.connect();
+    await this.cards.subscribe({ topic: this.opts.topics.cards(), fromBeginning: true });
+    await this.cards.run({
+      autoCommit: false,
+      eachMessage: async ({ partition, message }) => {
+        const id = message.key?.toString();
+        if (id) this.state.applyRecord(id, message.value ? (JSON.parse(message.value.toString('utf8')) as AgentRecord) : null);
+        const target = targets.get(partition);
+        if (target !== undefined && BigInt(message.offset) + 1n >= target) {
+          targets.delete(partition);
+          check();
+        }
+      },
+    });
+    await this.heartbeats.connect();
+    await this.heartbeats.subscribe({ topic: this.opts.topics.heartbeats(), fromBeginning: false });
+    await this.heartbeats.run({
+      autoCommit: false,
+      eachMessage: async ({ message }) => {
+        try {
+          const hb = JSON.parse(message.value?.toString('utf8') ?? '') as AgentHeartbeat;
+          if (typeof hb.agentId === 'string' && typeof hb.atUnixMs === 'number') this.state.applyHeartbeat(hb);
+        } catch {
+          // A malformed heartbeat is advisory data: skip it.
+        }
+      },
+    });
+    await this.caughtUp;
+  }
+
+  /** The agent as `viewerTenant` may see it (own or public; retired included), else undefined. */
+  get(id: string, viewerTenant: string): AgentRecord | undefined {
+    return this.state.get(id, viewerTenant);
+  }
+
+  /** True while a heartbeat within its TTL exists for a registered, non-retired agent. */
+  healthy(id: string): boolean {
+    return this.state.healthy(id);
+  }
+
+  /** Number of agents known (retired included). */
+  get size(): number {
+    return this.state.size;
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([this.cards.disconnect(), this.heartbeats.disconnect()]);
+  }
+}

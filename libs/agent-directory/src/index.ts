@@ -1,0 +1,2 @@
+export * from './catalog-state.js';
+export * from './agent-catalog.js';

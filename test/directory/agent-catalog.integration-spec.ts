@@ -1,0 +1,41 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { AgentCatalog } from '@mesh/agent-directory';
+import { createKafka } from '@mesh/bus';
+import { TopicNames } from '@mesh/contract';
+import { eventually, testRun } from '../support/infra.js';
+import { card, client, KEYS, startTestDirectory } from './directory-fixtures.js';
+
+const { dir, prefix } = await startTestDirectory('agent-catalog');
+const api = client(dir.url);
+const kafka = createKafka({ brokers: testRun().brokers, clientId: 'catalog-test' });
+
+test('AgentCatalog rebuilds the directory from the compacted topic and follows changes and heartbeats', async () => {
+  // Registered before the catalog starts: it must come from the topic's history.
+  assert.equal((await api(KEYS.acme, 'POST', '/v1/agents', { id: 'cat-tenant', card: card('Cat Tenant') })).status, 201);
+  assert.equal(
+    (await api(KEYS.globex, 'POST', '/v1/agents', { id: 'cat-public', card: card('Cat Public'), visibility: 'public' })).status,
+    201,
+  );
+
+  const catalog = new AgentCatalog({ kafka, topics: new TopicNames(prefix), defaultTtlMs: 30_000 });
+  await catalog.start();
+  try {
+    assert.equal(catalog.get('cat-tenant', 'acme')?.tenant, 'acme', 'history is there once start() resolves');
+    assert.equal(catalog.get('cat-tenant', 'globex'), undefined, "another tenant's agent is invisible");
+    assert.equal(catalog.get('cat-public', 'acme')?.visibility, 'public');
+    assert.equal(catalog.healthy('cat-tenant'), false);
+
+    assert.equal((await api(KEYS.acme, 'PUT', '/v1/agents/cat-tenant', { card: card('Cat Tenant', { version: '2' }) })).status, 200);
+    await eventually('update seen', () => catalog.get('cat-tenant', 'acme')?.version === 2);
+
+    assert.equal((await api(KEYS.acme, 'POST', '/v1/agents/cat-tenant/heartbeat', { ttlMs: 60_000 })).status, 200);
+    await eventually('HTTP heartbeat forwarded to the heartbeats topic', () => catalog.healthy('cat-tenant'));
+
+    assert.equal((await api(KEYS.acme, 'DELETE', '/v1/agents/cat-tenant')).status, 200);
+    await eventually('retire seen', () => catalog.get('cat-tenant', 'acme')?.retired === true);
+    assert.equal(catalog.healthy('cat-tenant'), false, 'retired agents are never healthy');
+  } finally {
+    await catalog.stop();
+  }
+});

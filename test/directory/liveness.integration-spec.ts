@@ -1,0 +1,56 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createKafka } from '@mesh/bus';
+import { TopicNames, type AgentHeartbeat } from '@mesh/contract';
+import { eventually, testRun } from '../support/infra.js';
+import { card, client, KEYS, startTestDirectory } from './directory-fixtures.js';
+
+const { dir, prefix } = await startTestDirectory('liveness', { DIRECTORY_HEARTBEAT_TTL_MS: '1500' });
+const api = client(dir.url);
+
+test('an HTTP heartbeat makes an agent healthy until its TTL passes', async () => {
+  assert.equal((await api(KEYS.acme, 'POST', '/v1/agents', { id: 'beating', card: card('Beating') })).status, 201);
+  assert.equal((await api(KEYS.acme, 'GET', '/v1/agents/beating')).body.healthy, false);
+  const beat = await api(KEYS.acme, 'POST', '/v1/agents/beating/heartbeat', { ttlMs: 1000 });
+  assert.equal(beat.status, 200, JSON.stringify(beat.body));
+  assert.equal(beat.body.healthy, true);
+  assert.deepEqual(
+    (await api(KEYS.acme, 'GET', '/v1/agents?healthy=true&q=beating')).body.items.map((a: { id: string }) => a.id),
+    ['beating'],
+  );
+  await eventually('heartbeat expiry', async () => (await api(KEYS.acme, 'GET', '/v1/agents/beating')).body.healthy === false);
+  assert.deepEqual((await api(KEYS.acme, 'GET', '/v1/agents?healthy=true&q=beating')).body.items, []);
+  assert.equal((await api(KEYS.acme, 'GET', '/v1/agents?healthy=false&q=beating')).body.items.length, 1);
+
+  const bad = await api(KEYS.acme, 'POST', '/v1/agents/beating/heartbeat', { ttlMs: 5 });
+  assert.equal(bad.status, 400);
+  assert.equal(bad.body.errors[0].field, 'ttlMs');
+});
+
+test('heartbeats on the Kafka topic count too (default TTL when none is given); junk is skipped', async () => {
+  assert.equal((await api(KEYS.acme, 'POST', '/v1/agents', { id: 'kafka-beating', card: card('Kafka Beating') })).status, 201);
+  const producer = createKafka({ brokers: testRun().brokers, clientId: 'liveness-test' }).producer();
+  await producer.connect();
+  try {
+    const topic = new TopicNames(prefix).heartbeats();
+    await eventually('healthy from a Kafka heartbeat', async () => {
+      const hb: AgentHeartbeat = { agentId: 'kafka-beating', workerId: 'w1', atUnixMs: Date.now(), ttlMs: 0 };
+      await producer.send({
+        topic,
+        messages: [
+          { key: 'junk', value: 'not json' },
+          { key: hb.agentId, value: JSON.stringify(hb) },
+          { key: 'ghost', value: JSON.stringify({ ...hb, agentId: 'ghost' }) },
+        ],
+      });
+      return (await api(KEYS.acme, 'GET', '/v1/agents/kafka-beating')).body.healthy === true;
+    });
+    // The directory default TTL (1.5 s here) applies, so it expires without further heartbeats.
+    await eventually(
+      'expiry after the default TTL',
+      async () => (await api(KEYS.acme, 'GET', '/v1/agents/kafka-beating')).body.healthy === false,
+    );
+  } finally {
+    await producer.disconnect();
+  }
+});
