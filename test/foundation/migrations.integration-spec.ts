@@ -3,13 +3,14 @@ import assert from 'node:assert/strict';
 import { serviceDataSource, migrateUnderLock } from '@mesh/database';
 import { directoryMigrations, DIRECTORY_SCHEMA } from '@mesh/app-directory';
 import { dispatcherMigrations, DISPATCHER_SCHEMA } from '@mesh/app-dispatcher';
-import { agentsMigrations, AGENTS_SCHEMA } from '@mesh/app-agents';
+import { agentsMigrations, AGENTS_SCHEMA, billingMigrations, BILLING_SCHEMA } from '@mesh/app-agents';
 import { freshDatabase, sql } from '../support/infra.js';
 
 const services = [
   { schema: DIRECTORY_SCHEMA, migrations: directoryMigrations },
   { schema: DISPATCHER_SCHEMA, migrations: dispatcherMigrations },
   { schema: AGENTS_SCHEMA, migrations: agentsMigrations },
+  { schema: BILLING_SCHEMA, migrations: billingMigrations },
 ];
 
 const tablesIn = async (url: string, schema: string) =>

@@ -1,35 +1,176 @@
 import 'reflect-metadata';
-import { assertKafkaReachable, createKafka, KafkaProbe } from '@mesh/bus';
+import type { AgentDefinition, McpServerSpec } from '@mesh/agent-sdk';
+import { assertKafkaReachable, BusAdmin, BusConsumer, BusProducer, createKafka, KafkaProbe } from '@mesh/bus';
+import { MeshError, TopicNames, type AgentHeartbeat } from '@mesh/contract';
 import { openServiceDatabase, PostgresProbe } from '@mesh/database';
 import { startHttpService } from '@mesh/service';
+import { HmacToolTokenMinter, PostgresEffectLedger, Reconciler, ToolGateway } from '@mesh/tool-gateway';
 import { AppModule } from './app.module.js';
 import type { AgentsConfig } from './config/agents.config.js';
 import { agentsMigrations, AGENTS_SCHEMA } from './database/migrations/index.js';
+import { AgentWorker } from './runtime/agent-worker.js';
+import { PostgresExecutionLedger } from './runtime/execution-ledger.js';
+import { TurnRunner } from './runtime/turn-runner.js';
+import { sampleAgents } from './sample-agents/index.js';
+import { AgentsMetrics } from './metrics/agents.metrics.js';
 
 /** A running agents: `stop` drains and closes every connection. */
 export interface RunningAgents {
   url: string;
+  workerId: string;
   stop(): Promise<void>;
 }
 
-/** Starts the agents: database (created and migrated), Kafka check, HTTP server. */
-export async function startAgents(config: AgentsConfig): Promise<RunningAgents> {
+async function listTopics(kafka: ReturnType<typeof createKafka>): Promise<Set<string>> {
+  const a = kafka.admin();
+  await a.connect();
+  try {
+    return new Set(await a.listTopics());
+  } finally {
+    await a.disconnect().catch(() => undefined);
+  }
+}
+
+function logger(workerId: string) {
+  const debug = process.env.LOG_LEVEL === 'debug';
+  return (e: Record<string, unknown>) => {
+    if (!debug && e.level !== 'warn' && e.level !== 'error') return;
+    process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), src: 'agents', worker: workerId, level: 'info', ...e })}\n`);
+  };
+}
+
+/** The agent's MCP servers with AGENTS_MCP_SERVERS overrides applied by server name. */
+function serversOf(agent: AgentDefinition, overrides: AgentsConfig['AGENTS_MCP_SERVERS']): Record<string, McpServerSpec> {
+  const out: Record<string, McpServerSpec> = {};
+  for (const [name, spec] of Object.entries(agent.mcpServers)) out[name] = { ...spec, ...(overrides[name] ?? {}) } as McpServerSpec;
+  return out;
+}
+
+/** Starts the agents: database (created and migrated), topics, one worker per agent in AGENTS_RUN, the reconciler, heartbeats, HTTP health. */
+export async function startAgents(config: AgentsConfig, agents: Record<string, AgentDefinition> = sampleAgents): Promise<RunningAgents> {
+  const selected = config.AGENTS_RUN.map((id) => {
+    const def = agents[id];
+    if (!def) throw new MeshError('CONFIG_INVALID', `AGENTS_RUN names unknown agent "${id}" (known: ${Object.keys(agents).join(', ')})`);
+    return def;
+  });
+  const workerId = config.AGENTS_WORKER_ID;
+  const log = logger(workerId);
   const kafkaOpts = { brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-agents` };
   await assertKafkaReachable(kafkaOpts);
-  const ds = await openServiceDatabase({
-    url: config.DATABASE_URL,
-    schema: AGENTS_SCHEMA,
-    entities: [],
-    migrations: agentsMigrations,
+  const ds = await openServiceDatabase({ url: config.DATABASE_URL, schema: AGENTS_SCHEMA, entities: [], migrations: agentsMigrations });
+  const kafka = createKafka(kafkaOpts);
+  const topics = new TopicNames(config.TOPIC_PREFIX);
+  const admin = new BusAdmin(kafka);
+  const producer = new BusProducer(kafka);
+  const effects = new PostgresEffectLedger(ds);
+  const executions = new PostgresExecutionLedger(ds);
+  const tokens = config.AGENTS_TOOL_TOKEN_SECRET ? new HmacToolTokenMinter(config.AGENTS_TOOL_TOKEN_SECRET) : undefined;
+  const gateways: ToolGateway[] = [];
+  const workers: AgentWorker[] = [];
+  const metrics = new AgentsMetrics();
+  const reconciler = new Reconciler(effects, () => gateways, {
+    intervalMs: config.AGENTS_RECONCILE_INTERVAL_MS,
+    onUnknownCount: (n) => metrics.unknownOutcomes.set(n),
   });
-  const kafkaProbe = new KafkaProbe(createKafka(kafkaOpts));
+  let heartbeat: NodeJS.Timeout | undefined;
+  const closeAll = async () => {
+    clearInterval(heartbeat);
+    await Promise.allSettled(workers.map((w) => w.stop()));
+    await reconciler.stop();
+    await Promise.allSettled(gateways.map((g) => g.close()));
+    await producer.disconnect().catch(() => undefined);
+    await admin.close().catch(() => undefined);
+  };
+
+  try {
+    await producer.connect();
+    // Topics are created when missing, never grown: their consumers (the dispatcher for events) own
+    // the partition count, and growing a topic under a running consumer strands the new partitions.
+    const existing = await listTopics(kafka);
+    const ensureMissing = async (name: string, partitions: number) => {
+      if (!existing.has(name)) await admin.ensureTopic(name, { partitions });
+    };
+    await ensureMissing(topics.events(), config.AGENTS_EVENTS_PARTITIONS);
+    await ensureMissing(topics.heartbeats(), 1);
+    for (const agent of selected) {
+      await ensureMissing(topics.commands(agent.id), agent.channel.partitions);
+      const gateway = new ToolGateway({
+        servers: serversOf(agent, config.AGENTS_MCP_SERVERS),
+        ledger: effects,
+        clientName: `agent-mesh/${agent.id}`,
+        tokens,
+        defaultRequestTimeoutMs: config.AGENTS_TOOL_TIMEOUT_MS,
+        onCall: ({ tool, outcome, ms }) => {
+          metrics.toolCalls.inc({ agent: agent.id, tool, outcome });
+          metrics.toolLatency.observe({ agent: agent.id, tool }, ms / 1000);
+        },
+      });
+      gateways.push(gateway);
+      const maxInFlight = config.AGENTS_MAX_IN_FLIGHT ?? agent.channel.maxInFlight;
+      const runner = new TurnRunner({
+        agent,
+        ledger: executions,
+        tools: gateway,
+        reconciler,
+        sink: producer,
+        topics,
+        workerId,
+        leaseMs: config.AGENTS_EXECUTION_LEASE_MS,
+        unknownWaitMs: config.AGENTS_UNKNOWN_WAIT_MS,
+        retryBudget: config.AGENTS_RETRY_BUDGET,
+        log,
+        observe: {
+          turnFinished: (state) => metrics.turns.inc({ agent: agent.id, state }),
+          dedupHit: () => metrics.dedupHits.inc({ agent: agent.id }),
+        },
+      });
+      const source = new BusConsumer(kafka, {
+        groupId: `${config.TOPIC_PREFIX}agents.${agent.id}`,
+        topics: [topics.commands(agent.id)],
+        // Cancels must get past runs waiting for a slot, so the consumer admits more than the worker runs.
+        maxInFlight: maxInFlight * 2,
+        // One task's messages run in order, except a cancel: it must reach the run it cancels while that runs.
+        orderingKey: (e) => (e.kind === 'task.cancel' ? `${e.identity.taskId}:cancel` : e.identity.taskId),
+        fromBeginning: true,
+        consumerConfig: {
+          sessionTimeout: config.AGENTS_CONSUMER_SESSION_TIMEOUT_MS,
+          heartbeatInterval: Math.min(3000, Math.floor(config.AGENTS_CONSUMER_SESSION_TIMEOUT_MS / 3)),
+          maxWaitTimeInMs: 100,
+        },
+        onError: (err, what) => log({ level: 'warn', msg: `command consumer: ${what}`, error: String(err) }),
+      });
+      workers.push(new AgentWorker(agent.id, source, runner, maxInFlight, config.AGENTS_TENANT_MAX_IN_FLIGHT));
+    }
+    reconciler.start();
+    for (const w of workers) await w.start();
+    const beat = () => {
+      const now = Date.now();
+      for (const w of workers) {
+        metrics.inFlight.set({ agent: w.agentId }, w.inFlight);
+        const hb: AgentHeartbeat = { agentId: w.agentId, workerId, atUnixMs: now, ttlMs: config.AGENTS_HEARTBEAT_INTERVAL_MS * 3 };
+        producer
+          .sendRecord(topics.heartbeats(), w.agentId, JSON.stringify(hb))
+          .catch((err: unknown) => log({ level: 'warn', msg: 'heartbeat failed', error: String(err) }));
+      }
+    };
+    beat();
+    heartbeat = setInterval(beat, config.AGENTS_HEARTBEAT_INTERVAL_MS);
+  } catch (err) {
+    await closeAll();
+    await ds.destroy().catch(() => undefined);
+    throw err;
+  }
+
+  const kafkaProbe = new KafkaProbe(kafka);
   const app = await startHttpService({
-    module: AppModule.forRoot([new PostgresProbe(ds), kafkaProbe]),
+    module: AppModule.forRoot([new PostgresProbe(ds), kafkaProbe], metrics),
     port: config.AGENTS_PORT,
   });
   return {
     url: await app.getUrl(),
+    workerId,
     async stop() {
+      await closeAll();
       await app.close();
       await kafkaProbe.close();
       await ds.destroy();

@@ -2,9 +2,22 @@ import 'reflect-metadata';
 import { assertKafkaReachable, createKafka, KafkaProbe } from '@mesh/bus';
 import { openServiceDatabase, PostgresProbe } from '@mesh/database';
 import { startHttpService } from '@mesh/service';
+import { Authenticator, loadAuthOptions, type AuthenticatorOptions } from '@mesh/auth';
+import { TopicNames } from '@mesh/contract';
 import { AppModule } from './app.module.js';
 import type { DispatcherConfig } from './config/dispatcher.config.js';
 import { dispatcherMigrations, DISPATCHER_SCHEMA } from './database/migrations/index.js';
+import { dispatcherEntities } from './tasks/task.entity.js';
+import { TaskService } from './tasks/task.service.js';
+import { TaskProjection } from './tasks/task-projection.js';
+import { KafkaAgentCatalog } from './catalog/agent-catalog.js';
+import { KafkaMessageProducer, type MessageProducer, type RunningConsumer } from './kafka/kafka.adapter.js';
+import { OutboxRelay } from './outbox/outbox.relay.js';
+import { TaskEventBusManager } from './events/task-event-bus.manager.js';
+import { EventProjector } from './events/event-projector.js';
+import { DispatcherRequestHandler } from './a2a/dispatcher-request-handler.js';
+import { a2aBodyErrorHandler, a2aRouter } from './a2a/a2a.router.js';
+import { registerDemoAgent, startDemoEchoWorker } from './demo/echo-agent.demo.js';
 
 /** A running dispatcher: `stop` drains and closes every connection. */
 export interface RunningDispatcher {
@@ -12,27 +25,110 @@ export interface RunningDispatcher {
   stop(): Promise<void>;
 }
 
-/** Starts the dispatcher: database (created and migrated), Kafka check, HTTP server. */
-export async function startDispatcher(config: DispatcherConfig): Promise<RunningDispatcher> {
+/** What tests and embedders may replace; production uses the defaults. */
+export interface DispatcherOverrides {
+  /** Authentication; defaults to the AUTH_* environment. */
+  auth?: AuthenticatorOptions;
+  /** Wraps the command producer (tests use it to make Kafka unavailable for the relay). */
+  wrapProducer?: (producer: MessageProducer) => MessageProducer;
+}
+
+/** Default partitions of an agent's command topic when its record does not say. */
+const DEFAULT_COMMAND_PARTITIONS = 3;
+
+/**
+ * Starts the dispatcher: database (created and migrated), Kafka check, agent catalog, event
+ * projector, outbox relay, then the HTTP server with `/a2a/:agentId` mounted.
+ */
+export async function startDispatcher(config: DispatcherConfig, overrides: DispatcherOverrides = {}): Promise<RunningDispatcher> {
   const kafkaOpts = { brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-dispatcher` };
   await assertKafkaReachable(kafkaOpts);
+  const kafka = createKafka(kafkaOpts);
+  const topics = new TopicNames(config.TOPIC_PREFIX);
   const ds = await openServiceDatabase({
     url: config.DATABASE_URL,
     schema: DISPATCHER_SCHEMA,
-    entities: [],
+    entities: dispatcherEntities,
     migrations: dispatcherMigrations,
+    poolSize: 20,
   });
-  const kafkaProbe = new KafkaProbe(createKafka(kafkaOpts));
-  const app = await startHttpService({
-    module: AppModule.forRoot([new PostgresProbe(ds), kafkaProbe]),
-    port: config.DISPATCHER_PORT,
-  });
-  return {
-    url: await app.getUrl(),
-    async stop() {
-      await app.close();
-      await kafkaProbe.close();
-      await ds.destroy();
-    },
+  const stops: Array<() => Promise<void>> = [async () => void (await ds.destroy())];
+  const stopAll = async () => {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
   };
+  try {
+    let demoWorker: RunningConsumer | undefined;
+    if (config.DEMO) await registerDemoAgent(kafka, topics);
+    const catalog = new KafkaAgentCatalog(kafka, topics.cards());
+    stops.push(() => catalog.stop());
+    await catalog.start();
+
+    const tasks = new TaskService(ds, topics);
+    const buses = new TaskEventBusManager();
+    const realProducer = new KafkaMessageProducer(kafka, (topic) => {
+      const agentId = /\.agent\.([a-z0-9-]+)\.commands$/.exec(topic)?.[1];
+      return (agentId && catalog.get(agentId)?.channel?.partitions) || DEFAULT_COMMAND_PARTITIONS;
+    });
+    const producer = overrides.wrapProducer ? overrides.wrapProducer(realProducer) : realProducer;
+    stops.push(() => producer.close());
+    const relay = new OutboxRelay(ds, producer, {
+      batchSize: config.OUTBOX_BATCH_SIZE,
+      idleMs: config.OUTBOX_IDLE_MS,
+      lingerMs: 2,
+      maxBackoffMs: 5000,
+    });
+    relay.start();
+    stops.push(() => relay.stop());
+
+    const projector = new EventProjector(
+      kafka,
+      topics.events(),
+      `${config.TOPIC_PREFIX}mesh.dispatcher.projector`,
+      new TaskProjection(ds),
+      buses,
+      config.EVENTS_TOPIC_PARTITIONS,
+    );
+    await projector.start();
+    stops.push(() => projector.stop());
+    if (config.DEMO && config.DEMO_ECHO_WORKER) {
+      demoWorker = await startDemoEchoWorker(kafka, topics);
+      stops.push(() => demoWorker!.stop());
+    }
+
+    const kafkaProbe = new KafkaProbe(kafka);
+    stops.push(() => kafkaProbe.close());
+    // Known only after listen when the port is 0 (tests); cards are built on first use.
+    let publicUrl = config.DISPATCHER_PUBLIC_URL ?? `http://localhost:${config.DISPATCHER_PORT}`;
+    const authenticator = new Authenticator(overrides.auth ?? loadAuthOptions());
+    const app = await startHttpService({
+      module: AppModule.forRoot([new PostgresProbe(ds), kafkaProbe]),
+      port: config.DISPATCHER_PORT,
+      bodyLimit: config.DISPATCHER_BODY_LIMIT,
+      configure: (nest) => {
+        nest.use(
+          '/a2a',
+          a2aRouter({
+            authenticator,
+            catalog,
+            publicUrl: () => publicUrl,
+            bodyLimit: config.DISPATCHER_BODY_LIMIT,
+            cardMaxAgeSeconds: config.DISPATCHER_CARD_MAX_AGE_S,
+            handlerFor: (record, card) =>
+              new DispatcherRequestHandler(card, record, tasks, buses, relay, {
+                maxBlockingMs: config.DISPATCHER_BLOCKING_TIMEOUT_MS,
+                waitPollMs: config.DISPATCHER_WAIT_POLL_MS,
+              }),
+          }),
+        );
+        nest.use('/a2a/:agentId', a2aBodyErrorHandler(config.DISPATCHER_BODY_LIMIT));
+      },
+    });
+    stops.push(async () => void (await app.close()));
+    const url = `http://localhost:${(app.getHttpServer().address() as { port: number }).port}`;
+    if (!config.DISPATCHER_PUBLIC_URL) publicUrl = url;
+    return { url, stop: stopAll };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
 }

@@ -1,10 +1,54 @@
-import { databaseSpec, kafkaSpec, loadConfig, port, type ConfigOf } from '@mesh/config';
+import { hostname } from 'node:os';
+import { z } from 'zod';
+import { databaseSpec, kafkaSpec, loadConfig, port, positiveInt, type ConfigOf } from '@mesh/config';
+
+/** Per-server overrides of the agents' MCP server specs, by server name (e.g. the billing URL per environment). */
+const mcpOverrides = z
+  .string()
+  .optional()
+  .transform((s, ctx) => {
+    if (!s) return {} as Record<string, Record<string, unknown>>;
+    try {
+      const v: unknown = JSON.parse(s);
+      if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error('not an object');
+      return v as Record<string, Record<string, unknown>>;
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: `expected a JSON object {"server": {"url": "..."}}: ${String(err)}` });
+      return z.NEVER;
+    }
+  });
 
 /** Everything the agents reads from the environment, validated at start. */
 export const agentsConfigSpec = {
   ...kafkaSpec,
   ...databaseSpec,
   AGENTS_PORT: port(8082),
+  /** Which agents this process runs (comma-separated ids). */
+  AGENTS_RUN: z
+    .string()
+    .default('echo-agent,refund-agent')
+    .transform((s) =>
+      s
+        .split(',')
+        .map((x) => x.trim())
+        .filter(Boolean),
+    ),
+  AGENTS_WORKER_ID: z.string().min(1).default(`${hostname()}-${process.pid}`),
+  AGENTS_MCP_SERVERS: mcpOverrides,
+  AGENTS_EXECUTION_LEASE_MS: positiveInt(15000),
+  AGENTS_TOOL_TIMEOUT_MS: positiveInt(30000),
+  AGENTS_RECONCILE_INTERVAL_MS: positiveInt(1000),
+  AGENTS_UNKNOWN_WAIT_MS: positiveInt(60000),
+  AGENTS_HEARTBEAT_INTERVAL_MS: positiveInt(5000),
+  AGENTS_CONSUMER_SESSION_TIMEOUT_MS: positiveInt(10000),
+  AGENTS_RETRY_BUDGET: positiveInt(5),
+  AGENTS_EVENTS_PARTITIONS: positiveInt(8),
+  /** Overrides every agent's own in-flight limit when set. */
+  AGENTS_MAX_IN_FLIGHT: z.coerce.number().int().positive().optional(),
+  /** Commands of one tenant in flight at once per agent per process (bounded work per tenant). */
+  AGENTS_TENANT_MAX_IN_FLIGHT: z.coerce.number().int().positive().optional(),
+  /** Secret for tokens minted for tool servers configured with `tokenAudience`. */
+  AGENTS_TOOL_TOKEN_SECRET: z.string().min(16).optional(),
 };
 
 export type AgentsConfig = ConfigOf<typeof agentsConfigSpec>;

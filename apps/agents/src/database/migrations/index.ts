@@ -1,7 +1,8 @@
 import type { MigrationInterface } from 'typeorm';
+import { CreateLedgers1764490000000 } from './1764490000000-create-ledgers.js';
 
 /** Postgres schema owned by the agents. */
 export const AGENTS_SCHEMA = 'agents';
 
 /** Ordered migrations of the agents's schema. */
-export const agentsMigrations: Array<new () => MigrationInterface> = [];
+export const agentsMigrations: Array<new () => MigrationInterface> = [CreateLedgers1764490000000];

@@ -1,7 +1,8 @@
 import type { MigrationInterface } from 'typeorm';
+import { CreateTasks1764500000000 } from './1764500000000-create-tasks.js';
 
 /** Postgres schema owned by the dispatcher. */
 export const DISPATCHER_SCHEMA = 'dispatcher';
 
 /** Ordered migrations of the dispatcher's schema. */
-export const dispatcherMigrations: Array<new () => MigrationInterface> = [];
+export const dispatcherMigrations: Array<new () => MigrationInterface> = [CreateTasks1764500000000];

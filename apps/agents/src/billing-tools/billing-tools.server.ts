@@ -1,0 +1,106 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { ToolMeta, verifyToolToken } from '@mesh/tool-gateway';
+import type { BillingHooks } from './billing-hooks.js';
+import type { BillingStore } from './billing.store.js';
+
+export interface BillingServerDeps {
+  store: BillingStore;
+  hooks: BillingHooks;
+  token?: { secret: string; audience: string };
+}
+
+type Meta = Record<string, unknown> | undefined;
+
+const ok = (data: Record<string, unknown>): CallToolResult => ({
+  content: [{ type: 'text', text: JSON.stringify(data) }],
+  structuredContent: data,
+});
+const failure = (text: string): CallToolResult => ({ content: [{ type: 'text', text }], isError: true });
+
+/** Tenant and subject of a call: from the verified token when one is required, else from `_meta`. */
+async function callerOf(meta: Meta, deps: BillingServerDeps): Promise<{ tenant: string; subject: string }> {
+  if (deps.token) {
+    const token = meta?.[ToolMeta.token];
+    if (typeof token !== 'string') throw new Error('a token for this server is required');
+    return verifyToolToken(token, deps.token.secret, deps.token.audience);
+  }
+  const tenant = meta?.[ToolMeta.tenant];
+  const subject = meta?.[ToolMeta.subject];
+  if (typeof tenant !== 'string' || tenant === '') throw new Error(`_meta["${ToolMeta.tenant}"] is required`);
+  return { tenant, subject: typeof subject === 'string' ? subject : 'unknown' };
+}
+
+/** One MCP server instance (one per session) exposing the billing tools. */
+export function createBillingServer(deps: BillingServerDeps): McpServer {
+  const server = new McpServer({ name: 'billing-tools', version: '0.1.0' });
+
+  server.registerTool(
+    'get_invoice',
+    {
+      description: 'Look up an invoice of the calling tenant: amount, how often it was charged, what was refunded.',
+      inputSchema: { invoice_id: z.string().min(1).max(64) },
+      annotations: { readOnlyHint: true },
+    },
+    async ({ invoice_id }, extra) => {
+      try {
+        await deps.hooks.at('get_invoice', 'before', extra.signal);
+        const { tenant } = await callerOf(extra._meta, deps);
+        const invoice = await deps.store.invoice(tenant, invoice_id);
+        return invoice ? ok({ ...invoice }) : failure(`invoice ${invoice_id} not found`);
+      } catch (err) {
+        return failure(err instanceof Error ? err.message : String(err));
+      }
+    },
+  );
+
+  server.registerTool(
+    'issue_refund',
+    {
+      description: 'Refund part of an invoice. Idempotent per _meta idempotency key: a repeated key returns the first refund.',
+      inputSchema: {
+        invoice_id: z.string().min(1).max(64),
+        amount_cents: z.number().int().positive(),
+        reason: z.string().min(1).max(500),
+      },
+      annotations: { readOnlyHint: false, idempotentHint: false, destructiveHint: false },
+    },
+    async ({ invoice_id, amount_cents, reason }, extra) => {
+      try {
+        await deps.hooks.at('issue_refund', 'before', extra.signal);
+        const caller = await callerOf(extra._meta, deps);
+        const key = extra._meta?.[ToolMeta.idempotencyKey];
+        if (typeof key !== 'string' || key === '') return failure(`_meta["${ToolMeta.idempotencyKey}"] is required`);
+        const refund = await deps.store.issueRefund({ ...caller, invoiceId: invoice_id, amountCents: amount_cents, reason, key });
+        if (!refund) return failure(`invoice ${invoice_id} not found`);
+        // The refund is committed; a hang here is the "effect happened, answer lost" case.
+        await deps.hooks.at('issue_refund', 'after-commit', extra.signal);
+        return ok({ ...refund });
+      } catch (err) {
+        return failure(err instanceof Error ? err.message : String(err));
+      }
+    },
+  );
+
+  server.registerTool(
+    'refund_status',
+    {
+      description: 'Reconcile a refund by idempotency key: {status: "applied", result} or {status: "not_found"}.',
+      inputSchema: { idempotency_key: z.string().min(1).max(500) },
+      annotations: { readOnlyHint: true },
+    },
+    async ({ idempotency_key }, extra) => {
+      try {
+        await deps.hooks.at('refund_status', 'before', extra.signal);
+        const { tenant } = await callerOf(extra._meta, deps);
+        const refund = await deps.store.refundByKey(tenant, idempotency_key);
+        return ok(refund ? { status: 'applied', result: { ...refund } } : { status: 'not_found' });
+      } catch (err) {
+        return failure(err instanceof Error ? err.message : String(err));
+      }
+    },
+  );
+
+  return server;
+}

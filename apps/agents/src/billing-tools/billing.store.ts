@@ -1,0 +1,89 @@
+import type { DataSource } from 'typeorm';
+
+/** An invoice as tools report it. */
+export interface Invoice {
+  invoice_id: string;
+  customer: string;
+  amount_cents: number;
+  currency: string;
+  charges: number;
+  refunded_cents: number;
+  /** True when the customer was charged more than once. */
+  duplicate_charge: boolean;
+}
+
+/** A refund as tools report it. */
+export interface Refund {
+  refund_id: string;
+  invoice_id: string;
+  amount_cents: number;
+  currency: string;
+  state: 'issued';
+  idempotency_key: string;
+  created_at: string;
+}
+
+/** Billing data access: plain SQL so the idempotency-key constraint does the deduplication. */
+export class BillingStore {
+  constructor(private readonly ds: DataSource) {}
+
+  async invoice(tenant: string, invoiceId: string): Promise<Invoice | undefined> {
+    const rows: Array<Omit<Invoice, 'duplicate_charge'>> = await this.ds.query(
+      `SELECT i.invoice_id, i.customer, i.amount_cents, i.currency, i.charges,
+              COALESCE((SELECT sum(r.amount_cents) FROM billing.refunds r WHERE r.tenant = i.tenant AND r.invoice_id = i.invoice_id), 0)::int AS refunded_cents
+       FROM billing.invoices i WHERE i.tenant = $1 AND i.invoice_id = $2`,
+      [tenant, invoiceId],
+    );
+    const r = rows[0];
+    return r ? { ...r, duplicate_charge: r.charges > 1 } : undefined;
+  }
+
+  /**
+   * Issues a refund once per idempotency key: a second call with the same key returns the first
+   * refund. Returns undefined when the invoice does not exist; throws when the amount is not refundable.
+   */
+  async issueRefund(input: {
+    tenant: string;
+    subject: string;
+    invoiceId: string;
+    amountCents: number;
+    reason: string;
+    key: string;
+  }): Promise<Refund | undefined> {
+    return this.ds.transaction(async (m) => {
+      const existing = await this.refundByKey(input.tenant, input.key, m.query.bind(m));
+      if (existing) return existing;
+      const inv: Array<{ amount_cents: number; charges: number; currency: string }> = await m.query(
+        `SELECT amount_cents, charges, currency FROM billing.invoices WHERE tenant = $1 AND invoice_id = $2 FOR UPDATE`,
+        [input.tenant, input.invoiceId],
+      );
+      if (!inv[0]) return undefined;
+      const refunded: Array<{ total: number }> = await m.query(
+        `SELECT COALESCE(sum(amount_cents), 0)::int AS total FROM billing.refunds WHERE tenant = $1 AND invoice_id = $2`,
+        [input.tenant, input.invoiceId],
+      );
+      const refundable = inv[0].amount_cents * inv[0].charges - refunded[0].total;
+      if (input.amountCents > refundable) throw new Error(`only ${refundable} cents of ${input.invoiceId} are refundable`);
+      await m.query(
+        `INSERT INTO billing.refunds (tenant, invoice_id, amount_cents, reason, idempotency_key, subject)
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (idempotency_key) DO NOTHING`,
+        [input.tenant, input.invoiceId, input.amountCents, input.reason, input.key, input.subject],
+      );
+      return this.refundByKey(input.tenant, input.key, m.query.bind(m));
+    });
+  }
+
+  async refundByKey(
+    tenant: string,
+    key: string,
+    query: (text: string, params: unknown[]) => Promise<unknown> = (t, p) => this.ds.query(t, p),
+  ): Promise<Refund | undefined> {
+    const rows = (await query(
+      `SELECT r.refund_id, r.invoice_id, r.amount_cents, i.currency, 'issued' AS state, r.idempotency_key, r.created_at
+       FROM billing.refunds r JOIN billing.invoices i USING (tenant, invoice_id) WHERE r.tenant = $1 AND r.idempotency_key = $2`,
+      [tenant, key],
+    )) as Array<Refund & { created_at: Date | string }>;
+    const r = rows[0];
+    return r ? { ...r, created_at: new Date(r.created_at).toISOString() } : undefined;
+  }
+}

@@ -1,0 +1,100 @@
+import { randomUUID } from 'node:crypto';
+import type { AgentMessage, ArtifactInput, Part, TurnOutcome } from '@mesh/agent-sdk';
+import type { JsonObject } from '@mesh/contract';
+
+/**
+ * The one place that knows the A2A JSON shapes (A2A 1.0 as @a2a-js/sdk 1.x serialises it: parts
+ * are `{text}` / `{data}` / `{url}` / `{raw}`, roles `ROLE_USER`/`ROLE_AGENT`, states `TASK_STATE_*`).
+ * Incoming parts in the older `{kind: 'text', text}` form are accepted too. Agent code never sees these.
+ */
+export const WireState = {
+  working: 'TASK_STATE_WORKING',
+  completed: 'TASK_STATE_COMPLETED',
+  failed: 'TASK_STATE_FAILED',
+  canceled: 'TASK_STATE_CANCELED',
+  rejected: 'TASK_STATE_REJECTED',
+  inputRequired: 'TASK_STATE_INPUT_REQUIRED',
+} as const;
+
+/** Outcome state → A2A task state. */
+export function wireStateOf(state: TurnOutcome['state']): string {
+  switch (state) {
+    case 'completed':
+      return WireState.completed;
+    case 'failed':
+      return WireState.failed;
+    case 'canceled':
+      return WireState.canceled;
+    case 'rejected':
+      return WireState.rejected;
+    case 'input-required':
+      return WireState.inputRequired;
+  }
+}
+
+/** A2A message JSON → AgentMessage. Unknown part shapes are dropped rather than failing the task. */
+export function fromWireMessage(json: JsonObject): AgentMessage {
+  const rawParts = Array.isArray(json.parts) ? (json.parts as JsonObject[]) : [];
+  const parts: Part[] = [];
+  for (const p of rawParts) {
+    const kind = typeof p.kind === 'string' ? p.kind : undefined;
+    if (typeof p.text === 'string' && (kind === undefined || kind === 'text')) parts.push({ type: 'text', text: p.text });
+    else if (p.data !== undefined && (kind === undefined || kind === 'data') && typeof p.data === 'object' && p.data !== null)
+      parts.push({ type: 'data', data: p.data as JsonObject });
+    else if (typeof p.url === 'string' || typeof p.raw === 'string') {
+      parts.push({
+        type: 'file',
+        ...(typeof p.url === 'string' ? { url: p.url } : {}),
+        ...(typeof p.raw === 'string' ? { bytesBase64: p.raw } : {}),
+        ...(typeof p.mediaType === 'string' ? { mediaType: p.mediaType } : {}),
+        ...(typeof p.filename === 'string' ? { filename: p.filename } : {}),
+      });
+    }
+  }
+  const role = json.role === 'ROLE_AGENT' || json.role === 'agent' ? 'agent' : 'user';
+  return {
+    role,
+    parts,
+    ...(typeof json.messageId === 'string' ? { messageId: json.messageId } : {}),
+    ...(json.metadata && typeof json.metadata === 'object' ? { metadata: json.metadata as JsonObject } : {}),
+  };
+}
+
+function toWirePart(p: Part): JsonObject {
+  switch (p.type) {
+    case 'text':
+      return { text: p.text };
+    case 'data':
+      return { data: p.data };
+    case 'file':
+      return {
+        ...(p.url ? { url: p.url } : {}),
+        ...(p.bytesBase64 ? { raw: p.bytesBase64 } : {}),
+        ...(p.mediaType ? { mediaType: p.mediaType } : {}),
+        ...(p.filename ? { filename: p.filename } : {}),
+      };
+  }
+}
+
+/** AgentMessage → A2A message JSON of this task. */
+export function toWireMessage(m: AgentMessage, ids: { taskId: string; contextId: string }): JsonObject {
+  return {
+    messageId: m.messageId ?? randomUUID(),
+    role: m.role === 'agent' ? 'ROLE_AGENT' : 'ROLE_USER',
+    taskId: ids.taskId,
+    contextId: ids.contextId,
+    parts: m.parts.map(toWirePart),
+    ...(m.metadata ? { metadata: m.metadata } : {}),
+  };
+}
+
+/** ArtifactInput → A2A artifact JSON; the id is derived from the execution so a re-run names it alike. */
+export function toWireArtifact(a: ArtifactInput, artifactId: string): JsonObject {
+  return {
+    artifactId,
+    ...(a.name ? { name: a.name } : {}),
+    ...(a.description ? { description: a.description } : {}),
+    parts: a.parts.map(toWirePart),
+    ...(a.metadata ? { metadata: a.metadata } : {}),
+  };
+}

@@ -1,0 +1,165 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { defineAgent, type AgentHandler, type ToolObservation } from '@mesh/agent-sdk';
+import { Envelopes, executionId, TopicNames, type Envelope, type TaskEvent, type TaskRunCommand } from '@mesh/contract';
+import { InMemoryExecutionLedger } from './execution-ledger.js';
+import { TurnRunner, type ToolCaller } from './turn-runner.js';
+
+class Sink {
+  readonly sent: TaskEvent[] = [];
+  async send(_topic: string, _key: string, e: Envelope): Promise<void> {
+    this.sent.push(e as TaskEvent);
+  }
+}
+
+function setup(handler: AgentHandler, tools: ToolCaller = { call: async () => assert.fail('no tool expected') }, leaseMs = 5000) {
+  const ledger = new InMemoryExecutionLedger();
+  const sink = new Sink();
+  const agent = defineAgent({ id: 'unit-agent', card: { name: 'Unit' }, handler });
+  const runner = new TurnRunner({
+    agent,
+    ledger,
+    tools,
+    reconciler: { waitFor: async () => undefined },
+    sink,
+    topics: new TopicNames('unit.'),
+    workerId: 'w1',
+    leaseMs,
+    unknownWaitMs: 1000,
+    retryBudget: 2,
+  });
+  return { ledger, sink, runner };
+}
+
+function cmd(text: string, turn = 0, taskId = 't1', deadlineUnixMs?: number): TaskRunCommand {
+  return Envelopes.run(
+    {
+      tenant: 'acme',
+      agentId: 'unit-agent',
+      taskId,
+      contextId: 'c1',
+      messageId: `m${turn}`,
+      executionId: executionId('acme', taskId, turn),
+      subject: 'alice',
+      actor: 'client',
+      ...(deadlineUnixMs ? { deadlineUnixMs } : {}),
+    },
+    { turn, message: { role: 'ROLE_USER', parts: [{ kind: 'text', text }] } },
+  );
+}
+
+const never = new AbortController().signal;
+const states = (events: TaskEvent[]) => events.map((e) => (e.kind === 'task.status' ? e.body.state : 'artifact'));
+
+test('a handler that throws fails the task with its message', async () => {
+  const { sink, runner } = setup(async () => {
+    throw new Error('boom');
+  });
+  await runner.run(cmd('x'), never);
+  assert.deepEqual(states(sink.sent), ['TASK_STATE_WORKING', 'TASK_STATE_FAILED']);
+  const final = sink.sent[1];
+  assert.match(JSON.stringify(final.body), /boom/);
+});
+
+test('a finished execution is re-emitted, not run again; history carries earlier turns', async () => {
+  let runs = 0;
+  const { sink, runner } = setup(async (task, ctx) => {
+    runs++;
+    if (task.turn === 0) return ctx.askForInput('which one?');
+    assert.equal(task.history.length, 2, 'user message and the question of turn 0');
+    assert.equal(task.history[1].role, 'agent');
+    return ctx.complete('done');
+  });
+  await runner.run(cmd('hi', 0), never);
+  await runner.run(cmd('hi', 0), never);
+  assert.equal(runs, 1);
+  assert.deepEqual(states(sink.sent), ['TASK_STATE_WORKING', 'TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_INPUT_REQUIRED']);
+  assert.equal(sink.sent[1].body.seq, sink.sent[2].body.seq);
+  await runner.run(cmd('INV-1', 1), never);
+  assert.equal(runs, 2);
+  assert.equal(states(sink.sent).at(-1), 'TASK_STATE_COMPLETED');
+});
+
+test('a handler ignoring its signal cannot hold a canceled turn', async () => {
+  const { sink, runner } = setup(() => new Promise(() => undefined));
+  const ac = new AbortController();
+  const done = runner.run(cmd('x'), ac.signal);
+  setTimeout(() => ac.abort(), 20);
+  await done;
+  assert.deepEqual(states(sink.sent), ['TASK_STATE_WORKING', 'TASK_STATE_CANCELED']);
+});
+
+test('the deadline aborts a running turn and fails it', async () => {
+  const { sink, runner } = setup(
+    (task) => new Promise((_, reject) => task.signal.addEventListener('abort', () => reject(task.signal.reason))),
+  );
+  await runner.run(cmd('x', 0, 't-deadline', Date.now() + 50), never);
+  assert.deepEqual(states(sink.sent), ['TASK_STATE_WORKING', 'TASK_STATE_FAILED']);
+  assert.match(JSON.stringify(sink.sent[1].body), /deadline/);
+});
+
+test('an owner that lost its lease reports nothing; a busy execution is waited for and taken over', async () => {
+  let release!: () => void;
+  const { ledger, sink, runner } = setup(
+    (_t, ctx) =>
+      new Promise((resolve) => {
+        release = () => resolve(ctx.complete());
+      }),
+    undefined,
+    200,
+  );
+  const first = runner.run(cmd('x'), never);
+  await new Promise((r) => setTimeout(r, 20));
+  ledger.expire('acme:t1:0');
+  // A second delivery takes the expired execution over and runs it to the end.
+  const second = runner.run(cmd('x'), never);
+  await new Promise((r) => setTimeout(r, 100));
+  release();
+  await Promise.all([first, second]);
+  const finals = sink.sent.filter((e) => e.kind === 'task.status' && e.body.final);
+  assert.equal(finals.length, 1, 'only the new owner reports the outcome');
+  assert.ok(finals[0].body.seq >= 1_000_000);
+});
+
+test('an unknown tool outcome is announced while WORKING and handed to the handler when it stays unknown', async () => {
+  const unknown: ToolObservation = { status: 'unknown', tool: 'mcp__s__t', idempotencyKey: 'k', reason: 'timeout' };
+  const { sink, runner } = setup(
+    async (_t, ctx) => {
+      const obs = await ctx.callTool({ tool: 'mcp__s__t' });
+      return obs.status === 'unknown' ? ctx.fail('still unknown') : ctx.complete();
+    },
+    { call: async () => unknown },
+  );
+  await runner.run(cmd('x'), never);
+  assert.deepEqual(states(sink.sent), ['TASK_STATE_WORKING', 'TASK_STATE_WORKING', 'TASK_STATE_FAILED']);
+  assert.equal(
+    (sink.sent[1].body as { message?: { metadata?: Record<string, unknown> } }).message?.metadata?.['mesh/tool_outcome'],
+    'unknown',
+  );
+});
+
+test('a revoked command stops the turn without reporting and releases its lease for the next owner', async () => {
+  const { ledger, sink, runner } = setup(
+    (task) => new Promise((_, reject) => task.signal.addEventListener('abort', () => reject(task.signal.reason))),
+  );
+  const revoked = new AbortController();
+  const first = runner.run(cmd('x', 0, 't-revoked'), never, revoked.signal);
+  await new Promise((r) => setTimeout(r, 20));
+  revoked.abort();
+  await first;
+  assert.equal(sink.sent.filter((e) => e.kind === 'task.status' && e.body.final).length, 0);
+  const again = await ledger.claim(
+    {
+      executionId: 'acme:t-revoked:0',
+      tenant: 'acme',
+      agentId: 'unit-agent',
+      taskId: 't-revoked',
+      contextId: 'c1',
+      turn: 0,
+      input: { role: 'user', parts: [] },
+    },
+    'other',
+    1000,
+  );
+  assert.deepEqual(again, { kind: 'claimed', attempt: 2 });
+});

@@ -1,0 +1,328 @@
+import { randomUUID } from 'node:crypto';
+import {
+  Outcomes,
+  type AgentContext,
+  type AgentDefinition,
+  type AgentMessage,
+  type AgentTask,
+  type ArtifactInput,
+  type ToolIntent,
+  type ToolObservation,
+  type TurnOutcome,
+} from '@mesh/agent-sdk';
+import {
+  Envelopes,
+  MeshError,
+  type Envelope,
+  type Identity,
+  type JsonObject,
+  type TaskEvent,
+  type TaskRunCommand,
+  type TopicNames,
+} from '@mesh/contract';
+import { RetryBudget, type ToolCallScope } from '@mesh/tool-gateway';
+import { fromWireMessage, toWireArtifact, toWireMessage, WireState, wireStateOf } from './a2a-wire.js';
+import type { ExecutionLedger } from './execution-ledger.js';
+
+/** Where events go (a BusProducer satisfies it). */
+export interface EventSink {
+  send(topic: string, key: string, envelope: Envelope): Promise<void>;
+}
+
+/** What the runner needs from the tool gateway. */
+export interface ToolCaller {
+  call(intent: ToolIntent, scope: ToolCallScope): Promise<ToolObservation>;
+}
+
+/** What the runner needs from the reconciler. */
+export interface UnknownOutcomeWaiter {
+  waitFor(key: string, signal: AbortSignal): Promise<ToolObservation | undefined>;
+}
+
+export interface TurnRunnerOptions {
+  agent: AgentDefinition;
+  ledger: ExecutionLedger;
+  tools: ToolCaller;
+  reconciler: UnknownOutcomeWaiter;
+  sink: EventSink;
+  topics: TopicNames;
+  workerId: string;
+  leaseMs: number;
+  /** How long a turn waits for an unknown tool outcome to be reconciled before the handler sees `unknown`. */
+  unknownWaitMs: number;
+  /** Retries of read-only tool calls per turn. */
+  retryBudget: number;
+  log?: (entry: Record<string, unknown>) => void;
+  /** Observes finished turns and dedup hits (metrics). */
+  observe?: { turnFinished(state: string): void; dedupHit(): void };
+}
+
+/** Seqs of one attempt start at attempt × this, so a takeover's events sort after the dead owner's. */
+const SEQ_PER_ATTEMPT = 1_000_000;
+
+/**
+ * Runs one turn of a task exactly once in effect: claims the execution id, runs the handler with
+ * an AbortSignal (cancel, deadline, lost lease), emits status and artifact events with increasing
+ * seq, and records the final events so a redelivered command re-emits them instead of running again.
+ */
+export class TurnRunner {
+  constructor(private readonly o: TurnRunnerOptions) {}
+
+  /**
+   * Runs `cmd`; `cancel` aborts when a task.cancel arrives for this task, `revoked` when this process
+   * no longer owns the command (the turn stops, reports nothing, and its lease is released).
+   */
+  async run(cmd: TaskRunCommand, cancel: AbortSignal, revoked: AbortSignal = new AbortController().signal): Promise<void> {
+    const id = cmd.identity;
+    const input = fromWireMessage(cmd.body.message);
+    const owner = `${this.o.workerId}/${randomUUID().slice(0, 8)}`;
+    const claim = {
+      executionId: id.executionId,
+      tenant: id.tenant,
+      agentId: this.o.agent.id,
+      taskId: id.taskId,
+      contextId: id.contextId,
+      turn: cmd.body.turn,
+      input,
+    };
+
+    let attempt: number;
+    for (;;) {
+      const c = await this.o.ledger.claim(claim, owner, this.o.leaseMs);
+      if (c.kind === 'finished') {
+        this.o.log?.({ msg: 'execution already finished: re-emitting its final events', executionId: id.executionId });
+        this.o.observe?.dedupHit();
+        for (const e of c.events) await this.send(e);
+        return;
+      }
+      if (c.kind === 'claimed') {
+        attempt = c.attempt;
+        break;
+      }
+      // Someone else runs it now: wait for it to finish, or for its lease to expire and take over.
+      await sleep(Math.min(Math.max(c.leaseRemainingMs + 20, 50), 1000));
+    }
+
+    const turn = new TurnEmitter(this, id, (attempt - 1) * SEQ_PER_ATTEMPT);
+    const finish = async (outcome: TurnOutcome): Promise<void> => {
+      // Progress and artifacts were sent without waiting (the producer keeps their order); a failed
+      // one surfaces here, before the outcome is recorded, so the redelivery runs or re-emits it.
+      await turn.flush();
+      const status = turn.status(wireStateOf(outcome.state), outcome.message, true);
+      const events = [...turn.artifacts, status];
+      if (!(await this.o.ledger.finish(id.executionId, owner, { state: outcome.state, reply: outcome.message, events }))) {
+        this.o.log?.({ msg: 'lost the execution before finishing; its new owner reports it', executionId: id.executionId });
+        return;
+      }
+      this.o.observe?.turnFinished(outcome.state);
+      await this.send(status);
+    };
+
+    if (id.deadlineUnixMs !== undefined && id.deadlineUnixMs <= Date.now()) {
+      return finish(Outcomes.failed('The deadline passed before the task was started.'));
+    }
+    if (cancel.aborted) return finish(Outcomes.canceled('Canceled before it started.'));
+
+    const ac = new AbortController();
+    const onCancel = () => ac.abort(new MeshError('CANCELLED', 'the task was canceled'));
+    cancel.addEventListener('abort', onCancel, { once: true });
+    let leaseLost = false;
+    const onRevoked = () => {
+      leaseLost = true;
+      ac.abort(new MeshError('REVOKED', 'this worker no longer owns the command'));
+    };
+    revoked.addEventListener('abort', onRevoked, { once: true });
+    const deadlineTimer =
+      id.deadlineUnixMs === undefined
+        ? undefined
+        : setTimeout(() => ac.abort(new MeshError('DEADLINE_EXCEEDED', 'the deadline passed')), id.deadlineUnixMs - Date.now());
+    const renewTimer = setInterval(
+      () => {
+        this.o.ledger.renew(id.executionId, owner, this.o.leaseMs).then(
+          (ok) => {
+            if (!ok && !leaseLost) {
+              leaseLost = true;
+              ac.abort(new MeshError('LEASE_LOST', 'another worker took this execution over'));
+            }
+          },
+          () => undefined, // a failed renewal is retried on the next tick; the lease covers a few misses
+        );
+      },
+      Math.max(50, Math.floor(this.o.leaseMs / 3)),
+    );
+
+    let outcome: TurnOutcome;
+    try {
+      turn.emit(turn.status(WireState.working, undefined, false));
+      const task: AgentTask = {
+        agentId: this.o.agent.id,
+        tenant: id.tenant,
+        taskId: id.taskId,
+        contextId: id.contextId,
+        turn: cmd.body.turn,
+        subject: id.subject,
+        actor: id.actor,
+        message: input,
+        parts: input.parts,
+        // Turn 0 has no history: skip the query on the hot path.
+        history: cmd.body.turn > 0 ? await this.o.ledger.history(id.tenant, id.taskId, cmd.body.turn) : [],
+        ...(id.deadlineUnixMs !== undefined ? { deadline: new Date(id.deadlineUnixMs) } : {}),
+        signal: ac.signal,
+      };
+      const scope: ToolCallScope = {
+        tenant: id.tenant,
+        taskId: id.taskId,
+        executionId: id.executionId,
+        subject: id.subject,
+        owner,
+        signal: ac.signal,
+        ...(task.deadline ? { deadline: task.deadline } : {}),
+        budget: new RetryBudget(this.o.retryBudget),
+      };
+      const ctx = this.context(turn, scope, ac.signal);
+      outcome = await raceAbort(this.o.agent.handler(task, ctx), ac.signal);
+    } catch (err) {
+      outcome = this.outcomeOfError(err, ac.signal);
+    } finally {
+      clearInterval(renewTimer);
+      clearTimeout(deadlineTimer);
+      cancel.removeEventListener('abort', onCancel);
+      revoked.removeEventListener('abort', onRevoked);
+    }
+    if (ac.signal.aborted && outcome.state !== 'canceled' && outcome.state !== 'failed')
+      outcome = this.outcomeOfError(ac.signal.reason, ac.signal);
+    if (leaseLost) {
+      this.o.log?.({ msg: 'lease lost or command revoked during the turn; not reporting', executionId: id.executionId });
+      if (revoked.aborted) await this.o.ledger.abandon(id.executionId, owner).catch(() => undefined);
+      return;
+    }
+    await finish(outcome);
+  }
+
+  /** @internal used by TurnEmitter */
+  async send(e: TaskEvent): Promise<void> {
+    await this.o.sink.send(this.o.topics.events(), e.identity.taskId, e);
+  }
+
+  private outcomeOfError(err: unknown, signal: AbortSignal): TurnOutcome {
+    const reason = signal.aborted ? signal.reason : err;
+    const code = (reason as { code?: string })?.code;
+    if (code === 'CANCELLED') return Outcomes.canceled('The task was canceled.');
+    if (code === 'DEADLINE_EXCEEDED') return Outcomes.failed('The deadline passed before the task finished.');
+    const msg = reason instanceof Error ? reason.message : String(reason);
+    this.o.log?.({ level: 'warn', msg: 'handler failed', error: msg });
+    return Outcomes.failed(`The agent failed: ${msg}`);
+  }
+
+  private context(turn: TurnEmitter, scope: ToolCallScope, signal: AbortSignal): AgentContext {
+    return {
+      callTool: async (intent) => {
+        const obs = await this.o.tools.call(intent, scope);
+        if (obs.status !== 'unknown') return obs;
+        // Not failed, not retried: say so, and wait for the reconciler to settle it by its key.
+        turn.emit(
+          turn.status(
+            WireState.working,
+            {
+              role: 'agent',
+              parts: [
+                { type: 'text', text: `The outcome of ${intent.tool} is not known yet; it is being reconciled before the task goes on.` },
+              ],
+              metadata: { 'mesh/tool_outcome': 'unknown', 'mesh/idempotency_key': obs.idempotencyKey, 'mesh/tool': intent.tool },
+            },
+            false,
+          ),
+        );
+        const wait = AbortSignal.any([signal, AbortSignal.timeout(this.o.unknownWaitMs)]);
+        let settled: ToolObservation | undefined;
+        try {
+          settled = await this.o.reconciler.waitFor(obs.idempotencyKey, wait);
+        } catch (err) {
+          if (signal.aborted) throw err;
+          return obs; // still unknown after the wait: the handler decides (and must not claim success)
+        }
+        // Reconciled as never applied: the call is made now (the server's idempotency key still guards it).
+        return settled ?? this.o.tools.call(intent, scope);
+      },
+      progress: async (text) => {
+        turn.emit(turn.status(WireState.working, { role: 'agent', parts: [{ type: 'text', text }] }, false));
+      },
+      artifact: async (a) => {
+        turn.emit(turn.artifact(a));
+      },
+      askForInput: (q) => Outcomes.inputRequired(q),
+      complete: (t) => Outcomes.completed(t),
+      fail: (r) => Outcomes.failed(r),
+      reject: (r) => Outcomes.rejected(r),
+    };
+  }
+}
+
+/** Builds the events of one attempt with increasing seq, and sends the non-final ones. */
+class TurnEmitter {
+  readonly artifacts: TaskEvent[] = [];
+  private n = 0;
+  private pending: Array<Promise<void>> = [];
+
+  constructor(
+    private readonly runner: TurnRunner,
+    private readonly id: Identity,
+    private readonly seqBase: number,
+  ) {}
+
+  /** Sends without waiting for the acknowledgement; `flush` waits for all of them. */
+  emit(e: TaskEvent): void {
+    const sent = this.runner.send(e);
+    sent.catch(() => undefined); // observed in flush()
+    this.pending.push(sent);
+  }
+
+  async flush(): Promise<void> {
+    const pending = this.pending;
+    this.pending = [];
+    await Promise.all(pending);
+  }
+
+  status(state: string, message: AgentMessage | undefined, final: boolean): TaskEvent {
+    return Envelopes.status(this.id, {
+      seq: this.seqBase + this.n++,
+      state,
+      final,
+      ...(message ? { message: toWireMessage(message, { taskId: this.id.taskId, contextId: this.id.contextId }) } : {}),
+    });
+  }
+
+  artifact(a: ArtifactInput): TaskEvent {
+    const index = this.artifacts.length;
+    const e = Envelopes.artifact(this.id, {
+      seq: this.seqBase + this.n++,
+      artifact: toWireArtifact(a, `${this.id.executionId}:${index}`) as JsonObject,
+      lastChunk: true,
+    });
+    this.artifacts.push(e);
+    return e;
+  }
+}
+
+/** Resolves with `p`, or rejects with the signal's reason as soon as it aborts (a handler ignoring its signal cannot hold the turn). */
+function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

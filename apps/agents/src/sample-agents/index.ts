@@ -1,0 +1,11 @@
+import type { AgentDefinition } from '@mesh/agent-sdk';
+import { echoAgent } from './echo-agent.js';
+import { refundAgent } from './refund-agent.js';
+
+/** Agents this app can run, by id (AGENTS_RUN picks among them). */
+export const sampleAgents: Record<string, AgentDefinition> = {
+  [echoAgent.id]: echoAgent,
+  [refundAgent.id]: refundAgent,
+};
+
+export { echoAgent, refundAgent };

@@ -1,0 +1,98 @@
+import { data, defineAgent, textOf, type AgentMessage } from '@mesh/agent-sdk';
+
+const INVOICE_RE = /\bINV-\d{1,10}\b/i;
+
+/** The invoice number named in a message: a data part's `invoice_id`, or `INV-…` in its text. */
+function invoiceIn(m: AgentMessage): string | undefined {
+  for (const p of m.parts) if (p.type === 'data' && typeof p.data.invoice_id === 'string') return p.data.invoice_id.toUpperCase();
+  return INVOICE_RE.exec(textOf(m.parts))?.[0].toUpperCase();
+}
+
+interface Invoice {
+  invoice_id: string;
+  amount_cents: number;
+  currency: string;
+  charges: number;
+  refunded_cents: number;
+  duplicate_charge: boolean;
+}
+
+/**
+ * Refunds a duplicate charge: asks for the invoice number when it has none, checks the invoice, and
+ * issues at most one refund (the effect ledger and the tool's idempotency key make repeats harmless).
+ */
+export const refundAgent = defineAgent({
+  id: 'refund-agent',
+  card: {
+    name: 'Refund Agent',
+    description: 'Refunds a customer who was charged twice for an invoice.',
+    version: '1.0.0',
+    skills: [
+      {
+        id: 'refund-duplicate-charge',
+        name: 'Refund duplicate charge',
+        description: 'Checks an invoice and refunds a duplicate charge once',
+        tags: ['billing', 'refund'],
+      },
+    ],
+    defaultInputModes: ['text/plain', 'application/json'],
+    defaultOutputModes: ['application/json'],
+  },
+  channel: { visibility: 'public', maxInFlight: 64 },
+  mcpServers: { billing: { transport: 'http', url: 'http://127.0.0.1:8083/mcp', reconcileTool: 'refund_status', requestTimeoutMs: 10000 } },
+  handler: async (task, ctx) => {
+    const invoiceId =
+      invoiceIn(task.message) ??
+      [...task.history]
+        .reverse()
+        .filter((m) => m.role === 'user')
+        .map(invoiceIn)
+        .find(Boolean);
+    if (!invoiceId) return ctx.askForInput('Which invoice was charged twice? Please send its number, e.g. INV-2291.');
+
+    await ctx.progress(`Checking invoice ${invoiceId}.`);
+    const found = await ctx.callTool({ tool: 'mcp__billing__get_invoice', args: { invoice_id: invoiceId } });
+    if (found.status === 'error') return ctx.reject(`I cannot refund ${invoiceId}: ${found.text}`);
+    if (found.status !== 'ok' || !found.data) return ctx.fail(`Could not read invoice ${invoiceId}.`);
+    const invoice = found.data as unknown as Invoice;
+
+    const refundable = invoice.amount_cents * (invoice.charges - 1) - invoice.refunded_cents;
+    if (!invoice.duplicate_charge || refundable <= 0) {
+      await ctx.artifact({
+        name: 'refund',
+        parts: [data({ invoice_id: invoiceId, refund_id: null, state: invoice.duplicate_charge ? 'already_refunded' : 'not_eligible' })],
+      });
+      return ctx.complete(
+        invoice.duplicate_charge
+          ? `The duplicate charge on ${invoiceId} was already refunded.`
+          : `${invoiceId} was charged once; nothing to refund.`,
+      );
+    }
+
+    const refund = await ctx.callTool({
+      tool: 'mcp__billing__issue_refund',
+      args: { invoice_id: invoiceId, amount_cents: refundable, reason: 'duplicate charge' },
+    });
+    if (refund.status === 'unknown') {
+      await ctx.artifact({
+        name: 'refund',
+        parts: [data({ invoice_id: invoiceId, refund_id: null, state: 'unknown', idempotency_key: refund.idempotencyKey })],
+      });
+      return ctx.fail(
+        `The refund for ${invoiceId} was sent but its outcome is not known yet; it is being reconciled. Do not refund again.`,
+      );
+    }
+    if (refund.status === 'error' || !refund.data)
+      return ctx.fail(`The refund for ${invoiceId} failed: ${refund.status === 'error' ? refund.text : 'no result'}`);
+    const r = refund.data as unknown as { refund_id: string; amount_cents: number; currency: string };
+    await ctx.artifact({
+      name: 'refund',
+      parts: [
+        data({ invoice_id: invoiceId, refund_id: r.refund_id, amount_cents: r.amount_cents, currency: r.currency, state: 'refunded' }),
+      ],
+    });
+    return ctx.complete(
+      `Refunded ${(r.amount_cents / 100).toFixed(2)} ${r.currency} for the duplicate charge on ${invoiceId} (refund ${r.refund_id}).`,
+    );
+  },
+});

@@ -1,0 +1,197 @@
+import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import { AgentCard } from '@a2a-js/sdk';
+import { agentCardHandler, jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
+import { A2A_ERROR_CODE, ContentTypeNotSupportedError, RequestMalformedError, toJsonRpcError, toRestErrorBody } from '@a2a-js/sdk/errors';
+import type { Authenticator, Principal } from '@mesh/auth';
+import type { AgentRecord } from '@mesh/contract';
+import { buildServedCard } from '../catalog/agent-card.builder.js';
+import type { AgentLookup } from '../catalog/agent-catalog.js';
+import { DispatcherRequestHandler } from './dispatcher-request-handler.js';
+import { PrincipalUser } from './principal-user.js';
+
+/** Everything the A2A edge needs to build one agent's handler. */
+export interface A2aRouterOptions {
+  authenticator: Authenticator;
+  catalog: AgentLookup;
+  /** Base URL of this dispatcher as callers reach it. */
+  publicUrl: () => string;
+  bodyLimit: string;
+  cardMaxAgeSeconds: number;
+  handlerFor(record: AgentRecord, card: AgentCard): DispatcherRequestHandler;
+}
+
+interface AgentEdge {
+  key: string;
+  router: RequestHandler;
+}
+
+const CARD_PATH = '/.well-known/agent-card.json';
+type Locals = { principal?: Principal; agent?: AgentRecord };
+
+/** JSON-RPC is a POST to the agent's base URL; everything else under it is HTTP+JSON or the card. */
+const isJsonRpc = (req: Request) => req.method === 'POST' && (req.path === '/' || req.path === '');
+
+function sendError(req: Request, res: Response, httpStatus: number, jsonRpcCode: number, err: Error): void {
+  if (res.headersSent) {
+    if (!res.writableEnded) res.end();
+    return;
+  }
+  if (isJsonRpc(req)) {
+    const body = req.body as { id?: unknown } | undefined;
+    const id = typeof body?.id === 'string' || typeof body?.id === 'number' ? body.id : null;
+    const mapped = toJsonRpcError(err);
+    res.status(httpStatus).json({ jsonrpc: '2.0', id, error: { ...mapped, code: jsonRpcCode } });
+  } else {
+    res.status(httpStatus).type('application/json').json(toRestErrorBody(err, httpStatus));
+  }
+}
+
+/**
+ * JSON-RPC 2.0 says a parsed body that is not a Request object (batch, wrong `jsonrpc`, no
+ * method, bad id type) is -32600 Invalid Request; the SDK would report -32602, so the envelope is
+ * checked here. Params and everything after stay with the SDK.
+ */
+const validJsonRpcEnvelope: RequestHandler = (req, res, next) => {
+  const body = req.body as unknown;
+  if (body === undefined) return next(); // not parsed (wrong content type): the SDK's guard answers
+  const r = body as { jsonrpc?: unknown; method?: unknown; id?: unknown };
+  const idOk = !('id' in (r ?? {})) || r.id === null || typeof r.id === 'string' || Number.isInteger(r.id);
+  if (typeof body !== 'object' || body === null || Array.isArray(body) || r.jsonrpc !== '2.0' || typeof r.method !== 'string' || !idOk) {
+    res.status(200).json({
+      jsonrpc: '2.0',
+      id: idOk && typeof r?.id !== 'undefined' ? r.id : null,
+      error: { code: A2A_ERROR_CODE.INVALID_REQUEST, message: 'Invalid Request: expected a JSON-RPC 2.0 request object' },
+    });
+    return;
+  }
+  next();
+};
+
+/**
+ * `/a2a/:agentId/...`: version normalisation, authentication and agent resolution in front of
+ * the SDK's own express handlers (JSON-RPC at the base URL, HTTP+JSON routes, the card), one set
+ * per agent, rebuilt when the agent's record changes. Failures before the SDK (bad token, unknown
+ * agent, unparsable or oversized body) are answered in the binding's own error format.
+ */
+export function a2aRouter(opts: A2aRouterOptions): express.Router {
+  const edges = new Map<string, AgentEdge>();
+  const router = express.Router();
+
+  const edgeFor = (record: AgentRecord): AgentEdge => {
+    const key = `${record.version}:${record.updatedAt}`;
+    const cached = edges.get(record.id);
+    if (cached?.key === key) return cached;
+    const card = buildServedCard(record, opts.publicUrl());
+    const cardJson = AgentCard.toJSON(card);
+    const handler = opts.handlerFor(record, card);
+    const userBuilder = async (req: Request) => new PrincipalUser((req.res!.locals as Locals).principal!);
+    const agentRouter = express.Router();
+    agentRouter.use(
+      CARD_PATH,
+      agentCardHandler({ agentCardProvider: async () => cardJson as unknown as AgentCard, cache: { maxAge: opts.cardMaxAgeSeconds } }),
+    );
+    // Mounted on the exact base path only, so its content-type guard never sees REST routes.
+    agentRouter.post('/', validJsonRpcEnvelope, jsonRpcHandler({ requestHandler: handler, userBuilder }));
+    agentRouter.use(restHandler({ requestHandler: handler, userBuilder }));
+    agentRouter.use((req: Request, res: Response) =>
+      sendError(req, res, 404, A2A_ERROR_CODE.METHOD_NOT_FOUND, new Error(`no A2A route ${req.method} ${req.path}`)),
+    );
+    const edge = { key, router: agentRouter };
+    edges.set(record.id, edge);
+    return edge;
+  };
+
+  // A2A-Version: a patch (1.0.1) is the same version; the query parameter stands in for the header.
+  const normaliseVersion: RequestHandler = (req, _res, next) => {
+    const query = req.query['A2A-Version'] ?? req.query['a2a-version'];
+    const raw = req.header('A2A-Version') ?? (typeof query === 'string' ? query : undefined);
+    if (raw !== undefined) {
+      const m = /^\s*(\d+)\.(\d+)(?:\.\d+)?\s*$/.exec(raw);
+      req.headers['a2a-version'] = m ? `${Number(m[1])}.${Number(m[2])}` : raw;
+    }
+    next();
+  };
+
+  const authenticate: RequestHandler = (req, res, next) => {
+    const locals = res.locals as Locals;
+    // The card of a public agent is discoverable without a token; everything else needs one.
+    if (req.path === CARD_PATH && req.header('authorization') === undefined) return next();
+    opts.authenticator.authenticate(req.headers.authorization).then(
+      (principal) => {
+        locals.principal = principal;
+        next();
+      },
+      () => {
+        res.setHeader('WWW-Authenticate', 'Bearer');
+        const err = new Error('authentication required: send Authorization: Bearer <token or API key>');
+        if (isJsonRpc(req)) sendError(req, res, 401, A2A_ERROR_CODE.INVALID_REQUEST, err);
+        else res.status(401).json({ error: { code: 401, status: 'UNAUTHENTICATED', message: err.message, details: [] } });
+      },
+    );
+  };
+
+  const resolveAgent: RequestHandler = (req, res, next) => {
+    const locals = res.locals as Locals;
+    const agentId = String((req.params as Record<string, string>).agentId);
+    const record = opts.catalog.resolve(agentId, locals.principal?.tenant);
+    if (!record) {
+      sendError(
+        req,
+        res,
+        404,
+        A2A_ERROR_CODE.METHOD_NOT_FOUND,
+        Object.assign(new Error(`agent "${agentId}" not found`), { name: 'AgentNotFound' }),
+      );
+      return;
+    }
+    locals.agent = record;
+    edgeFor(record).router(req, res, next);
+  };
+
+  router.use(
+    '/:agentId',
+    normaliseVersion,
+    // application/json is parsed by the app-wide parser; A2A's own media type is parsed here, same limit.
+    express.json({ type: 'application/a2a+json', limit: opts.bodyLimit, strict: false }),
+    authenticate,
+    resolveAgent,
+  );
+
+  return router;
+}
+
+/**
+ * Body-parser failures (the app-wide parser or ours) in the binding's format, before any SDK code
+ * ran. Mount it on the app at `/a2a/:agentId`: express never passes errors into a router, only
+ * to four-argument handlers.
+ */
+export function a2aBodyErrorHandler(bodyLimit: string) {
+  return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
+    const e = err as { type?: string; status?: number; message?: string };
+    if (e.type === 'entity.too.large') {
+      return sendError(
+        req,
+        res,
+        413,
+        A2A_ERROR_CODE.INVALID_REQUEST,
+        new RequestMalformedError(`request body exceeds the limit of ${bodyLimit}`),
+      );
+    }
+    if (e.type === 'entity.parse.failed' || err instanceof SyntaxError) {
+      return isJsonRpc(req)
+        ? sendError(req, res, 200, A2A_ERROR_CODE.PARSE_ERROR, new Error('Invalid JSON payload.'))
+        : sendError(req, res, 400, A2A_ERROR_CODE.INVALID_PARAMS, new RequestMalformedError('Invalid JSON payload.'));
+    }
+    if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') {
+      return sendError(
+        req,
+        res,
+        isJsonRpc(req) ? 200 : 400,
+        A2A_ERROR_CODE.CONTENT_TYPE_NOT_SUPPORTED,
+        new ContentTypeNotSupportedError(e.message),
+      );
+    }
+    process.stderr.write(`${JSON.stringify({ level: 'error', src: 'a2a', msg: 'unhandled error', err: String(err) })}\n`);
+    return sendError(req, res, 500, A2A_ERROR_CODE.INTERNAL_ERROR, new Error('internal error'));
+  };
+}

@@ -1,0 +1,30 @@
+import type { Principal } from '@mesh/auth';
+import type { ServerCallContext, User } from '@a2a-js/sdk/server';
+import { RequestMalformedError } from '@a2a-js/sdk/errors';
+
+/** The authenticated caller as the SDK's `User`; the principal is the only source of tenant. */
+export class PrincipalUser implements User {
+  constructor(readonly principal: Principal) {}
+  get isAuthenticated(): boolean {
+    return true;
+  }
+  get userName(): string {
+    return `${this.principal.tenant}/${this.principal.subject}`;
+  }
+}
+
+/**
+ * The principal of a call. A request's own A2A `tenant` (JSON-RPC `params.tenant`, REST path
+ * prefix) may only repeat the authenticated tenant, never choose another one.
+ */
+export function principalOf(context: ServerCallContext): Principal {
+  const user = context.user;
+  if (!(user instanceof PrincipalUser)) throw new Error('request reached the A2A handler without authentication');
+  if (context.tenant && context.tenant !== user.principal.tenant) {
+    throw new RequestMalformedError({
+      message: `tenant "${context.tenant}" does not match the authenticated tenant`,
+      metadata: { conflict: 'TENANT_MISMATCH' },
+    });
+  }
+  return user.principal;
+}

@@ -1,0 +1,106 @@
+import type { Kafka } from 'kafkajs';
+import {
+  decodeEnvelope,
+  encodeEnvelope,
+  Envelopes,
+  newId,
+  type AgentRecord,
+  type Envelope,
+  type Identity,
+  type JsonObject,
+  type TopicNames,
+} from '@mesh/contract';
+import { ensureTopic, type RunningConsumer } from '../kafka/kafka.adapter.js';
+
+/** Id of the demo agent `npm start` registers. */
+export const DEMO_AGENT_ID = 'echo-agent';
+
+/** The demo agent's directory record: public, default channel key. */
+export function demoAgentRecord(): AgentRecord {
+  return {
+    id: DEMO_AGENT_ID,
+    tenant: 'acme',
+    visibility: 'public',
+    version: 1,
+    card: {
+      name: 'Echo Agent',
+      description: 'Answers every message with an artifact holding the same text.',
+      version: '1.0.0',
+      supportedInterfaces: [],
+      capabilities: {},
+      defaultInputModes: ['text/plain'],
+      defaultOutputModes: ['text/plain'],
+      skills: [{ id: 'echo', name: 'Echo', description: 'Echoes the text it receives.', tags: ['demo'] }],
+    },
+    channel: { keyTemplate: '{tenant}:{agent_id}', partitions: 3 },
+    retired: false,
+    updatedAt: new Date(0).toISOString(),
+  };
+}
+
+/** Publishes the demo record to the cards topic (what the directory does for registered agents). */
+export async function registerDemoAgent(kafka: Kafka, topics: TopicNames): Promise<void> {
+  await ensureTopic(kafka, topics.cards(), 1, [{ name: 'cleanup.policy', value: 'compact' }]);
+  const producer = kafka.producer();
+  await producer.connect();
+  try {
+    const record = demoAgentRecord();
+    await producer.send({ topic: topics.cards(), messages: [{ key: record.id, value: JSON.stringify(record) }] });
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+/**
+ * A minimal worker for the demo agent: each `task.run` gets WORKING, an artifact with the text
+ * it received, then COMPLETED. The worker issue replaces it with the SDK-based echo-agent.
+ */
+export async function startDemoEchoWorker(kafka: Kafka, topics: TopicNames): Promise<RunningConsumer> {
+  await ensureTopic(kafka, topics.commands(DEMO_AGENT_ID), demoAgentRecord().channel.partitions);
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  const consumer = kafka.consumer({ groupId: `${topics.prefix}demo-echo-worker`, maxWaitTimeInMs: 100 });
+  await consumer.connect();
+  await consumer.subscribe({ topic: topics.commands(DEMO_AGENT_ID), fromBeginning: true });
+  // One produce per fetched batch: the events of every command in it go out together.
+  await consumer.run({
+    partitionsConsumedConcurrently: 3,
+    eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
+      const out: Array<{ key: string; value: Buffer; headers: Record<string, string> }> = [];
+      for (const message of batch.messages) {
+        let env;
+        try {
+          env = decodeEnvelope({ headers: message.headers, value: message.value });
+        } catch {
+          continue; // the demo worker skips what it cannot read
+        }
+        if (env.kind !== 'task.run') continue;
+        for (const e of echo(env.identity, env.body.message)) {
+          const w = encodeEnvelope(e);
+          out.push({ key: env.identity.taskId, value: w.value, headers: w.headers });
+        }
+      }
+      if (out.length > 0) await producer.send({ topic: topics.events(), acks: -1, messages: out });
+      const last = batch.messages[batch.messages.length - 1];
+      if (last) resolveOffset(last.offset);
+      await heartbeat();
+    },
+  });
+  return {
+    async stop() {
+      await consumer.disconnect().catch(() => undefined);
+      await producer.disconnect().catch(() => undefined);
+    },
+  };
+}
+
+/** WORKING, an artifact with the text received, COMPLETED. */
+function echo(identity: Identity, message: JsonObject): Envelope[] {
+  const parts = (message.parts as Array<{ text?: string }> | undefined) ?? [];
+  const text = parts.map((p) => p.text ?? '').join('');
+  return [
+    Envelopes.status(identity, { seq: 0, state: 'TASK_STATE_WORKING', final: false }),
+    Envelopes.artifact(identity, { seq: 1, artifact: { artifactId: newId(), name: 'echo', parts: [{ text }] }, lastChunk: true }),
+    Envelopes.status(identity, { seq: 2, state: 'TASK_STATE_COMPLETED', final: true }),
+  ];
+}

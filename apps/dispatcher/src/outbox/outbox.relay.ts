@@ -1,0 +1,107 @@
+import type { DataSource } from 'typeorm';
+import type { MessageProducer } from '../kafka/kafka.adapter.js';
+
+const log = (level: string, msg: string, extra: Record<string, unknown> = {}) =>
+  process.stderr.write(`${JSON.stringify({ level, src: 'outbox-relay', msg, ...extra })}\n`);
+
+export interface OutboxRelayOptions {
+  batchSize: number;
+  /** Poll interval when idle (accepts also wake the relay directly). */
+  idleMs: number;
+  /** After a wake-up, wait this long so one batch carries the commands of concurrent accepts. */
+  lingerMs?: number;
+  maxBackoffMs: number;
+}
+
+/**
+ * Moves committed outbox rows to Kafka: lock a batch (SKIP LOCKED, so replicas share the work),
+ * produce it, delete it, commit. If Kafka is down the rows stay and are retried with backoff;
+ * a crash between produce and commit re-produces them, which workers absorb by execution id.
+ */
+export class OutboxRelay {
+  private running = false;
+  private loop?: Promise<void>;
+  private wake?: () => void;
+  private kicked = false;
+  private failures = 0;
+
+  constructor(
+    private readonly ds: DataSource,
+    private readonly producer: MessageProducer,
+    private readonly opts: OutboxRelayOptions,
+  ) {}
+
+  start(): void {
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  /** Something was committed: drain now instead of at the next poll. */
+  kick(): void {
+    if (this.kicked) return;
+    this.kicked = true;
+    this.wake?.();
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const t = setTimeout(done, ms);
+      function done() {
+        clearTimeout(t);
+        resolve();
+      }
+      this.wake = done;
+    });
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      let moved: number;
+      try {
+        if (this.kicked && this.opts.lingerMs) await new Promise((r) => setTimeout(r, this.opts.lingerMs));
+        this.kicked = false;
+        moved = await this.drainOnce();
+        if (this.failures > 0) log('info', 'delivering again', { after: this.failures });
+        this.failures = 0;
+      } catch (err) {
+        this.failures += 1;
+        if (this.failures === 1 || this.failures % 10 === 0)
+          log('warn', 'cannot deliver commands yet; will retry', { failures: this.failures, err: String(err) });
+        await this.sleep(Math.min(this.opts.maxBackoffMs, 100 * 2 ** Math.min(this.failures, 10)));
+        continue;
+      }
+      if (moved === 0 && !this.kicked && this.running) await this.sleep(this.opts.idleMs);
+    }
+  }
+
+  /** One batch; returns how many commands were produced. */
+  async drainOnce(): Promise<number> {
+    const q = this.ds.createQueryRunner();
+    await q.connect();
+    await q.startTransaction();
+    try {
+      const rows: Array<{ id: string; topic: string; key: string; headers: Record<string, string>; value: string }> = await q.query(
+        `SELECT id, topic, key, headers, value FROM dispatcher.outbox ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
+        [this.opts.batchSize],
+      );
+      if (rows.length > 0) {
+        await this.producer.send(rows.map((r) => ({ topic: r.topic, key: r.key, headers: r.headers, value: r.value })));
+        await q.query(`DELETE FROM dispatcher.outbox WHERE id = ANY($1::bigint[])`, [rows.map((r) => r.id)]);
+      }
+      await q.commitTransaction();
+      return rows.length;
+    } catch (err) {
+      await q.rollbackTransaction().catch(() => undefined);
+      throw err;
+    } finally {
+      await q.release();
+    }
+  }
+
+  /** Stops after the current batch. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.loop;
+  }
+}

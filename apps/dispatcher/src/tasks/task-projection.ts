@@ -1,0 +1,116 @@
+import { Task, TaskState } from '@a2a-js/sdk';
+import type { DataSource } from 'typeorm';
+import { Envelopes, newId, type TaskEvent } from '@mesh/contract';
+import type { Json, TaskRow } from './task-db.js';
+import { isInterrupted, isTerminal, parseState, stateName, stateRank } from './task-state.js';
+
+/** Outcome of projecting one event. */
+export type ProjectionOutcome =
+  | { applied: true; task: Task; event: TaskEvent }
+  | {
+      applied: false;
+      reason:
+        'unknown-task' | 'identity-mismatch' | 'unknown-execution' | 'stale-turn' | 'turn-closed' | 'duplicate' | 'regression' | 'invalid';
+    };
+
+/**
+ * Applies worker events to tasks: the event-stream side of the single writer (see TaskService).
+ * The events of one task reach it one at a time (the keyed consumer, and one consumer per
+ * partition across replicas); API writes to the same task are detected by the version check.
+ */
+export class TaskProjection {
+  constructor(private readonly ds: DataSource) {}
+
+  /**
+   * Projects one worker event into the task: ignored when the task or execution is unknown, the
+   * identity does not match, the turn is over, or `seq` is not above the last applied one; states
+   * never go back; COMPLETED without any artifact of the turn becomes FAILED (no result is no
+   * success).
+   */
+  async applyEvent(env: TaskEvent): Promise<ProjectionOutcome> {
+    // Optimistic: read, decide, then write only if the task's version is still the one read. A
+    // concurrent writer (CancelTask, a follow-up turn) makes the write miss and the event is
+    // decided again on the new state. Two round trips per applied event, one per ignored one.
+    for (let attempt = 1; ; attempt++) {
+      const outcome = await this.tryApply(env);
+      if (outcome !== 'conflict') return outcome;
+      if (attempt >= 10) throw new Error(`task ${env.identity.taskId} kept changing while applying an event`);
+    }
+  }
+
+  private async tryApply(env: TaskEvent): Promise<ProjectionOutcome | 'conflict'> {
+    const id = env.identity;
+    const q = this.ds;
+    {
+      // Task row and the event's execution in one round trip.
+      const rows: Array<TaskRow & { e_turn: number | null; last_seq: number; artifact_count: number; closed: boolean }> = await q.query(
+        `SELECT t.*, e.turn AS e_turn, e.last_seq, e.artifact_count, e.closed
+         FROM dispatcher.tasks t LEFT JOIN dispatcher.executions e ON e.execution_id = $2 AND e.task_id = t.id
+         WHERE t.id = $1 AND t.tenant = $3`,
+        [id.taskId, id.executionId, id.tenant],
+      );
+      const row = rows[0];
+      if (!row) return { applied: false, reason: 'unknown-task' };
+      if (row.agent_id !== id.agentId || row.context_id !== id.contextId) return { applied: false, reason: 'identity-mismatch' };
+      if (row.e_turn === null) return { applied: false, reason: 'unknown-execution' };
+      const exec = { turn: row.e_turn, last_seq: row.last_seq, artifact_count: row.artifact_count, closed: row.closed };
+      if (exec.turn !== row.turn) return { applied: false, reason: 'stale-turn' };
+      if (exec.closed) return { applied: false, reason: 'turn-closed' };
+      if (env.body.seq <= exec.last_seq) return { applied: false, reason: 'duplicate' };
+      const task: Json = { ...row.task };
+      let state = parseState(row.state)!;
+      let closed = false;
+      let artifacts = exec.artifact_count;
+      let event: TaskEvent = env;
+      if (env.kind === 'task.status') {
+        const next = parseState(env.body.state);
+        if (next === undefined || next === TaskState.TASK_STATE_SUBMITTED) return { applied: false, reason: 'invalid' };
+        if (stateRank(next) < stateRank(state)) return { applied: false, reason: 'regression' };
+        let statusMessage: Json | undefined = env.body.message
+          ? { ...env.body.message, taskId: row.id, contextId: row.context_id }
+          : undefined;
+        state = next;
+        if (state === TaskState.TASK_STATE_COMPLETED && artifacts === 0) {
+          state = TaskState.TASK_STATE_FAILED;
+          statusMessage = {
+            messageId: newId(),
+            role: 'ROLE_AGENT',
+            taskId: row.id,
+            contextId: row.context_id,
+            parts: [{ text: 'The agent reported completion without producing an artifact; the task is not complete.' }],
+          };
+          event = Envelopes.status(id, { ...env.body, state: stateName(state), message: statusMessage });
+        }
+        task.status = {
+          state: stateName(state),
+          timestamp: new Date().toISOString(),
+          ...(statusMessage ? { message: statusMessage } : {}),
+        };
+        if (statusMessage) task.history = [...((task.history as Json[]) ?? []), statusMessage];
+        closed = isTerminal(state) || isInterrupted(state);
+      } else {
+        const incoming = env.body.artifact as Json & { artifactId?: string; parts?: unknown[] };
+        const list = [...((task.artifacts as Array<Json & { artifactId?: string; parts?: unknown[] }>) ?? [])];
+        const at = list.findIndex((a) => a.artifactId && a.artifactId === incoming.artifactId);
+        if (at >= 0 && env.body.append) list[at] = { ...list[at], parts: [...(list[at].parts ?? []), ...(incoming.parts ?? [])] };
+        else if (at >= 0) list[at] = incoming;
+        else list.push(incoming);
+        task.artifacts = list;
+        artifacts += 1;
+      }
+      // Both rows in one statement, only if nobody wrote the task since it was read; the status
+      // timestamp moves only with the status.
+      const written: unknown[] = await q.query(
+        `WITH t AS (
+           UPDATE dispatcher.tasks SET state = $2, task = $3, version = version + 1, updated_at = now(),
+             status_timestamp = CASE WHEN $4 THEN now() ELSE status_timestamp END
+           WHERE id = $1 AND version = $9 RETURNING id)
+         UPDATE dispatcher.executions SET last_seq = $6, artifact_count = $7, closed = $8
+         WHERE execution_id = $5 AND EXISTS (SELECT 1 FROM t) RETURNING 1`,
+        [row.id, stateName(state), task, env.kind === 'task.status', id.executionId, env.body.seq, artifacts, closed, row.version],
+      );
+      if (written.length === 0) return 'conflict';
+      return { applied: true, task: Task.fromJSON(task), event };
+    }
+  }
+}

@@ -1,0 +1,307 @@
+import { createHash } from 'node:crypto';
+import { Message, Task, TaskState, type ListTasksRequest, type ListTasksResponse } from '@a2a-js/sdk';
+import { RequestMalformedError, TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
+import type { DataSource, QueryRunner } from 'typeorm';
+import {
+  canonicalJson,
+  ChannelKey,
+  encodeEnvelope,
+  Envelopes,
+  executionId,
+  newId,
+  type AgentRecord,
+  type Envelope,
+  type Identity,
+  type TaskEvent,
+  type TopicNames,
+} from '@mesh/contract';
+import type { Principal } from '@mesh/auth';
+import { messageIdConflict } from './task.errors.js';
+import { inTransaction, lockTask, type Json, type TaskRow } from './task-db.js';
+import { listTasks } from './task-list.query.js';
+import { isInterrupted, isTerminal, parseState, stateName } from './task-state.js';
+
+/** What SendMessage asks for, after authentication and agent resolution. */
+export interface AcceptInput {
+  principal: Principal;
+  agent: AgentRecord;
+  message: Message;
+  deadlineUnixMs?: number;
+  traceparent?: string;
+}
+
+/** Outcome of accepting a message: the task, and whether this was a retry of an accepted one. */
+export interface AcceptResult {
+  task: Task;
+  duplicate: boolean;
+}
+
+/** Outcome of projecting one event. */
+export type ProjectionOutcome =
+  | { applied: true; task: Task; event: TaskEvent }
+  | {
+      applied: false;
+      reason:
+        'unknown-task' | 'identity-mismatch' | 'unknown-execution' | 'stale-turn' | 'turn-closed' | 'duplicate' | 'regression' | 'invalid';
+    };
+
+class DedupHit extends Error {}
+
+const hashMessage = (m: Json) => createHash('sha256').update(canonicalJson(m)).digest('hex');
+
+/**
+ * Tasks as the API changes and reads them. With TaskProjection it is the only code that writes
+ * tasks; every mutation of an existing task runs in a transaction holding the task row lock
+ * (SELECT … FOR UPDATE), so there is one writer per task at a time whether the write comes from
+ * an API call or from the event stream. Commands are written to the outbox in the same
+ * transaction as the task change they belong to.
+ */
+export class TaskService {
+  constructor(
+    private readonly ds: DataSource,
+    private readonly topics: TopicNames,
+  ) {}
+
+  private tx<T>(work: (q: QueryRunner) => Promise<T>): Promise<T> {
+    return inTransaction(this.ds, work);
+  }
+
+  /**
+   * Accepts a message: dedup on (tenant, agent, messageId) first, then create the task or add
+   * a turn to an interrupted one, its execution and its command, all in one transaction.
+   */
+  async accept(input: AcceptInput): Promise<AcceptResult> {
+    const { principal, agent } = input;
+    const tenant = principal.tenant;
+    const incoming = Message.toJSON(input.message) as Json;
+    const hash = hashMessage(incoming);
+    const messageId = input.message.messageId;
+    if (!input.message.taskId) {
+      const created = await this.acceptNew(input, incoming, hash);
+      if (created) return { task: created, duplicate: false };
+      const winner = await this.findDedup(tenant, agent.id, messageId);
+      if (!winner) throw new Error(`dedup row for ${messageId} vanished`);
+      return this.answerDuplicate(winner, hash, messageId, tenant, agent.id);
+    }
+    const known = await this.findDedup(tenant, agent.id, messageId);
+    if (known) return this.answerDuplicate(known, hash, messageId, tenant, agent.id);
+    try {
+      return await this.tx(async (q) => {
+        // A follow-up turn: everything happens under the task row lock.
+        const row = await lockTask(q, input.message.taskId, tenant, agent.id);
+        if (!row) throw new TaskNotFoundError(`Task not found: ${input.message.taskId}`);
+        const taskId = row.id;
+        const contextId = row.context_id;
+        const turn = row.turn + 1;
+        // Dedup before anything is created: the insert waits for a concurrent twin and then loses.
+        const claimed = await q.query(
+          `INSERT INTO dispatcher.message_dedup (tenant, agent_id, message_id, content_hash, task_id, turn)
+           VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING 1`,
+          [tenant, agent.id, messageId, hash, taskId, turn],
+        );
+        if (claimed.length === 0) throw new DedupHit();
+        {
+          const state = parseState(row.state)!;
+          if (isTerminal(state)) {
+            throw new UnsupportedOperationError(`Task ${row.id} is in a terminal state (${row.state}) and cannot be modified.`);
+          }
+          if (input.message.contextId && input.message.contextId !== row.context_id) {
+            throw new RequestMalformedError(
+              `contextId mismatch: message contextId '${input.message.contextId}' does not match task '${row.id}' contextId '${row.context_id}'`,
+            );
+          }
+          if (!isInterrupted(state)) {
+            throw new UnsupportedOperationError(
+              `Task ${row.id} is ${row.state}; a follow-up message is accepted only when the task asks for input.`,
+            );
+          }
+        }
+        const now = new Date();
+        const message = { ...incoming, taskId, contextId };
+        const status = { state: stateName(TaskState.TASK_STATE_SUBMITTED), timestamp: now.toISOString() };
+        const task: Json = { ...row.task, status, history: [...((row.task.history as Json[]) ?? []), message] };
+        await q.query(
+          `UPDATE dispatcher.tasks SET state = $2, turn = $3, status_timestamp = $4, task = $5, version = version + 1, updated_at = now() WHERE id = $1`,
+          [taskId, status.state, turn, now, task],
+        );
+        const identity = this.identity(input, taskId, contextId, turn);
+        await q.query(`INSERT INTO dispatcher.executions (execution_id, task_id, tenant, turn, message_id) VALUES ($1, $2, $3, $4, $5)`, [
+          identity.executionId,
+          taskId,
+          tenant,
+          turn,
+          messageId,
+        ]);
+        await this.enqueue(q, agent, Envelopes.run(identity, { turn, message }));
+        return { task: Task.fromJSON(task), duplicate: false };
+      });
+    } catch (err) {
+      if (!(err instanceof DedupHit)) throw err;
+      const winner = await this.findDedup(tenant, agent.id, messageId);
+      if (!winner) throw new Error(`dedup row for ${messageId} vanished`, { cause: err });
+      return this.answerDuplicate(winner, hash, messageId, tenant, agent.id);
+    }
+  }
+
+  /**
+   * The hot path, a message that starts a task: dedup claim, task, execution and outbox command
+   * in one statement (data-modifying CTEs run atomically, in one round trip). Nothing is written
+   * when the dedup claim loses; undefined then.
+   */
+  private async acceptNew(input: AcceptInput, incoming: Json, hash: string): Promise<Task | undefined> {
+    const { principal, agent } = input;
+    const tenant = principal.tenant;
+    const taskId = newId();
+    const contextId = input.message.contextId || newId();
+    const now = new Date();
+    const status = { state: stateName(TaskState.TASK_STATE_SUBMITTED), timestamp: now.toISOString() };
+    const message = { ...incoming, taskId, contextId };
+    const task: Json = { id: taskId, contextId, status, history: [message] };
+    const identity = this.identity(input, taskId, contextId, 1);
+    const cmd = this.command(agent, Envelopes.run(identity, { turn: 1, message }));
+    const rows: Array<{ n: number }> = await this.ds.query(
+      `WITH d AS (
+         INSERT INTO dispatcher.message_dedup (tenant, agent_id, message_id, content_hash, task_id, turn)
+         VALUES ($1, $2, $3, $4, $5, 1) ON CONFLICT DO NOTHING RETURNING task_id),
+       t AS (
+         INSERT INTO dispatcher.tasks (id, tenant, agent_id, context_id, state, turn, status_timestamp, task)
+         SELECT task_id, $1, $2, $6, $7, 1, $8, $9 FROM d RETURNING id),
+       e AS (
+         INSERT INTO dispatcher.executions (execution_id, task_id, tenant, turn, message_id)
+         SELECT $10, id, $1, 1, $3 FROM t RETURNING execution_id),
+       o AS (
+         INSERT INTO dispatcher.outbox (topic, key, headers, value, agent_id)
+         SELECT $11, $12, $13, $14, $2 FROM e RETURNING id)
+       SELECT count(*)::int AS n FROM o`,
+      [
+        tenant,
+        agent.id,
+        input.message.messageId,
+        hash,
+        taskId,
+        contextId,
+        status.state,
+        now,
+        task,
+        identity.executionId,
+        cmd.topic,
+        cmd.key,
+        cmd.headers,
+        cmd.value,
+      ],
+    );
+    return rows[0]?.n === 1 ? Task.fromJSON(task) : undefined;
+  }
+
+  private identity(input: AcceptInput, taskId: string, contextId: string, turn: number): Identity {
+    return {
+      tenant: input.principal.tenant,
+      agentId: input.agent.id,
+      taskId,
+      contextId,
+      messageId: input.message.messageId,
+      executionId: executionId(input.principal.tenant, taskId, turn),
+      subject: input.principal.subject,
+      actor: input.principal.actor,
+      ...(input.deadlineUnixMs !== undefined ? { deadlineUnixMs: input.deadlineUnixMs } : {}),
+      ...(input.traceparent ? { traceparent: input.traceparent } : {}),
+    };
+  }
+
+  private async answerDuplicate(
+    known: { content_hash: string; task_id: string },
+    hash: string,
+    messageId: string,
+    tenant: string,
+    agentId: string,
+  ): Promise<AcceptResult> {
+    if (known.content_hash !== hash) throw messageIdConflict(messageId);
+    const task = await this.load(known.task_id, tenant, agentId);
+    if (!task) throw new TaskNotFoundError(`Task not found: ${known.task_id}`);
+    return { task, duplicate: true };
+  }
+
+  private async findDedup(
+    tenant: string,
+    agentId: string,
+    messageId: string,
+  ): Promise<{ content_hash: string; task_id: string } | undefined> {
+    const rows = await this.ds.query(
+      `SELECT content_hash, task_id FROM dispatcher.message_dedup WHERE tenant = $1 AND agent_id = $2 AND message_id = $3`,
+      [tenant, agentId, messageId],
+    );
+    return rows[0];
+  }
+
+  /** The outbox row of a command: the agent's command topic, keyed by its channel-key template. */
+  private command(agent: AgentRecord, env: Envelope): { topic: string; key: string; headers: Record<string, string>; value: string } {
+    const id = env.identity;
+    const key = ChannelKey.parse(agent.channel?.keyTemplate).render({
+      tenant: id.tenant,
+      agent_id: id.agentId,
+      context_id: id.contextId,
+      task_id: id.taskId,
+    });
+    const wire = encodeEnvelope(env);
+    return { topic: this.topics.commands(agent.id), key, headers: wire.headers, value: wire.value.toString('utf8') };
+  }
+
+  private async enqueue(q: QueryRunner, agent: AgentRecord, env: Envelope): Promise<void> {
+    const c = this.command(agent, env);
+    await q.query(`INSERT INTO dispatcher.outbox (topic, key, headers, value, agent_id) VALUES ($1, $2, $3, $4, $5)`, [
+      c.topic,
+      c.key,
+      c.headers,
+      c.value,
+      agent.id,
+    ]);
+  }
+
+  /** A task as its tenant sees it (undefined for unknown ids and other tenants' tasks). */
+  async load(taskId: string, tenant: string, agentId: string): Promise<Task | undefined> {
+    const rows: TaskRow[] = await this.ds.query(`SELECT task FROM dispatcher.tasks WHERE id = $1 AND tenant = $2 AND agent_id = $3`, [
+      taskId,
+      tenant,
+      agentId,
+    ]);
+    return rows[0] ? Task.fromJSON(rows[0].task) : undefined;
+  }
+
+  /** Newest status first, keyset pagination on (status_timestamp, id). */
+  list(params: ListTasksRequest, tenant: string, agentId: string): Promise<ListTasksResponse> {
+    return listTasks(this.ds, params, tenant, agentId);
+  }
+
+  /** CancelTask: CANCELED at once (terminal), plus a cancel command so the worker stops. */
+  async cancel(taskId: string, principal: Principal, agent: AgentRecord, reason?: string): Promise<{ task: Task; changed: boolean }> {
+    return this.tx(async (q) => {
+      const row = await lockTask(q, taskId, principal.tenant, agent.id);
+      if (!row) throw new TaskNotFoundError(`Task not found: ${taskId}`);
+      const state = parseState(row.state)!;
+      if (state === TaskState.TASK_STATE_CANCELED) return { task: Task.fromJSON(row.task), changed: false };
+      if (isTerminal(state)) throw new TaskNotCancelableError(`Task not cancelable: ${taskId} is ${row.state}`);
+      const now = new Date();
+      const status = { state: stateName(TaskState.TASK_STATE_CANCELED), timestamp: now.toISOString() };
+      const task = { ...row.task, status };
+      await q.query(
+        `UPDATE dispatcher.tasks SET state = $2, status_timestamp = $3, task = $4, version = version + 1, updated_at = now() WHERE id = $1`,
+        [taskId, status.state, now, task],
+      );
+      const exec = executionId(row.tenant, row.id, row.turn);
+      await q.query(`UPDATE dispatcher.executions SET closed = true WHERE execution_id = $1`, [exec]);
+      const [{ message_id }] = await q.query(`SELECT message_id FROM dispatcher.executions WHERE execution_id = $1`, [exec]);
+      const identity: Identity = {
+        tenant: row.tenant,
+        agentId: agent.id,
+        taskId,
+        contextId: row.context_id,
+        messageId: message_id,
+        executionId: exec,
+        subject: principal.subject,
+        actor: principal.actor,
+      };
+      await this.enqueue(q, agent, Envelopes.cancel(identity, reason ? { reason } : {}));
+      return { task: Task.fromJSON(task), changed: true };
+    });
+  }
+}

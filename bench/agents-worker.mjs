@@ -1,0 +1,22 @@
+// One worker process of bench/agents.mjs: runs echo-agent, extended (for the benchmark only) with
+// a `bench` MCP server whose `wait` tool is called when the message says `/wait <ms>`.
+import { defineAgent, textOf } from '@mesh/agent-sdk';
+import { echoAgent, loadAgentsConfig, startAgents } from '@mesh/app-agents';
+import { runMain } from '@mesh/service';
+
+const benchEcho = defineAgent({
+  id: echoAgent.id,
+  card: echoAgent.card,
+  channel: echoAgent.channel,
+  mcpServers: { bench: { transport: 'http', url: process.env.BENCH_TOOLS_URL, maxConcurrency: 1024 } },
+  handler: async (task, ctx) => {
+    const m = /^\/wait (\d+)/.exec(textOf(task.parts));
+    if (!m) return echoAgent.handler(task, ctx);
+    const obs = await ctx.callTool({ tool: 'mcp__bench__wait', args: { ms: Number(m[1]) } });
+    if (obs.status !== 'ok') return ctx.fail('wait failed');
+    await ctx.artifact({ name: 'echo', parts: [{ type: 'text', text: obs.text }] });
+    return ctx.complete();
+  },
+});
+
+runMain('bench-worker', () => startAgents(loadAgentsConfig(), { [benchEcho.id]: benchEcho }));

@@ -1,0 +1,94 @@
+// Child process of bench/dispatch.mjs: starts the dispatcher (with the demo echo-agent and its
+// worker) and a reference A2A server built from the SDK's own sample pattern, then prints their
+// URLs as one JSON line. Kept apart from the load generator so autocannon does not share their
+// event loop.
+import express from 'express';
+import { randomUUID } from 'node:crypto';
+import { TaskState, Role } from '@a2a-js/sdk';
+import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
+import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
+import { DEMO_API_KEYS, loadAuthOptions } from '@mesh/auth';
+import { loadDispatcherConfig, startDispatcher } from '@mesh/app-dispatcher';
+
+const config = { ...loadDispatcherConfig({ ...process.env, DEMO: 'true' }), DISPATCHER_PORT: 0 };
+const dispatcher = await startDispatcher(config, { auth: loadAuthOptions({ AUTH_API_KEYS: DEMO_API_KEYS }) });
+
+// Reference: DefaultRequestHandler + InMemoryTaskStore + an executor that completes at once.
+const card = {
+  name: 'Reference Echo',
+  description: 'SDK sample pattern',
+  version: '1.0.0',
+  supportedInterfaces: [
+    { url: 'http://localhost/', protocolBinding: 'JSONRPC', protocolVersion: '1.0', tenant: '' },
+    { url: 'http://localhost/', protocolBinding: 'HTTP+JSON', protocolVersion: '1.0', tenant: '' },
+  ],
+  capabilities: { streaming: false, pushNotifications: false, extensions: [] },
+  securitySchemes: {},
+  securityRequirements: [],
+  defaultInputModes: ['text/plain'],
+  defaultOutputModes: ['text/plain'],
+  skills: [],
+  signatures: [],
+};
+const executor = {
+  async execute(ctx, bus) {
+    const now = () => new Date().toISOString();
+    const text = ctx.userMessage.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
+    bus.publish(
+      AgentEvent.task({
+        id: ctx.taskId,
+        contextId: ctx.contextId,
+        status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: now() },
+        artifacts: [],
+        history: [ctx.userMessage],
+        metadata: undefined,
+      }),
+    );
+    bus.publish(
+      AgentEvent.artifactUpdate({
+        taskId: ctx.taskId,
+        contextId: ctx.contextId,
+        artifact: {
+          artifactId: randomUUID(),
+          name: 'echo',
+          description: '',
+          parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+          metadata: undefined,
+          extensions: [],
+        },
+        append: false,
+        lastChunk: true,
+        metadata: undefined,
+      }),
+    );
+    bus.publish(
+      AgentEvent.statusUpdate({
+        taskId: ctx.taskId,
+        contextId: ctx.contextId,
+        status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: now() },
+        metadata: undefined,
+      }),
+    );
+    bus.finished();
+  },
+  async cancelTask() {},
+};
+void Role;
+const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
+const app = express();
+app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: handler }));
+app.post('/', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+app.use(restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+const server = app.listen(0);
+await new Promise((r) => server.once('listening', r));
+
+process.stdout.write(
+  `${JSON.stringify({ dispatcher: `${dispatcher.url}/a2a/echo-agent`, reference: `http://localhost:${server.address().port}` })}\n`,
+);
+const stop = async () => {
+  server.close();
+  await dispatcher.stop();
+  process.exit(0);
+};
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);

@@ -1,0 +1,136 @@
+#!/usr/bin/env node
+// npm run bench:dispatch — the dispatcher against a reference A2A server (the SDK's sample
+// pattern: DefaultRequestHandler + InMemoryTaskStore + an executor that completes at once), same
+// load generator, connections and duration, in one invocation:
+//   (a) SendMessage with returnImmediately (durable accept: Postgres commit; Kafka produce by the relay)
+//   (b) blocking SendMessage (dispatcher: through Kafka to the demo echo worker and back)
+// Writes bench/results/dispatch.json. Needs the local Kafka and Postgres (see README).
+import { spawn } from 'node:child_process';
+import { randomUUID, randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { createInterface } from 'node:readline';
+import autocannon from 'autocannon';
+import pg from 'pg';
+
+const root = new URL('..', import.meta.url).pathname;
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const duration = Number(process.env.BENCH_DURATION_S ?? 10);
+const run = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
+const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const dbUrl = new URL(adminUrl);
+dbUrl.pathname = `/mesh_bench_${run}`;
+
+const child = spawn(process.execPath, [`${root}bench/dispatch-servers.mjs`], {
+  cwd: root,
+  env: {
+    ...process.env,
+    DATABASE_URL: dbUrl.toString(),
+    TOPIC_PREFIX: `bench${run}.`,
+    KAFKA_BROKERS: process.env.KAFKA_BROKERS ?? '127.0.0.1:9092',
+  },
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
+const urls = await new Promise((resolve, reject) => {
+  child.once('exit', (code) => reject(new Error(`servers exited with ${code}`)));
+  createInterface({ input: child.stdout }).once('line', (line) => resolve(JSON.parse(line)));
+});
+
+const body = (returnImmediately) =>
+  JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'SendMessage',
+    params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'bench' }] }, configuration: { returnImmediately } },
+  });
+const headers = { 'content-type': 'application/json', 'a2a-version': '1.0', authorization: 'Bearer demo-acme' };
+
+async function check(url, returnImmediately) {
+  const res = await fetch(url, { method: 'POST', headers, body: body(returnImmediately) });
+  const json = await res.json();
+  const state = json.result?.task?.status?.state;
+  if (!state) throw new Error(`${url}: unexpected answer ${JSON.stringify(json)}`);
+  return state;
+}
+
+async function load(name, url, returnImmediately) {
+  const expected = await check(url, returnImmediately);
+  let wrong = 0;
+  const result = await autocannon({
+    url,
+    method: 'POST',
+    headers,
+    connections,
+    duration,
+    requests: [{ setupRequest: (req) => ({ ...req, body: body(returnImmediately) }) }],
+    // Count answers that are JSON-RPC errors or not the expected state: 200 is not success.
+    setupClient: (client) =>
+      client.on('body', (buf) => {
+        const s = buf.toString();
+        if (!s.includes('"result"') || (!returnImmediately && !s.includes('TASK_STATE_COMPLETED'))) wrong += 1;
+      }),
+  });
+  const out = {
+    scenario: name,
+    url,
+    firstAnswerState: expected,
+    requests: result.requests.total,
+    reqPerSec: result.requests.average,
+    latencyMs: { p50: result.latency.p50, p99: result.latency.p99, avg: result.latency.average },
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    wrongAnswers: wrong,
+  };
+  console.error(
+    `${name}: ${out.reqPerSec.toFixed(0)} req/s, p50 ${out.latencyMs.p50} ms, p99 ${out.latencyMs.p99} ms, wrong ${wrong}, non2xx ${out.non2xx}, errors ${out.errors}`,
+  );
+  return out;
+}
+
+const warmupS = Number(process.env.BENCH_WARMUP_S ?? 3);
+/** Same load, not recorded: JIT, pools, Kafka connections and consumer assignments settle first. */
+async function warmup(url, returnImmediately) {
+  await autocannon({
+    url,
+    method: 'POST',
+    headers,
+    connections,
+    duration: warmupS,
+    requests: [{ setupRequest: (req) => ({ ...req, body: body(returnImmediately) }) }],
+  });
+}
+
+const rows = {};
+try {
+  for (const url of [urls.reference, urls.dispatcher]) for (const ri of [true, false]) await warmup(url, ri);
+  rows.a_reference = await load('(a) reference, returnImmediately', urls.reference, true);
+  rows.a_dispatcher = await load('(a) dispatcher, returnImmediately', urls.dispatcher, true);
+  rows.b_reference = await load('(b) reference, blocking', urls.reference, false);
+  rows.b_dispatcher = await load('(b) dispatcher, blocking via Kafka', urls.dispatcher, false);
+} finally {
+  child.kill('SIGTERM');
+  await new Promise((r) => child.once('exit', r));
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(`mesh_bench_${run}`)} WITH (FORCE)`).catch(() => undefined);
+  await admin.end();
+}
+
+const ratio = (x, y) => Math.round((x / y) * 100) / 100;
+const summary = {
+  date: new Date().toISOString(),
+  machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
+  load: { tool: 'autocannon', connections, durationSeconds: duration, warmupSeconds: warmupS, binding: 'JSON-RPC SendMessage' },
+  results: rows,
+  targets: {
+    a_reqPerSecRatio: ratio(rows.a_dispatcher.reqPerSec, rows.a_reference.reqPerSec),
+    a_reqPerSecTarget: 0.8,
+    a_p99Ratio: ratio(rows.a_dispatcher.latencyMs.p99, rows.a_reference.latencyMs.p99),
+    a_p99Target: 2,
+    b_reqPerSecRatio: ratio(rows.b_dispatcher.reqPerSec, rows.b_reference.reqPerSec),
+    b_reqPerSecTarget: 0.5,
+  },
+};
+writeFileSync(`${root}bench/results/dispatch.json`, `${JSON.stringify(summary, null, 2)}\n`);
+console.log(JSON.stringify(summary.targets, null, 2));

@@ -1,0 +1,103 @@
+import { isAgentId, MeshError, type AgentVisibility, type JsonObject } from '@mesh/contract';
+import type { AgentContext, AgentTask, TurnOutcome } from './agent-task.js';
+
+/** Settings every MCP server shares. */
+interface McpServerCommon {
+  /** Most calls in flight to this server at once per worker; further calls wait. */
+  maxConcurrency?: number;
+  /** MCP request timeout of one call (also bounded by the task deadline). */
+  requestTimeoutMs?: number;
+  /**
+   * Tool that resolves an unknown outcome: called with `{ idempotency_key }`, answers structured
+   * content `{ status: 'applied', result } | { status: 'not_found' }`.
+   */
+  reconcileTool?: string;
+  /** When set, each call carries a short-lived JWT minted for this audience in `_meta.token`. */
+  tokenAudience?: string;
+}
+
+/** A tool server started as a child process speaking MCP over stdio. */
+export interface StdioMcpServer extends McpServerCommon {
+  transport: 'stdio';
+  command: string;
+  args?: string[];
+  env?: Record<string, string>;
+  cwd?: string;
+}
+
+/** A tool server reached over MCP Streamable HTTP. */
+export interface HttpMcpServer extends McpServerCommon {
+  transport: 'http';
+  url: string;
+}
+
+/** Where a tool server is and how to treat it. */
+export type McpServerSpec = StdioMcpServer | HttpMcpServer;
+
+/** How the agent's command channel is keyed and sized. */
+export interface ChannelSettings {
+  /** Channel key template, default `{tenant}:{agent_id}`. */
+  keyTemplate?: string;
+  partitions?: number;
+  visibility?: AgentVisibility;
+  /** Turns of this agent in flight at once per worker. */
+  maxInFlight?: number;
+}
+
+/** The handler: one turn of a task in, an outcome out. Throwing fails the task with the error message. */
+export type AgentHandler = (task: AgentTask, ctx: AgentContext) => Promise<TurnOutcome>;
+
+/** Everything the runtime needs to run an agent. */
+export interface AgentDefinition {
+  /** Agent id: a slug used in topic names and URLs. */
+  id: string;
+  /** A2A Agent Card (registered in the directory as is). */
+  card: JsonObject & { name: string };
+  channel: Required<Pick<ChannelSettings, 'keyTemplate' | 'partitions' | 'visibility' | 'maxInFlight'>>;
+  /** MCP servers by name; tools are addressed as `mcp__{name}__{tool}`. Config may override each spec. */
+  mcpServers: Record<string, McpServerSpec>;
+  handler: AgentHandler;
+}
+
+/** What a team writes. */
+export interface AgentDefinitionInput {
+  id: string;
+  card: JsonObject & { name: string };
+  channel?: ChannelSettings;
+  mcpServers?: Record<string, McpServerSpec>;
+  handler: AgentHandler;
+}
+
+const SERVER_NAME_RE = /^[a-z0-9][a-z0-9-]{0,40}$/;
+
+/** Validates and fills in an agent definition. */
+export function defineAgent(input: AgentDefinitionInput): AgentDefinition {
+  if (!isAgentId(input.id)) throw new MeshError('CONFIG_INVALID', `invalid agent id "${input.id}"`);
+  for (const name of Object.keys(input.mcpServers ?? {})) {
+    // `_` separates the parts of a namespaced tool name, so a server name may not contain it.
+    if (!SERVER_NAME_RE.test(name)) throw new MeshError('CONFIG_INVALID', `invalid MCP server name "${name}" (lower-case, digits, dash)`);
+  }
+  return Object.freeze({
+    id: input.id,
+    card: input.card,
+    channel: {
+      keyTemplate: input.channel?.keyTemplate ?? '{tenant}:{agent_id}',
+      partitions: input.channel?.partitions ?? 4,
+      visibility: input.channel?.visibility ?? 'tenant',
+      maxInFlight: input.channel?.maxInFlight ?? 64,
+    },
+    mcpServers: { ...(input.mcpServers ?? {}) },
+    handler: input.handler,
+  });
+}
+
+/** `mcp__{server}__{tool}`. */
+export function toolName(server: string, tool: string): string {
+  return `mcp__${server}__${tool}`;
+}
+
+/** `mcp__{server}__{tool}` → parts; undefined when the name is not namespaced. */
+export function parseToolName(name: string): { server: string; tool: string } | undefined {
+  const m = /^mcp__([a-z0-9][a-z0-9-]*)__(.+)$/.exec(name);
+  return m ? { server: m[1], tool: m[2] } : undefined;
+}

@@ -1,0 +1,136 @@
+import type { JsonObject } from '@mesh/contract';
+
+/** One piece of message content, independent of the A2A wire version. */
+export type Part =
+  | { type: 'text'; text: string }
+  | { type: 'data'; data: JsonObject }
+  | { type: 'file'; url?: string; bytesBase64?: string; mediaType?: string; filename?: string };
+
+/** A message of the conversation: from the user or from this agent. */
+export interface AgentMessage {
+  role: 'user' | 'agent';
+  parts: Part[];
+  messageId?: string;
+  metadata?: JsonObject;
+}
+
+/** One turn of a task as the handler sees it. */
+export interface AgentTask {
+  agentId: string;
+  tenant: string;
+  taskId: string;
+  contextId: string;
+  /** 0 for the first message of a task, +1 for every reply after INPUT_REQUIRED. */
+  turn: number;
+  /** End user the agent acts on behalf of. */
+  subject: string;
+  /** Calling client or agent. */
+  actor: string;
+  /** The message of this turn. */
+  message: AgentMessage;
+  /** Shortcut for `message.parts`. */
+  parts: Part[];
+  /** Earlier messages of this task, oldest first (user messages and this agent's replies). */
+  history: AgentMessage[];
+  /** When the caller stops waiting; the handler should stop before it. */
+  deadline?: Date;
+  /** Aborted on cancel and at the deadline; pass it on to anything slow. */
+  signal: AbortSignal;
+}
+
+/** What the agent wants a tool to do: a namespaced tool name (`mcp__{server}__{tool}`) and arguments. */
+export interface ToolIntent {
+  tool: string;
+  args?: JsonObject;
+}
+
+/** Common fields of every observation. */
+interface ObservationBase {
+  tool: string;
+  /** `{tenant}:{task_id}:{tool}:{args_hash}`: the same intent in the same task always has the same key. */
+  idempotencyKey: string;
+}
+
+/** The tool answered. `replayed` is true when the answer came from the effect ledger, not a new call. */
+export interface ToolResultObservation extends ObservationBase {
+  status: 'ok' | 'error';
+  /** Text content of the answer, joined. */
+  text: string;
+  /** Structured content of the answer, when the tool gave one. */
+  data?: JsonObject;
+  replayed: boolean;
+}
+
+/**
+ * A side-effecting call whose outcome is not known (timed out, connection lost, cancelled in flight).
+ * It is never retried blindly; the reconciler resolves it by its idempotency key.
+ */
+export interface ToolUnknownObservation extends ObservationBase {
+  status: 'unknown';
+  reason: string;
+}
+
+/** What came back from a tool call. */
+export type ToolObservation = ToolResultObservation | ToolUnknownObservation;
+
+/** An output of the task. */
+export interface ArtifactInput {
+  name?: string;
+  description?: string;
+  parts: Part[];
+  metadata?: JsonObject;
+}
+
+/** How a turn ended; returned by the handler (built only through the context). */
+export type TurnOutcome =
+  | { state: 'completed'; message?: AgentMessage }
+  | { state: 'input-required'; message: AgentMessage }
+  | { state: 'failed'; message: AgentMessage }
+  | { state: 'rejected'; message: AgentMessage }
+  | { state: 'canceled'; message: AgentMessage };
+
+/** What a handler can do; the runtime implements it (events, ledger, tools). */
+export interface AgentContext {
+  /** Calls an MCP tool through the effect ledger; an `unknown` result is reconciled before it returns, when possible. */
+  callTool(intent: ToolIntent): Promise<ToolObservation>;
+  /** Emits a WORKING status with a message. */
+  progress(text: string): Promise<void>;
+  /** Emits an artifact. */
+  artifact(artifact: ArtifactInput): Promise<void>;
+  /** Ends the turn asking the user for more input (INPUT_REQUIRED). */
+  askForInput(question: string): TurnOutcome;
+  /** Ends the task successfully. */
+  complete(text?: string): TurnOutcome;
+  /** Ends the task as failed. */
+  fail(reason: string): TurnOutcome;
+  /** Ends the task as rejected: the agent will not do it. */
+  reject(reason: string): TurnOutcome;
+}
+
+/** A text part. */
+export const text = (value: string): Part => ({ type: 'text', text: value });
+/** A structured data part. */
+export const data = (value: JsonObject): Part => ({ type: 'data', data: value });
+
+/** All text parts of a message, joined by newlines. */
+export function textOf(parts: Part[]): string {
+  return parts
+    .filter((p): p is Extract<Part, { type: 'text' }> => p.type === 'text')
+    .map((p) => p.text)
+    .join('\n');
+}
+
+/** An agent message with one text part. */
+export function agentMessage(value: string): AgentMessage {
+  return { role: 'agent', parts: [text(value)] };
+}
+
+/** Outcomes as the context builds them; exported for runtimes and tests. */
+export const Outcomes = {
+  completed: (value?: string): TurnOutcome =>
+    value === undefined ? { state: 'completed' } : { state: 'completed', message: agentMessage(value) },
+  inputRequired: (question: string): TurnOutcome => ({ state: 'input-required', message: agentMessage(question) }),
+  failed: (reason: string): TurnOutcome => ({ state: 'failed', message: agentMessage(reason) }),
+  rejected: (reason: string): TurnOutcome => ({ state: 'rejected', message: agentMessage(reason) }),
+  canceled: (reason: string): TurnOutcome => ({ state: 'canceled', message: agentMessage(reason) }),
+};

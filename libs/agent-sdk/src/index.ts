@@ -1,0 +1,3 @@
+export * from './agent-task.js';
+export * from './agent-definition.js';
+export type { JsonObject } from '@mesh/contract';

@@ -1,0 +1,159 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { McpServerSpec } from '@mesh/agent-sdk';
+import type { JsonObject } from '@mesh/contract';
+
+/** A tool as the gateway needs to know it. */
+export interface ToolInfo {
+  name: string;
+  description?: string;
+  inputSchema: JsonObject;
+  /** True when the tool says it only reads (`readOnlyHint`) or may be repeated safely (`idempotentHint`). */
+  safeToRepeat: boolean;
+}
+
+export interface McpConnectionOptions {
+  clientName: string;
+  clientVersion?: string;
+  /** Where a stdio server's stderr goes (default: inherited). */
+  stderr?: 'inherit' | 'ignore' | 'pipe';
+}
+
+/**
+ * One MCP server, connected lazily through the official SDK client. The tool list is fetched once
+ * and cached; it is dropped on `notifications/tools/list_changed` and whenever the connection closes.
+ * A closed connection (a crashed stdio server, a restarted HTTP server) is re-opened on next use,
+ * which for stdio means starting the command again.
+ */
+export class McpConnection {
+  private client?: Client;
+  private connecting?: Promise<Client>;
+  private toolCache?: Promise<Map<string, ToolInfo>>;
+  private closed = false;
+  /** How many times a connection was opened (1 after the first use). */
+  connects = 0;
+
+  constructor(
+    readonly name: string,
+    readonly spec: McpServerSpec,
+    private readonly opts: McpConnectionOptions,
+  ) {}
+
+  /** Pid of the stdio server process, when connected over stdio. */
+  get pid(): number | undefined {
+    const t = this.client?.transport;
+    return t instanceof StdioClientTransport ? (t.pid ?? undefined) : undefined;
+  }
+
+  async tools(): Promise<Map<string, ToolInfo>> {
+    this.toolCache ??= this.fetchTools().catch((err: unknown) => {
+      this.toolCache = undefined;
+      throw err;
+    });
+    return this.toolCache;
+  }
+
+  /** Calls a tool; rejects with the SDK's errors (McpError with RequestTimeout/ConnectionClosed, abort reasons, fetch errors). */
+  async callTool(
+    name: string,
+    args: JsonObject,
+    meta: JsonObject,
+    options: { signal?: AbortSignal; timeoutMs: number },
+  ): Promise<CallToolResult> {
+    const client = await this.connect(options.signal);
+    try {
+      return (await client.callTool({ name, arguments: args, _meta: meta }, undefined, {
+        signal: options.signal,
+        timeout: options.timeoutMs,
+      })) as CallToolResult;
+    } catch (err) {
+      if (isConnectionFailure(err)) await this.reset(client);
+      throw err;
+    }
+  }
+
+  /** Closes the connection (and a stdio child); the connection is not reopened afterwards. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const c = this.client;
+    this.client = undefined;
+    this.toolCache = undefined;
+    await c?.close().catch(() => undefined);
+  }
+
+  private async fetchTools(): Promise<Map<string, ToolInfo>> {
+    const client = await this.connect();
+    const out = new Map<string, ToolInfo>();
+    let cursor: string | undefined;
+    do {
+      const page = await client.listTools(cursor ? { cursor } : undefined);
+      for (const t of page.tools) {
+        out.set(t.name, {
+          name: t.name,
+          description: t.description,
+          inputSchema: t.inputSchema as JsonObject,
+          safeToRepeat: t.annotations?.readOnlyHint === true || t.annotations?.idempotentHint === true,
+        });
+      }
+      cursor = page.nextCursor;
+    } while (cursor);
+    return out;
+  }
+
+  private connect(signal?: AbortSignal): Promise<Client> {
+    if (this.closed) return Promise.reject(new Error(`MCP server "${this.name}" connection is closed`));
+    if (this.client) return Promise.resolve(this.client);
+    this.connecting ??= this.open(signal).finally(() => {
+      this.connecting = undefined;
+    });
+    return this.connecting;
+  }
+
+  private async open(signal?: AbortSignal): Promise<Client> {
+    const client = new Client({ name: this.opts.clientName, version: this.opts.clientVersion ?? '0.1.0' }, { capabilities: {} });
+    client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+      this.toolCache = undefined;
+    });
+    client.onclose = () => {
+      // The transport is gone (child exited, session closed): forget it and its tools; reopen on next use.
+      if (this.client === client) {
+        this.client = undefined;
+        this.toolCache = undefined;
+      }
+    };
+    const transport =
+      this.spec.transport === 'stdio'
+        ? new StdioClientTransport({
+            command: this.spec.command,
+            args: this.spec.args ?? [],
+            env: { ...getDefaultEnvironment(), ...(this.spec.env ?? {}) },
+            cwd: this.spec.cwd,
+            stderr: this.opts.stderr ?? 'inherit',
+          })
+        : new StreamableHTTPClientTransport(new URL(this.spec.url));
+    await client.connect(transport, { signal, timeout: this.spec.requestTimeoutMs ?? 10000 });
+    this.connects++;
+    this.client = client;
+    this.toolCache = undefined;
+    return client;
+  }
+
+  private async reset(client: Client): Promise<void> {
+    if (this.client === client) {
+      this.client = undefined;
+      this.toolCache = undefined;
+    }
+    await client.close().catch(() => undefined);
+  }
+}
+
+/** Errors after which the connection cannot be trusted any more. */
+function isConnectionFailure(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  if (code === -32000) return true; // ConnectionClosed
+  if (err instanceof TypeError) return true; // fetch failed
+  const name = (err as { name?: string }).name;
+  return name === 'StreamableHTTPError';
+}

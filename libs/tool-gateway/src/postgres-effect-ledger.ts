@@ -1,0 +1,137 @@
+import type { ClaimResult, EffectEntry, EffectLedger, EffectState, NewEffect, RecordedResult } from './effect-ledger.js';
+
+/** Anything that runs a parameterised query and returns rows (a TypeORM DataSource or a pg Pool wrapper). */
+export interface SqlClient {
+  query(text: string, params?: unknown[]): Promise<unknown>;
+}
+
+interface Row {
+  idempotency_key: string;
+  tenant: string;
+  task_id: string;
+  execution_id: string;
+  tool: string;
+  args_hash: string;
+  args: NewEffect['args'];
+  side_effect: boolean;
+  state: EffectState;
+  result: RecordedResult | null;
+  reason: string | null;
+  owner: string;
+  attempts: number;
+}
+
+/** Rows of a query result: TypeORM returns `[rows, count]` for UPDATE/DELETE, rows otherwise; pg returns `{ rows }`. */
+const rowsOf = (r: unknown): Row[] => {
+  if (Array.isArray(r)) return (r.length === 2 && Array.isArray(r[0]) && typeof r[1] === 'number' ? r[0] : r) as Row[];
+  return (r as { rows?: Row[] }).rows ?? [];
+};
+
+/**
+ * Effect ledger in Postgres. The table (created by the owning app's migration) has the
+ * idempotency key as primary key: that constraint is what makes a second arrival find the first.
+ */
+export class PostgresEffectLedger implements EffectLedger {
+  private readonly table: string;
+
+  /** `table` is schema-qualified and quoted by the caller's migration, e.g. `"agents"."tool_effects"`. */
+  constructor(
+    private readonly sql: SqlClient,
+    table = '"agents"."tool_effects"',
+  ) {
+    this.table = table;
+  }
+
+  async claim(e: NewEffect, leaseMs: number): Promise<ClaimResult> {
+    // A row may be (re)claimed when it was reconciled as never applied, or when a read-only call's
+    // owner is gone. A side-effecting call whose owner is gone is NOT re-claimed (second statement).
+    const claimed = rowsOf(
+      await this.sql.query(
+        `INSERT INTO ${this.table} AS t (idempotency_key, tenant, task_id, execution_id, tool, args_hash, args, side_effect, state, owner, lease_until, attempts)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, now() + $10 * interval '1 millisecond', 1)
+         ON CONFLICT (idempotency_key) DO UPDATE
+           SET state = 'pending', owner = EXCLUDED.owner, execution_id = EXCLUDED.execution_id, lease_until = EXCLUDED.lease_until,
+               attempts = t.attempts + 1, result = NULL, reason = NULL, updated_at = now()
+         WHERE t.state = 'absent'
+            OR (t.state = 'pending' AND NOT t.side_effect
+                AND (t.lease_until < now() OR (t.execution_id = EXCLUDED.execution_id AND t.owner <> EXCLUDED.owner)))
+         RETURNING idempotency_key`,
+        [e.key, e.tenant, e.taskId, e.executionId, e.tool, e.argsHash, JSON.stringify(e.args), e.sideEffect, e.owner, leaseMs],
+      ),
+    );
+    if (claimed.length > 0) return { kind: 'claimed' };
+    await this.sql.query(
+      `UPDATE ${this.table} SET state = 'unknown', reason = 'the caller was lost during the call', updated_at = now()
+       WHERE idempotency_key = $1 AND state = 'pending' AND side_effect
+         AND (lease_until < now() OR (execution_id = $2 AND owner <> $3))`,
+      [e.key, e.executionId, e.owner],
+    );
+    const entry = await this.get(e.key);
+    if (!entry) return this.claim(e, leaseMs); // released between the two statements: try again
+    return entry.state === 'pending' ? { kind: 'busy', entry } : { kind: 'recorded', entry };
+  }
+
+  async complete(key: string, owner: string, state: 'ok' | 'error', result: RecordedResult): Promise<void> {
+    await this.sql.query(
+      `UPDATE ${this.table} SET state = $3, result = $4, updated_at = now() WHERE idempotency_key = $1 AND owner = $2 AND state = 'pending'`,
+      [key, owner, state, JSON.stringify(result)],
+    );
+  }
+
+  async markUnknown(key: string, owner: string, reason: string): Promise<void> {
+    await this.sql.query(
+      `UPDATE ${this.table} SET state = 'unknown', reason = $3, updated_at = now() WHERE idempotency_key = $1 AND owner = $2 AND state = 'pending'`,
+      [key, owner, reason],
+    );
+  }
+
+  async release(key: string, owner: string): Promise<void> {
+    await this.sql.query(`DELETE FROM ${this.table} WHERE idempotency_key = $1 AND owner = $2 AND state = 'pending'`, [key, owner]);
+  }
+
+  async resolve(key: string, state: 'ok' | 'error' | 'absent', result?: RecordedResult): Promise<boolean> {
+    const rows = rowsOf(
+      await this.sql.query(
+        `UPDATE ${this.table} SET state = $2, result = $3, resolved_at = now(), updated_at = now()
+         WHERE idempotency_key = $1 AND state = 'unknown' RETURNING idempotency_key`,
+        [key, state, result === undefined ? null : JSON.stringify(result)],
+      ),
+    );
+    return rows.length > 0;
+  }
+
+  async get(key: string): Promise<EffectEntry | undefined> {
+    const rows = rowsOf(await this.sql.query(`SELECT * FROM ${this.table} WHERE idempotency_key = $1`, [key]));
+    return rows[0] ? toEntry(rows[0]) : undefined;
+  }
+
+  async listUnknown(limit: number): Promise<EffectEntry[]> {
+    const rows = rowsOf(await this.sql.query(`SELECT * FROM ${this.table} WHERE state = 'unknown' ORDER BY updated_at LIMIT $1`, [limit]));
+    return rows.map(toEntry);
+  }
+
+  async countUnknown(): Promise<number> {
+    const rows = rowsOf(await this.sql.query(`SELECT count(*)::int AS n FROM ${this.table} WHERE state = 'unknown'`)) as unknown as Array<{
+      n: number;
+    }>;
+    return rows[0]?.n ?? 0;
+  }
+}
+
+function toEntry(r: Row): EffectEntry {
+  return {
+    key: r.idempotency_key,
+    tenant: r.tenant,
+    taskId: r.task_id,
+    executionId: r.execution_id,
+    tool: r.tool,
+    argsHash: r.args_hash,
+    args: r.args,
+    sideEffect: r.side_effect,
+    owner: r.owner,
+    state: r.state,
+    ...(r.result ? { result: r.result } : {}),
+    ...(r.reason ? { reason: r.reason } : {}),
+    attempts: r.attempts,
+  };
+}

@@ -1,0 +1,326 @@
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { parseToolName, type McpServerSpec, type ToolIntent, type ToolObservation } from '@mesh/agent-sdk';
+import { argsHash, idempotencyKey, MeshError, type JsonObject } from '@mesh/contract';
+import type { EffectEntry, EffectLedger, RecordedResult } from './effect-ledger.js';
+import { McpConnection, type ToolInfo } from './mcp-connection.js';
+import type { RetryBudget } from './retry-budget.js';
+import { abortError, SemaphoreSlotSupplier, type SlotSupplier } from './slot-supplier.js';
+import { ToolMeta } from './tool-meta.js';
+import type { ToolTokenMinter } from './tool-token.js';
+
+/** Who calls and within which limits: one execution attempt of a task. */
+export interface ToolCallScope {
+  tenant: string;
+  taskId: string;
+  executionId: string;
+  subject: string;
+  /** The execution attempt making the call (only it may record the outcome). */
+  owner: string;
+  signal?: AbortSignal;
+  deadline?: Date;
+  /** Retries of read-only calls draw from this; without it each call may retry `readRetries` times. */
+  budget?: RetryBudget;
+}
+
+export interface ToolGatewayOptions {
+  servers: Record<string, McpServerSpec>;
+  ledger: EffectLedger;
+  clientName?: string;
+  tokens?: ToolTokenMinter;
+  defaultRequestTimeoutMs?: number;
+  defaultMaxConcurrency?: number;
+  readRetries?: number;
+  retryBaseMs?: number;
+  stderr?: 'inherit' | 'ignore' | 'pipe';
+  /** Observes every finished call (metrics). */
+  onCall?: (e: { tool: string; outcome: 'ok' | 'error' | 'unknown' | 'replayed' | 'failed'; ms: number }) => void;
+}
+
+type Failure = 'aborted' | 'timeout' | 'connection' | 'refused';
+
+/**
+ * Calls MCP tools for agents: namespaced names, cached tool lists, a slot limit per server, the
+ * effect ledger around every call, unknown outcomes for side effects that got no answer, retries
+ * with backoff for calls that are safe to repeat, and reconciliation of unknowns by idempotency key.
+ */
+export class ToolGateway {
+  private readonly connections = new Map<string, McpConnection>();
+  private readonly slots = new Map<string, SlotSupplier>();
+  private readonly ledger: EffectLedger;
+
+  constructor(private readonly opts: ToolGatewayOptions) {
+    this.ledger = opts.ledger;
+    for (const [name, spec] of Object.entries(opts.servers)) {
+      this.connections.set(
+        name,
+        new McpConnection(name, spec, { clientName: opts.clientName ?? 'agent-mesh-worker', stderr: opts.stderr }),
+      );
+      this.slots.set(name, new SemaphoreSlotSupplier(spec.maxConcurrency ?? opts.defaultMaxConcurrency ?? 16));
+    }
+  }
+
+  /** The connection of a server (for operations and tests). */
+  connection(server: string): McpConnection {
+    const c = this.connections.get(server);
+    if (!c) throw new MeshError('TOOL_NOT_FOUND', `no MCP server "${server}" is configured`);
+    return c;
+  }
+
+  /** The concurrency limit of a server. */
+  slotsOf(server: string): SlotSupplier {
+    this.connection(server);
+    return this.slots.get(server)!;
+  }
+
+  /** All tools of all servers, namespaced `mcp__{server}__{tool}`. */
+  async listTools(): Promise<ToolInfo[]> {
+    const out: ToolInfo[] = [];
+    for (const [server, conn] of this.connections) {
+      for (const t of (await conn.tools()).values()) out.push({ ...t, name: `mcp__${server}__${t.name}` });
+    }
+    return out;
+  }
+
+  async call(intent: ToolIntent, scope: ToolCallScope): Promise<ToolObservation> {
+    const started = Date.now();
+    const { server, tool, info } = await this.resolve(intent.tool, scope.signal);
+    const args = intent.args ?? {};
+    const hash = argsHash(args);
+    const key = idempotencyKey(scope.tenant, scope.taskId, intent.tool, hash);
+    const sideEffect = !info.safeToRepeat;
+    const spec = this.connection(server).spec;
+    const timeoutMs = spec.requestTimeoutMs ?? this.opts.defaultRequestTimeoutMs ?? 30000;
+    const effect = {
+      key,
+      tenant: scope.tenant,
+      taskId: scope.taskId,
+      executionId: scope.executionId,
+      tool: intent.tool,
+      argsHash: hash,
+      args,
+      sideEffect,
+      owner: scope.owner,
+    };
+
+    for (;;) {
+      const claim = await this.ledger.claim(effect, timeoutMs + 5000);
+      if (claim.kind === 'recorded') {
+        this.opts.onCall?.({
+          tool: intent.tool,
+          outcome: claim.entry.state === 'unknown' ? 'unknown' : 'replayed',
+          ms: Date.now() - started,
+        });
+        return observationOf(claim.entry, true);
+      }
+      if (claim.kind === 'busy') {
+        // The same call of the same attempt is in flight (the handler issued it twice at once): wait for it.
+        await sleep(100, scope.signal);
+        continue;
+      }
+      break;
+    }
+
+    let attempt = 0;
+    for (;;) {
+      const remaining = scope.deadline ? scope.deadline.getTime() - Date.now() : Infinity;
+      try {
+        if (remaining <= 0) throw new MeshError('DEADLINE_EXCEEDED', `deadline passed before calling ${intent.tool}`);
+        const meta: JsonObject = {
+          [ToolMeta.idempotencyKey]: key,
+          [ToolMeta.tenant]: scope.tenant,
+          [ToolMeta.subject]: scope.subject,
+          [ToolMeta.taskId]: scope.taskId,
+        };
+        if (spec.tokenAudience) {
+          if (!this.opts.tokens)
+            throw new MeshError('CONFIG_INVALID', `server "${server}" wants a token but no token minter is configured`);
+          meta[ToolMeta.token] = await this.opts.tokens.mint({
+            audience: spec.tokenAudience,
+            tenant: scope.tenant,
+            subject: scope.subject,
+            taskId: scope.taskId,
+          });
+        }
+        const result = await this.withSlot(server, scope.signal, () =>
+          this.connection(server).callTool(tool, args, meta, { signal: scope.signal, timeoutMs: Math.min(timeoutMs, remaining) }),
+        );
+        const recorded = recordedOf(result);
+        const state = result.isError ? 'error' : 'ok';
+        await this.ledger.complete(key, scope.owner, state, recorded);
+        this.opts.onCall?.({ tool: intent.tool, outcome: state, ms: Date.now() - started });
+        return {
+          status: state,
+          tool: intent.tool,
+          idempotencyKey: key,
+          text: recorded.text,
+          ...(recorded.data ? { data: recorded.data } : {}),
+          replayed: false,
+        };
+      } catch (err) {
+        if (err instanceof MeshError && (err.code === 'DEADLINE_EXCEEDED' || err.code === 'CONFIG_INVALID' || err.code === 'CANCELLED')) {
+          // Nothing was sent: the call may be made again later.
+          await this.ledger.release(key, scope.owner);
+          throw err;
+        }
+        const failure = classify(err, scope.signal);
+        if (sideEffect && failure !== 'refused') {
+          // The request may have reached the server: its effect is unknown. Never retry it blindly.
+          const reason = `${failure}: ${errorText(err)}`;
+          await this.ledger.markUnknown(key, scope.owner, reason);
+          this.opts.onCall?.({ tool: intent.tool, outcome: 'unknown', ms: Date.now() - started });
+          return { status: 'unknown', tool: intent.tool, idempotencyKey: key, reason };
+        }
+        if (failure === 'refused') {
+          // The server answered with a protocol error: that is the outcome of this call.
+          const recorded = { text: errorText(err) };
+          await this.ledger.complete(key, scope.owner, 'error', recorded);
+          this.opts.onCall?.({ tool: intent.tool, outcome: 'error', ms: Date.now() - started });
+          return { status: 'error', tool: intent.tool, idempotencyKey: key, text: recorded.text, replayed: false };
+        }
+        const canRetry =
+          failure !== 'aborted' &&
+          attempt < (this.opts.readRetries ?? 3) &&
+          (scope.budget ? scope.budget.take() : true) &&
+          (!scope.deadline || scope.deadline.getTime() - Date.now() > this.backoff(attempt));
+        if (!canRetry) {
+          await this.ledger.release(key, scope.owner);
+          this.opts.onCall?.({ tool: intent.tool, outcome: 'failed', ms: Date.now() - started });
+          if (failure === 'aborted') throw scope.signal ? abortError(scope.signal) : new MeshError('CANCELLED', 'aborted');
+          throw new MeshError('TOOL_UNAVAILABLE', `${intent.tool} failed after ${attempt + 1} attempt(s): ${errorText(err)}`, {
+            cause: err,
+            retryable: true,
+          });
+        }
+        await sleep(this.backoff(attempt), scope.signal).catch(async (abortErr: unknown) => {
+          await this.ledger.release(key, scope.owner);
+          throw abortErr;
+        });
+        attempt++;
+      }
+    }
+  }
+
+  /**
+   * Resolves an unknown outcome through the server's reconcile tool. Returns the settled observation,
+   * or undefined when it stays unknown (no reconcile tool, server unreachable).
+   */
+  async reconcile(key: string): Promise<ToolObservation | undefined> {
+    const entry = await this.ledger.get(key);
+    if (!entry) throw new MeshError('NOT_FOUND', `no effect recorded under ${key}`);
+    if (entry.state !== 'unknown') return observationOf(entry, true);
+    const parsed = parseToolName(entry.tool);
+    const spec = parsed && this.connections.get(parsed.server)?.spec;
+    if (!parsed || !spec?.reconcileTool) return undefined;
+    let result: CallToolResult;
+    try {
+      result = await this.withSlot(parsed.server, undefined, () =>
+        this.connection(parsed.server).callTool(
+          spec.reconcileTool!,
+          { idempotency_key: key },
+          { [ToolMeta.tenant]: entry.tenant, [ToolMeta.taskId]: entry.taskId },
+          { timeoutMs: spec.requestTimeoutMs ?? this.opts.defaultRequestTimeoutMs ?? 30000 },
+        ),
+      );
+    } catch {
+      return undefined;
+    }
+    const answer = result.structuredContent as { status?: string; result?: JsonObject } | undefined;
+    if (result.isError || !answer) return undefined;
+    if (answer.status === 'applied') {
+      const recorded: RecordedResult = { text: JSON.stringify(answer.result ?? {}), ...(answer.result ? { data: answer.result } : {}) };
+      await this.ledger.resolve(key, 'ok', recorded);
+    } else if (answer.status === 'not_found') {
+      await this.ledger.resolve(key, 'absent');
+    } else {
+      return undefined;
+    }
+    const settled = await this.ledger.get(key);
+    return settled ? observationOf(settled, true) : undefined;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.connections.values()].map((c) => c.close()));
+  }
+
+  private async resolve(name: string, signal?: AbortSignal): Promise<{ server: string; tool: string; info: ToolInfo }> {
+    const parsed = parseToolName(name);
+    if (!parsed || !this.connections.has(parsed.server)) throw new MeshError('TOOL_NOT_FOUND', `unknown tool "${name}"`);
+    let tools: Map<string, ToolInfo>;
+    try {
+      tools = await this.connection(parsed.server).tools();
+    } catch (cause) {
+      if (signal?.aborted) throw abortError(signal);
+      throw new MeshError('TOOL_UNAVAILABLE', `MCP server "${parsed.server}" is unavailable: ${errorText(cause)}`, {
+        cause,
+        retryable: true,
+      });
+    }
+    const info = tools.get(parsed.tool);
+    if (!info) throw new MeshError('TOOL_NOT_FOUND', `server "${parsed.server}" has no tool "${parsed.tool}"`);
+    return { ...parsed, info };
+  }
+
+  private async withSlot<T>(server: string, signal: AbortSignal | undefined, fn: () => Promise<T>): Promise<T> {
+    const slot = await this.slots.get(server)!.reserve(signal);
+    try {
+      return await fn();
+    } finally {
+      slot.release();
+    }
+  }
+
+  private backoff(attempt: number): number {
+    const base = this.opts.retryBaseMs ?? 100;
+    return base * 2 ** attempt + Math.floor(Math.random() * base);
+  }
+}
+
+function observationOf(entry: EffectEntry, replayed: boolean): ToolObservation {
+  if (entry.state === 'unknown' || entry.state === 'pending' || entry.state === 'absent') {
+    return { status: 'unknown', tool: entry.tool, idempotencyKey: entry.key, reason: entry.reason ?? entry.state };
+  }
+  return {
+    status: entry.state,
+    tool: entry.tool,
+    idempotencyKey: entry.key,
+    text: entry.result?.text ?? '',
+    ...(entry.result?.data ? { data: entry.result.data } : {}),
+    replayed,
+  };
+}
+
+function recordedOf(result: CallToolResult): RecordedResult {
+  const text = (result.content ?? [])
+    .filter((c): c is { type: 'text'; text: string } => c.type === 'text')
+    .map((c) => c.text)
+    .join('\n');
+  return result.structuredContent ? { text, data: result.structuredContent as JsonObject } : { text };
+}
+
+function classify(err: unknown, signal?: AbortSignal): Failure {
+  if (signal?.aborted) return 'aborted';
+  const code = (err as { code?: unknown }).code;
+  if (code === -32001) return 'timeout';
+  // Invalid request/params, method not found, parse error: the server refused the request itself.
+  if (code === -32600 || code === -32601 || code === -32602 || code === -32700) return 'refused';
+  return 'connection';
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(abortError(signal));
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(abortError(signal!));
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

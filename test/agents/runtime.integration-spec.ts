@@ -1,0 +1,192 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Envelopes, newId, TopicNames, type AgentHeartbeat, type JsonObject } from '@mesh/contract';
+import { testKafka } from '../support/bus.js';
+import { loadAgentsConfig, startAgents } from '@mesh/app-agents';
+import { after } from 'node:test';
+import { eventually, freshDatabase, sql, testRun, uniquePrefix } from '../support/infra.js';
+import { refundCount, startTestBillingTools } from './agents-fixtures.js';
+import { addDuplicateInvoice, commandProducer, EventCollector, runTask, sendCommand } from './runtime-fixtures.js';
+
+const db = await freshDatabase('runtime');
+const billing = await startTestBillingTools(db);
+const prefix = uniquePrefix('runtime');
+const topics = new TopicNames(prefix);
+const agents = await startAgents({
+  ...loadAgentsConfig({
+    KAFKA_BROKERS: testRun().brokers.join(','),
+    TOPIC_PREFIX: prefix,
+    DATABASE_URL: db,
+    AGENTS_RUN: 'echo-agent,refund-agent',
+    AGENTS_MCP_SERVERS: JSON.stringify({ billing: { url: billing.mcpUrl, requestTimeoutMs: 800 } }),
+    AGENTS_RECONCILE_INTERVAL_MS: '200',
+    AGENTS_EXECUTION_LEASE_MS: '3000',
+    AGENTS_CONSUMER_SESSION_TIMEOUT_MS: '6000',
+  }),
+  AGENTS_PORT: 0, // any free port
+});
+after(() => agents.stop());
+const events = new EventCollector();
+await events.start(topics);
+const producer = await commandProducer();
+
+const dataOf = (artifact: JsonObject): JsonObject => ((artifact.parts as JsonObject[]).find((p) => p.data)?.data ?? {}) as JsonObject;
+const textOfMessage = (m: JsonObject | undefined): string =>
+  ((m?.parts as JsonObject[] | undefined) ?? []).map((p) => p.text ?? '').join('');
+
+test('echo-agent answers with an artifact and completes, with increasing seq', async () => {
+  const cmd = runTask('echo-agent', 'acme', 'hello mesh');
+  await sendCommand(producer, topics, cmd);
+  const final = await events.final(cmd.identity.taskId);
+  assert.equal(final.body.state, 'TASK_STATE_COMPLETED');
+  const all = events.events(cmd.identity.taskId);
+  assert.deepEqual(
+    all.map((e) => e.kind),
+    ['task.status', 'task.artifact', 'task.status'],
+  );
+  assert.deepEqual(
+    all.map((e) => e.body.seq),
+    [0, 1, 2],
+  );
+  assert.equal(((events.artifacts(cmd.identity.taskId)[0].parts as JsonObject[])[0] as JsonObject).text, 'hello mesh');
+  assert.equal(final.identity.executionId, cmd.identity.executionId);
+});
+
+test('refund conversation: input required without an invoice, then exactly one refund with a structured artifact', async () => {
+  const first = runTask('refund-agent', 'acme', 'Hi, I was charged twice last month.');
+  const taskId = first.identity.taskId;
+  await sendCommand(producer, topics, first);
+  const asked = await events.final(taskId);
+  assert.equal(asked.body.state, 'TASK_STATE_INPUT_REQUIRED');
+  assert.match(textOfMessage(asked.body.message), /Which invoice/);
+
+  await sendCommand(producer, topics, runTask('refund-agent', 'acme', 'It is INV-2291.', { taskId, turn: 1 }));
+  const done = await events.final(taskId, 2);
+  assert.equal(done.body.state, 'TASK_STATE_COMPLETED', textOfMessage(done.body.message));
+  const refund = dataOf(events.artifacts(taskId).at(-1)!);
+  assert.equal(refund.invoice_id, 'INV-2291');
+  assert.equal(refund.state, 'refunded');
+  assert.equal(typeof refund.refund_id, 'string');
+  assert.equal(await refundCount(db, 'acme', 'INV-2291'), 1);
+});
+
+test('the same command delivered three times makes one refund and re-emits the recorded final events', async () => {
+  await addDuplicateInvoice(db, 'acme', 'INV-9101');
+  const cmd = runTask('refund-agent', 'acme', 'Please refund INV-9101');
+  const calls = billing.hooks.calls('issue_refund');
+  for (let i = 0; i < 3; i++) await sendCommand(producer, topics, cmd);
+  await events.final(cmd.identity.taskId, 3);
+  const finals = events.finals(cmd.identity.taskId);
+  assert.ok(finals.every((f) => f.body.state === 'TASK_STATE_COMPLETED'));
+  assert.equal(new Set(finals.map((f) => f.body.seq)).size, 1, 'a re-emitted final event has the recorded seq');
+  assert.equal(await refundCount(db, 'acme', 'INV-9101'), 1);
+  assert.equal(billing.hooks.calls('issue_refund') - calls, 1);
+  const rows = await sql<{ n: number }>(db, `SELECT count(*)::int AS n FROM agents.executions WHERE execution_id = $1`, [
+    cmd.identity.executionId,
+  ]);
+  assert.equal(rows[0].n, 1);
+});
+
+test('a refund hanging past its timeout shows an unknown outcome, is reconciled to the single refund, never called twice', async () => {
+  await addDuplicateInvoice(db, 'acme', 'INV-9102');
+  billing.hooks.delay('issue_refund', { phase: 'after-commit', ms: 5000 });
+  const calls = billing.hooks.calls('issue_refund');
+  const cmd = runTask('refund-agent', 'acme', 'Refund INV-9102 please');
+  await sendCommand(producer, topics, cmd);
+  const done = await events.final(cmd.identity.taskId);
+  assert.equal(done.body.state, 'TASK_STATE_COMPLETED', textOfMessage(done.body.message));
+  const unknown = events
+    .events(cmd.identity.taskId)
+    .find((e) => e.kind === 'task.status' && (e.body.message?.metadata as JsonObject | undefined)?.['mesh/tool_outcome'] === 'unknown');
+  assert.ok(unknown, 'the task showed the unknown outcome while it was reconciled');
+  assert.equal(unknown.kind === 'task.status' && unknown.body.state, 'TASK_STATE_WORKING');
+  assert.equal(dataOf(events.artifacts(cmd.identity.taskId).at(-1)!).state, 'refunded');
+  assert.equal(billing.hooks.calls('issue_refund') - calls, 1, 'no second call');
+  assert.equal(await refundCount(db, 'acme', 'INV-9102'), 1);
+  const effects = await sql<{ state: string }>(
+    db,
+    `SELECT state FROM agents.tool_effects WHERE task_id = $1 AND tool = 'mcp__billing__issue_refund'`,
+    [cmd.identity.taskId],
+  );
+  assert.deepEqual(
+    effects.map((e) => e.state),
+    ['ok'],
+  );
+});
+
+test('cancel during a slow tool call aborts the call and cancels the task', async () => {
+  await addDuplicateInvoice(db, 'acme', 'INV-9103');
+  billing.hooks.delay('issue_refund', { phase: 'before', ms: 15000 });
+  const calls = billing.hooks.calls('issue_refund');
+  const aborted = billing.hooks.aborted('issue_refund');
+  const cmd = runTask('refund-agent', 'acme', 'Refund INV-9103');
+  await sendCommand(producer, topics, cmd);
+  await eventually('the refund call reached the tool', () => billing.hooks.calls('issue_refund') > calls);
+  await sendCommand(producer, topics, Envelopes.cancel(cmd.identity, { reason: 'customer changed their mind' }));
+  const done = await events.final(cmd.identity.taskId, 1, 10000);
+  assert.equal(done.body.state, 'TASK_STATE_CANCELED');
+  await eventually('the tool saw the cancellation', () => billing.hooks.aborted('issue_refund') === aborted + 1);
+  assert.equal(await refundCount(db, 'acme', 'INV-9103'), 0);
+  billing.hooks.clear();
+});
+
+test('a command whose deadline has passed is not started', async () => {
+  const reads = billing.hooks.calls('get_invoice');
+  const cmd = runTask('refund-agent', 'acme', 'Refund INV-2292', { deadlineUnixMs: Date.now() - 1000 });
+  await sendCommand(producer, topics, cmd);
+  const done = await events.final(cmd.identity.taskId);
+  assert.equal(done.body.state, 'TASK_STATE_FAILED');
+  assert.match(textOfMessage(done.body.message), /deadline/);
+  assert.deepEqual(
+    events.events(cmd.identity.taskId).map((e) => e.kind),
+    ['task.status'],
+    'no WORKING status, no artifact',
+  );
+  assert.equal(billing.hooks.calls('get_invoice'), reads);
+});
+
+test('echo-agent reaches the reference MCP server over stdio', async () => {
+  const cmd = runTask('echo-agent', 'globex', '/everything ping');
+  await sendCommand(producer, topics, cmd);
+  const done = await events.final(cmd.identity.taskId);
+  assert.equal(done.body.state, 'TASK_STATE_COMPLETED', textOfMessage(done.body.message));
+  assert.equal(((events.artifacts(cmd.identity.taskId)[0].parts as JsonObject[])[0] as JsonObject).text, 'Echo: ping');
+});
+
+test('an unknown agent in AGENTS_RUN stops the start with a clear error', async () => {
+  await assert.rejects(
+    startAgents({ ...loadAgentsConfig({ DATABASE_URL: db, TOPIC_PREFIX: prefix }), AGENTS_RUN: ['no-such-agent'] }),
+    /unknown agent "no-such-agent"/,
+  );
+});
+
+test('metrics count dedup hits, unknown tool outcomes (and their resolution) and finished turns', async () => {
+  // The reconciler settles the canceled refund's unknown outcome in the background: wait for the gauge.
+  const text = await eventually('no unresolved unknown outcomes', async () => {
+    const t = await (await fetch(`${agents.url}/metrics`)).text();
+    return /mesh_tool_unknown_outcomes 0/.test(t) ? t : undefined;
+  });
+  assert.match(text, /mesh_agent_dedup_hits_total\{agent="refund-agent"\} 2/);
+  assert.match(text, /mesh_tool_calls_total\{agent="refund-agent",tool="mcp__billing__issue_refund",outcome="unknown"\} [1-9]/);
+  assert.match(text, /mesh_tool_unknown_outcomes 0/);
+  assert.match(text, /mesh_agent_turns_total\{agent="refund-agent",state="completed"\} [1-9]/);
+});
+
+test('each agent of the process sends heartbeats to the directory topic', async () => {
+  const consumer = testKafka('heartbeats').consumer({ groupId: `hb-${newId()}`, maxWaitTimeInMs: 50 });
+  await consumer.connect();
+  after(() => consumer.disconnect());
+  await consumer.subscribe({ topic: topics.heartbeats(), fromBeginning: true });
+  const seen = new Map<string, AgentHeartbeat>();
+  await consumer.run({
+    eachMessage: async ({ message }) => {
+      const hb = JSON.parse(message.value!.toString('utf8')) as AgentHeartbeat;
+      seen.set(message.key!.toString('utf8'), hb);
+    },
+  });
+  await eventually('heartbeats of both agents', () => seen.has('echo-agent') && seen.has('refund-agent'));
+  const hb = seen.get('refund-agent')!;
+  assert.equal(hb.agentId, 'refund-agent');
+  assert.equal(hb.workerId, agents.workerId);
+  assert.ok(hb.ttlMs > 0 && hb.atUnixMs <= Date.now());
+});

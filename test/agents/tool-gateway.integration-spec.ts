@@ -1,0 +1,236 @@
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { HmacToolTokenMinter, Reconciler, RetryBudget, type ToolCallScope } from '@mesh/tool-gateway';
+import { startBillingTools } from '@mesh/app-agents';
+import { newId } from '@mesh/contract';
+import { eventually, freshDatabase } from '../support/infra.js';
+import {
+  everythingServer,
+  ledgerDatabase,
+  refundCount,
+  startDynamicToolServer,
+  startTestBillingTools,
+  testGateway,
+} from './agents-fixtures.js';
+
+const billingUrl = await freshDatabase('gateway-billing');
+const billing = await startTestBillingTools(billingUrl);
+const { ledger } = await ledgerDatabase('gateway-ledger');
+const gateway = testGateway({
+  ledger,
+  servers: {
+    billing: { transport: 'http', url: billing.mcpUrl, requestTimeoutMs: 700, reconcileTool: 'refund_status', maxConcurrency: 4 },
+    everything: everythingServer(),
+  },
+  stderr: 'ignore',
+});
+const reconciler = new Reconciler(ledger, () => [gateway]);
+
+function scope(extra: Partial<ToolCallScope> = {}): ToolCallScope {
+  const taskId = newId();
+  return { tenant: 'acme', taskId, executionId: `acme:${taskId}:0`, subject: 'alice', owner: `w1#${newId()}`, ...extra };
+}
+
+const refund = { tool: 'mcp__billing__issue_refund', args: { invoice_id: 'INV-2291', amount_cents: 12900, reason: 'charged twice' } };
+
+test('tools are listed once, namespaced, with read-only and side-effecting tools told apart', async () => {
+  const tools = await gateway.listTools();
+  const byName = new Map(tools.map((t) => [t.name, t]));
+  assert.equal(byName.get('mcp__billing__get_invoice')?.safeToRepeat, true);
+  assert.equal(byName.get('mcp__billing__issue_refund')?.safeToRepeat, false);
+  assert.ok(byName.has('mcp__everything__echo'));
+  await gateway.listTools();
+  assert.equal(gateway.connection('billing').connects, 1, 'the tool list is cached, not re-fetched over a new connection');
+  const inv = await gateway.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2291' } }, scope());
+  assert.equal(inv.status, 'ok');
+  assert.equal(inv.status === 'ok' && inv.data?.duplicate_charge, true);
+  await assert.rejects(gateway.call({ tool: 'mcp__billing__nope' }, scope()), (e: { code?: string }) => e.code === 'TOOL_NOT_FOUND');
+});
+
+test('the same side-effecting call three times reaches the tool once and returns the first refund', async () => {
+  const s = scope();
+  const before = billing.hooks.calls('issue_refund');
+  const first = await gateway.call(refund, s);
+  const second = await gateway.call(refund, { ...s, owner: 'another-attempt' });
+  const third = await gateway.call(
+    { tool: refund.tool, args: { reason: 'charged twice', amount_cents: 12900, invoice_id: 'INV-2291' } },
+    s,
+  );
+  assert.equal(first.status, 'ok');
+  assert.equal(first.status === 'ok' && first.replayed, false);
+  assert.equal(second.status === 'ok' && second.replayed, true);
+  assert.equal(third.status === 'ok' && third.replayed, true, 'argument order does not change the key');
+  assert.equal(first.status === 'ok' && first.data?.refund_id, second.status === 'ok' && second.data?.refund_id);
+  assert.equal(billing.hooks.calls('issue_refund') - before, 1);
+  assert.equal(await refundCount(billingUrl, 'acme', 'INV-2291'), 1);
+  // A different task refunding the rest is a different key and a real second call; the tool refuses the excess.
+  const other = await gateway.call(refund, scope());
+  assert.equal(other.status, 'ok');
+  const excess = await gateway.call(refund, scope());
+  assert.equal(excess.status, 'error');
+  assert.match(excess.status === 'error' ? excess.text : '', /refundable/);
+  assert.equal(await refundCount(billingUrl, 'acme', 'INV-2291'), 2);
+});
+
+test('a side-effecting call hanging past its timeout is unknown, not retried, and reconciled to the single refund', async () => {
+  const s = { ...scope(), tenant: 'globex' };
+  const args = { tool: refund.tool, args: { invoice_id: 'INV-3107', amount_cents: 25000, reason: 'charged twice' } };
+  billing.hooks.delay('issue_refund', { phase: 'after-commit', ms: 5000 });
+  const before = billing.hooks.calls('issue_refund');
+  const obs = await gateway.call(args, s);
+  assert.equal(obs.status, 'unknown');
+  assert.match(obs.status === 'unknown' ? obs.reason : '', /timeout/);
+  assert.equal(await ledger.countUnknown(), 1);
+  // Calling again does not call the tool: the unknown stands until reconciled.
+  const again = await gateway.call(args, s);
+  assert.equal(again.status, 'unknown');
+  assert.equal(billing.hooks.calls('issue_refund') - before, 1);
+  assert.equal(await reconciler.runOnce(), 1);
+  assert.equal(await ledger.countUnknown(), 0);
+  const settled = await gateway.call(args, s);
+  assert.equal(settled.status, 'ok');
+  assert.equal(settled.status === 'ok' && settled.data?.invoice_id, 'INV-3107');
+  assert.equal(billing.hooks.calls('issue_refund') - before, 1, 'no second call');
+  assert.equal(await refundCount(billingUrl, 'globex', 'INV-3107'), 1);
+});
+
+test('cancel during a slow call aborts it on the server; an unapplied side effect reconciles as absent and may run again', async () => {
+  const ac = new AbortController();
+  billing.hooks.delay('issue_refund', { phase: 'before', ms: 10000 });
+  const abortedBefore = billing.hooks.aborted('issue_refund');
+  const callsBefore = billing.hooks.calls('issue_refund');
+  const s = scope({ signal: ac.signal });
+  const args = { tool: refund.tool, args: { invoice_id: 'INV-2292', amount_cents: 100, reason: 'goodwill' } };
+  const pending = gateway.call(args, s);
+  await eventually('the call reached the server', () => billing.hooks.calls('issue_refund') > callsBefore);
+  ac.abort(new Error('task cancelled'));
+  const obs = await pending;
+  assert.equal(obs.status, 'unknown', 'a cancelled side effect in flight is unknown, not failed');
+  await eventually('the server saw the cancellation', () => billing.hooks.aborted('issue_refund') === abortedBefore + 1);
+  assert.equal(await refundCount(billingUrl, 'acme', 'INV-2292'), 0);
+  const settled = await gateway.reconcile(obs.idempotencyKey);
+  assert.equal(settled?.status, 'unknown');
+  assert.equal((await ledger.get(obs.idempotencyKey))?.state, 'absent');
+  const retried = await gateway.call(args, { ...s, signal: undefined });
+  assert.equal(retried.status, 'ok');
+  assert.equal(await refundCount(billingUrl, 'acme', 'INV-2292'), 1);
+});
+
+test('a cancelled read-only call rejects with CANCELLED and leaves nothing recorded', async () => {
+  const ac = new AbortController();
+  billing.hooks.delay('get_invoice', { phase: 'before', ms: 10000 });
+  const callsBefore = billing.hooks.calls('get_invoice');
+  const s = scope({ signal: ac.signal });
+  const pending = gateway.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2292' } }, s);
+  await eventually('the read reached the server', () => billing.hooks.calls('get_invoice') > callsBefore);
+  ac.abort(new Error('cancel'));
+  await assert.rejects(pending, (e: { code?: string }) => e.code === 'CANCELLED');
+  await eventually('the server saw the cancellation', () => billing.hooks.aborted('get_invoice') === 1);
+  assert.equal(await ledger.countUnknown(), 0);
+  billing.hooks.clear();
+});
+
+test('a read-only call past the deadline is not made', async () => {
+  await assert.rejects(
+    gateway.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2292' } }, scope({ deadline: new Date(Date.now() - 1) })),
+    (e: { code?: string }) => e.code === 'DEADLINE_EXCEEDED',
+  );
+});
+
+test('a reference MCP server from npm over stdio: a crash is recovered by restarting it', async () => {
+  const conn = gateway.connection('everything');
+  const first = await gateway.call({ tool: 'mcp__everything__echo', args: { message: 'hello' } }, scope());
+  assert.equal(first.status === 'ok' && first.text, 'Echo: hello');
+  const pid = conn.pid;
+  assert.ok(pid);
+  process.kill(pid, 'SIGKILL');
+  await eventually('the connection noticed the crash', () => conn.pid === undefined);
+  const second = await gateway.call({ tool: 'mcp__everything__echo', args: { message: 'again' } }, scope());
+  assert.equal(second.status === 'ok' && second.text, 'Echo: again');
+  assert.notEqual(conn.pid, pid);
+  assert.equal(conn.connects, 2);
+  assert.ok((await conn.tools()).has('echo'), 'the tool list is restored');
+});
+
+test('a server configured for tokens gets an audience-bound token (never a caller token) and refuses calls without one', async () => {
+  const secret = 'billing-secret-for-tests-only';
+  const guarded = await startBillingTools({
+    DATABASE_URL: billingUrl,
+    BILLING_TOOLS_PORT: 0,
+    BILLING_TEST_HOOKS: false,
+    BILLING_TOKEN_SECRET: secret,
+    BILLING_TOKEN_AUDIENCE: 'billing-tools',
+  });
+  after(() => guarded.stop());
+  const withToken = testGateway({
+    ledger,
+    tokens: new HmacToolTokenMinter(secret),
+    servers: { billing: { transport: 'http', url: guarded.mcpUrl, tokenAudience: 'billing-tools' } },
+  });
+  const ok = await withToken.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2292' } }, scope());
+  assert.equal(ok.status, 'ok');
+  const withoutToken = testGateway({ ledger, servers: { billing: { transport: 'http', url: guarded.mcpUrl } } });
+  const refused = await withoutToken.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2292' } }, scope());
+  assert.equal(refused.status, 'error');
+  assert.match(refused.status === 'error' ? refused.text : '', /token/);
+  const misconfigured = testGateway({
+    ledger,
+    servers: { billing: { transport: 'http', url: guarded.mcpUrl, tokenAudience: 'billing-tools' } },
+  });
+  await assert.rejects(
+    misconfigured.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2291' } }, scope()),
+    (e: { code?: string }) => e.code === 'CONFIG_INVALID',
+  );
+});
+
+test('a read-only call that times out is retried with backoff and succeeds; a spent budget fails it as retryable', async () => {
+  const before = billing.hooks.calls('get_invoice');
+  billing.hooks.delay('get_invoice', { phase: 'before', ms: 3000, times: 1 });
+  const obs = await gateway.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-3108' } }, { ...scope(), tenant: 'globex' });
+  assert.equal(obs.status, 'ok');
+  assert.equal(billing.hooks.calls('get_invoice') - before, 2, 'one timed-out attempt, one retry');
+
+  billing.hooks.delay('get_invoice', { phase: 'before', ms: 3000, times: 1 });
+  await assert.rejects(
+    gateway.call(
+      { tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-3108' } },
+      { ...scope(), tenant: 'globex', budget: new RetryBudget(0) },
+    ),
+    (e: { code?: string; retryable?: boolean }) => e.code === 'TOOL_UNAVAILABLE' && e.retryable === true,
+  );
+  billing.hooks.clear();
+});
+
+test("tools see the tenant from _meta: another tenant's invoice does not exist for them", async () => {
+  const obs = await gateway.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-3107' } }, scope());
+  assert.equal(obs.status, 'error');
+  assert.match(obs.status === 'error' ? obs.text : '', /not found/);
+});
+
+test('a full server slot limit makes the next call wait instead of piling onto the server', async () => {
+  const narrow = testGateway({ ledger, servers: { billing: { transport: 'http', url: billing.mcpUrl, maxConcurrency: 1 } } });
+  billing.hooks.delay('get_invoice', { phase: 'before', ms: 400, times: 1 });
+  const first = narrow.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2291' } }, scope());
+  await eventually('the first call holds the slot', () => narrow.slotsOf('billing').inUse === 1);
+  const second = narrow.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2292' } }, scope());
+  await eventually('the second call waits for it', () => narrow.slotsOf('billing').waiting === 1);
+  assert.deepEqual(
+    (await Promise.all([first, second])).map((o) => o.status),
+    ['ok', 'ok'],
+  );
+  assert.equal(narrow.slotsOf('billing').inUse, 0);
+});
+
+test('the cached tool list is dropped when the server announces list_changed', async () => {
+  const dynamic = await startDynamicToolServer();
+  const gw = testGateway({ ledger, servers: { dyn: { transport: 'http', url: dynamic.url } } });
+  assert.deepEqual(
+    (await gw.listTools()).map((t) => t.name),
+    ['mcp__dyn__first'],
+  );
+  dynamic.addTool('second');
+  await eventually('the new tool is listed', async () => (await gw.listTools()).some((t) => t.name === 'mcp__dyn__second'));
+  const obs = await gw.call({ tool: 'mcp__dyn__second' }, scope());
+  assert.equal(obs.status === 'ok' && obs.text, 'second');
+  assert.equal(gw.connection('dyn').connects, 1, 'same connection: the list was re-fetched, not reconnected');
+});

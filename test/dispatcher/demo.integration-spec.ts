@@ -1,0 +1,21 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { TaskState, type Task } from '@a2a-js/sdk';
+import { eventually } from '../support/infra.js';
+import { a2aClient, BINDINGS, startTestDispatcher } from '../support/dispatcher-harness.js';
+import { artifactText, sendRequest, userMessage } from '../support/a2a-fixtures.js';
+
+// What `npm start` relies on: DEMO=true registers the public echo-agent and runs its worker.
+const env = await startTestDispatcher('demo', {}, { DEMO: 'true' });
+await eventually('echo-agent served', async () => (await fetch(`${env.url}/a2a/echo-agent/.well-known/agent-card.json`)).ok);
+
+for (const binding of BINDINGS) {
+  test(`${binding}: the demo echo-agent answers at once, for any tenant`, async () => {
+    for (const token of ['demo-acme', 'demo-globex']) {
+      const client = await a2aClient(env.url, 'echo-agent', binding, token);
+      const task = (await client.sendMessage(sendRequest(userMessage(`hi from ${token}`)))) as Task;
+      assert.equal(task.status?.state, TaskState.TASK_STATE_COMPLETED);
+      assert.equal(artifactText(task), `hi from ${token}`);
+    }
+  });
+}

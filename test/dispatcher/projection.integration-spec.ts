@@ -1,0 +1,110 @@
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { TaskState, type Task } from '@a2a-js/sdk';
+import { encodeEnvelope, Envelopes, type Envelope, type Identity } from '@mesh/contract';
+import { eventually } from '../support/infra.js';
+import { a2aClient, agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
+import { artifactText, sendRequest, userMessage } from '../support/a2a-fixtures.js';
+
+const env = await startTestDispatcher('projection');
+await publishAgents(env.kafka, env.topics, [agentRecord('manual')]);
+await eventually('agent served', async () => (await fetch(`${env.url}/a2a/manual/.well-known/agent-card.json`)).ok);
+const producer = env.kafka.producer();
+await producer.connect();
+after(() => producer.disconnect());
+const client = await a2aClient(env.url, 'manual', 'JSONRPC');
+
+/** Publishes events as a worker would, keyed by task id. */
+async function publish(...events: Envelope[]) {
+  await producer.send({
+    topic: env.topics.events(),
+    messages: events.map((e) => {
+      const w = encodeEnvelope(e);
+      return { key: e.identity.taskId, value: w.value, headers: w.headers };
+    }),
+  });
+}
+
+async function newTask(): Promise<{ task: Task; id: Identity }> {
+  const message = userMessage('manual');
+  const task = (await client.sendMessage(sendRequest(message, { returnImmediately: true }))) as Task;
+  const id: Identity = {
+    tenant: 'acme',
+    agentId: 'manual',
+    taskId: task.id,
+    contextId: task.contextId,
+    messageId: message.messageId,
+    executionId: `acme:${task.id}:1`,
+    subject: 'worker',
+    actor: 'worker',
+  };
+  return { task, id };
+}
+
+/** True once the projector committed every event published so far (so all of them were applied or ignored). */
+async function projectorCaughtUp(): Promise<boolean> {
+  const admin = env.kafka.admin();
+  await admin.connect();
+  try {
+    const high = await admin.fetchTopicOffsets(env.topics.events());
+    const [committed] = await admin.fetchOffsets({ groupId: `${env.prefix}mesh.dispatcher.projector`, topics: [env.topics.events()] });
+    return high.every((h) => committed.partitions.find((p) => p.partition === h.partition)?.offset === h.high || h.high === '0');
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+const get = (id: string) => client.getTask({ id, tenant: '', historyLength: undefined });
+const artifact = (text: string) => ({ artifactId: 'a1', parts: [{ text }] });
+
+test('duplicates, late events, foreign identities and unknown executions never change a task', async () => {
+  const { task, id } = await newTask();
+  await publish(
+    Envelopes.status(id, { seq: 0, state: 'TASK_STATE_WORKING', final: false }),
+    Envelopes.artifact(id, { seq: 1, artifact: artifact('result') }),
+    Envelopes.status(id, { seq: 2, state: 'TASK_STATE_COMPLETED', final: true }),
+    // Redelivery of seq 2 with different content, a late WORKING, and a new seq after the end.
+    Envelopes.status(id, { seq: 2, state: 'TASK_STATE_FAILED', final: true }),
+    Envelopes.status(id, { seq: 1, state: 'TASK_STATE_WORKING', final: false }),
+    Envelopes.status(id, { seq: 3, state: 'TASK_STATE_WORKING', final: false }),
+    Envelopes.artifact(id, { seq: 4, artifact: artifact('late') }),
+    // Another tenant claiming the task, and an execution that never existed.
+    Envelopes.status({ ...id, tenant: 'globex', executionId: `globex:${task.id}:1` }, { seq: 9, state: 'TASK_STATE_FAILED', final: true }),
+    Envelopes.status({ ...id, executionId: `acme:${task.id}:7` }, { seq: 9, state: 'TASK_STATE_FAILED', final: true }),
+  );
+  await eventually('projector caught up', projectorCaughtUp);
+  const after = await get(task.id);
+  assert.equal(after.status?.state, TaskState.TASK_STATE_COMPLETED);
+  assert.equal(artifactText(after), 'result');
+  assert.equal(after.artifacts.length, 1);
+});
+
+test('out of order: an event older than the last applied one is ignored; COMPLETED needs the artifact first', async () => {
+  const { task, id } = await newTask();
+  await publish(
+    Envelopes.artifact(id, { seq: 1, artifact: artifact('first') }),
+    Envelopes.status(id, { seq: 0, state: 'TASK_STATE_WORKING', final: false }),
+  );
+  await eventually('artifact stored', async () => (await get(task.id)).artifacts.length === 1);
+  assert.equal((await get(task.id)).status?.state, TaskState.TASK_STATE_SUBMITTED, 'seq 0 after seq 1 is late and ignored');
+  await publish(Envelopes.status(id, { seq: 2, state: 'completed', final: true }));
+  const done = await eventually('completed', async () => {
+    const t = await get(task.id);
+    return t.status?.state === TaskState.TASK_STATE_COMPLETED ? t : undefined;
+  });
+  assert.equal(artifactText(done), 'first');
+});
+
+test('a task canceled by the caller stays canceled whatever the worker reports afterwards', async () => {
+  const { task, id } = await newTask();
+  const canceled = await client.cancelTask({ id: task.id, tenant: '', metadata: undefined });
+  assert.equal(canceled.status?.state, TaskState.TASK_STATE_CANCELED);
+  await publish(
+    Envelopes.artifact(id, { seq: 0, artifact: artifact('too late') }),
+    Envelopes.status(id, { seq: 1, state: 'TASK_STATE_COMPLETED', final: true }),
+  );
+  await eventually('projector caught up', projectorCaughtUp);
+  const t = await get(task.id);
+  assert.equal(t.status?.state, TaskState.TASK_STATE_CANCELED);
+  assert.equal(t.artifacts.length, 0);
+});

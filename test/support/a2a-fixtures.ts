@@ -1,0 +1,45 @@
+import { randomUUID } from 'node:crypto';
+import { Role, type Message, type SendMessageRequest, type Task } from '@a2a-js/sdk';
+
+/** A user text message in the SDK's (protobuf-shaped) types. */
+export function userMessage(text: string, extra: Partial<Message> = {}): Message {
+  return {
+    messageId: randomUUID(),
+    role: Role.ROLE_USER,
+    parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+    contextId: '',
+    taskId: '',
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+    ...extra,
+  };
+}
+
+/** A SendMessage request around one message. */
+export function sendRequest(
+  message: Message,
+  configuration: { returnImmediately?: boolean; historyLength?: number } = {},
+): SendMessageRequest {
+  return {
+    tenant: '',
+    message,
+    configuration: { acceptedOutputModes: [], returnImmediately: false, taskPushNotificationConfig: undefined, ...configuration },
+    metadata: undefined,
+  };
+}
+
+/** The text of every artifact part of a task. */
+export const artifactText = (task: Task) =>
+  task.artifacts
+    .flatMap((a) => a.parts)
+    .map((p) => (p.content?.$case === 'text' ? p.content.value : ''))
+    .join('');
+
+/** A user message as A2A 1.0 JSON (for raw HTTP requests). */
+export const jsonMessage = (text: string, extra: Record<string, unknown> = {}) => ({
+  messageId: randomUUID(),
+  role: 'ROLE_USER',
+  parts: [{ text }],
+  ...extra,
+});

@@ -1,0 +1,168 @@
+import { request as httpRequest } from 'node:http';
+import { after } from 'node:test';
+import type { Kafka } from 'kafkajs';
+import {
+  ClientFactory,
+  ClientFactoryOptions,
+  DefaultAgentCardResolver,
+  JsonRpcTransportFactory,
+  RestTransportFactory,
+  type Client,
+} from '@a2a-js/sdk/client';
+import { createKafka } from '@mesh/bus';
+import { TopicNames, type AgentRecord } from '@mesh/contract';
+import { DEMO_API_KEYS, loadAuthOptions } from '@mesh/auth';
+import { loadDispatcherConfig, startDispatcher, type DispatcherOverrides, type RunningDispatcher } from '@mesh/app-dispatcher';
+import { freshDatabase, testRun, uniquePrefix } from './infra.js';
+
+/** The two A2A bindings the dispatcher serves. */
+export type Binding = 'JSONRPC' | 'HTTP+JSON';
+export const BINDINGS: Binding[] = ['JSONRPC', 'HTTP+JSON'];
+
+/** A dispatcher started in-process on a fresh database and topic prefix. */
+export interface DispatcherEnv {
+  dispatcher: RunningDispatcher;
+  url: string;
+  prefix: string;
+  databaseUrl: string;
+  topics: TopicNames;
+  kafka: Kafka;
+  env: Record<string, string>;
+  overrides: DispatcherOverrides;
+  /** Starts another dispatcher on the same database and topics (restart, replicas). */
+  restart(overrides?: DispatcherOverrides): Promise<RunningDispatcher>;
+}
+
+/** Starts a dispatcher for one spec; everything it started is stopped when the spec ends. */
+export async function startTestDispatcher(
+  label: string,
+  overrides: DispatcherOverrides = {},
+  extraEnv: Record<string, string> = {},
+): Promise<DispatcherEnv> {
+  const run = testRun();
+  const started: RunningDispatcher[] = [];
+  // Registered before freshDatabase's hook: after() hooks run in order, and the dispatchers must
+  // stop before their database is dropped.
+  after(async () => {
+    for (const d of started) await d.stop().catch(() => undefined);
+  });
+  const prefix = uniquePrefix(label);
+  const databaseUrl = await freshDatabase(label);
+  const env = {
+    KAFKA_BROKERS: run.brokers.join(','),
+    TOPIC_PREFIX: prefix,
+    DATABASE_URL: databaseUrl,
+    EVENTS_TOPIC_PARTITIONS: '3',
+    ...extraEnv,
+  };
+  const config = { ...loadDispatcherConfig(env), DISPATCHER_PORT: 0 };
+  const allOverrides = { auth: loadAuthOptions({ AUTH_API_KEYS: DEMO_API_KEYS }), ...overrides };
+  const dispatcher = await startDispatcher(config, allOverrides);
+  started.push(dispatcher);
+  const kafka = createKafka({ brokers: run.brokers, clientId: `test-${label}` });
+  return {
+    dispatcher,
+    url: dispatcher.url,
+    prefix,
+    databaseUrl,
+    topics: new TopicNames(prefix),
+    kafka,
+    env,
+    overrides: allOverrides,
+    async restart(replace?: DispatcherOverrides) {
+      const d = await startDispatcher(config, replace ? { ...allOverrides, ...replace } : allOverrides);
+      started.push(d);
+      return d;
+    },
+  };
+}
+
+/** An agent record as the directory would publish it. */
+export function agentRecord(id: string, patch: Partial<AgentRecord> = {}): AgentRecord {
+  return {
+    id,
+    tenant: 'acme',
+    visibility: 'public',
+    version: 1,
+    card: {
+      name: `Agent ${id}`,
+      description: 'test agent',
+      version: '1.0.0',
+      supportedInterfaces: [{ url: 'http://worker.invalid/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+      capabilities: { streaming: true },
+      defaultInputModes: ['text/plain'],
+      defaultOutputModes: ['text/plain'],
+      skills: [{ id: 'echo', name: 'Echo', description: 'echoes', tags: ['test'] }],
+    },
+    channel: { keyTemplate: '{tenant}:{agent_id}', partitions: 2 },
+    retired: false,
+    updatedAt: new Date().toISOString(),
+    ...patch,
+  };
+}
+
+/** Publishes records to the cards topic, as the directory does. */
+export async function publishAgents(kafka: Kafka, topics: TopicNames, records: AgentRecord[]): Promise<void> {
+  const producer = kafka.producer();
+  await producer.connect();
+  try {
+    await producer.send({ topic: topics.cards(), messages: records.map((r) => ({ key: r.id, value: JSON.stringify(r) })) });
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+/**
+ * A fetch that adds the bearer token (the SDK client's transports take a fetch implementation)
+ * and, like a browser's connection pool, keeps at most `maxInFlight` requests on the wire: a
+ * thousand simultaneous connects would overflow the listen backlog and be reset by the kernel.
+ */
+export function authFetch(token: string | undefined, maxInFlight = 128): typeof fetch {
+  let inFlight = 0;
+  const waiting: Array<() => void> = [];
+  return async (input, init) => {
+    if (inFlight >= maxInFlight) await new Promise<void>((r) => waiting.push(r));
+    inFlight += 1;
+    try {
+      const headers = new Headers(init?.headers);
+      if (token) headers.set('authorization', `Bearer ${token}`);
+      const res = await fetch(input, { ...init, headers });
+      // Read the body before giving the slot back, so the slot really covers the exchange.
+      const body = await res.arrayBuffer();
+      return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+    } finally {
+      inFlight -= 1;
+      waiting.shift()?.();
+    }
+  };
+}
+
+/** The official SDK client for one agent, discovered from its card, on the given binding. */
+export async function a2aClient(url: string, agentId: string, binding: Binding, token = 'demo-acme'): Promise<Client> {
+  const fetchImpl = authFetch(token);
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
+      preferredTransports: [binding],
+      cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
+    }),
+  );
+  return factory.createFromUrl(`${url}/a2a/${agentId}/`);
+}
+
+/** A plain HTTP request (node:http): unlike fetch it adds no Cache-Control to conditional requests. */
+export function rawRequest(
+  url: string,
+  opts: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {},
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: opts.method ?? 'GET', headers: opts.headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(opts.body);
+  });
+}
