@@ -1,7 +1,7 @@
 import { Task, TaskState } from '@a2a-js/sdk';
 import type { DataSource } from 'typeorm';
 import { Envelopes, newId, type TaskEvent } from '@mesh/contract';
-import type { Json, TaskRow } from './task-db.js';
+import { preparedQuery, type Json, type TaskRow } from './task-db.js';
 import { isInterrupted, isTerminal, parseState, stateName, stateRank } from './task-state.js';
 
 /** Outcome of projecting one event. */
@@ -67,7 +67,9 @@ export class TaskProjection {
       if (cached && cached.executionId === id.executionId && cached.tenant === id.tenant) row = cached;
       else {
         // Task row and the event's execution in one round trip.
-        const rows: ProjectedRow[] = await q.query(
+        const rows = await preparedQuery<ProjectedRow>(
+          q,
+          'dispatcher-projection-read',
           `SELECT t.*, e.turn AS e_turn, e.last_seq, e.artifact_count, e.closed
            FROM dispatcher.tasks t LEFT JOIN dispatcher.executions e ON e.execution_id = $2 AND e.task_id = t.id
            WHERE t.id = $1 AND t.tenant = $3`,
@@ -125,7 +127,9 @@ export class TaskProjection {
       }
       // Both rows in one statement, only if nobody wrote the task since it was read; the status
       // timestamp moves only with the status.
-      const written: unknown[] = await q.query(
+      const written = await preparedQuery<unknown>(
+        q,
+        'dispatcher-projection-write',
         `WITH t AS (
            UPDATE dispatcher.tasks SET state = $2, task = $3, version = version + 1, updated_at = now(),
              status_timestamp = CASE WHEN $4 THEN now() ELSE status_timestamp END
