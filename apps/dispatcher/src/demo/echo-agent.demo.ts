@@ -52,8 +52,8 @@ export async function registerDemoAgent(kafka: Kafka, topics: TopicNames): Promi
 }
 
 /**
- * A minimal worker for the demo agent: each `task.run` gets WORKING, an artifact with the text
- * it received, then COMPLETED. The worker issue replaces it with the SDK-based echo-agent.
+ * A minimal worker for the demo agent: each `task.run` gets an artifact with the text it
+ * received, then COMPLETED. The worker issue replaces it with the SDK-based echo-agent.
  */
 export async function startDemoEchoWorker(kafka: Kafka, topics: TopicNames): Promise<RunningConsumer> {
   await ensureTopic(kafka, topics.commands(DEMO_AGENT_ID), demoAgentRecord().channel.partitions);
@@ -94,13 +94,12 @@ export async function startDemoEchoWorker(kafka: Kafka, topics: TopicNames): Pro
   };
 }
 
-/** WORKING, an artifact with the text received, COMPLETED. */
+/** An artifact with the text received, then COMPLETED (the answer is immediate: no WORKING). */
 function echo(identity: Identity, message: JsonObject): Envelope[] {
   const parts = (message.parts as Array<{ text?: string }> | undefined) ?? [];
   const text = parts.map((p) => p.text ?? '').join('');
   return [
-    Envelopes.status(identity, { seq: 0, state: 'TASK_STATE_WORKING', final: false }),
-    Envelopes.artifact(identity, { seq: 1, artifact: { artifactId: newId(), name: 'echo', parts: [{ text }] }, lastChunk: true }),
-    Envelopes.status(identity, { seq: 2, state: 'TASK_STATE_COMPLETED', final: true }),
+    Envelopes.artifact(identity, { seq: 0, artifact: { artifactId: newId(), name: 'echo', parts: [{ text }] }, lastChunk: true }),
+    Envelopes.status(identity, { seq: 1, state: 'TASK_STATE_COMPLETED', final: true }),
   ];
 }

@@ -40,12 +40,18 @@ export class EventProjector {
       consumerConfig: { maxWaitTimeInMs: 100 },
       onError: (err, what) => log('warn', what, { err: String(err) }),
     });
-    await this.consumer.start(async (env) => {
+    await this.consumer.start(async (env, ctx) => {
       if (env.kind !== 'task.status' && env.kind !== 'task.artifact') {
         log('warn', 'skipped a command on the event topic', { kind: env.kind });
         return;
       }
-      await this.project(env);
+      try {
+        await this.project(env);
+      } catch (err) {
+        // The consumer retries (then dead-letters); say why, once per attempt.
+        log('warn', 'projecting an event failed', { taskId: env.identity.taskId, attempt: ctx.attempt, err: String(err) });
+        throw err;
+      }
     });
   }
 

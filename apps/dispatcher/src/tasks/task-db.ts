@@ -42,3 +42,13 @@ export async function lockTask(q: QueryRunner, taskId: string, tenant: string, a
   );
   return rows[0];
 }
+
+/**
+ * Runs one of the hot statements (accept, projection) as a named prepared statement straight on
+ * the driver's pool: Postgres parses and plans it once per connection instead of per call.
+ */
+export async function preparedQuery<R>(ds: DataSource, name: string, text: string, values: unknown[]): Promise<R[]> {
+  const pool = (ds.driver as unknown as { master: { query(q: { name: string; text: string; values: unknown[] }): Promise<{ rows: R[] }> } })
+    .master;
+  return (await pool.query({ name, text, values })).rows;
+}

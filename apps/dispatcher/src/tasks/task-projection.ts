@@ -1,7 +1,7 @@
 import { Task, TaskState } from '@a2a-js/sdk';
 import type { DataSource } from 'typeorm';
 import { Envelopes, newId, type TaskEvent } from '@mesh/contract';
-import type { Json, TaskRow } from './task-db.js';
+import { preparedQuery, type Json, type TaskRow } from './task-db.js';
 import { isInterrupted, isTerminal, parseState, stateName, stateRank } from './task-state.js';
 
 /** Outcome of projecting one event. */
@@ -18,8 +18,27 @@ export type ProjectionOutcome =
  * The events of one task reach it one at a time (the keyed consumer, and one consumer per
  * partition across replicas); API writes to the same task are detected by the version check.
  */
+type ProjectedRow = TaskRow & { e_turn: number | null; last_seq: number; artifact_count: number; closed: boolean };
+
 export class TaskProjection {
-  constructor(private readonly ds: DataSource) {}
+  /**
+   * Rows this projector wrote last, by task id: the next event of the task (usually within
+   * milliseconds) skips the read. Safe because every write checks the version it was decided on;
+   * a stale entry makes the write miss, and the event is decided again on a fresh read.
+   */
+  private readonly recent = new Map<string, ProjectedRow & { executionId: string }>();
+
+  constructor(
+    private readonly ds: DataSource,
+    private readonly cacheSize = 10_000,
+  ) {}
+
+  private remember(executionId: string, row: ProjectedRow): void {
+    this.recent.delete(row.id);
+    if (row.closed) return; // the turn is over: nothing more is expected for it
+    this.recent.set(row.id, { ...row, executionId });
+    if (this.recent.size > this.cacheSize) this.recent.delete(this.recent.keys().next().value!);
+  }
 
   /**
    * Projects one worker event into the task: ignored when the task or execution is unknown, the
@@ -30,10 +49,11 @@ export class TaskProjection {
   async applyEvent(env: TaskEvent): Promise<ProjectionOutcome> {
     // Optimistic: read, decide, then write only if the task's version is still the one read. A
     // concurrent writer (CancelTask, a follow-up turn) makes the write miss and the event is
-    // decided again on the new state. Two round trips per applied event, one per ignored one.
+    // decided again on the new state. One or two round trips per applied event (see `recent`).
     for (let attempt = 1; ; attempt++) {
       const outcome = await this.tryApply(env);
       if (outcome !== 'conflict') return outcome;
+      this.recent.delete(env.identity.taskId);
       if (attempt >= 10) throw new Error(`task ${env.identity.taskId} kept changing while applying an event`);
     }
   }
@@ -42,14 +62,21 @@ export class TaskProjection {
     const id = env.identity;
     const q = this.ds;
     {
-      // Task row and the event's execution in one round trip.
-      const rows: Array<TaskRow & { e_turn: number | null; last_seq: number; artifact_count: number; closed: boolean }> = await q.query(
-        `SELECT t.*, e.turn AS e_turn, e.last_seq, e.artifact_count, e.closed
-         FROM dispatcher.tasks t LEFT JOIN dispatcher.executions e ON e.execution_id = $2 AND e.task_id = t.id
-         WHERE t.id = $1 AND t.tenant = $3`,
-        [id.taskId, id.executionId, id.tenant],
-      );
-      const row = rows[0];
+      const cached = this.recent.get(id.taskId);
+      let row: ProjectedRow | undefined;
+      if (cached && cached.executionId === id.executionId && cached.tenant === id.tenant) row = cached;
+      else {
+        // Task row and the event's execution in one round trip.
+        const rows = await preparedQuery<ProjectedRow>(
+          q,
+          'dispatcher-projection-read',
+          `SELECT t.*, e.turn AS e_turn, e.last_seq, e.artifact_count, e.closed
+           FROM dispatcher.tasks t LEFT JOIN dispatcher.executions e ON e.execution_id = $2 AND e.task_id = t.id
+           WHERE t.id = $1 AND t.tenant = $3`,
+          [id.taskId, id.executionId, id.tenant],
+        );
+        row = rows[0];
+      }
       if (!row) return { applied: false, reason: 'unknown-task' };
       if (row.agent_id !== id.agentId || row.context_id !== id.contextId) return { applied: false, reason: 'identity-mismatch' };
       if (row.e_turn === null) return { applied: false, reason: 'unknown-execution' };
@@ -100,7 +127,9 @@ export class TaskProjection {
       }
       // Both rows in one statement, only if nobody wrote the task since it was read; the status
       // timestamp moves only with the status.
-      const written: unknown[] = await q.query(
+      const written = await preparedQuery<unknown>(
+        q,
+        'dispatcher-projection-write',
         `WITH t AS (
            UPDATE dispatcher.tasks SET state = $2, task = $3, version = version + 1, updated_at = now(),
              status_timestamp = CASE WHEN $4 THEN now() ELSE status_timestamp END
@@ -110,6 +139,15 @@ export class TaskProjection {
         [row.id, stateName(state), task, env.kind === 'task.status', id.executionId, env.body.seq, artifacts, closed, row.version],
       );
       if (written.length === 0) return 'conflict';
+      this.remember(id.executionId, {
+        ...row,
+        state: stateName(state),
+        task,
+        version: row.version + 1,
+        last_seq: env.body.seq,
+        artifact_count: artifacts,
+        closed,
+      });
       return { applied: true, task: Task.fromJSON(task), event };
     }
   }

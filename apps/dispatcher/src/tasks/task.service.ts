@@ -17,7 +17,7 @@ import {
 } from '@mesh/contract';
 import type { Principal } from '@mesh/auth';
 import { messageIdConflict } from './task.errors.js';
-import { inTransaction, lockTask, type Json, type TaskRow } from './task-db.js';
+import { inTransaction, lockTask, preparedQuery, type Json, type TaskRow } from './task-db.js';
 import { listTasks } from './task-list.query.js';
 import { isInterrupted, isTerminal, parseState, stateName } from './task-state.js';
 
@@ -159,7 +159,9 @@ export class TaskService {
     const task: Json = { id: taskId, contextId, status, history: [message] };
     const identity = this.identity(input, taskId, contextId, 1);
     const cmd = this.command(agent, Envelopes.run(identity, { turn: 1, message }));
-    const rows: Array<{ n: number }> = await this.ds.query(
+    const rows = await preparedQuery<{ n: number }>(
+      this.ds,
+      'dispatcher-accept-new',
       `WITH d AS (
          INSERT INTO dispatcher.message_dedup (tenant, agent_id, message_id, content_hash, task_id, turn)
          VALUES ($1, $2, $3, $4, $5, 1) ON CONFLICT DO NOTHING RETURNING task_id),
