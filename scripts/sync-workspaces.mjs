@@ -27,6 +27,7 @@ writeFileSync(
   )}\n  ]\n}\n`,
 );
 const testPkg = JSON.parse(readFileSync(join(root, 'test/package.json'), 'utf8'));
-testPkg.dependencies = Object.fromEntries(pkgs.map((p) => [p.name, '0.1.0']));
+const external = Object.entries(testPkg.dependencies ?? {}).filter(([name]) => !name.startsWith('@mesh/'));
+testPkg.dependencies = Object.fromEntries([...external.sort(), ...pkgs.map((p) => [p.name, '0.1.0'])]);
 writeFileSync(join(root, 'test/package.json'), `${JSON.stringify(testPkg, null, 2)}\n`);
 console.log(`sync-workspaces: ${pkgs.length} packages`);
