@@ -8,6 +8,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { Kafka, logLevel } from 'kafkajs';
 
 const root = new URL('..', import.meta.url).pathname;
 const args = process.argv.slice(2);
@@ -84,6 +85,19 @@ child.on('exit', async (code, signal) => {
       console.error(`run-tests: could not drop test databases: ${err.message}`);
     } finally {
       await admin.end().catch(() => {});
+    }
+  }
+  if (testDb && !startedKafka) {
+    // The broker outlives the run: delete the run's topics so a dev broker does not fill up.
+    const admin = new Kafka({ brokers: env.KAFKA_BROKERS.split(','), logLevel: logLevel.NOTHING }).admin();
+    try {
+      await admin.connect();
+      const mine = (await admin.listTopics()).filter((t) => t.startsWith(env.TOPIC_PREFIX));
+      for (let i = 0; i < mine.length; i += 200) await admin.deleteTopics({ topics: mine.slice(i, i + 200), timeout: 30000 });
+    } catch (err) {
+      console.error(`run-tests: could not delete test topics: ${err.message}`);
+    } finally {
+      await admin.disconnect().catch(() => {});
     }
   }
   if (startedKafka) spawnSync(join(root, 'scripts/kafka.sh'), ['stop'], { stdio: 'inherit' });
