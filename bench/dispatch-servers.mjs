@@ -1,5 +1,5 @@
-// Child process of bench/dispatch.mjs: starts the dispatcher (with the demo echo-agent and its
-// worker) and a reference A2A server built from the SDK's own sample pattern, then prints their
+// Child process of bench/dispatch.mjs: starts the dispatcher (with the demo echo-agent registered;
+// its worker runs in bench/dispatch-worker.mjs) and a reference A2A server built from the SDK's own sample pattern, then prints their
 // URLs as one JSON line. Kept apart from the load generator so autocannon does not share their
 // event loop.
 import express from 'express';
@@ -10,7 +10,7 @@ import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a
 import { DEMO_API_KEYS, loadAuthOptions } from '@mesh/auth';
 import { loadDispatcherConfig, startDispatcher } from '@mesh/app-dispatcher';
 
-const config = { ...loadDispatcherConfig({ ...process.env, DEMO: 'true' }), DISPATCHER_PORT: 0 };
+const config = { ...loadDispatcherConfig({ ...process.env, DEMO: 'true', DEMO_ECHO_WORKER: 'false' }), DISPATCHER_PORT: 0 };
 const dispatcher = await startDispatcher(config, { auth: loadAuthOptions({ AUTH_API_KEYS: DEMO_API_KEYS }) });
 
 // Reference: DefaultRequestHandler + InMemoryTaskStore + an executor that completes at once.

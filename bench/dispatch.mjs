@@ -3,7 +3,8 @@
 // pattern: DefaultRequestHandler + InMemoryTaskStore + an executor that completes at once), same
 // load generator, connections and duration, in one invocation:
 //   (a) SendMessage with returnImmediately (durable accept: Postgres commit; Kafka produce by the relay)
-//   (b) blocking SendMessage (dispatcher: through Kafka to the demo echo worker and back)
+//   (b) blocking SendMessage (dispatcher: through Kafka to the demo echo worker, in its own
+//       process, and back)
 // Writes bench/results/dispatch.json. Needs the local Kafka and Postgres (see README).
 import { spawn } from 'node:child_process';
 import { randomUUID, randomBytes } from 'node:crypto';
@@ -21,20 +22,25 @@ const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127
 const dbUrl = new URL(adminUrl);
 dbUrl.pathname = `/mesh_bench_${run}`;
 
-const child = spawn(process.execPath, [`${root}bench/dispatch-servers.mjs`], {
-  cwd: root,
-  env: {
-    ...process.env,
-    DATABASE_URL: dbUrl.toString(),
-    TOPIC_PREFIX: `bench${run}.`,
-    KAFKA_BROKERS: process.env.KAFKA_BROKERS ?? '127.0.0.1:9092',
-  },
-  stdio: ['ignore', 'pipe', 'inherit'],
-});
-const urls = await new Promise((resolve, reject) => {
-  child.once('exit', (code) => reject(new Error(`servers exited with ${code}`)));
-  createInterface({ input: child.stdout }).once('line', (line) => resolve(JSON.parse(line)));
-});
+const childEnv = {
+  ...process.env,
+  DATABASE_URL: dbUrl.toString(),
+  TOPIC_PREFIX: `bench${run}.`,
+  KAFKA_BROKERS: process.env.KAFKA_BROKERS ?? '127.0.0.1:9092',
+};
+/** Starts a child script and waits for its first stdout line. */
+async function startChild(script) {
+  const c = spawn(process.execPath, [`${root}bench/${script}`], { cwd: root, env: childEnv, stdio: ['ignore', 'pipe', 'inherit'] });
+  const line = await new Promise((resolve, reject) => {
+    c.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
+    createInterface({ input: c.stdout }).once('line', resolve);
+  });
+  return { c, line };
+}
+const servers = await startChild('dispatch-servers.mjs');
+const child = servers.c;
+const urls = JSON.parse(servers.line);
+const worker = (await startChild('dispatch-worker.mjs')).c;
 
 const body = (returnImmediately) =>
   JSON.stringify({
@@ -109,8 +115,10 @@ try {
   rows.b_reference = await load('(b) reference, blocking', urls.reference, false);
   rows.b_dispatcher = await load('(b) dispatcher, blocking via Kafka', urls.dispatcher, false);
 } finally {
-  child.kill('SIGTERM');
-  await new Promise((r) => child.once('exit', r));
+  for (const c of [worker, child]) {
+    c.kill('SIGTERM');
+    await new Promise((r) => c.once('exit', r));
+  }
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(`mesh_bench_${run}`)} WITH (FORCE)`).catch(() => undefined);

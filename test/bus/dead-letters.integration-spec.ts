@@ -101,3 +101,48 @@ test('poison, non-retryable and exhausted messages go to the DLQ with their head
   await eventually('poison dead-lettered again', async () => (await readAll(dlq, 4)).length === 4);
   assert.equal(await replayDeadLetters(kafka, dlq, { limit: 0 }), 0);
 });
+
+test('a dead letter that cannot be written keeps its record unfinished until the write succeeds', async () => {
+  const topic = `${uniquePrefix('dlq-down')}commands`;
+  const dlq = new TopicNames().deadLetters(topic);
+  const admin = new BusAdmin(kafka);
+  cleanup(() => admin.close());
+  await admin.ensureTopic(topic, { partitions: 1 });
+  const producer = new BusProducer(kafka);
+  cleanup(() => producer.disconnect());
+  await producer.sendRecord(topic, 'acme:echo', 'not an envelope');
+  await producer.send(topic, 'acme:echo', runCommand('acme', 'after', 0));
+
+  const errors: string[] = [];
+  const handled: string[] = [];
+  const groupId = `${topic}.workers`;
+  const consumer = new BusConsumer(kafka, {
+    groupId,
+    topics: [topic],
+    fromBeginning: true,
+    // The dead-letter topic is missing on purpose, and the producer gives up fast.
+    ensureDeadLetterTopics: false,
+    deadLetterProducer: { retries: 1 },
+    onError: (_err, what) => void errors.push(what),
+  });
+  cleanup(() => consumer.stop());
+  await consumer.start(async (env) => void handled.push(env.identity.taskId));
+  await eventually('dead-letter write failed twice', () => errors.filter((e) => e === 'dead-letter send').length >= 2);
+  await eventually('the next record was handled meanwhile', () => handled.includes('after'));
+  // A commit round ran after the later record finished: it may only commit the poison record's offset.
+  await eventually('a commit round', () => consumer.stats().commits >= 1);
+  const stuck = await admin.consumerLag(groupId, [topic]);
+  assert.ok(
+    stuck.every((l) => l.committed === null || l.committed === '0'),
+    `committed past the unwritten dead letter: ${JSON.stringify(stuck)}`,
+  );
+
+  await admin.ensureTopic(dlq, { partitions: 1 });
+  const [letter] = await readAll(dlq, 1);
+  assert.equal(letter.value?.toString(), 'not an envelope');
+  await eventually('committed past both records once the dead letter was written', async () => {
+    const [lag] = await admin.consumerLag(groupId, [topic]);
+    return lag?.committed === '2';
+  });
+  assert.equal(consumer.stats().deadLettered, 1);
+});

@@ -50,6 +50,8 @@ test('@EventPattern handlers receive envelopes; their non-retryable errors reach
   const run = runCommand('acme', 'task-1', 0);
   await producer.send(topic, 'acme:echo', run);
   await producer.send(topic, 'acme:echo', Envelopes.cancel(run.identity, { reason: 'user' }));
+  // No @EventPattern('task.status') handler in this app.
+  await producer.send(topic, 'acme:echo', Envelopes.status(run.identity, { seq: 0, state: 'working', final: false }));
   await eventually('task.run handled', () => received.some((r) => r.task === 'task-1'));
   assert.match(received[0].offset, /^\d+$/);
 
@@ -59,8 +61,11 @@ test('@EventPattern handlers receive envelopes; their non-retryable errors reach
   await dead.connect();
   await dead.subscribe({ topic: `${topic}.dlq`, fromBeginning: true });
   await dead.run({ eachMessage: async ({ message }) => void letters.push(normalizeHeaders(message.headers)) });
-  await eventually('cancel dead-lettered', () => letters.length === 1);
-  assert.equal(letters[0][DeadLetterHeaders.errorCode], 'NOT_CANCELLABLE');
-  assert.equal(letters[0][DeadLetterHeaders.attempts], '1', 'the MeshError kept retryable=false through Nest');
-  assert.equal(transport.stats()?.deadLettered, 1);
+  await eventually('cancel and status dead-lettered', () => letters.length === 2);
+  const byKind = new Map(letters.map((l) => [l.kind, l]));
+  assert.equal(byKind.get('task.cancel')?.[DeadLetterHeaders.errorCode], 'NOT_CANCELLABLE');
+  assert.equal(byKind.get('task.cancel')?.[DeadLetterHeaders.attempts], '1', 'the MeshError kept retryable=false through Nest');
+  assert.equal(byKind.get('task.status')?.[DeadLetterHeaders.errorCode], 'NO_HANDLER', 'a kind without a handler is dead-lettered');
+  assert.equal(byKind.get('task.status')?.[DeadLetterHeaders.attempts], '1');
+  assert.equal(transport.stats()?.deadLettered, 2);
 });

@@ -104,6 +104,11 @@ export class BusAdmin {
     return out.sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);
   }
 
+  /** Nest lifecycle hook, so an instance registered as a provider disconnects on shutdown. */
+  onModuleDestroy(): Promise<void> {
+    return this.close();
+  }
+
   async close(): Promise<void> {
     const wasConnected = this.connected;
     this.connected = undefined;

@@ -1,88 +1,13 @@
-import type { Consumer, ConsumerConfig, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
+import type { Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
 import { decodeEnvelope, isRetryable, normalizeHeaders, type Envelope } from '@mesh/contract';
 import { BusAdmin } from './bus-admin.js';
 import { BusProducer } from './bus-producer.js';
+import type { BusConsumerOptions, BusConsumerStats, EnvelopeHandler } from './consumer-types.js';
+import { RecordContext } from './record-context.js';
 import { deadLetterHeaders, deadLetterTopic } from './dead-letters.js';
 import { InFlightSlots } from './in-flight-slots.js';
 import { KeyQueues } from './key-queues.js';
 import { partitionId, PartitionState } from './partition-state.js';
-
-/** What a handler learns about the record besides the envelope. */
-export interface MessageContext {
-  topic: string;
-  partition: number;
-  offset: string;
-  key: string | null;
-  /** 1 on the first delivery to the handler, 2 on the first retry, … */
-  attempt: number;
-  /** Aborted when the partition is revoked or the consumer stops and the drain timeout passed. */
-  signal: AbortSignal;
-  /** The record's headers as strings. */
-  headers: Record<string, string>;
-}
-
-/** Handles one envelope; a rejection is retried or dead-lettered (see {@link BusConsumerOptions.retry}). */
-export type EnvelopeHandler = (envelope: Envelope, ctx: MessageContext) => Promise<void>;
-
-/** Retry policy of failed handlers: exponential backoff with jitter, then the dead-letter topic. */
-export interface RetryOptions {
-  /** Handler calls in total before dead-lettering (default 5). */
-  maxAttempts?: number;
-  initialBackoffMs?: number;
-  maxBackoffMs?: number;
-}
-
-/** Options of {@link BusConsumer}. */
-export interface BusConsumerOptions {
-  groupId: string;
-  topics: string[];
-  /** Handlers running at once over all partitions (default 64). */
-  maxInFlight?: number;
-  /** Received messages not yet started; above it partitions are paused (default max(4 × maxInFlight, 1024)). */
-  maxBuffered?: number;
-  /** Handlers of one tenant running at once (default: no limit besides maxInFlight). */
-  perTenantInFlight?: number;
-  /** Messages with the same ordering key run one at a time in offset order (default: the task id). */
-  orderingKey?: (e: Envelope) => string;
-  retry?: RetryOptions;
-  /** How long stop() and a revocation wait for running handlers before aborting them (default 10 s). */
-  drainTimeoutMs?: number;
-  /** Where a group without committed offsets starts (default false: only new records). */
-  fromBeginning?: boolean;
-  /** How often finished offsets are committed (default 500 ms). */
-  commitIntervalMs?: number;
-  /** Create each source topic's dead-letter topic at start (default true; its partition count: 1). */
-  ensureDeadLetterTopics?: boolean;
-  /** Partitions fetched and queued concurrently by kafkajs (default 1: queuing is cheap, handlers run here). */
-  partitionsConsumedConcurrently?: number;
-  /** Passed to `kafka.consumer()` (session timeout, heartbeat interval, fetch sizes…). */
-  consumerConfig?: Partial<Omit<ConsumerConfig, 'groupId'>>;
-  /** Receives errors the consumer handled itself (failed commits, dead-letter sends being retried). */
-  onError?: (err: unknown, what: string) => void;
-}
-
-/** Counters and gauges for metrics; see docs/bus.md for their meaning. */
-export interface BusConsumerStats {
-  inFlight: number;
-  buffered: number;
-  pausedPartitions: number;
-  assignedPartitions: number;
-  inFlightByTenant: Record<string, number>;
-  processed: number;
-  retried: number;
-  deadLettered: number;
-  commits: number;
-  rebalances: number;
-  partitions: Array<{
-    topic: string;
-    partition: number;
-    inFlight: number;
-    buffered: number;
-    unfinished: number;
-    committed: number;
-    paused: boolean;
-  }>;
-}
 
 interface WorkItem {
   state: PartitionState;
@@ -156,7 +81,7 @@ export class BusConsumer {
       groupId: opts.groupId,
       allowAutoTopicCreation: false,
     });
-    this.producer = new BusProducer(kafka);
+    this.producer = new BusProducer(kafka, opts.deadLetterProducer);
     this.admin = new BusAdmin(kafka);
   }
 
@@ -190,6 +115,11 @@ export class BusConsumer {
   stop(): Promise<void> {
     this.stopping ??= this.shutdown();
     return this.stopping;
+  }
+
+  /** Nest lifecycle hook, so an instance registered as a provider drains and leaves the group on shutdown. */
+  onModuleDestroy(): Promise<void> {
+    return this.stop();
   }
 
   /** Current gauges and counters, e.g. for Prometheus. */
@@ -501,7 +431,11 @@ export class BusConsumer {
     if (this.commitTimer) clearInterval(this.commitTimer);
     if (!this.handler) return;
     // No new fetches; what is queued is dropped (uncommitted, so it is delivered again later).
-    this.consumer.pause(this.opts.topics.map((topic) => ({ topic })));
+    try {
+      this.consumer.pause(this.opts.topics.map((topic) => ({ topic })));
+    } catch {
+      // start() failed before kafkajs ran the group: nothing is fetching.
+    }
     this.notifyRoom();
     await this.revoking;
     const states = [...this.states.values()];
@@ -514,34 +448,7 @@ export class BusConsumer {
     await this.drain(states);
     await this.consumer.disconnect().catch((err: unknown) => this.opts.onError?.(err, 'disconnect'));
     await this.producer.disconnect();
-  }
-}
-
-/** The {@link MessageContext} of one handler call; string headers are built only when asked for. */
-class RecordContext implements MessageContext {
-  readonly topic: string;
-  readonly partition: number;
-  readonly offset: string;
-  private stringHeaders?: Record<string, string>;
-
-  constructor(
-    state: PartitionState,
-    private readonly message: KafkaMessage,
-    readonly attempt: number,
-    readonly signal: AbortSignal,
-  ) {
-    this.topic = state.topic;
-    this.partition = state.partition;
-    this.offset = message.offset;
-  }
-
-  get key(): string | null {
-    return this.message.key?.toString() ?? null;
-  }
-
-  get headers(): Record<string, string> {
-    this.stringHeaders ??= normalizeHeaders(this.message.headers);
-    return this.stringHeaders;
+    await this.admin.close();
   }
 }
 

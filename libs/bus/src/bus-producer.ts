@@ -140,6 +140,11 @@ export class BusProducer {
     })();
   }
 
+  /** Nest lifecycle hook, so an instance registered as a provider flushes and disconnects on shutdown. */
+  onModuleDestroy(): Promise<void> {
+    return this.disconnect();
+  }
+
   /** Sends what is queued, waits for its acknowledgement, then closes the connection. */
   async disconnect(): Promise<void> {
     this.closed = true;

@@ -3,7 +3,8 @@ import { BaseRpcContext, Server, type CustomTransportStrategy } from '@nestjs/mi
 import type { Kafka } from 'kafkajs';
 import { isObservable, lastValueFrom, throwError, type Observable } from 'rxjs';
 import { MeshError, type Envelope } from '@mesh/contract';
-import { BusConsumer, type BusConsumerOptions, type BusConsumerStats, type MessageContext } from './bus-consumer.js';
+import { BusConsumer } from './bus-consumer.js';
+import type { BusConsumerOptions, BusConsumerStats, MessageContext } from './consumer-types.js';
 
 /** What `@Ctx()` gives an `@EventPattern` handler: the record's {@link MessageContext}. */
 export class BusContext extends BaseRpcContext<[MessageContext]> {

@@ -1,6 +1,7 @@
 export * from './kafka-client.js';
 export * from './bus-admin.js';
 export * from './bus-producer.js';
+export * from './consumer-types.js';
 export * from './bus-consumer.js';
 export * from './dead-letters.js';
 export * from './offset-tracker.js';

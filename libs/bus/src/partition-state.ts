@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { OffsetTracker } from './offset-tracker.js';
 
 /**
@@ -24,7 +25,10 @@ export class PartitionState {
     readonly topic: string,
     readonly partition: number,
     readonly epoch: number,
-  ) {}
+  ) {
+    // Every running handler of the partition may listen to this one signal.
+    setMaxListeners(0, this.abort.signal);
+  }
 
   /** The offset worth committing now, if it moved since the last commit. */
   pendingCommit(): number | undefined {

@@ -1,30 +1,48 @@
+import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import type { INestApplication, LogLevel } from '@nestjs/common';
+import type { INestApplication } from '@nestjs/common';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import { pinoHttp } from 'pino-http';
+import { createLogger, MeshMetrics, MetricsModule, PinoNestLogger } from '@mesh/telemetry';
 import { ServiceLifecycle } from './health.js';
 
 export interface HttpServiceOptions {
+  /** Service name for logs (defaults to the entry script's folder name). */
+  name?: string;
   /** Root module of the app (usually a DynamicModule built from validated config). */
   module: unknown;
   port: number;
   host?: string;
   /** JSON body limit, e.g. '1mb'. */
   bodyLimit?: string;
+  /** The process's metrics; served on GET /metrics and injectable as MeshMetrics. */
+  metrics?: MeshMetrics;
   /** Extra wiring before listen (filters, raw routers, …). */
   configure?: (app: NestExpressApplication) => void | Promise<void>;
 }
 
-function nestLogLevels(): LogLevel[] {
-  return process.env.LOG_LEVEL === 'debug' ? ['error', 'warn', 'log', 'debug'] : ['error', 'warn'];
+/** `apps/<name>/dist/main.js` → `<name>`. */
+function serviceNameFromArgv(): string {
+  return /apps\/([^/]+)\//.exec(process.argv[1] ?? '')?.[1] ?? 'agent-mesh';
 }
 
-/** Creates, configures and starts one Nest HTTP application; marks it ready once listening. */
+const QUIET_PATHS = new Set(['/healthz', '/livez', '/metrics']);
+
+/**
+ * Creates, configures and starts one Nest HTTP application with JSON logs (pino, trace ids),
+ * `/metrics`, and the app's module; marks it ready once listening.
+ */
 export async function startHttpService(opts: HttpServiceOptions): Promise<INestApplication> {
-  const app = await NestFactory.create<NestExpressApplication>(opts.module as never, {
-    logger: nestLogLevels(),
+  const logger = createLogger(opts.name ?? serviceNameFromArgv(), process.env.LOG_LEVEL ?? 'warn');
+  const metrics = opts.metrics ?? new MeshMetrics();
+  @Module({ imports: [opts.module as never, MetricsModule.forMetrics(metrics)] })
+  class ServiceRootModule {}
+  const app = await NestFactory.create<NestExpressApplication>(ServiceRootModule, {
+    logger: new PinoNestLogger(logger),
     bodyParser: false,
     abortOnError: false,
   });
+  app.use(pinoHttp({ logger, autoLogging: { ignore: (req) => QUIET_PATHS.has(req.url ?? '') } }));
   app.useBodyParser('json', { limit: opts.bodyLimit ?? '1mb' });
   await opts.configure?.(app);
   await app.listen(opts.port, opts.host ?? '0.0.0.0');

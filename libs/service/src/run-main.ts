@@ -1,23 +1,29 @@
+import { startTelemetry } from '@mesh/telemetry';
+
 /**
- * Runs a service's start-up. A failure prints one line naming the problem and exits non-zero,
- * instead of a stack trace loop; SIGINT/SIGTERM call `stop` once (graceful drain), a second
- * signal exits at once.
+ * Runs a service's start-up with tracing on (OTLP export only when OTEL_* variables ask for it).
+ * A failure prints one line naming the problem and exits non-zero, instead of a stack trace loop;
+ * SIGINT/SIGTERM call `stop` once (graceful drain), a second signal exits at once.
  */
 export function runMain(name: string, start: () => Promise<{ stop: () => Promise<void> }>): void {
   let stopping = false;
+  const telemetry = startTelemetry({ serviceName: `agent-mesh-${name}` });
   start().then(
     (svc) => {
       const onSignal = (sig: NodeJS.Signals) => {
         if (stopping) process.exit(130);
         stopping = true;
         console.error(`${name}: ${sig} received, draining`);
-        svc.stop().then(
-          () => process.exit(0),
-          (err: unknown) => {
-            console.error(`${name}: shutdown failed: ${err instanceof Error ? err.message : String(err)}`);
-            process.exit(1);
-          },
-        );
+        svc
+          .stop()
+          .then(() => telemetry.shutdown())
+          .then(
+            () => process.exit(0),
+            (err: unknown) => {
+              console.error(`${name}: shutdown failed: ${err instanceof Error ? err.message : String(err)}`);
+              process.exit(1);
+            },
+          );
       };
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);

@@ -1,0 +1,15 @@
+# One image for every service; the compose file and the Helm chart pick the entry point.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json tsconfig.base.json tsconfig.build.json ./
+COPY libs ./libs
+COPY apps ./apps
+COPY test ./test
+RUN npm ci && npx tsc -b tsconfig.build.json && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /app /app
+USER node
+CMD ["node", "apps/dispatcher/dist/main.js"]

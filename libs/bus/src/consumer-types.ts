@@ -1,0 +1,82 @@
+import type { Envelope } from '@mesh/contract';
+import type { ConsumerConfig } from 'kafkajs';
+import type { BusProducerOptions } from './bus-producer.js';
+
+/** What a handler learns about the record besides the envelope. */
+export interface MessageContext {
+  topic: string;
+  partition: number;
+  offset: string;
+  key: string | null;
+  /** 1 on the first delivery to the handler, 2 on the first retry, … */
+  attempt: number;
+  /** Aborted when the partition is revoked or the consumer stops and the drain timeout passed. */
+  signal: AbortSignal;
+  /** The record's headers as strings. */
+  headers: Record<string, string>;
+}
+
+/** Handles one envelope; a rejection is retried or dead-lettered (see {@link BusConsumerOptions.retry}). */
+export type EnvelopeHandler = (envelope: Envelope, ctx: MessageContext) => Promise<void>;
+
+/** Retry policy of failed handlers: exponential backoff with jitter, then the dead-letter topic. */
+export interface RetryOptions {
+  /** Handler calls in total before dead-lettering (default 5). */
+  maxAttempts?: number;
+  initialBackoffMs?: number;
+  maxBackoffMs?: number;
+}
+
+/** Options of {@link BusConsumer}. */
+export interface BusConsumerOptions {
+  groupId: string;
+  topics: string[];
+  /** Handlers running at once over all partitions (default 64). */
+  maxInFlight?: number;
+  /** Received messages not yet started; above it partitions are paused (default max(4 × maxInFlight, 1024)). */
+  maxBuffered?: number;
+  /** Handlers of one tenant running at once (default: no limit besides maxInFlight). */
+  perTenantInFlight?: number;
+  /** Messages with the same ordering key run one at a time in offset order (default: the task id). */
+  orderingKey?: (e: Envelope) => string;
+  retry?: RetryOptions;
+  /** How long stop() and a revocation wait for running handlers before aborting them (default 10 s). */
+  drainTimeoutMs?: number;
+  /** Where a group without committed offsets starts (default false: only new records). */
+  fromBeginning?: boolean;
+  /** How often finished offsets are committed (default 500 ms). */
+  commitIntervalMs?: number;
+  /** Create each source topic's dead-letter topic at start (default true; its partition count: 1). */
+  ensureDeadLetterTopics?: boolean;
+  /** Options of the producer that writes dead letters. */
+  deadLetterProducer?: BusProducerOptions;
+  /** Partitions fetched and queued concurrently by kafkajs (default 1: queuing is cheap, handlers run here). */
+  partitionsConsumedConcurrently?: number;
+  /** Passed to `kafka.consumer()` (session timeout, heartbeat interval, fetch sizes…). */
+  consumerConfig?: Partial<Omit<ConsumerConfig, 'groupId'>>;
+  /** Receives errors the consumer handled itself (failed commits, dead-letter sends being retried). */
+  onError?: (err: unknown, what: string) => void;
+}
+
+/** Counters and gauges for metrics; see docs/bus.md for their meaning. */
+export interface BusConsumerStats {
+  inFlight: number;
+  buffered: number;
+  pausedPartitions: number;
+  assignedPartitions: number;
+  inFlightByTenant: Record<string, number>;
+  processed: number;
+  retried: number;
+  deadLettered: number;
+  commits: number;
+  rebalances: number;
+  partitions: Array<{
+    topic: string;
+    partition: number;
+    inFlight: number;
+    buffered: number;
+    unfinished: number;
+    committed: number;
+    paused: boolean;
+  }>;
+}

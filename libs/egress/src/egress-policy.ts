@@ -1,0 +1,87 @@
+import { lookup as dnsLookup } from 'node:dns/promises';
+import ipaddr from 'ipaddr.js';
+import { MeshError } from '@mesh/contract';
+
+export interface EgressPolicyOptions {
+  /** CIDRs (e.g. `127.0.0.1/32`) that are allowed even though they are private; tests use this. */
+  allowCidrs?: string[];
+  /** Schemes allowed; `https:` only unless development allows `http:`. */
+  schemes?: string[];
+  /** DNS lookup, injectable for unit tests. */
+  lookup?: (host: string) => Promise<Array<{ address: string; family: number }>>;
+}
+
+/** A URL that passed the policy, with the address to connect to (DNS is resolved once, here). */
+export interface CheckedTarget {
+  url: URL;
+  address: string;
+  family: 4 | 6;
+}
+
+/** Refused by the egress policy: never retried, the reason says why. */
+export class EgressRefused extends MeshError {
+  constructor(message: string) {
+    super('EGRESS_REFUSED', message, { retryable: false });
+    this.name = 'EgressRefused';
+  }
+}
+
+/**
+ * SSRF guard for every URL the platform calls on a user's behalf (push webhooks, JWKS, …):
+ * only public unicast addresses, unless an allowlisted CIDR says otherwise. The WHATWG URL
+ * parser already normalises decimal/octal/hex IPv4 forms (`http://2130706433/` is 127.0.0.1).
+ */
+export class EgressPolicy {
+  private readonly allow: Array<[ipaddr.IPv4 | ipaddr.IPv6, number]>;
+  private readonly schemes: Set<string>;
+  private readonly lookup: NonNullable<EgressPolicyOptions['lookup']>;
+
+  constructor(opts: EgressPolicyOptions = {}) {
+    this.allow = (opts.allowCidrs ?? []).map((c) => {
+      try {
+        return ipaddr.parseCIDR(c);
+      } catch {
+        throw new MeshError('CONFIG_INVALID', `invalid CIDR in egress allowlist: "${c}"`);
+      }
+    });
+    this.schemes = new Set(opts.schemes ?? ['https:', 'http:']);
+    this.lookup = opts.lookup ?? ((host) => dnsLookup(host, { all: true, verbatim: true }));
+  }
+
+  /** Parses, resolves and checks a URL; throws EgressRefused with the reason. */
+  async check(raw: string): Promise<CheckedTarget> {
+    let url: URL;
+    try {
+      url = new URL(raw);
+    } catch {
+      throw new EgressRefused('not a valid URL');
+    }
+    if (!this.schemes.has(url.protocol)) throw new EgressRefused(`scheme ${url.protocol} is not allowed`);
+    if (url.username || url.password) throw new EgressRefused('credentials in the URL are not allowed');
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    let addresses: Array<{ address: string; family: number }>;
+    if (ipaddr.isValid(host)) addresses = [{ address: host, family: host.includes(':') ? 6 : 4 }];
+    else {
+      try {
+        addresses = await this.lookup(host);
+      } catch {
+        throw new EgressRefused(`host ${host} does not resolve`);
+      }
+    }
+    if (addresses.length === 0) throw new EgressRefused(`host ${host} does not resolve`);
+    // Every address must pass: a name resolving to one public and one private address is refused.
+    for (const a of addresses) this.assertAllowed(a.address, host);
+    const first = addresses[0];
+    return { url, address: first.address, family: first.family === 6 ? 6 : 4 };
+  }
+
+  private assertAllowed(address: string, host: string): void {
+    let ip = ipaddr.parse(address);
+    if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
+    if (this.allow.some(([net, bits]) => net.kind() === ip.kind() && ip.match([net, bits] as never))) return;
+    const range = ip.range();
+    if (range !== 'unicast') {
+      throw new EgressRefused(`${host} resolves to ${ip.toString()} (${range}), which is not a public address`);
+    }
+  }
+}

@@ -1,0 +1,2 @@
+export * from './egress-policy.js';
+export * from './pinned-http.js';

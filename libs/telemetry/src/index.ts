@@ -1,0 +1,4 @@
+export * from './tracing.js';
+export * from './metrics.js';
+export * from './metrics.module.js';
+export * from './logging.js';

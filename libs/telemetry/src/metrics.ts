@@ -1,0 +1,80 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/**
+ * The platform's Prometheus metrics, one catalog per process so names and labels are defined in
+ * one place. Apps record into it and expose `registry` on `GET /metrics`.
+ */
+export class MeshMetrics {
+  readonly registry = new Registry();
+  readonly tasks = new Counter({
+    name: 'mesh_tasks_total',
+    help: 'Tasks by outcome: accepted, completed, failed, canceled, rejected, input_required',
+    labelNames: ['tenant', 'agent', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly unknownOutcomesOpen = new Gauge({
+    name: 'mesh_unknown_outcomes_open',
+    help: 'Side-effecting tool calls whose outcome is unknown and not yet reconciled',
+    labelNames: ['agent', 'server', 'tool'] as const,
+    registers: [this.registry],
+  });
+  readonly unknownOutcomesResolved = new Counter({
+    name: 'mesh_unknown_outcomes_resolved_total',
+    help: 'Unknown outcomes resolved by the reconciler, by resolution',
+    labelNames: ['agent', 'server', 'tool', 'resolution'] as const,
+    registers: [this.registry],
+  });
+  readonly dedupHits = new Counter({
+    name: 'mesh_dedup_hits_total',
+    help: 'Duplicates absorbed, by kind: message_id, execution_id, effect_key',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  readonly consumerLag = new Gauge({
+    name: 'mesh_consumer_lag',
+    help: 'Messages between the committed offset and the high watermark',
+    labelNames: ['group', 'topic', 'partition'] as const,
+    registers: [this.registry],
+  });
+  readonly agentLag = new Gauge({
+    name: 'mesh_agent_backlog',
+    help: 'Commands waiting per tenant and agent',
+    labelNames: ['tenant', 'agent'] as const,
+    registers: [this.registry],
+  });
+  readonly inFlight = new Gauge({
+    name: 'mesh_in_flight',
+    help: 'Messages being processed by this consumer',
+    labelNames: ['group'] as const,
+    registers: [this.registry],
+  });
+  readonly pausedPartitions = new Gauge({
+    name: 'mesh_paused_partitions',
+    help: 'Partitions paused by backpressure',
+    labelNames: ['group'] as const,
+    registers: [this.registry],
+  });
+  readonly deadLetters = new Counter({
+    name: 'mesh_dead_letters_total',
+    help: 'Messages sent to a dead-letter topic',
+    labelNames: ['topic', 'reason'] as const,
+    registers: [this.registry],
+  });
+  readonly toolLatency = new Histogram({
+    name: 'mesh_tool_call_duration_seconds',
+    help: 'MCP tool call latency',
+    labelNames: ['server', 'tool', 'result'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  readonly pushDeliveries = new Counter({
+    name: 'mesh_push_deliveries_total',
+    help: 'Push notification deliveries by result: delivered, retried, failed',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(opts: { defaultMetrics?: boolean } = {}) {
+    if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+  }
+}

@@ -1,0 +1,374 @@
+// The Helm chart under charts/agent-mesh, rendered like `helm template` (values merged and checked
+// against values.schema.json, every template executed by the Go template interpreter of
+// ./support, which go-template.spec.ts compares with the real Go engine), then every object checked
+// against the Kubernetes, KEDA and Prometheus Operator schemas of the kubernetes-models packages
+// and against what the apps read. No cluster, no Helm binary, no broker.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
+import { Secret } from 'kubernetes-models/v1/Secret';
+import { Service } from 'kubernetes-models/v1/Service';
+import { Deployment, type IDeployment } from 'kubernetes-models/apps/v1/Deployment';
+import { Job, type IJob } from 'kubernetes-models/batch/v1/Job';
+import { PodDisruptionBudget, type IPodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
+import { HorizontalPodAutoscaler, type IHorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
+import { ScaledObject, type IScaledObject } from '@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject';
+import { ServiceMonitor, type IServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
+import type { IService } from 'kubernetes-models/v1/Service';
+import type { IContainer } from 'kubernetes-models/v1/Container';
+import { directoryConfigSpec } from '@mesh/app-directory';
+import { dispatcherConfigSpec } from '@mesh/app-dispatcher';
+import { agentsConfigSpec } from '@mesh/app-agents';
+import { authSpec } from '@mesh/auth';
+import { repoRoot } from '../support/processes.js';
+import { Chart, ValuesSchemaError, type Manifest } from './support/helm.js';
+import { RenderFailure } from './support/sprig.js';
+import { StrictFields } from './support/strict-fields.js';
+import type { GoMap } from './support/go-template.js';
+
+const require = createRequire(import.meta.url);
+const chart = new Chart(join(repoRoot, 'charts/agent-mesh'));
+const docs = readFileSync(join(repoRoot, 'docs/charts.md'), 'utf8');
+
+type ModelClass = (new (data: never) => { validate(): void }) & { kind: string };
+const model = (Model: ModelClass, module: string) => ({
+  Model,
+  // The module's type declarations, for the unknown-field check.
+  decl: require.resolve(module).replace(/\.m?js$/, '.d.ts'),
+  iface: `I${Model.kind}`,
+});
+/** apiVersion/kind → the model whose validate() applies that kind's JSON schema, and its declarations. */
+const models: Record<string, ReturnType<typeof model>> = {
+  'v1/ConfigMap': model(ConfigMap, 'kubernetes-models/v1/ConfigMap'),
+  'v1/Secret': model(Secret, 'kubernetes-models/v1/Secret'),
+  'v1/Service': model(Service, 'kubernetes-models/v1/Service'),
+  'apps/v1/Deployment': model(Deployment, 'kubernetes-models/apps/v1/Deployment'),
+  'batch/v1/Job': model(Job, 'kubernetes-models/batch/v1/Job'),
+  'policy/v1/PodDisruptionBudget': model(PodDisruptionBudget, 'kubernetes-models/policy/v1/PodDisruptionBudget'),
+  'autoscaling/v2/HorizontalPodAutoscaler': model(HorizontalPodAutoscaler, 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler'),
+  'keda.sh/v1alpha1/ScaledObject': model(ScaledObject, '@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject'),
+  'monitoring.coreos.com/v1/ServiceMonitor': model(ServiceMonitor, '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor'),
+};
+const strict = new StrictFields();
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** Renders and checks every object's kind, apiVersion, name and schema; returns the objects. */
+function renderValid(overrides: GoMap = {}): Manifest[] {
+  const { manifests } = chart.render(overrides);
+  const names = new Set<string>();
+  for (const m of manifests) {
+    const { source, ...obj } = m;
+    const key = `${obj.apiVersion}/${obj.kind}`;
+    const entry = models[key];
+    assert.ok(entry, `${source}: unexpected ${key}`);
+    assert.ok(obj.metadata?.name, `${source}: ${key} without metadata.name`);
+    assert.match(obj.metadata.name, DNS_LABEL, `${key} name`);
+    assert.ok(obj.metadata.name.length <= 63, `${obj.metadata.name} is longer than 63`);
+    assert.ok(!names.has(`${key}/${obj.metadata.name}`), `duplicate ${key} ${obj.metadata.name}`);
+    names.add(`${key}/${obj.metadata.name}`);
+    const instance = new entry.Model(obj as never);
+    assert.doesNotThrow(() => instance.validate(), `${source}: ${key} ${obj.metadata.name} breaks its schema`);
+    assert.deepEqual(strict.unknownFields(obj, entry.iface, entry.decl), [], `${source}: ${key} ${obj.metadata.name} has fields its type does not declare`);
+  }
+  return manifests;
+}
+
+const ofKind = <T>(ms: Manifest[], kind: string): (Manifest & T)[] => ms.filter((m) => m.kind === kind) as (Manifest & T)[];
+const byName = <T>(ms: Manifest[], kind: string, name: string): Manifest & T => {
+  const found = ofKind<T>(ms, kind).find((m) => m.metadata.name === name);
+  assert.ok(found, `no ${kind} ${name}`);
+  return found;
+};
+const isHook = (m: Manifest) => m.metadata.annotations?.['helm.sh/hook'] !== undefined;
+const selects = (selector: Record<string, string>, labels: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels[k] === v);
+const values = chart.values();
+const groups = values.agents as { groups: { name: string; agentIds: string[]; partitions: number; autoscaling: Record<string, number> }[] };
+
+test('the unknown-field check finds misspelt fields in core objects and CRDs, and leaves maps alone', () => {
+  const d = models['apps/v1/Deployment'];
+  const deployment = {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'x', labels: { anything: 'goes' }, annotations: { 'a/b': 'c' } },
+    spec: { replica: 2, selector: { matchLabels: { a: 'b' } }, template: { spec: { containers: [{ name: 'a', readinesProbe: {}, resources: { limits: { cpu: '1' } } }] } } },
+  };
+  assert.deepEqual(strict.unknownFields(deployment, d.iface, d.decl), ['.spec.replica', '.spec.template.spec.containers[0].readinesProbe']);
+  const so = models['keda.sh/v1alpha1/ScaledObject'];
+  const scaled = { spec: { scaleTargetRef: { name: 'd' }, maxReplicas: 3, triggers: [{ type: 'kafka', metadata: { anyKey: 'x' } }] } };
+  assert.deepEqual(strict.unknownFields(scaled, so.iface, so.decl), ['.spec.maxReplicas']);
+  const sm = models['monitoring.coreos.com/v1/ServiceMonitor'];
+  assert.deepEqual(strict.unknownFields({ spec: { selector: {}, endpoints: [{ port: 'http', paht: '/metrics' }] } }, sm.iface, sm.decl), ['.spec.endpoints[0].paht']);
+});
+
+test('default values render valid objects: 4 Deployments with a Service and a PDB each, config, migration hooks, HPAs', () => {
+  const ms = renderValid();
+  const count = (kind: string) => ms.filter((m) => m.kind === kind && !isHook(m)).length;
+  assert.equal(count('Deployment'), 2 + groups.groups.length);
+  assert.equal(count('Service'), count('Deployment'));
+  assert.equal(count('PodDisruptionBudget'), count('Deployment'));
+  assert.equal(count('HorizontalPodAutoscaler'), groups.groups.length);
+  assert.equal(count('ScaledObject'), 0);
+  assert.equal(count('ServiceMonitor'), 0, 'ServiceMonitor is off by default');
+  assert.equal(count('ConfigMap'), 1);
+  assert.equal(count('Secret'), 1);
+  assert.equal(ms.filter((m) => m.kind === 'Job').length, 1);
+});
+
+test('each Deployment runs its app from the one image, with probes, resources, drain-long grace and the config', () => {
+  const ms = renderValid();
+  const config = ofKind<{ data: Record<string, string> }>(ms, 'ConfigMap').find((m) => !isHook(m))!;
+  const secret = ofKind<{ data: Record<string, string> }>(ms, 'Secret').find((m) => !isHook(m))!;
+  const drain = values.drain as { timeoutSeconds: number; preStopSleepSeconds: number };
+  const ports: Record<string, number> = { directory: 8081, dispatcher: 8080, agents: 8082 };
+  // The chart's ports are the apps' defaults (what npm start and docker-compose.yml use).
+  const specs = { directory: directoryConfigSpec.DIRECTORY_PORT, dispatcher: dispatcherConfigSpec.DISPATCHER_PORT, agents: agentsConfigSpec.AGENTS_PORT };
+  for (const [app, spec] of Object.entries(specs)) {
+    assert.equal(spec.parse(undefined), ports[app]);
+    assert.equal((values[app] as GoMap).port, ports[app]);
+  }
+  for (const d of ofKind<IDeployment>(ms, 'Deployment')) {
+    const pod = d.spec!.template.spec!;
+    assert.equal(pod.containers.length, 1);
+    const c = pod.containers[0];
+    const app = c.name;
+    assert.ok(app in ports, `${d.metadata.name}: container ${app}`);
+    assert.deepEqual(c.command, ['node', `apps/${app}/dist/main.js`]);
+    assert.equal(c.image, `${(values.image as GoMap).repository}:${chart.meta.appVersion}`);
+    assert.deepEqual(c.ports, [{ name: 'http', containerPort: ports[app], protocol: 'TCP' }]);
+    assert.deepEqual(c.env?.find((e) => e.name === `${app.toUpperCase()}_PORT`), { name: `${app.toUpperCase()}_PORT`, value: String(ports[app]) });
+    assert.deepEqual(c.readinessProbe?.httpGet, { path: '/healthz', port: 'http' });
+    assert.deepEqual(c.livenessProbe?.httpGet, { path: '/livez', port: 'http' });
+    assert.deepEqual(c.startupProbe?.httpGet, { path: '/livez', port: 'http' });
+    for (const kind of ['requests', 'limits'] as const) {
+      assert.ok(c.resources?.[kind]?.cpu && c.resources[kind]!.memory, `${d.metadata.name}: ${kind} for cpu and memory`);
+    }
+    // Kubernetes must not kill a pod that is still draining: grace > pre-stop sleep + drain timeout.
+    assert.ok(pod.terminationGracePeriodSeconds! > drain.preStopSleepSeconds + drain.timeoutSeconds, `${d.metadata.name} grace period`);
+    assert.deepEqual(c.lifecycle?.preStop?.exec?.command, ['sleep', String(drain.preStopSleepSeconds)]);
+    assert.deepEqual(
+      c.envFrom?.map((e) => e.configMapRef?.name ?? e.secretRef?.name),
+      [config.metadata.name, secret.metadata.name],
+    );
+    assert.equal(c.securityContext?.allowPrivilegeEscalation, false);
+    assert.equal(pod.securityContext?.runAsNonRoot, true);
+    assert.ok(selects(d.spec!.selector.matchLabels!, d.spec!.template.metadata!.labels!), 'selector matches the pod labels');
+  }
+  assert.equal(config.data.DRAIN_TIMEOUT_MS, String(drain.timeoutSeconds * 1000));
+  assert.equal(config.data.KAFKA_BROKERS, (values.kafka as GoMap).brokers);
+  assert.equal(Buffer.from(secret.data.DATABASE_URL, 'base64').toString(), (values.secrets as GoMap).databaseUrl);
+});
+
+test('every Deployment has exactly one PDB and one Service, and none selects another component', () => {
+  for (const ms of [renderValid(), renderValid({ keda: { enabled: true } })]) {
+    const deployments = ofKind<IDeployment>(ms, 'Deployment');
+    const podLabels = deployments.map((d) => d.spec!.template.metadata!.labels!);
+    for (const [kind, selectorOf] of [
+      ['PodDisruptionBudget', (m: Manifest) => (m as Manifest & IPodDisruptionBudget).spec!.selector!.matchLabels!],
+      ['Service', (m: Manifest) => (m as Manifest & IService).spec!.selector!],
+    ] as const) {
+      for (const m of ofKind(ms, kind)) {
+        const matched = podLabels.filter((labels) => selects(selectorOf(m), labels));
+        assert.equal(matched.length, 1, `${kind} ${m.metadata.name} selects exactly one Deployment's pods`);
+      }
+      assert.equal(ofKind(ms, kind).length, deployments.length);
+    }
+    for (const pdb of ofKind<IPodDisruptionBudget>(ms, 'PodDisruptionBudget')) {
+      assert.ok((pdb.spec!.maxUnavailable ?? pdb.spec!.minAvailable) !== undefined, 'PDB bounds disruptions');
+    }
+    for (const svc of ofKind<IService>(ms, 'Service')) assert.equal(svc.spec!.ports![0].targetPort, 'http');
+  }
+});
+
+test('KEDA on: one kafka ScaledObject per agent group on its command topics and consumer group, max replicas <= partitions', () => {
+  const ms = renderValid({ keda: { enabled: true }, kafka: { topicPrefix: 'prod.', brokers: 'k1:9092,k2:9092' } });
+  assert.equal(ofKind(ms, 'HorizontalPodAutoscaler').length, 0, 'no HPA next to KEDA');
+  const scaled = ofKind<IScaledObject>(ms, 'ScaledObject');
+  assert.equal(scaled.length, groups.groups.length);
+  for (const g of groups.groups) {
+    const so = scaled.find((s) => s.metadata.name.endsWith(`-agents-${g.name}`));
+    assert.ok(so, `ScaledObject of group ${g.name}`);
+    const target = byName<IDeployment>(ms, 'Deployment', so.spec!.scaleTargetRef.name);
+    assert.equal(target.spec!.replicas, undefined, 'the autoscaler owns the replica count');
+    const env = Object.fromEntries(target.spec!.template.spec!.containers[0].env!.map((e) => [e.name, e.value]));
+    assert.equal(env.AGENTS_AGENT_IDS, g.agentIds.join(','));
+    assert.ok(so.spec!.maxReplicaCount! <= g.partitions, `${g.name}: maxReplicaCount ${so.spec!.maxReplicaCount} <= ${g.partitions} partitions`);
+    assert.equal(so.spec!.maxReplicaCount, Math.min(g.autoscaling.maxReplicas, g.partitions));
+    assert.equal(so.spec!.minReplicaCount, g.autoscaling.minReplicas);
+    assert.deepEqual(so.spec!.advanced!.horizontalPodAutoscalerConfig!.behavior!.scaleDown!.policies, [{ type: 'Pods', value: 1, periodSeconds: 60 }]);
+    assert.deepEqual(
+      so.spec!.triggers.map((t) => [t.type, t.metadata.topic]),
+      g.agentIds.map((id) => ['kafka', `prod.mesh.agent.${id}.commands`]),
+    );
+    for (const t of so.spec!.triggers) {
+      assert.equal(t.metadata.bootstrapServers, 'k1:9092,k2:9092');
+      assert.equal(t.metadata.consumerGroup, env.AGENTS_CONSUMER_GROUP, 'KEDA reads the lag of the group the pods join');
+      assert.equal(t.metadata.consumerGroup, `prod.mesh.workers.${g.name}`);
+      assert.equal(t.metadata.lagThreshold, String(g.autoscaling.lagThreshold));
+      assert.equal(t.metadata.allowIdleConsumers, 'false');
+      assert.equal(t.metadata.offsetResetPolicy, 'earliest');
+    }
+  }
+});
+
+test('KEDA off: an HPA on CPU per agent group, capped at the partition count', () => {
+  const ms = renderValid({ keda: { enabled: false } });
+  assert.equal(ofKind(ms, 'ScaledObject').length, 0);
+  const hpas = ofKind<IHorizontalPodAutoscaler>(ms, 'HorizontalPodAutoscaler');
+  assert.equal(hpas.length, groups.groups.length);
+  for (const g of groups.groups) {
+    const hpa = hpas.find((h) => h.metadata.name.endsWith(`-agents-${g.name}`))!;
+    assert.ok(hpa.spec!.maxReplicas <= g.partitions);
+    assert.equal(hpa.spec!.metrics![0].resource!.name, 'cpu');
+    assert.equal(hpa.spec!.metrics![0].resource!.target.averageUtilization, g.autoscaling.targetCPUUtilizationPercentage);
+    byName(ms, 'Deployment', hpa.spec!.scaleTargetRef.name);
+    assert.equal(hpa.spec!.behavior!.scaleDown!.stabilizationWindowSeconds, 300);
+  }
+});
+
+test('a group whose maxReplicas exceeds its partitions, or a group name used twice, fails the render with a clear message', () => {
+  const tooMany = {
+    agents: { groups: [{ name: 'billing', agentIds: ['refund-agent'], partitions: 4, autoscaling: { minReplicas: 1, maxReplicas: 10, lagThreshold: 50, activationLagThreshold: 0, targetCPUUtilizationPercentage: 70 } }] },
+  };
+  for (const keda of [true, false]) {
+    assert.throws(
+      () => chart.render({ ...tooMany, keda: { enabled: keda } }),
+      (e: Error) => e instanceof RenderFailure && /agents\.groups\[billing\]\.autoscaling\.maxReplicas \(10\) exceeds its partitions \(4\)/.test(e.message),
+    );
+  }
+  const twice = structuredClone(tooMany);
+  twice.agents.groups[0].autoscaling.maxReplicas = 4;
+  twice.agents.groups.push(structuredClone(twice.agents.groups[0]));
+  assert.throws(() => chart.render(twice), (e: Error) => e instanceof RenderFailure && /the name "billing" is used twice/.test(e.message));
+  // At the partition count it renders.
+  const ok = structuredClone(tooMany);
+  ok.agents.groups[0].autoscaling.maxReplicas = 4;
+  const so = ofKind<IScaledObject>(renderValid({ ...ok, keda: { enabled: true } }), 'ScaledObject');
+  assert.equal(so[0].spec!.maxReplicaCount, 4);
+});
+
+test('large numbers render as integers, not as the float64 form 1e+06 that Kubernetes and KEDA reject', () => {
+  const big = {
+    keda: { enabled: true, cooldownPeriod: 1000000 },
+    migrations: { ttlSecondsAfterFinished: 1000000 },
+    agents: {
+      groups: [{ name: 'bulk', agentIds: ['echo-agent'], partitions: 1000000, autoscaling: { minReplicas: 1, maxReplicas: 1000000, lagThreshold: 5000000, activationLagThreshold: 1000000, targetCPUUtilizationPercentage: 70 } }],
+    },
+  };
+  const ms = renderValid(big);
+  const so = ofKind<IScaledObject>(ms, 'ScaledObject')[0];
+  assert.equal(so.spec!.maxReplicaCount, 1000000);
+  assert.equal(so.spec!.cooldownPeriod, 1000000);
+  assert.equal(so.spec!.triggers[0].metadata.lagThreshold, '5000000');
+  assert.equal(so.spec!.triggers[0].metadata.activationLagThreshold, '1000000');
+  assert.equal(ofKind<IJob>(ms, 'Job')[0].spec!.ttlSecondsAfterFinished, 1000000);
+});
+
+test('values that break values.schema.json are rejected before rendering', () => {
+  const bad: [string, GoMap][] = [
+    ['bad topic prefix', { kafka: { topicPrefix: 'no spaces!' } }],
+    ['brokers not host:port', { kafka: { brokers: 'nonsense' } }],
+    ['keda.enabled as a string', { keda: { enabled: 'yes' } }],
+    ['unknown offset reset policy', { keda: { offsetResetPolicy: 'middle' } }],
+    ['port out of range', { dispatcher: { port: 70000 } }],
+    ['missing image repository', { image: { repository: null } }],
+    ['unknown pull policy', { image: { pullPolicy: 'Sometimes' } }],
+    ['typo in a key', { dispatcher: { replica: 3 } }],
+    ['zero partitions', { agents: { groups: [{ name: 'g', agentIds: ['a'], partitions: 0, autoscaling: { minReplicas: 1, maxReplicas: 1, lagThreshold: 1, activationLagThreshold: 0, targetCPUUtilizationPercentage: 70 } }] } }],
+    ['group without agents', { agents: { groups: [{ name: 'g', agentIds: [], partitions: 1, autoscaling: { minReplicas: 1, maxReplicas: 1, lagThreshold: 1, activationLagThreshold: 0, targetCPUUtilizationPercentage: 70 } }] } }],
+    ['no database URL and no existing secret', { secrets: { databaseUrl: null } }],
+    ['non-postgres database URL', { secrets: { databaseUrl: 'mysql://db/x' } }],
+    ['drain timeout zero', { drain: { timeoutSeconds: 0 } }],
+    ['PDB with neither bound', { directory: { pdb: { maxUnavailable: null } } }],
+    ['resources without requests', { agents: { resources: { requests: null } } }],
+  ];
+  for (const [why, overrides] of bad) {
+    assert.throws(() => chart.render(overrides), ValuesSchemaError, why);
+  }
+  // The same shapes with good values pass: the schema is not simply rejecting overrides.
+  assert.doesNotThrow(() => chart.values({ kafka: { topicPrefix: 'prod-1.', brokers: 'a:9092, b:9093' }, dispatcher: { port: 9000 }, secrets: { existingSecret: 'mine', databaseUrl: null } }));
+});
+
+test('the migration Job is a pre-install/pre-upgrade hook running every app with MIGRATE_ONLY=true, after its config hooks', () => {
+  const ms = renderValid();
+  const job = ofKind<IJob>(ms, 'Job')[0];
+  const hook = (m: Manifest) => m.metadata.annotations ?? {};
+  assert.equal(hook(job)['helm.sh/hook'], 'pre-install,pre-upgrade');
+  const pod = job.spec!.template.spec!;
+  assert.equal(pod.restartPolicy, 'Never');
+  const steps: IContainer[] = [...(pod.initContainers ?? []), ...pod.containers];
+  assert.deepEqual(
+    steps.map((c) => c.command),
+    ['directory', 'dispatcher', 'agents'].map((app) => ['node', `apps/${app}/dist/main.js`]),
+  );
+  const hookConfig = byName<{ data: Record<string, string> }>(ms, 'ConfigMap', steps[0].envFrom![0].configMapRef!.name!);
+  const hookSecret = byName(ms, 'Secret', steps[0].envFrom![1].secretRef!.name!);
+  assert.equal(hookConfig.data.MIGRATE_ONLY, 'true');
+  for (const m of [hookConfig, hookSecret]) {
+    assert.equal(hook(m)['helm.sh/hook'], 'pre-install,pre-upgrade', 'hooks run before release objects exist, so the Job needs its own config');
+    assert.ok(Number(hook(m)['helm.sh/hook-weight']) < Number(hook(job)['helm.sh/hook-weight']), 'config hooks come before the Job');
+  }
+  assert.equal(renderValid({ migrations: { enabled: false } }).filter((m) => m.kind === 'Job').length, 0);
+});
+
+test('existingSecret: no chart Secret, every pod and the Job read the named one', () => {
+  const ms = renderValid({ secrets: { existingSecret: 'mesh-prod', databaseUrl: null } });
+  assert.equal(ofKind(ms, 'Secret').length, 0);
+  for (const d of ofKind<IDeployment>(ms, 'Deployment')) {
+    assert.equal(d.spec!.template.spec!.containers[0].envFrom![1].secretRef!.name, 'mesh-prod');
+  }
+  const job = ofKind<IJob>(ms, 'Job')[0];
+  assert.equal(job.spec!.template.spec!.containers[0].envFrom![1].secretRef!.name, 'mesh-prod');
+});
+
+test('ServiceMonitor on: one per component on the http port and the metrics path', () => {
+  const ms = renderValid({ metrics: { serviceMonitor: { enabled: true, labels: { release: 'prom' } } } });
+  const monitors = ofKind<IServiceMonitor>(ms, 'ServiceMonitor');
+  const services = ofKind<IService>(ms, 'Service');
+  assert.equal(monitors.length, services.length);
+  for (const sm of monitors) {
+    assert.equal(sm.metadata.labels?.release, 'prom');
+    assert.deepEqual(sm.spec.endpoints!.map((e) => [e.port, e.path]), [['http', '/metrics']]);
+    assert.equal(services.filter((s) => selects(sm.spec.selector.matchLabels!, s.metadata!.labels!)).length, 1);
+  }
+});
+
+test('auth settings go to the Secret; every env variable is one an app reads or a documented contract', () => {
+  const ms = renderValid({ secrets: { auth: { apiKeys: 'demo-acme=acme:alice', jwtIssuer: 'https://idp', jwtAudience: 'mesh', jwksUrl: 'https://idp/jwks' } } });
+  const secret = ofKind<{ data: Record<string, string> }>(ms, 'Secret').find((m) => !isHook(m))!;
+  assert.deepEqual(Object.keys(secret.data).sort(), ['AUTH_API_KEYS', 'AUTH_JWKS_URL', 'AUTH_JWT_AUDIENCE', 'AUTH_JWT_ISSUER', 'DATABASE_URL']);
+  // Variables the apps do not read yet: the contract docs/charts.md states for the app owners.
+  const contract = ['MIGRATE_ONLY', 'DRAIN_TIMEOUT_MS', 'AGENTS_GROUP', 'AGENTS_AGENT_IDS', 'AGENTS_CONSUMER_GROUP', 'LOG_LEVEL'];
+  for (const name of contract) assert.ok(docs.includes(`\`${name}\``), `docs/charts.md documents ${name}`);
+  const read = new Set([...Object.keys(directoryConfigSpec), ...Object.keys(dispatcherConfigSpec), ...Object.keys(agentsConfigSpec), ...Object.keys(authSpec), ...contract]);
+  const envNames = ms.flatMap((m) => {
+    if (m.kind === 'ConfigMap' || m.kind === 'Secret') return Object.keys((m as unknown as { data: object }).data);
+    const pod = (m as Manifest & IDeployment).spec?.template?.spec;
+    return pod ? [...(pod.initContainers ?? []), ...pod.containers].flatMap((c) => (c.env ?? []).map((e) => e.name)) : [];
+  });
+  assert.ok(envNames.length > 10);
+  for (const name of envNames) assert.ok(read.has(name), `the chart sets ${name}, which no app reads and the contract does not list`);
+});
+
+test('Chart.yaml is a v2 application chart with semver versions, and NOTES.txt names the endpoints', () => {
+  const meta = chart.meta as typeof chart.meta & { apiVersion?: string; type?: string };
+  const raw = readFileSync(join(chart.dir, 'Chart.yaml'), 'utf8');
+  assert.match(raw, /^apiVersion: v2$/m);
+  assert.match(raw, /^type: application$/m);
+  assert.equal(meta.name, 'agent-mesh');
+  for (const v of [meta.version, meta.appVersion]) assert.match(v, /^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$/);
+  const { notes } = chart.render({}, { releaseName: 'prod', namespace: 'mesh' });
+  assert.match(notes, /http:\/\/prod-agent-mesh-dispatcher\.mesh\.svc:8080/);
+  assert.match(notes, /HPA on CPU/);
+  assert.match(chart.render({ keda: { enabled: true } }).notes, /KEDA ScaledObjects on consumer lag/);
+});
+
+test('docs/charts.md covers install, every top-level value, sizing and drain', () => {
+  for (const key of Object.keys(values)) assert.ok(docs.includes(`\`${key}`), `docs/charts.md mentions the value ${key}`);
+  for (const topic of ['helm install', 'lagThreshold', 'partitions', 'terminationGracePeriodSeconds', 'MIGRATE_ONLY', 'values.schema.json']) {
+    assert.ok(docs.includes(topic), `docs/charts.md covers ${topic}`);
+  }
+});
