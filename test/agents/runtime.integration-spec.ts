@@ -2,12 +2,17 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Envelopes, newId, TopicNames, type AgentHeartbeat, type JsonObject } from '@mesh/contract';
 import { testKafka } from '../support/bus.js';
+import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
+import { SpanKind, startTelemetry, withSpan } from '@mesh/telemetry';
 import { loadAgentsConfig, startAgents } from '@mesh/app-agents';
 import { after } from 'node:test';
 import { eventually, freshDatabase, sql, testRun, uniquePrefix } from '../support/infra.js';
 import { refundCount, startTestBillingTools } from './agents-fixtures.js';
 import { addDuplicateInvoice, commandProducer, EventCollector, runTask, sendCommand } from './runtime-fixtures.js';
 
+const spanExporter = new InMemorySpanExporter();
+const telemetry = startTelemetry({ serviceName: 'agents-test', exporter: spanExporter });
+after(() => telemetry.shutdown());
 const db = await freshDatabase('runtime');
 const billing = await startTestBillingTools(db);
 const prefix = uniquePrefix('runtime');
@@ -189,4 +194,30 @@ test('each agent of the process sends heartbeats to the directory topic', async 
   assert.equal(hb.agentId, 'refund-agent');
   assert.equal(hb.workerId, agents.workerId);
   assert.ok(hb.ttlMs > 0 && hb.atUnixMs <= Date.now());
+});
+
+test("a turn continues the caller's trace: invoke_agent and execute_tool spans carry the task ids", async () => {
+  await addDuplicateInvoice(db, 'globex', 'INV-9301');
+  const cmd = runTask('refund-agent', 'globex', 'Refund INV-9301');
+  // The caller (the dispatcher in production) sends inside its request span; the kafkajs
+  // instrumentation puts that span's context in the record's traceparent header.
+  const traceId = await withSpan('POST /a2a/refund-agent', { kind: SpanKind.SERVER }, async (span) => {
+    await sendCommand(producer, topics, cmd);
+    return span.spanContext().traceId;
+  });
+  await events.final(cmd.identity.taskId);
+  const spans = await eventually('spans exported', () => {
+    const all = spanExporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
+    return all.some((s) => s.name === 'invoke_agent refund-agent') ? all : undefined;
+  });
+  const turn = spans.find((s) => s.name === 'invoke_agent refund-agent')!;
+  assert.equal(turn.attributes['mesh.task_id'], cmd.identity.taskId);
+  assert.equal(turn.attributes['mesh.execution_id'], cmd.identity.executionId);
+  assert.equal(turn.attributes['mesh.outcome'], 'completed');
+  const refund = spans.find((s) => s.name === 'execute_tool mcp__billing__issue_refund');
+  assert.ok(refund, `tool span in the same trace: ${spans.map((s) => s.name).join(', ')}`);
+  assert.equal(refund.parentSpanContext?.spanId, turn.spanContext().spanId, 'the tool call is a child of the turn');
+  assert.equal(refund.attributes['gen_ai.tool.name'], 'mcp__billing__issue_refund');
+  assert.equal(refund.attributes['mesh.outcome'], 'ok');
+  assert.match(String(refund.attributes['mesh.idempotency_key']), /^globex:/);
 });

@@ -13,6 +13,7 @@ import { PostgresExecutionLedger } from './runtime/execution-ledger.js';
 import { TurnRunner } from './runtime/turn-runner.js';
 import { sampleAgents } from './sample-agents/index.js';
 import { AgentsMetrics } from './metrics/agents.metrics.js';
+import { registerWithDirectory } from './registration/directory-registration.js';
 
 /** A running agents: `stop` drains and closes every connection. */
 export interface RunningAgents {
@@ -55,6 +56,11 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
   });
   const workerId = config.AGENTS_WORKER_ID;
   const log = logger(workerId);
+  if (config.AGENTS_DIRECTORY_URL) {
+    if (!config.AGENTS_DIRECTORY_TOKEN)
+      throw new MeshError('CONFIG_INVALID', 'AGENTS_DIRECTORY_URL is set but AGENTS_DIRECTORY_TOKEN is not');
+    await registerWithDirectory(selected, { url: config.AGENTS_DIRECTORY_URL, token: config.AGENTS_DIRECTORY_TOKEN, log });
+  }
   const kafkaOpts = { brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-agents` };
   await assertKafkaReachable(kafkaOpts);
   const ds = await openServiceDatabase({ url: config.DATABASE_URL, schema: AGENTS_SCHEMA, entities: [], migrations: agentsMigrations });

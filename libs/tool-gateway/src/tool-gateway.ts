@@ -1,6 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { parseToolName, type McpServerSpec, type ToolIntent, type ToolObservation } from '@mesh/agent-sdk';
 import { argsHash, idempotencyKey, MeshError, type JsonObject } from '@mesh/contract';
+import { SpanAttr, SpanKind, withSpan } from '@mesh/telemetry';
 import type { EffectEntry, EffectLedger, RecordedResult } from './effect-ledger.js';
 import { McpConnection, type ToolInfo } from './mcp-connection.js';
 import type { RetryBudget } from './retry-budget.js';
@@ -81,7 +82,30 @@ export class ToolGateway {
     return out;
   }
 
-  async call(intent: ToolIntent, scope: ToolCallScope): Promise<ToolObservation> {
+  /** One traced tool call (GenAI `execute_tool` span with the task's ids, the key and the outcome). */
+  call(intent: ToolIntent, scope: ToolCallScope): Promise<ToolObservation> {
+    return withSpan(
+      `execute_tool ${intent.tool}`,
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          [SpanAttr.genAiOperation]: 'execute_tool',
+          [SpanAttr.genAiToolName]: intent.tool,
+          [SpanAttr.tenant]: scope.tenant,
+          [SpanAttr.taskId]: scope.taskId,
+          [SpanAttr.executionId]: scope.executionId,
+        },
+      },
+      async (span) => {
+        const obs = await this.callUntraced(intent, scope);
+        span.setAttribute(SpanAttr.idempotencyKey, obs.idempotencyKey);
+        span.setAttribute(SpanAttr.outcome, obs.status === 'unknown' ? 'unknown' : obs.replayed ? `${obs.status}:replayed` : obs.status);
+        return obs;
+      },
+    );
+  }
+
+  private async callUntraced(intent: ToolIntent, scope: ToolCallScope): Promise<ToolObservation> {
     const started = Date.now();
     const { server, tool, info } = await this.resolve(intent.tool, scope.signal);
     const args = intent.args ?? {};

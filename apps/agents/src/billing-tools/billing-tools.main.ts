@@ -1,6 +1,10 @@
 import { runMain } from '@mesh/service';
+import { startTelemetry } from '@mesh/telemetry';
 import { loadBillingToolsConfig } from './billing-tools.config.js';
 import { startBillingTools } from './billing-tools.app.js';
+
+// Tracing before anything connects (ESM imports above are hoisted anyway; startTelemetry patches kafkajs itself).
+startTelemetry({ serviceName: 'billing-tools' });
 
 runMain('billing-tools', async () => {
   const config = loadBillingToolsConfig();

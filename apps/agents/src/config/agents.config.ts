@@ -47,6 +47,10 @@ export const agentsConfigSpec = {
   AGENTS_MAX_IN_FLIGHT: z.coerce.number().int().positive().optional(),
   /** Commands of one tenant in flight at once per agent per process (bounded work per tenant). */
   AGENTS_TENANT_MAX_IN_FLIGHT: z.coerce.number().int().positive().optional(),
+  /** When set, the agents register their cards here at start (see docs/agents.md). */
+  AGENTS_DIRECTORY_URL: z.string().url().optional(),
+  /** Bearer token (API key or JWT) of the tenant owning the agents, for the directory. */
+  AGENTS_DIRECTORY_TOKEN: z.string().min(1).optional(),
   /** Secret for tokens minted for tool servers configured with `tokenAudience`. */
   AGENTS_TOOL_TOKEN_SECRET: z.string().min(16).optional(),
 };

@@ -20,6 +20,7 @@ import {
   type TaskRunCommand,
   type TopicNames,
 } from '@mesh/contract';
+import { contextFromHeaders, SpanAttr, SpanKind, withSpan } from '@mesh/telemetry';
 import { RetryBudget, type ToolCallScope } from '@mesh/tool-gateway';
 import { fromWireMessage, toWireArtifact, toWireMessage, WireState, wireStateOf } from './a2a-wire.js';
 import type { ExecutionLedger } from './execution-ledger.js';
@@ -57,6 +58,9 @@ export interface TurnRunnerOptions {
   observe?: { turnFinished(state: string): void; dedupHit(): void };
 }
 
+/** The part of an OpenTelemetry span the runner uses. */
+type SpanLike = { setAttribute(key: string, value: string): unknown };
+
 /** Seqs of one attempt start at attempt × this, so a takeover's events sort after the dead owner's. */
 const SEQ_PER_ATTEMPT = 1_000_000;
 
@@ -72,7 +76,29 @@ export class TurnRunner {
    * Runs `cmd`; `cancel` aborts when a task.cancel arrives for this task, `revoked` when this process
    * no longer owns the command (the turn stops, reports nothing, and its lease is released).
    */
-  async run(cmd: TaskRunCommand, cancel: AbortSignal, revoked: AbortSignal = new AbortController().signal): Promise<void> {
+  run(cmd: TaskRunCommand, cancel: AbortSignal, revoked: AbortSignal = new AbortController().signal): Promise<void> {
+    const id = cmd.identity;
+    // The caller's trace continues here (trace context is observability data, never authority).
+    return withSpan(
+      `invoke_agent ${this.o.agent.id}`,
+      {
+        kind: SpanKind.CONSUMER,
+        parent: contextFromHeaders({ traceparent: id.traceparent, tracestate: id.tracestate }),
+        attributes: {
+          [SpanAttr.genAiOperation]: 'invoke_agent',
+          [SpanAttr.genAiAgentId]: this.o.agent.id,
+          [SpanAttr.agentId]: this.o.agent.id,
+          [SpanAttr.tenant]: id.tenant,
+          [SpanAttr.taskId]: id.taskId,
+          [SpanAttr.contextId]: id.contextId,
+          [SpanAttr.executionId]: id.executionId,
+        },
+      },
+      (span) => this.runTraced(cmd, cancel, revoked, span),
+    );
+  }
+
+  private async runTraced(cmd: TaskRunCommand, cancel: AbortSignal, revoked: AbortSignal, span: SpanLike): Promise<void> {
     const id = cmd.identity;
     const input = fromWireMessage(cmd.body.message);
     const owner = `${this.o.workerId}/${randomUUID().slice(0, 8)}`;
@@ -92,6 +118,7 @@ export class TurnRunner {
       if (c.kind === 'finished') {
         this.o.log?.({ msg: 'execution already finished: re-emitting its final events', executionId: id.executionId });
         this.o.observe?.dedupHit();
+        span.setAttribute(SpanAttr.outcome, 'dedup');
         for (const e of c.events) await this.send(e);
         return;
       }
@@ -115,6 +142,7 @@ export class TurnRunner {
         return;
       }
       this.o.observe?.turnFinished(outcome.state);
+      span.setAttribute(SpanAttr.outcome, outcome.state);
       await this.send(status);
     };
 

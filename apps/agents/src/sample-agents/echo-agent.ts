@@ -22,6 +22,7 @@ export const echoAgent = defineAgent({
     name: 'Echo Agent',
     description: 'Echoes every message back as an artifact.',
     version: '1.0.0',
+    capabilities: { streaming: true },
     skills: [{ id: 'echo', name: 'Echo', description: 'Repeats the message', tags: ['echo', 'test'] }],
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain'],

@@ -27,6 +27,7 @@ export const refundAgent = defineAgent({
     name: 'Refund Agent',
     description: 'Refunds a customer who was charged twice for an invoice.',
     version: '1.0.0',
+    capabilities: { streaming: true },
     skills: [
       {
         id: 'refund-duplicate-charge',

@@ -1,0 +1,106 @@
+import type { AgentDefinition } from '@mesh/agent-sdk';
+import { MeshError } from '@mesh/contract';
+
+export interface DirectoryRegistrationOptions {
+  /** Base URL of the directory, e.g. http://127.0.0.1:8081 */
+  url: string;
+  /** Bearer token (JWT or API key) of the tenant that owns the agents. */
+  token: string;
+  attempts?: number;
+  log?: (entry: Record<string, unknown>) => void;
+}
+
+interface AgentView {
+  version: number;
+  visibility: string;
+  card: { version?: string };
+  channel: { keyTemplate: string; partitions: number };
+}
+
+/**
+ * Registers each agent's card with the directory at start: created when missing, updated when its
+ * card version, visibility or channel changed (teams bump `card.version` to publish a new card), left
+ * alone otherwise so restarts add no versions. A refused card (validation, id taken) stops the start.
+ */
+export async function registerWithDirectory(agents: AgentDefinition[], opts: DirectoryRegistrationOptions): Promise<void> {
+  for (const agent of agents) await withRetries(() => registerOne(agent, opts), opts);
+}
+
+async function registerOne(agent: AgentDefinition, opts: DirectoryRegistrationOptions): Promise<void> {
+  const base = opts.url.replace(/\/+$/, '');
+  const body = {
+    card: agent.card,
+    channel: { keyTemplate: agent.channel.keyTemplate, partitions: agent.channel.partitions },
+    visibility: agent.channel.visibility,
+  };
+  const current = await call(base, opts.token, 'GET', `/v1/agents/${agent.id}`);
+  if (current.status === 404) {
+    const created = await call(base, opts.token, 'POST', '/v1/agents', { id: agent.id, ...body });
+    if (created.status !== 201) throw refused(agent.id, created);
+    opts.log?.({ level: 'info', msg: 'registered agent with the directory', agent: agent.id });
+    return;
+  }
+  if (current.status !== 200) throw refused(agent.id, current);
+  const view = current.body as AgentView;
+  const unchanged =
+    view.card?.version === agent.card.version &&
+    view.visibility === agent.channel.visibility &&
+    view.channel?.keyTemplate === agent.channel.keyTemplate &&
+    view.channel?.partitions === agent.channel.partitions;
+  if (unchanged) return;
+  const updated = await call(base, opts.token, 'PUT', `/v1/agents/${agent.id}`, body);
+  if (updated.status !== 200) throw refused(agent.id, updated);
+  opts.log?.({ level: 'info', msg: 'updated agent in the directory', agent: agent.id, version: (updated.body as AgentView).version });
+}
+
+async function call(base: string, token: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+  let res: Response;
+  try {
+    res = await fetch(`${base}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: AbortSignal.timeout(10000),
+    });
+  } catch (cause) {
+    throw new MeshError('UNAVAILABLE', `cannot reach the directory at ${base}: ${cause instanceof Error ? cause.message : String(cause)}`, {
+      cause,
+      retryable: true,
+    });
+  }
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    // a non-JSON error page: keep the text for the message
+  }
+  return { status: res.status, body: parsed };
+}
+
+function refused(agentId: string, reply: { status: number; body: unknown }): MeshError {
+  const b = reply.body as { code?: string; detail?: string; errors?: Array<{ field: string; message: string }> } | undefined;
+  const detail = [b?.code, b?.detail, ...(b?.errors ?? []).map((e) => `${e.field}: ${e.message}`)].filter(Boolean).join('; ');
+  // 5xx and 429 may pass; anything else is a problem with the agent's card or credentials.
+  const retryable = reply.status >= 500 || reply.status === 429;
+  return new MeshError(
+    retryable ? 'UNAVAILABLE' : 'CONFIG_INVALID',
+    `the directory refused agent "${agentId}" (${reply.status}): ${detail}`,
+    {
+      retryable,
+    },
+  );
+}
+
+async function withRetries(fn: () => Promise<void>, opts: DirectoryRegistrationOptions): Promise<void> {
+  const attempts = opts.attempts ?? 5;
+  for (let i = 1; ; i++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!(err instanceof MeshError) || !err.retryable || i >= attempts) throw err;
+      opts.log?.({ level: 'warn', msg: 'directory registration failed; retrying', attempt: i, error: err.message });
+      await new Promise((r) => setTimeout(r, Math.min(5000, 250 * 2 ** i)));
+    }
+  }
+}

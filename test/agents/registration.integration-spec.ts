@@ -1,0 +1,55 @@
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { echoAgent, loadAgentsConfig, refundAgent, startAgents, type AgentsConfig } from '@mesh/app-agents';
+import { defineAgent } from '@mesh/agent-sdk';
+import { freshDatabase, testRun } from '../support/infra.js';
+import { client, KEYS, startTestDirectory } from '../directory/directory-fixtures.js';
+
+const { dir, prefix } = await startTestDirectory('agents-registration');
+const api = client(dir.url);
+const db = await freshDatabase('agents-registration');
+const config = (patch: Partial<AgentsConfig> = {}): AgentsConfig => ({
+  ...loadAgentsConfig({
+    KAFKA_BROKERS: testRun().brokers.join(','),
+    TOPIC_PREFIX: prefix,
+    DATABASE_URL: db,
+    AGENTS_RUN: 'echo-agent,refund-agent',
+    AGENTS_DIRECTORY_URL: dir.url,
+    AGENTS_DIRECTORY_TOKEN: KEYS.acme,
+  }),
+  AGENTS_PORT: 0,
+  ...patch,
+});
+
+test('the agents register their cards at start; a restart adds no version; another tenant can use the public ones', async () => {
+  const first = await startAgents(config());
+  await first.stop();
+  const second = await startAgents(config());
+  after(() => second.stop());
+  for (const agent of [refundAgent, echoAgent]) {
+    const view = await api(KEYS.globex, 'GET', `/v1/agents/${agent.id}`);
+    assert.equal(view.status, 200, JSON.stringify(view.body));
+    assert.equal(view.body.tenant, 'acme');
+    assert.equal(view.body.visibility, 'public');
+    assert.equal(view.body.version, 1, 'the restart did not publish a new version');
+    assert.deepEqual(view.body.channel, { keyTemplate: agent.channel.keyTemplate, partitions: agent.channel.partitions });
+  }
+});
+
+test('a changed card version is published as a new version', async () => {
+  const bumped = defineAgent({ ...echoAgent, card: { ...echoAgent.card, version: '1.1.0' }, channel: echoAgent.channel });
+  const running = await startAgents(config({ AGENTS_RUN: ['echo-agent'] }), { 'echo-agent': bumped });
+  await running.stop();
+  const view = await api(KEYS.acme, 'GET', '/v1/agents/echo-agent');
+  assert.equal(view.body.version, 2);
+  assert.equal(view.body.card.version, '1.1.0');
+});
+
+test('a card the directory refuses, or a missing token, stops the start with a clear error', async () => {
+  const invalid = defineAgent({ id: 'broken-agent', card: { name: 'Broken' }, handler: async (_t, ctx) => ctx.complete() });
+  await assert.rejects(
+    startAgents(config({ AGENTS_RUN: ['broken-agent'] }), { 'broken-agent': invalid }),
+    /refused agent "broken-agent" \(400\).*VALIDATION_FAILED/,
+  );
+  await assert.rejects(startAgents(config({ AGENTS_DIRECTORY_TOKEN: undefined })), /AGENTS_DIRECTORY_TOKEN/);
+});
