@@ -9,17 +9,25 @@ import { createInterface } from 'node:readline';
 const root = new URL('..', import.meta.url).pathname;
 const kafkaSh = join(root, 'scripts/kafka.sh');
 
-// The demo configuration (README: "Demo tenants"). Every value can be overridden from the environment.
+// The demo configuration (README: "Try it"). Every value can be overridden from the environment.
 const env = {
   AUTH_API_KEYS: 'demo-acme=acme:alice,demo-globex=globex:bob',
-  DEMO: 'true',
   ...process.env,
 };
 
+// Started in this order; each waits for the previous one's /healthz so registration finds the directory.
 const services = [
-  { name: 'directory', script: 'apps/directory/dist/main.js' },
-  { name: 'dispatcher', script: 'apps/dispatcher/dist/main.js' },
-  { name: 'agents', script: 'apps/agents/dist/main.js' },
+  // DEMO: development API keys and a temporary card-signing key.
+  { name: 'directory', script: 'apps/directory/dist/main.js', port: 8081, env: { DEMO: 'true' } },
+  { name: 'billing-tools', script: 'apps/agents/dist/billing-tools/billing-tools.main.js', port: 8083, env: {} },
+  // The agents app serves echo-agent and refund-agent and registers them (owned by acme, public).
+  {
+    name: 'agents',
+    script: 'apps/agents/dist/main.js',
+    port: 8082,
+    env: { AGENTS_DIRECTORY_URL: 'http://127.0.0.1:8081', AGENTS_DIRECTORY_TOKEN: 'demo-acme' },
+  },
+  { name: 'dispatcher', script: 'apps/dispatcher/dist/main.js', port: 8080, env: { DEMO: 'false' } },
 ];
 
 let startedKafka = false;
@@ -50,9 +58,29 @@ function stopAll(code) {
   done();
 }
 
+process.on('SIGINT', () => stopAll(0));
+process.on('SIGTERM', () => stopAll(0));
+
+async function healthy(port) {
+  for (let i = 0; i < 240 && !stopping; i++) {
+    try {
+      if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) return true;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return false;
+}
+
 for (const svc of services) {
+  if (stopping) break;
   // Own process group: a terminal's Ctrl-C reaches only this script, which then drains each service once.
-  const child = spawn(process.execPath, [join(root, svc.script)], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(process.execPath, [join(root, svc.script)], {
+    env: { ...env, ...svc.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   children.set(svc.name, child);
   for (const stream of [child.stdout, child.stderr]) {
     createInterface({ input: stream }).on('line', (line) => console.log(`[${svc.name}] ${line}`));
@@ -64,13 +92,17 @@ for (const svc of services) {
       stopAll(1);
     }
   });
+  if (!(await healthy(svc.port)) && !stopping) {
+    console.error(`start: ${svc.name} did not become ready on :${svc.port}; stopping everything`);
+    stopAll(1);
+  }
 }
 
-process.on('SIGINT', () => stopAll(0));
-process.on('SIGTERM', () => stopAll(0));
-console.log(
-  'start: dispatcher http://127.0.0.1:8080  directory http://127.0.0.1:8081  agents http://127.0.0.1:8082 (Ctrl-C stops everything)',
-);
+if (!stopping) {
+  console.log(
+    'start: ready: dispatcher http://127.0.0.1:8080, directory :8081, agents :8082, billing-tools :8083/mcp (Ctrl-C stops everything)',
+  );
+}
 process.on('exit', () => {
   for (const child of children.values()) child.kill('SIGKILL');
 });
