@@ -53,6 +53,10 @@ export async function startTestDispatcher(
     TOPIC_PREFIX: prefix,
     DATABASE_URL: databaseUrl,
     EVENTS_TOPIC_PARTITIONS: '3',
+    // Test workers send no heartbeats and bursts are large: admission is tested on its own.
+    DISPATCHER_REQUIRE_HEALTHY_WORKER: 'false',
+    DISPATCHER_TENANT_RATE_PER_S: '100000',
+    DISPATCHER_TENANT_BURST: '100000',
     ...extraEnv,
   };
   const config = { ...loadDispatcherConfig(env), DISPATCHER_PORT: 0 };

@@ -10,7 +10,10 @@ import { dispatcherMigrations, DISPATCHER_SCHEMA } from './database/migrations/i
 import { dispatcherEntities } from './tasks/task.entity.js';
 import { TaskService } from './tasks/task.service.js';
 import { TaskProjection } from './tasks/task-projection.js';
-import { KafkaAgentCatalog } from './catalog/agent-catalog.js';
+import { DirectoryAgentLookup } from './catalog/agent-catalog.js';
+import { EventFanout } from './events/event-fanout.js';
+import { Admission } from './admission/admission.js';
+import { KafkaWorkerSignals } from './admission/worker-signals.js';
 import { KafkaMessageProducer, type MessageProducer, type RunningConsumer } from './kafka/kafka.adapter.js';
 import { OutboxRelay } from './outbox/outbox.relay.js';
 import { TaskEventBusManager } from './events/task-event-bus.manager.js';
@@ -59,7 +62,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
   try {
     let demoWorker: RunningConsumer | undefined;
     if (config.DEMO) await registerDemoAgent(kafka, topics);
-    const catalog = new KafkaAgentCatalog(kafka, topics.cards());
+    const catalog = new DirectoryAgentLookup(kafka, topics);
     stops.push(() => catalog.stop());
     await catalog.start();
 
@@ -90,6 +93,24 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
     );
     await projector.start();
     stops.push(() => projector.stop());
+    const fanout = new EventFanout(kafka, topics.events(), `${config.TOPIC_PREFIX}mesh.dispatcher.fanout`, buses);
+    await fanout.start();
+    stops.push(() => fanout.stop());
+    const signals = new KafkaWorkerSignals(
+      kafka,
+      (agentId) => `${config.TOPIC_PREFIX}agents.${agentId}`,
+      (agentId) => topics.commands(agentId),
+      (agentId) => catalog.healthy(agentId),
+      config.DISPATCHER_BACKLOG_CHECK_MS,
+    );
+    stops.push(() => signals.close());
+    const admission = new Admission(signals, {
+      ratePerSecond: config.DISPATCHER_TENANT_RATE_PER_S,
+      burst: config.DISPATCHER_TENANT_BURST,
+      requireHealthyWorker: config.DISPATCHER_REQUIRE_HEALTHY_WORKER,
+      maxBacklog: config.DISPATCHER_MAX_AGENT_BACKLOG,
+      retryAfterSeconds: config.DISPATCHER_RETRY_AFTER_S,
+    });
     if (config.DEMO && config.DEMO_ECHO_WORKER) {
       demoWorker = await startDemoEchoWorker(kafka, topics);
       stops.push(() => demoWorker!.stop());
@@ -117,7 +138,12 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
               new DispatcherRequestHandler(card, record, tasks, buses, relay, {
                 maxBlockingMs: config.DISPATCHER_BLOCKING_TIMEOUT_MS,
                 waitPollMs: config.DISPATCHER_WAIT_POLL_MS,
+                streamPollMs: config.DISPATCHER_STREAM_POLL_MS,
+                streamMaxMs: config.DISPATCHER_STREAM_MAX_MS,
+                defaultDeadlineMs: config.DISPATCHER_DEFAULT_DEADLINE_MS,
+                maxDeadlineMs: config.DISPATCHER_MAX_DEADLINE_MS,
               }),
+            admit: (tenant, record) => admission.check(tenant, record),
           }),
         );
         nest.use('/a2a/:agentId', a2aBodyErrorHandler(config.DISPATCHER_BODY_LIMIT));

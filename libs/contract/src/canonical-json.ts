@@ -1,6 +1,10 @@
 import { createHash } from 'node:crypto';
-import canonicalize from 'canonicalize';
+import canonicalizeModule from 'canonicalize';
 import { MeshError } from './errors.js';
+
+// canonicalize 2.x is CommonJS whose typings declare an ES default export: under NodeNext the
+// default import is the function at run time but typed as the module; the cast fits both.
+const canonicalize = canonicalizeModule as unknown as (value: unknown) => string | undefined;
 
 /** RFC 8785 (JCS) canonical form of a JSON value. Throws on values JSON cannot represent. */
 export function canonicalJson(value: unknown): string {
