@@ -10,6 +10,8 @@ import { dispatcherMigrations, DISPATCHER_SCHEMA } from './database/migrations/i
 import { dispatcherEntities } from './tasks/task.entity.js';
 import { TaskService } from './tasks/task.service.js';
 import { TaskProjection } from './tasks/task-projection.js';
+import type { MeshMetrics } from '@mesh/telemetry';
+import { PushService } from './push/push.service.js';
 import { DirectoryAgentLookup } from './catalog/agent-catalog.js';
 import { EventFanout } from './events/event-fanout.js';
 import { Admission } from './admission/admission.js';
@@ -34,6 +36,8 @@ export interface DispatcherOverrides {
   auth?: AuthenticatorOptions;
   /** Wraps the command producer (tests use it to make Kafka unavailable for the relay). */
   wrapProducer?: (producer: MessageProducer) => MessageProducer;
+  /** Metrics catalog (push deliveries are counted in `pushDeliveries`). */
+  metrics?: MeshMetrics;
 }
 
 /** Default partitions of an agent's command topic when its record does not say. */
@@ -83,6 +87,20 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
     relay.start();
     stops.push(() => relay.stop());
 
+    const push = new PushService(
+      ds,
+      {
+        allowCidrs: config.PUSH_EGRESS_ALLOW_CIDRS,
+        maxAttempts: config.PUSH_MAX_ATTEMPTS,
+        backoffBaseMs: config.PUSH_BACKOFF_BASE_MS,
+        backoffMaxMs: config.PUSH_BACKOFF_MAX_MS,
+        timeoutMs: config.PUSH_TIMEOUT_MS,
+        pollMs: config.PUSH_POLL_MS,
+      },
+      overrides.metrics,
+    );
+    push.start();
+    stops.push(() => push.stop());
     const projector = new EventProjector(
       kafka,
       topics.events(),
@@ -90,6 +108,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
       new TaskProjection(ds),
       buses,
       config.EVENTS_TOPIC_PARTITIONS,
+      push,
     );
     await projector.start();
     stops.push(() => projector.stop());
@@ -135,7 +154,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
             bodyLimit: config.DISPATCHER_BODY_LIMIT,
             cardMaxAgeSeconds: config.DISPATCHER_CARD_MAX_AGE_S,
             handlerFor: (record, card) =>
-              new DispatcherRequestHandler(card, record, tasks, buses, relay, {
+              new DispatcherRequestHandler(card, record, tasks, buses, relay, push, {
                 maxBlockingMs: config.DISPATCHER_BLOCKING_TIMEOUT_MS,
                 waitPollMs: config.DISPATCHER_WAIT_POLL_MS,
                 streamPollMs: config.DISPATCHER_STREAM_POLL_MS,

@@ -32,6 +32,7 @@ import { PostgresTaskStore } from '../tasks/postgres-task.store.js';
 import { isSettled, isTerminal, stateRank } from '../tasks/task-state.js';
 import type { TaskEventBusManager } from '../events/task-event-bus.manager.js';
 import { principalOf } from './principal-user.js';
+import type { PushService } from '../push/push.service.js';
 
 /** Header a caller may use to shorten how long a blocking SendMessage waits (milliseconds). */
 export const REQUEST_TIMEOUT_HEADER = 'x-request-timeout-ms';
@@ -75,6 +76,7 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     private readonly tasks: TaskService,
     private readonly buses: TaskEventBusManager,
     private readonly relay: CommandRelay,
+    private readonly push: PushService,
     private readonly opts: DispatcherHandlerOptions,
   ) {
     const neverExecutes = {
@@ -115,13 +117,16 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     if (!message.parts?.length) throw new RequestMalformedError('message.parts must not be empty');
     const headers = (context.state.get(STATE_HEADERS_KEY) ?? {}) as Record<string, string | string[] | undefined>;
     const deadlineUnixMs = this.deadlineOf(message, headers);
-    const { task } = await this.tasks.accept({
+    const { task, duplicate } = await this.tasks.accept({
       principal,
       agent: this.agent,
       message,
       ...(deadlineUnixMs !== undefined ? { deadlineUnixMs } : {}),
       traceparent: typeof headers.traceparent === 'string' ? headers.traceparent : undefined,
     });
+    // A config given with the message is stored before the command can produce any event.
+    const pushConfig = params.configuration?.taskPushNotificationConfig;
+    if (pushConfig && !duplicate) await this.push.create(principal.tenant, task.id, { ...pushConfig, taskId: task.id });
     this.relay.kick();
     return task;
   }
@@ -291,6 +296,7 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     const { task, changed } = await this.tasks.cancel(params.id, principal, this.agent);
     if (changed) {
       this.relay.kick();
+      if (task.status) await this.push.enqueueStatus(principal.tenant, task.id, task.contextId, `${task.id}:cancel`, task.status);
       if (task.status)
         this.buses.publish(
           task.id,
@@ -300,30 +306,43 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     return task;
   }
 
-  createTaskPushNotificationConfig(params: TaskPushNotificationConfig, context: ServerCallContext): Promise<TaskPushNotificationConfig> {
-    principalOf(context);
-    return this.reads.createTaskPushNotificationConfig(params, context);
+  async createTaskPushNotificationConfig(
+    params: TaskPushNotificationConfig,
+    context: ServerCallContext,
+  ): Promise<TaskPushNotificationConfig> {
+    const principal = principalOf(context);
+    await this.requireOwnTask(params.taskId, principal.tenant);
+    return this.push.create(principal.tenant, params.taskId, params);
   }
 
-  getTaskPushNotificationConfig(
+  async getTaskPushNotificationConfig(
     params: GetTaskPushNotificationConfigRequest,
     context: ServerCallContext,
   ): Promise<TaskPushNotificationConfig> {
-    principalOf(context);
-    return this.reads.getTaskPushNotificationConfig(params, context);
+    const principal = principalOf(context);
+    await this.requireOwnTask(params.taskId, principal.tenant);
+    return this.push.get(principal.tenant, params.taskId, params.id);
   }
 
-  listTaskPushNotificationConfigs(
+  async listTaskPushNotificationConfigs(
     params: ListTaskPushNotificationConfigsRequest,
     context: ServerCallContext,
   ): Promise<ListTaskPushNotificationConfigsResponse> {
-    principalOf(context);
-    return this.reads.listTaskPushNotificationConfigs(params, context);
+    const principal = principalOf(context);
+    await this.requireOwnTask(params.taskId, principal.tenant);
+    return { configs: await this.push.list(principal.tenant, params.taskId), nextPageToken: '' };
   }
 
-  deleteTaskPushNotificationConfig(params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext): Promise<void> {
-    principalOf(context);
-    return this.reads.deleteTaskPushNotificationConfig(params, context);
+  async deleteTaskPushNotificationConfig(params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext): Promise<void> {
+    const principal = principalOf(context);
+    await this.requireOwnTask(params.taskId, principal.tenant);
+    await this.push.delete(principal.tenant, params.taskId, params.id);
+  }
+
+  /** The task exists for this tenant and agent (else TaskNotFound, whoever owns it). */
+  private async requireOwnTask(taskId: string, tenant: string): Promise<void> {
+    if (!taskId?.trim()) throw new RequestMalformedError('taskId is required');
+    if (!(await this.tasks.load(taskId, tenant, this.agent.id))) throw new TaskNotFoundError(`Task not found: ${taskId}`);
   }
 
   async *resubscribe(params: SubscribeToTaskRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {

@@ -11,8 +11,8 @@ export function agentBaseUrl(publicUrl: string, agentId: string): string {
  * dispatcher's two A2A 1.0 bindings, and capabilities limited to what the dispatcher serves
  * (streaming on every replica; push notifications).
  */
-/** Flipped when push notification delivery is wired in. */
-export const PUSH_SUPPORTED = false;
+/** Push notifications are delivered from the event stream (see push/push.service.ts). */
+export const PUSH_SUPPORTED = true;
 
 export function buildServedCard(record: AgentRecord, publicUrl: string): AgentCard {
   const url = agentBaseUrl(publicUrl, record.id);

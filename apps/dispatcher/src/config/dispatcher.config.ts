@@ -41,6 +41,25 @@ export const dispatcherConfigSpec = {
   DISPATCHER_BACKLOG_CHECK_MS: positiveInt(1000),
   /** Retry-After of 503 refusals (seconds). */
   DISPATCHER_RETRY_AFTER_S: positiveInt(5),
+  /** Private CIDRs push webhooks may reach (comma-separated; tests: 127.0.0.0/8). Public addresses are always allowed. */
+  PUSH_EGRESS_ALLOW_CIDRS: z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((c) => c.trim())
+        .filter(Boolean),
+    ),
+  /** Attempts per push delivery before it is recorded as failed. */
+  PUSH_MAX_ATTEMPTS: positiveInt(10),
+  /** First retry delay; doubles per attempt up to PUSH_BACKOFF_MAX_MS. */
+  PUSH_BACKOFF_BASE_MS: positiveInt(500),
+  PUSH_BACKOFF_MAX_MS: positiveInt(60_000),
+  /** Timeout of one webhook POST. */
+  PUSH_TIMEOUT_MS: positiveInt(5000),
+  /** Poll interval of the delivery loop when idle (new deliveries wake it at once on this replica). */
+  PUSH_POLL_MS: positiveInt(250),
   OUTBOX_BATCH_SIZE: positiveInt(500),
   /** Relay poll interval when idle; an accept wakes it at once. */
   OUTBOX_IDLE_MS: positiveInt(500),

@@ -3,6 +3,7 @@ import { BusAdmin, BusConsumer } from '@mesh/bus';
 import type { TaskEvent } from '@mesh/contract';
 import type { TaskProjection } from '../tasks/task-projection.js';
 import type { TaskEventBusManager } from './task-event-bus.manager.js';
+import type { PushService } from '../push/push.service.js';
 
 const log = (level: string, msg: string, extra: Record<string, unknown> = {}) =>
   process.stderr.write(`${JSON.stringify({ level, src: 'event-projector', msg, ...extra })}\n`);
@@ -24,6 +25,7 @@ export class EventProjector {
     private readonly tasks: TaskProjection,
     private readonly buses: TaskEventBusManager,
     private readonly partitions: number,
+    private readonly push?: PushService,
   ) {}
 
   async start(): Promise<void> {
@@ -51,8 +53,14 @@ export class EventProjector {
   /** Projects one event and wakes this process's blocking sends waiting on the task. */
   async project(env: TaskEvent): Promise<void> {
     const outcome = await this.tasks.applyEvent(env);
-    if (!outcome.applied) return;
+    if (!outcome.applied) {
+      // A re-consumed event (e.g. after a crash between projection and recording its pushes):
+      // recording is idempotent per event id, so nothing is lost and nothing doubles.
+      if (outcome.reason === 'duplicate') await this.push?.enqueueEvent(env);
+      return;
+    }
     this.buses.notifyCommitted(outcome.task.id, outcome.task.status?.state);
+    await this.push?.enqueueEvent(env, env.kind === 'task.status' ? outcome.task.status : undefined);
   }
 
   async stop(): Promise<void> {
