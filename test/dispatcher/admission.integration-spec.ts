@@ -21,7 +21,7 @@ const env = await startTestDispatcher(
     DISPATCHER_MAX_DEADLINE_MS: '600000',
   },
 );
-await publishAgents(env.kafka, env.topics, [agentRecord('adm'), agentRecord('lazy'), agentRecord('work')]);
+await publishAgents(env.kafka, env.topics, [agentRecord('adm'), agentRecord('lazy'), agentRecord('work'), agentRecord('full')]);
 const worker = await startManualWorker(env.kafka, env.topics, 'work');
 after(() => worker.stop());
 
@@ -67,13 +67,14 @@ test('an agent without a healthy worker refuses new work with 503 + Retry-After;
 });
 
 test('a backlog over the limit (consumer lag of the agent workers group) refuses new work with 503', async () => {
-  await heartbeat('work');
+  await heartbeat('full');
   // The workers' group exists and has consumed nothing: every command is backlog.
   const admin = env.kafka.admin();
   await admin.connect();
+  await admin.createTopics({ topics: [{ topic: env.topics.commands('full'), numPartitions: 2 }], waitForLeaders: true });
   await admin.setOffsets({
-    groupId: `${env.prefix}agents.work`,
-    topic: env.topics.commands('work'),
+    groupId: `${env.prefix}agents.full`,
+    topic: env.topics.commands('full'),
     partitions: [0, 1].map((p) => ({ partition: p, offset: '0' })),
   });
   await admin.disconnect();
@@ -81,7 +82,7 @@ test('a backlog over the limit (consumer lag of the agent workers group) refuses
   const refusal = await eventually(
     'backlog refusal',
     async () => {
-      const r = await post('work', { message: jsonMessage(`b${sent.length}`), configuration: { returnImmediately: true } }, 'demo-globex');
+      const r = await post('full', { message: jsonMessage(`b${sent.length}`), configuration: { returnImmediately: true } }, 'demo-globex');
       if (r.status === 200) sent.push(r.body);
       return r.status === 503 ? r : undefined;
     },
@@ -93,12 +94,17 @@ test('a backlog over the limit (consumer lag of the agent workers group) refuses
     (JSON.parse(refusal.body) as { error: { details: Array<{ reason: string }> } }).error.details[0].reason,
     'AGENT_BACKLOG_FULL',
   );
-  const list = await rawRequest(`${env.url}/a2a/work/tasks`, { headers: { authorization: 'Bearer demo-globex', 'a2a-version': '1.0' } });
+  const list = await rawRequest(`${env.url}/a2a/full/tasks`, { headers: { authorization: 'Bearer demo-globex', 'a2a-version': '1.0' } });
   assert.equal(list.status, 200);
 });
 
 test('deadlines: the A2A-Deadline-Ms header and metadata deadlineUnixMs travel as deadline_unix_ms, capped by the maximum', async () => {
+  await heartbeat('work');
   const client = await a2aClient(env.url, 'work', 'HTTP+JSON');
+  await eventually(
+    'work healthy',
+    async () => (await post('work', { message: jsonMessage('warm'), configuration: { returnImmediately: true } })).status === 200,
+  );
   const before = Date.now();
   const t1 = (await client.sendMessage(sendRequest(userMessage('d1'), { returnImmediately: true }), {
     serviceParameters: { 'A2A-Deadline-Ms': '5000' },

@@ -133,7 +133,8 @@ export function authFetch(token: string | undefined, maxInFlight = 128): typeof 
       const res = await fetch(input, { ...init, headers });
       // Read the body before giving the slot back, so the slot really covers the exchange.
       const body = await res.arrayBuffer();
-      return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+      const empty = res.status === 204 || res.status === 205 || res.status === 304;
+      return new Response(empty ? null : body, { status: res.status, statusText: res.statusText, headers: res.headers });
     } finally {
       inFlight -= 1;
       waiting.shift()?.();

@@ -173,7 +173,7 @@ export class PushService {
   /** Claims due deliveries (a lease: next_at moves past the request timeout), sends them, records the outcome. */
   private async deliverDue(): Promise<boolean> {
     const lease = Math.ceil((this.opts.timeoutMs * 2) / 1000);
-    const due: Array<{
+    type Due = {
       id: string;
       event_id: string;
       body: unknown;
@@ -182,7 +182,9 @@ export class PushService {
       token: string;
       auth_scheme: string | null;
       auth_credentials: string | null;
-    }> = await this.ds.query(
+    };
+    // TypeORM answers an UPDATE with [rows, affected].
+    const [due] = (await this.ds.query(
       `WITH c AS (
            SELECT id FROM dispatcher.push_deliveries WHERE status = 'pending' AND next_at <= now()
            ORDER BY next_at, id LIMIT 20 FOR UPDATE SKIP LOCKED)
@@ -191,7 +193,7 @@ export class PushService {
           WHERE d.id = c.id AND p.tenant = d.tenant AND p.task_id = d.task_id AND p.id = d.config_id
          RETURNING d.id, d.event_id, d.body, d.attempts, p.url, p.token, p.auth_scheme, p.auth_credentials`,
       [lease],
-    );
+    )) as [Due[], number];
     await Promise.all(
       due.map(async (d) => {
         const headers: Record<string, string> = { 'content-type': 'application/json', [PUSH_EVENT_ID_HEADER]: d.event_id };
@@ -207,7 +209,11 @@ export class PushService {
             timeoutMs: this.opts.timeoutMs,
             maxResponseBytes: 4096,
           });
-          if (res.status < 200 || res.status >= 300) error = `HTTP ${res.status}`;
+          if (res.status < 200 || res.status >= 300) {
+            error = `HTTP ${res.status}`;
+            // Redirects are never followed and a 4xx will not change by retrying (408/429 excepted).
+            permanent = res.status >= 300 && res.status < 500 && res.status !== 408 && res.status !== 429;
+          }
         } catch (err) {
           error = String(err instanceof Error ? err.message : err);
           permanent = err instanceof EgressRefused;
