@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import canonicalizeModule from 'canonicalize';
 import { MeshError } from './errors.js';
 
-// canonicalize 2.x is CommonJS whose typings declare an ES default export: under NodeNext the
-// default import is the function at run time but typed as the module; the cast fits both.
+// canonicalize 2.x is CommonJS (`module.exports = serialize`) but its typings declare an ES default
+// export, so under NodeNext the default import is typed as the namespace; at runtime it is the function.
 const canonicalize = canonicalizeModule as unknown as (value: unknown) => string | undefined;
 
 /** RFC 8785 (JCS) canonical form of a JSON value. Throws on values JSON cannot represent. */
