@@ -166,14 +166,12 @@ test("a tenant field that is not the caller's tenant is refused", async () => {
   assert.equal(same.status, 200);
 });
 
-test('streaming and push notifications are refused as unsupported (part 2), not crashed on', async () => {
-  const r = await rpc({ jsonrpc: '2.0', id: 1, method: 'SendStreamingMessage', params: { message: jsonMessage('hi') } });
-  assert.equal(r.body.error?.code, -32004);
+test('a push config for an unknown task is TaskNotFound', async () => {
   const p = await rpc({
     jsonrpc: '2.0',
     id: 1,
     method: 'CreateTaskPushNotificationConfig',
     params: { taskId: 'x', url: 'http://example.invalid/hook' },
   });
-  assert.equal(p.body.error?.code, -32003);
+  assert.equal(p.body.error?.code, -32001);
 });

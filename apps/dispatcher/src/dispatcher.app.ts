@@ -10,7 +10,12 @@ import { dispatcherMigrations, DISPATCHER_SCHEMA } from './database/migrations/i
 import { dispatcherEntities } from './tasks/task.entity.js';
 import { TaskService } from './tasks/task.service.js';
 import { TaskProjection } from './tasks/task-projection.js';
-import { KafkaAgentCatalog } from './catalog/agent-catalog.js';
+import type { MeshMetrics } from '@mesh/telemetry';
+import { PushService } from './push/push.service.js';
+import { DirectoryAgentLookup } from './catalog/agent-catalog.js';
+import { EventFanout } from './events/event-fanout.js';
+import { Admission } from './admission/admission.js';
+import { KafkaWorkerSignals } from './admission/worker-signals.js';
 import { KafkaMessageProducer, type MessageProducer, type RunningConsumer } from './kafka/kafka.adapter.js';
 import { OutboxRelay } from './outbox/outbox.relay.js';
 import { TaskEventBusManager } from './events/task-event-bus.manager.js';
@@ -31,6 +36,8 @@ export interface DispatcherOverrides {
   auth?: AuthenticatorOptions;
   /** Wraps the command producer (tests use it to make Kafka unavailable for the relay). */
   wrapProducer?: (producer: MessageProducer) => MessageProducer;
+  /** Metrics catalog (push deliveries are counted in `pushDeliveries`). */
+  metrics?: MeshMetrics;
 }
 
 /** Default partitions of an agent's command topic when its record does not say. */
@@ -59,7 +66,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
   try {
     let demoWorker: RunningConsumer | undefined;
     if (config.DEMO) await registerDemoAgent(kafka, topics);
-    const catalog = new KafkaAgentCatalog(kafka, topics.cards());
+    const catalog = new DirectoryAgentLookup(kafka, topics);
     stops.push(() => catalog.stop());
     await catalog.start();
 
@@ -80,6 +87,20 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
     relay.start();
     stops.push(() => relay.stop());
 
+    const push = new PushService(
+      ds,
+      {
+        allowCidrs: config.PUSH_EGRESS_ALLOW_CIDRS,
+        maxAttempts: config.PUSH_MAX_ATTEMPTS,
+        backoffBaseMs: config.PUSH_BACKOFF_BASE_MS,
+        backoffMaxMs: config.PUSH_BACKOFF_MAX_MS,
+        timeoutMs: config.PUSH_TIMEOUT_MS,
+        pollMs: config.PUSH_POLL_MS,
+      },
+      overrides.metrics,
+    );
+    push.start();
+    stops.push(() => push.stop());
     const projector = new EventProjector(
       kafka,
       topics.events(),
@@ -87,9 +108,28 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
       new TaskProjection(ds),
       buses,
       config.EVENTS_TOPIC_PARTITIONS,
+      push,
     );
     await projector.start();
     stops.push(() => projector.stop());
+    const fanout = new EventFanout(kafka, topics.events(), `${config.TOPIC_PREFIX}mesh.dispatcher.fanout`, buses);
+    await fanout.start();
+    stops.push(() => fanout.stop());
+    const signals = new KafkaWorkerSignals(
+      kafka,
+      (agentId) => `${config.TOPIC_PREFIX}agents.${agentId}`,
+      (agentId) => topics.commands(agentId),
+      (agentId) => catalog.healthy(agentId),
+      config.DISPATCHER_BACKLOG_CHECK_MS,
+    );
+    stops.push(() => signals.close());
+    const admission = new Admission(signals, {
+      ratePerSecond: config.DISPATCHER_TENANT_RATE_PER_S,
+      burst: config.DISPATCHER_TENANT_BURST,
+      requireHealthyWorker: config.DISPATCHER_REQUIRE_HEALTHY_WORKER,
+      maxBacklog: config.DISPATCHER_MAX_AGENT_BACKLOG,
+      retryAfterSeconds: config.DISPATCHER_RETRY_AFTER_S,
+    });
     if (config.DEMO && config.DEMO_ECHO_WORKER) {
       demoWorker = await startDemoEchoWorker(kafka, topics);
       stops.push(() => demoWorker!.stop());
@@ -114,10 +154,15 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
             bodyLimit: config.DISPATCHER_BODY_LIMIT,
             cardMaxAgeSeconds: config.DISPATCHER_CARD_MAX_AGE_S,
             handlerFor: (record, card) =>
-              new DispatcherRequestHandler(card, record, tasks, buses, relay, {
+              new DispatcherRequestHandler(card, record, tasks, buses, relay, push, {
                 maxBlockingMs: config.DISPATCHER_BLOCKING_TIMEOUT_MS,
                 waitPollMs: config.DISPATCHER_WAIT_POLL_MS,
+                streamPollMs: config.DISPATCHER_STREAM_POLL_MS,
+                streamMaxMs: config.DISPATCHER_STREAM_MAX_MS,
+                defaultDeadlineMs: config.DISPATCHER_DEFAULT_DEADLINE_MS,
+                maxDeadlineMs: config.DISPATCHER_MAX_DEADLINE_MS,
               }),
+            admit: (tenant, record) => admission.check(tenant, record),
           }),
         );
         nest.use('/a2a/:agentId', a2aBodyErrorHandler(config.DISPATCHER_BODY_LIMIT));

@@ -8,6 +8,7 @@ import { buildServedCard } from '../catalog/agent-card.builder.js';
 import type { AgentLookup } from '../catalog/agent-catalog.js';
 import { DispatcherRequestHandler } from './dispatcher-request-handler.js';
 import { PrincipalUser } from './principal-user.js';
+import type { Refusal } from '../admission/admission.js';
 
 /** Everything the A2A edge needs to build one agent's handler. */
 export interface A2aRouterOptions {
@@ -18,6 +19,36 @@ export interface A2aRouterOptions {
   bodyLimit: string;
   cardMaxAgeSeconds: number;
   handlerFor(record: AgentRecord, card: AgentCard): DispatcherRequestHandler;
+  /** Admission control of new work; undefined = admitted. */
+  admit?(tenant: string, record: AgentRecord): Promise<Refusal | undefined>;
+}
+
+const SEND_METHODS = new Set(['SendMessage', 'SendStreamingMessage']);
+
+/** SendMessage / SendStreamingMessage on either binding (REST: `[/{tenant}]/message:send|stream`). */
+function startsWork(req: Request): boolean {
+  if (req.method !== 'POST') return false;
+  if (isJsonRpc(req)) return SEND_METHODS.has(String((req.body as { method?: unknown } | undefined)?.method));
+  return /\/message:(send|stream)$/.test(req.path);
+}
+
+/** A refusal as HTTP 429/503 + Retry-After, with an A2A error body (ErrorInfo says why). */
+function sendRefusal(req: Request, res: Response, r: Refusal): void {
+  const info = {
+    '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+    reason: r.reason,
+    domain: 'mesh.dispatcher',
+    metadata: { retryAfterSeconds: String(r.retryAfterSeconds) },
+  };
+  res.setHeader('Retry-After', String(r.retryAfterSeconds));
+  if (isJsonRpc(req)) {
+    const body = req.body as { id?: unknown } | undefined;
+    const id = typeof body?.id === 'string' || typeof body?.id === 'number' ? body.id : null;
+    res.status(r.httpStatus).json({ jsonrpc: '2.0', id, error: { code: A2A_ERROR_CODE.INTERNAL_ERROR, message: r.message, data: [info] } });
+  } else {
+    const status = r.httpStatus === 429 ? 'RESOURCE_EXHAUSTED' : 'UNAVAILABLE';
+    res.status(r.httpStatus).json({ error: { code: r.httpStatus, status, message: r.message, details: [info] } });
+  }
 }
 
 interface AgentEdge {
@@ -145,6 +176,12 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
       return;
     }
     locals.agent = record;
+    if (opts.admit && locals.principal && startsWork(req)) {
+      opts
+        .admit(locals.principal.tenant, record)
+        .then((refusal) => (refusal ? sendRefusal(req, res, refusal) : edgeFor(record).router(req, res, next)), next);
+      return;
+    }
     edgeFor(record).router(req, res, next);
   };
 

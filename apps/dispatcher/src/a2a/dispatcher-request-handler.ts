@@ -16,14 +16,23 @@ import type {
   Task,
   TaskPushNotificationConfig,
 } from '@a2a-js/sdk';
-import { AgentEvent, DefaultRequestHandler, STATE_HEADERS_KEY, type A2ARequestHandler, type ServerCallContext } from '@a2a-js/sdk/server';
-import { RequestMalformedError } from '@a2a-js/sdk/errors';
-import type { AgentRecord } from '@mesh/contract';
+import { TaskState } from '@a2a-js/sdk';
+import {
+  AgentEvent,
+  DefaultRequestHandler,
+  STATE_HEADERS_KEY,
+  type A2ARequestHandler,
+  type AgentExecutionEvent,
+  type ServerCallContext,
+} from '@a2a-js/sdk/server';
+import { RequestMalformedError, TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
+import type { AgentRecord, TaskEvent } from '@mesh/contract';
 import type { TaskService } from '../tasks/task.service.js';
 import { PostgresTaskStore } from '../tasks/postgres-task.store.js';
-import { isSettled } from '../tasks/task-state.js';
+import { isSettled, isTerminal, stateRank } from '../tasks/task-state.js';
 import type { TaskEventBusManager } from '../events/task-event-bus.manager.js';
 import { principalOf } from './principal-user.js';
+import type { PushService } from '../push/push.service.js';
 
 /** Header a caller may use to shorten how long a blocking SendMessage waits (milliseconds). */
 export const REQUEST_TIMEOUT_HEADER = 'x-request-timeout-ms';
@@ -33,7 +42,18 @@ export interface DispatcherHandlerOptions {
   maxBlockingMs: number;
   /** Re-read interval while waiting, so a replica that does not consume the task's events still sees it settle. */
   waitPollMs: number;
+  /** Re-read interval of an SSE stream with no event (covers a cancel made on another replica). */
+  streamPollMs: number;
+  /** Longest an SSE stream stays open. */
+  streamMaxMs: number;
+  /** Deadline given to tasks whose caller gives none (0: none). */
+  defaultDeadlineMs: number;
+  /** Longest deadline a caller may ask for (0: unbounded). */
+  maxDeadlineMs: number;
 }
+
+/** Relative deadline header (milliseconds from now); message metadata `deadlineUnixMs` is absolute. */
+export const DEADLINE_HEADER = 'a2a-deadline-ms';
 
 /** Wakes the outbox relay after a commit. */
 export interface CommandRelay {
@@ -56,6 +76,7 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     private readonly tasks: TaskService,
     private readonly buses: TaskEventBusManager,
     private readonly relay: CommandRelay,
+    private readonly push: PushService,
     private readonly opts: DispatcherHandlerOptions,
   ) {
     const neverExecutes = {
@@ -78,23 +99,63 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
 
   async sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Message | Task> {
     const principal = principalOf(context);
-    const message = params.message;
-    if (!message) throw new RequestMalformedError('message is required');
-    if (!message.messageId?.trim()) throw new RequestMalformedError('message.messageId is required');
-    if (!message.parts?.length) throw new RequestMalformedError('message.parts must not be empty');
     const startedAt = Date.now();
     const headers = (context.state.get(STATE_HEADERS_KEY) ?? {}) as Record<string, string | string[] | undefined>;
-    const { task } = await this.tasks.accept({
-      principal,
-      agent: this.agent,
-      message,
-      traceparent: typeof headers.traceparent === 'string' ? headers.traceparent : undefined,
-    });
-    this.relay.kick();
+    const task = await this.accept(params, context);
     const settled = params.configuration?.returnImmediately
       ? task
       : await this.waitSettled(task, principal.tenant, startedAt + this.waitBudget(headers));
     return withHistoryLength(settled, params.configuration?.historyLength);
+  }
+
+  /** Validates and accepts a message (new task or follow-up turn); wakes the relay. */
+  private async accept(params: SendMessageRequest, context: ServerCallContext): Promise<Task> {
+    const principal = principalOf(context);
+    const message = params.message;
+    if (!message) throw new RequestMalformedError('message is required');
+    if (!message.messageId?.trim()) throw new RequestMalformedError('message.messageId is required');
+    if (!message.parts?.length) throw new RequestMalformedError('message.parts must not be empty');
+    const headers = (context.state.get(STATE_HEADERS_KEY) ?? {}) as Record<string, string | string[] | undefined>;
+    const deadlineUnixMs = this.deadlineOf(message, headers);
+    const { task, duplicate } = await this.tasks.accept({
+      principal,
+      agent: this.agent,
+      message,
+      ...(deadlineUnixMs !== undefined ? { deadlineUnixMs } : {}),
+      traceparent: typeof headers.traceparent === 'string' ? headers.traceparent : undefined,
+    });
+    // A config given with the message is stored before the command can produce any event.
+    const pushConfig = params.configuration?.taskPushNotificationConfig;
+    if (pushConfig && !duplicate) await this.push.create(principal.tenant, task.id, { ...pushConfig, taskId: task.id });
+    this.relay.kick();
+    return task;
+  }
+
+  /**
+   * The task's deadline: message metadata `deadlineUnixMs` (absolute) or the `A2A-Deadline-Ms`
+   * header (relative), else the default; never later than now + the maximum.
+   */
+  private deadlineOf(message: Message, headers: Record<string, string | string[] | undefined>): number | undefined {
+    const now = Date.now();
+    let deadline: number | undefined;
+    const meta = (message.metadata as Record<string, unknown> | undefined)?.deadlineUnixMs;
+    if (meta !== undefined) {
+      const n = typeof meta === 'string' ? Number(meta) : meta;
+      if (typeof n !== 'number' || !Number.isSafeInteger(n) || n <= 0) {
+        throw new RequestMalformedError('metadata.deadlineUnixMs must be a positive integer (milliseconds since the epoch)');
+      }
+      deadline = n;
+    }
+    const rel = headers[DEADLINE_HEADER];
+    if (deadline === undefined && rel !== undefined) {
+      if (typeof rel !== 'string' || !/^\d{1,10}$/.test(rel.trim())) {
+        throw new RequestMalformedError('A2A-Deadline-Ms must be a non-negative integer (milliseconds from now)');
+      }
+      deadline = now + Number(rel);
+    }
+    if (deadline === undefined && this.opts.defaultDeadlineMs > 0) deadline = now + this.opts.defaultDeadlineMs;
+    if (this.opts.maxDeadlineMs > 0) deadline = Math.min(deadline ?? Infinity, now + this.opts.maxDeadlineMs);
+    return deadline;
   }
 
   private waitBudget(headers: Record<string, string | string[] | undefined>): number {
@@ -109,8 +170,8 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     let dirty = false;
     let wake: (() => void) | undefined;
     // Only a settling status is worth a re-read; artifacts and WORKING are not.
-    const unsubscribe = this.buses.subscribe(task.id, (event) => {
-      if (event.kind !== 'statusUpdate' || !event.data.status || !isSettled(event.data.status.state)) return;
+    const unsubscribe = this.buses.onCommitted(task.id, (state) => {
+      if (state === undefined || !isSettled(state)) return;
       dirty = true;
       wake?.();
     });
@@ -139,9 +200,84 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     }
   }
 
-  sendMessageStream(params: SendMessageRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
-    principalOf(context);
-    return this.reads.sendMessageStream(params, context);
+  async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
+    const principal = principalOf(context);
+    const task = await this.accept(params, context);
+    yield* this.follow(task.id, principal.tenant);
+  }
+
+  /**
+   * A task's stream on this replica: subscribe to the local bus (fed from Kafka by EventFanout)
+   * first, then read the snapshot, so nothing falls in between. First event = the Task; then
+   * status and artifact updates in event order, duplicates (same execution, seq not above the last)
+   * dropped and no status ranked below the last one sent; the end is the settled state *as
+   * stored* (the projection is the authority: cancel won, COMPLETED without artifact is FAILED),
+   * read when a settling event arrives or on the poll, which also covers changes that produced no
+   * Kafka event (a cancel on another replica).
+   */
+  private async *follow(taskId: string, tenant: string): AsyncGenerator<StreamResponse, void, undefined> {
+    const queue: Array<{ event: AgentExecutionEvent; source?: TaskEvent }> = [];
+    let wake: (() => void) | undefined;
+    const unsubscribe = this.buses.subscribe(taskId, (event, source) => {
+      queue.push({ event, source });
+      wake?.();
+    });
+    const endAt = Date.now() + this.opts.streamMaxMs;
+    try {
+      const snapshot = await this.tasks.load(taskId, tenant, this.agent.id);
+      if (!snapshot) throw new TaskNotFoundError(`Task not found: ${taskId}`);
+      yield { payload: { $case: 'task', value: snapshot } };
+      let state = snapshot.status?.state ?? TaskState.TASK_STATE_SUBMITTED;
+      if (isSettled(state)) return;
+      const lastSeq = new Map<string, number>();
+      let settling = false;
+      while (Date.now() < endAt) {
+        if (queue.length === 0) {
+          const waitMs = Math.min(settling ? this.opts.waitPollMs : this.opts.streamPollMs, Math.max(1, endAt - Date.now()));
+          await new Promise<void>((resolve) => {
+            const t = setTimeout(done, waitMs);
+            function done() {
+              clearTimeout(t);
+              resolve();
+            }
+            wake = done;
+          });
+          wake = undefined;
+        }
+        const batch = queue.splice(0);
+        for (const { event, source } of batch) {
+          if (source) {
+            const last = lastSeq.get(source.identity.executionId) ?? -1;
+            if (source.body.seq <= last) continue;
+            lastSeq.set(source.identity.executionId, source.body.seq);
+          }
+          if (event.kind === 'artifactUpdate') {
+            yield { payload: { $case: 'artifactUpdate', value: event.data } };
+          } else if (event.kind === 'statusUpdate' && event.data.status) {
+            const next = event.data.status.state;
+            if (isSettled(next)) settling = true;
+            else if (stateRank(next) >= stateRank(state)) {
+              state = next;
+              yield { payload: { $case: 'statusUpdate', value: event.data } };
+            }
+          }
+        }
+        if (settling || batch.length === 0) {
+          const stored = await this.tasks.load(taskId, tenant, this.agent.id);
+          if (stored?.status && isSettled(stored.status.state)) {
+            yield {
+              payload: {
+                $case: 'statusUpdate',
+                value: { taskId, contextId: stored.contextId, status: stored.status, metadata: undefined },
+              },
+            };
+            return;
+          }
+        }
+      }
+    } finally {
+      unsubscribe();
+    }
   }
 
   async getTask(params: GetTaskRequest, context: ServerCallContext): Promise<Task> {
@@ -160,6 +296,7 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     const { task, changed } = await this.tasks.cancel(params.id, principal, this.agent);
     if (changed) {
       this.relay.kick();
+      if (task.status) await this.push.enqueueStatus(principal.tenant, task.id, task.contextId, `${task.id}:cancel`, task.status);
       if (task.status)
         this.buses.publish(
           task.id,
@@ -169,35 +306,54 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     return task;
   }
 
-  createTaskPushNotificationConfig(params: TaskPushNotificationConfig, context: ServerCallContext): Promise<TaskPushNotificationConfig> {
-    principalOf(context);
-    return this.reads.createTaskPushNotificationConfig(params, context);
+  async createTaskPushNotificationConfig(
+    params: TaskPushNotificationConfig,
+    context: ServerCallContext,
+  ): Promise<TaskPushNotificationConfig> {
+    const principal = principalOf(context);
+    await this.requireOwnTask(params.taskId, principal.tenant);
+    return this.push.create(principal.tenant, params.taskId, params);
   }
 
-  getTaskPushNotificationConfig(
+  async getTaskPushNotificationConfig(
     params: GetTaskPushNotificationConfigRequest,
     context: ServerCallContext,
   ): Promise<TaskPushNotificationConfig> {
-    principalOf(context);
-    return this.reads.getTaskPushNotificationConfig(params, context);
+    const principal = principalOf(context);
+    await this.requireOwnTask(params.taskId, principal.tenant);
+    return this.push.get(principal.tenant, params.taskId, params.id);
   }
 
-  listTaskPushNotificationConfigs(
+  async listTaskPushNotificationConfigs(
     params: ListTaskPushNotificationConfigsRequest,
     context: ServerCallContext,
   ): Promise<ListTaskPushNotificationConfigsResponse> {
-    principalOf(context);
-    return this.reads.listTaskPushNotificationConfigs(params, context);
+    const principal = principalOf(context);
+    await this.requireOwnTask(params.taskId, principal.tenant);
+    return { configs: await this.push.list(principal.tenant, params.taskId), nextPageToken: '' };
   }
 
-  deleteTaskPushNotificationConfig(params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext): Promise<void> {
-    principalOf(context);
-    return this.reads.deleteTaskPushNotificationConfig(params, context);
+  async deleteTaskPushNotificationConfig(params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext): Promise<void> {
+    const principal = principalOf(context);
+    await this.requireOwnTask(params.taskId, principal.tenant);
+    await this.push.delete(principal.tenant, params.taskId, params.id);
   }
 
-  resubscribe(params: SubscribeToTaskRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
-    principalOf(context);
-    return this.reads.resubscribe(params, context);
+  /** The task exists for this tenant and agent (else TaskNotFound, whoever owns it). */
+  private async requireOwnTask(taskId: string, tenant: string): Promise<void> {
+    if (!taskId?.trim()) throw new RequestMalformedError('taskId is required');
+    if (!(await this.tasks.load(taskId, tenant, this.agent.id))) throw new TaskNotFoundError(`Task not found: ${taskId}`);
+  }
+
+  async *resubscribe(params: SubscribeToTaskRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
+    const principal = principalOf(context);
+    if (!params.id?.trim()) throw new RequestMalformedError('task id is required');
+    const task = await this.tasks.load(params.id, principal.tenant, this.agent.id);
+    if (!task) throw new TaskNotFoundError(`Task not found: ${params.id}`);
+    if (task.status && isTerminal(task.status.state)) {
+      throw new UnsupportedOperationError(`Task ${params.id} is in a terminal state and cannot be subscribed to.`);
+    }
+    yield* this.follow(params.id, principal.tenant);
   }
 }
 

@@ -9,8 +9,11 @@ export function agentBaseUrl(publicUrl: string, agentId: string): string {
 /**
  * The card callers see: the registered card with `supportedInterfaces` replaced by the
  * dispatcher's two A2A 1.0 bindings, and capabilities limited to what the dispatcher serves
- * (no streaming or push until part 2 of the dispatcher lands).
+ * (streaming on every replica; push notifications).
  */
+/** Push notifications are delivered from the event stream (see push/push.service.ts). */
+export const PUSH_SUPPORTED = true;
+
 export function buildServedCard(record: AgentRecord, publicUrl: string): AgentCard {
   const url = agentBaseUrl(publicUrl, record.id);
   const registered = AgentCard.fromJSON(record.card);
@@ -22,8 +25,8 @@ export function buildServedCard(record: AgentRecord, publicUrl: string): AgentCa
     ],
     capabilities: {
       ...(registered.capabilities ?? { extensions: [] }),
-      streaming: false,
-      pushNotifications: false,
+      streaming: true,
+      pushNotifications: PUSH_SUPPORTED,
       extendedAgentCard: false,
     },
     // Signatures covered the card as registered; the rewritten interfaces would not verify.

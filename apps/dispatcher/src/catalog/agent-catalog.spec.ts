@@ -52,7 +52,7 @@ test('the served card points both A2A 1.0 bindings at the dispatcher and claims 
       ['HTTP+JSON', 'http://mesh.example:8080/a2a/a', '1.0'],
     ],
   );
-  assert.equal(card.capabilities?.streaming, false);
-  assert.equal(card.capabilities?.pushNotifications, false);
+  assert.equal(card.capabilities?.streaming, true);
+  assert.equal(card.capabilities?.pushNotifications, true);
   assert.equal(card.name, 'A');
 });

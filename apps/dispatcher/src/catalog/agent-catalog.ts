@@ -1,6 +1,7 @@
 import type { Kafka } from 'kafkajs';
-import { canSee, newId, type AgentRecord } from '@mesh/contract';
-import { ensureTopic, runConsumer, type RunningConsumer } from '../kafka/kafka.adapter.js';
+import { AgentCatalog } from '@mesh/agent-directory';
+import { canSee, type AgentRecord, type TopicNames } from '@mesh/contract';
+import { ensureTopic } from '../kafka/kafka.adapter.js';
 
 /** Where agents come from: the directory's live records. */
 export interface AgentLookup {
@@ -38,74 +39,46 @@ export class InMemoryAgentCatalog implements AgentLookup {
 }
 
 /**
- * Live cache of the directory's compacted cards topic (key: agent id, value: AgentRecord JSON,
- * null value: deleted). Every replica reads the whole topic from the beginning under its own
- * group, so each holds the full catalog; `start` resolves once the backlog present at start-up
- * has been read.
+ * The directory's live catalog (`@mesh/agent-directory`: compacted cards topic from the beginning,
+ * heartbeats from now, per-replica groups) behind the dispatcher's lookup, plus worker health for
+ * admission control.
  */
-export class KafkaAgentCatalog extends InMemoryAgentCatalog {
-  private consumer?: RunningConsumer;
+export class DirectoryAgentLookup implements AgentLookup {
+  private readonly catalog: AgentCatalog;
+  /** Owner tenant of each agent seen, for the tenant-less internal `get`. */
+  private readonly owners = new Map<string, string>();
 
   constructor(
     private readonly kafka: Kafka,
-    private readonly topic: string,
+    private readonly topics: TopicNames,
   ) {
-    super();
+    this.catalog = new AgentCatalog({ kafka, topics, groupPrefix: `${topics.prefix}dispatcher-catalog` });
   }
 
-  async start(timeoutMs = 15000): Promise<void> {
-    await ensureTopic(this.kafka, this.topic, 1, [{ name: 'cleanup.policy', value: 'compact' }]);
-    const admin = this.kafka.admin();
-    await admin.connect();
-    const offsets = await admin.fetchTopicOffsets(this.topic).finally(() => admin.disconnect());
-    const pending = new Map(offsets.filter((o) => BigInt(o.high) > BigInt(o.low)).map((o) => [o.partition, BigInt(o.high) - 1n]));
-    let caughtUp!: () => void;
-    const ready = new Promise<void>((r) => (caughtUp = r));
-    if (pending.size === 0) caughtUp();
-    this.consumer = await runConsumer(
-      this.kafka,
-      { groupId: `dispatcher-catalog-${newId()}`, topic: this.topic, fromBeginning: true },
-      async ({ partition, message }) => {
-        this.apply(message.key?.toString('utf8'), message.value);
-        const target = pending.get(partition);
-        if (target !== undefined && BigInt(message.offset) >= target) {
-          pending.delete(partition);
-          if (pending.size === 0) caughtUp();
-        }
-      },
-    );
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<void>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`agent catalog did not catch up with ${this.topic} within ${timeoutMs} ms`)), timeoutMs);
-    });
-    try {
-      await Promise.race([ready, timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
+  async start(): Promise<void> {
+    await ensureTopic(this.kafka, this.topics.cards(), 1, [{ name: 'cleanup.policy', value: 'compact' }]);
+    await ensureTopic(this.kafka, this.topics.heartbeats(), 1, []);
+    await this.catalog.start();
   }
 
-  /** Applies one record of the topic; malformed values are skipped with a log line. */
-  apply(key: string | undefined, value: Buffer | null): void {
-    if (value === null) {
-      // Tombstone: the key is the agent id (or `{tenant}/{agentId}`; the id is the last segment).
-      if (key) this.remove(key.split('/').pop()!);
-      return;
-    }
-    try {
-      const record = JSON.parse(value.toString('utf8')) as AgentRecord;
-      if (typeof record?.id !== 'string' || typeof record.tenant !== 'string' || typeof record.card !== 'object') {
-        throw new Error('not an AgentRecord');
-      }
-      this.put(record);
-    } catch (err) {
-      process.stderr.write(
-        `${JSON.stringify({ level: 'warn', src: 'catalog', msg: 'skipped malformed agent record', key, err: String(err) })}\n`,
-      );
-    }
+  resolve(agentId: string, tenant: string | undefined): AgentRecord | undefined {
+    // Anonymous callers (card discovery) see public agents only: '' is no tenant's name.
+    const r = this.catalog.get(agentId, tenant ?? '');
+    if (!r || r.retired) return undefined;
+    this.owners.set(r.id, r.tenant);
+    return r;
   }
 
-  async stop(): Promise<void> {
-    await this.consumer?.stop();
+  get(agentId: string): AgentRecord | undefined {
+    const owner = this.owners.get(agentId);
+    return owner === undefined ? undefined : this.catalog.get(agentId, owner);
+  }
+
+  healthy(agentId: string): boolean {
+    return this.catalog.healthy(agentId);
+  }
+
+  stop(): Promise<void> {
+    return this.catalog.stop();
   }
 }

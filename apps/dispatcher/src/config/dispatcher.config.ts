@@ -21,6 +21,45 @@ export const dispatcherConfigSpec = {
   DISPATCHER_CARD_MAX_AGE_S: z.coerce.number().int().min(0).default(60),
   /** Partitions of the task events topic when the dispatcher has to create it. */
   EVENTS_TOPIC_PARTITIONS: positiveInt(6),
+  /** SSE: re-read the task this often when no event arrives (cancel on another replica, lost events). */
+  DISPATCHER_STREAM_POLL_MS: positiveInt(1000),
+  /** SSE: longest a stream stays open. */
+  DISPATCHER_STREAM_MAX_MS: positiveInt(3_600_000),
+  /** Deadline of tasks whose caller gives none (0 = none). */
+  DISPATCHER_DEFAULT_DEADLINE_MS: z.coerce.number().int().min(0).default(0),
+  /** Longest deadline a caller may ask for (0 = unbounded). */
+  DISPATCHER_MAX_DEADLINE_MS: z.coerce.number().int().min(0).default(0),
+  /** New-work requests per second per tenant, per replica (token bucket). */
+  DISPATCHER_TENANT_RATE_PER_S: positiveInt(50),
+  /** Bucket size of the tenant rate limit. */
+  DISPATCHER_TENANT_BURST: positiveInt(100),
+  /** Refuse new work (503) for agents without a live worker heartbeat. */
+  DISPATCHER_REQUIRE_HEALTHY_WORKER: flag(true),
+  /** Refuse new work (503) when the agent's worker group lags more than this many commands. */
+  DISPATCHER_MAX_AGENT_BACKLOG: positiveInt(10_000),
+  /** How long a measured backlog is reused. */
+  DISPATCHER_BACKLOG_CHECK_MS: positiveInt(1000),
+  /** Retry-After of 503 refusals (seconds). */
+  DISPATCHER_RETRY_AFTER_S: positiveInt(5),
+  /** Private CIDRs push webhooks may reach (comma-separated; tests: 127.0.0.0/8). Public addresses are always allowed. */
+  PUSH_EGRESS_ALLOW_CIDRS: z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((c) => c.trim())
+        .filter(Boolean),
+    ),
+  /** Attempts per push delivery before it is recorded as failed. */
+  PUSH_MAX_ATTEMPTS: positiveInt(10),
+  /** First retry delay; doubles per attempt up to PUSH_BACKOFF_MAX_MS. */
+  PUSH_BACKOFF_BASE_MS: positiveInt(500),
+  PUSH_BACKOFF_MAX_MS: positiveInt(60_000),
+  /** Timeout of one webhook POST. */
+  PUSH_TIMEOUT_MS: positiveInt(5000),
+  /** Poll interval of the delivery loop when idle (new deliveries wake it at once on this replica). */
+  PUSH_POLL_MS: positiveInt(250),
   OUTBOX_BATCH_SIZE: positiveInt(500),
   /** Relay poll interval when idle; an accept wakes it at once. */
   OUTBOX_IDLE_MS: positiveInt(500),

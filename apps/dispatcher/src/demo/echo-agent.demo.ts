@@ -86,8 +86,24 @@ export async function startDemoEchoWorker(kafka: Kafka, topics: TopicNames): Pro
       await heartbeat();
     },
   });
+  // Heartbeats, so the dispatcher's admission control sees a healthy worker.
+  const beat = () =>
+    producer
+      .send({
+        topic: topics.heartbeats(),
+        messages: [
+          {
+            key: DEMO_AGENT_ID,
+            value: JSON.stringify({ agentId: DEMO_AGENT_ID, workerId: 'demo-echo', atUnixMs: Date.now(), ttlMs: 30_000 }),
+          },
+        ],
+      })
+      .catch(() => undefined);
+  await beat();
+  const beating = setInterval(() => void beat(), 10_000);
   return {
     async stop() {
+      clearInterval(beating);
       await consumer.disconnect().catch(() => undefined);
       await producer.disconnect().catch(() => undefined);
     },

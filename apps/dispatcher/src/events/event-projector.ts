@@ -1,10 +1,9 @@
 import type { Kafka } from 'kafkajs';
-import { AgentEvent } from '@a2a-js/sdk/server';
-import { Artifact, TaskStatus } from '@a2a-js/sdk';
 import { BusAdmin, BusConsumer } from '@mesh/bus';
 import type { TaskEvent } from '@mesh/contract';
 import type { TaskProjection } from '../tasks/task-projection.js';
 import type { TaskEventBusManager } from './task-event-bus.manager.js';
+import type { PushService } from '../push/push.service.js';
 
 const log = (level: string, msg: string, extra: Record<string, unknown> = {}) =>
   process.stderr.write(`${JSON.stringify({ level, src: 'event-projector', msg, ...extra })}\n`);
@@ -13,7 +12,7 @@ const log = (level: string, msg: string, extra: Record<string, unknown> = {}) =>
  * Consumes the agents' event topic (key: task id) with the bus's keyed consumer: events of one
  * task are applied one at a time in offset order, different tasks in parallel; the committed
  * offset never passes an unfinished event. Each event is projected into the task store, then
- * local listeners hear of it. A failed write is retried by the consumer (then dead-lettered);
+ * local blocking sends are woken (streams are fed by EventFanout on every replica). A failed write is retried by the consumer (then dead-lettered);
  * undecodable records go to the dead-letter topic without reaching the handler.
  */
 export class EventProjector {
@@ -26,6 +25,7 @@ export class EventProjector {
     private readonly tasks: TaskProjection,
     private readonly buses: TaskEventBusManager,
     private readonly partitions: number,
+    private readonly push?: PushService,
   ) {}
 
   async start(): Promise<void> {
@@ -37,7 +37,8 @@ export class EventProjector {
       fromBeginning: true,
       maxInFlight: 32,
       commitIntervalMs: 200,
-      consumerConfig: { maxWaitTimeInMs: 100 },
+      // A dead replica's partitions move to the others after 10 s, not kafkajs's default 30 s.
+      consumerConfig: { maxWaitTimeInMs: 100, sessionTimeout: 10000, heartbeatInterval: 1000 },
       onError: (err, what) => log('warn', what, { err: String(err) }),
     });
     await this.consumer.start(async (env, ctx) => {
@@ -55,31 +56,17 @@ export class EventProjector {
     });
   }
 
-  /** Projects one event and publishes the committed change to this process's listeners. */
+  /** Projects one event and wakes this process's blocking sends waiting on the task. */
   async project(env: TaskEvent): Promise<void> {
     const outcome = await this.tasks.applyEvent(env);
-    if (!outcome.applied) return;
-    const ev = outcome.event;
-    const taskId = outcome.task.id;
-    const contextId = outcome.task.contextId;
-    if (ev.kind === 'task.status') {
-      this.buses.publish(
-        taskId,
-        AgentEvent.statusUpdate({ taskId, contextId, status: outcome.task.status ?? TaskStatus.fromJSON({}), metadata: undefined }),
-      );
-    } else {
-      this.buses.publish(
-        taskId,
-        AgentEvent.artifactUpdate({
-          taskId,
-          contextId,
-          artifact: Artifact.fromJSON(ev.body.artifact),
-          append: ev.body.append ?? false,
-          lastChunk: ev.body.lastChunk ?? false,
-          metadata: undefined,
-        }),
-      );
+    if (!outcome.applied) {
+      // A re-consumed event (e.g. after a crash between projection and recording its pushes):
+      // recording is idempotent per event id, so nothing is lost and nothing doubles.
+      if (outcome.reason === 'duplicate') await this.push?.enqueueEvent(env);
+      return;
     }
+    this.buses.notifyCommitted(outcome.task.id, outcome.task.status?.state);
+    await this.push?.enqueueEvent(env, env.kind === 'task.status' ? outcome.task.status : undefined);
   }
 
   async stop(): Promise<void> {

@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import {
   DefaultExecutionEventBus,
   type AgentExecutionEvent,
@@ -6,20 +7,27 @@ import {
   type ServerCallContext,
 } from '@a2a-js/sdk/server';
 import type { TaskState } from '@a2a-js/sdk';
+import type { TaskEvent } from '@mesh/contract';
+
+/** A stream event with the worker envelope it came from (absent for events made here, e.g. a cancel). */
+export type BusListener = (event: AgentExecutionEvent, source?: TaskEvent) => void;
 
 /**
- * One in-process bus per task, fed by the event projector after each event is committed (not
- * by an executor). Everything waiting on a task in this process — blocking SendMessage now, SSE
- * subscribers in part 2 — listens here. The buses are keyed by task id only: tenant scoping
- * happens before anyone may attach (the task was loaded for the caller's tenant first).
+ * One in-process bus per task, fed from the Kafka event stream by this replica's EventFanout
+ * (every replica sees every event) and by local API changes (CancelTask) — never by an
+ * executor, so `settleByTaskId` always claims the bus. SSE subscribers listen here. Separately,
+ * the projector signals each committed change (`notifyCommitted`), which wakes blocking sends to
+ * re-read the store. Buses are keyed by task id only: tenant scoping happens before anyone may
+ * attach (the task was loaded for the caller's tenant first).
  */
 export class TaskEventBusManager implements ExecutionEventBusManager {
-  private readonly buses = new Map<string, { bus: DefaultExecutionEventBus; listeners: number }>();
+  private readonly buses = new Map<string, { bus: DefaultExecutionEventBus; raw: EventEmitter; listeners: number }>();
+  private readonly committed = new EventEmitter().setMaxListeners(0);
 
   createOrGetByTaskId(taskId: string, _context?: ServerCallContext): ExecutionEventBus {
     let entry = this.buses.get(taskId);
     if (!entry) {
-      entry = { bus: new DefaultExecutionEventBus(), listeners: 0 };
+      entry = { bus: new DefaultExecutionEventBus(), raw: new EventEmitter().setMaxListeners(0), listeners: 0 };
       this.buses.set(taskId, entry);
     }
     return entry.bus;
@@ -41,24 +49,44 @@ export class TaskEventBusManager implements ExecutionEventBusManager {
     return true;
   }
 
-  /** Delivers a committed event to whoever listens on the task in this process. */
+  /** Delivers an event to whoever listens on the task in this process. */
   publish(taskId: string, event: AgentExecutionEvent): void {
-    this.buses.get(taskId)?.bus.publish(event);
+    const entry = this.buses.get(taskId);
+    entry?.raw.emit('event', event, undefined);
+    entry?.bus.publish(event);
+  }
+
+  /** Delivers an event read from Kafka, with its envelope (seq, execution) for ordering. */
+  publishRaw(taskId: string, event: AgentExecutionEvent, source: TaskEvent): void {
+    const entry = this.buses.get(taskId);
+    entry?.raw.emit('event', event, source);
+    entry?.bus.publish(event);
   }
 
   /** Listens to one task; the returned function detaches and drops the bus when nobody is left. */
-  subscribe(taskId: string, listener: (event: AgentExecutionEvent) => void): () => void {
-    const bus = this.createOrGetByTaskId(taskId);
+  subscribe(taskId: string, listener: BusListener): () => void {
+    this.createOrGetByTaskId(taskId);
     const entry = this.buses.get(taskId)!;
     entry.listeners += 1;
-    bus.on('event', listener);
+    entry.raw.on('event', listener);
     let done = false;
     return () => {
       if (done) return;
       done = true;
-      bus.off('event', listener);
+      entry.raw.off('event', listener);
       entry.listeners -= 1;
       if (entry.listeners === 0 && this.buses.get(taskId) === entry) this.buses.delete(taskId);
     };
+  }
+
+  /** The projector committed a change of the task (any replica's waiters re-read on their poll). */
+  notifyCommitted(taskId: string, state?: TaskState): void {
+    this.committed.emit(taskId, state);
+  }
+
+  /** Wakes `listener` on each committed change of the task in this process. */
+  onCommitted(taskId: string, listener: (state?: TaskState) => void): () => void {
+    this.committed.on(taskId, listener);
+    return () => void this.committed.off(taskId, listener);
   }
 }

@@ -15,6 +15,8 @@ export interface TaskRow {
   version: number;
   status_timestamp: Date;
   task: Json;
+  /** The task's deadline budget: every turn and retry draws from it. */
+  deadline_at?: Date | null;
 }
 
 /** Runs `work` in one transaction; rolls back on any error. */

@@ -3,6 +3,7 @@ import { Message, Task, TaskState, type ListTasksRequest, type ListTasksResponse
 import { RequestMalformedError, TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import type { DataSource, QueryRunner } from 'typeorm';
 import {
+  argsHash,
   canonicalJson,
   ChannelKey,
   encodeEnvelope,
@@ -77,7 +78,13 @@ export class TaskService {
     const hash = hashMessage(incoming);
     const messageId = input.message.messageId;
     if (!input.message.taskId) {
-      const created = await this.acceptNew(input, incoming, hash);
+      const work = input.message.contextId ? argsHash(incoming.parts) : undefined;
+      if (work) {
+        // Same work (tenant, context, parts) still running: that task, not a second one.
+        const running = await this.findRunningWork(tenant, agent.id, input.message.contextId, work);
+        if (running) return { task: running, duplicate: true };
+      }
+      const created = await this.acceptNew(input, incoming, hash, work);
       if (created) return { task: created, duplicate: false };
       const winner = await this.findDedup(tenant, agent.id, messageId);
       if (!winner) throw new Error(`dedup row for ${messageId} vanished`);
@@ -124,7 +131,13 @@ export class TaskService {
           `UPDATE dispatcher.tasks SET state = $2, turn = $3, status_timestamp = $4, task = $5, version = version + 1, updated_at = now() WHERE id = $1`,
           [taskId, status.state, turn, now, task],
         );
-        const identity = this.identity(input, taskId, contextId, turn);
+        // One budget per task: a later turn never gets more time than the task was given.
+        const budget = row.deadline_at ? new Date(row.deadline_at).getTime() : undefined;
+        const deadlineUnixMs =
+          budget !== undefined && input.deadlineUnixMs !== undefined
+            ? Math.min(budget, input.deadlineUnixMs)
+            : (budget ?? input.deadlineUnixMs);
+        const identity = this.identity({ ...input, deadlineUnixMs }, taskId, contextId, turn);
         await q.query(`INSERT INTO dispatcher.executions (execution_id, task_id, tenant, turn, message_id) VALUES ($1, $2, $3, $4, $5)`, [
           identity.executionId,
           taskId,
@@ -148,7 +161,18 @@ export class TaskService {
    * in one statement (data-modifying CTEs run atomically, in one round trip). Nothing is written
    * when the dedup claim loses; undefined then.
    */
-  private async acceptNew(input: AcceptInput, incoming: Json, hash: string): Promise<Task | undefined> {
+  private async findRunningWork(tenant: string, agentId: string, contextId: string, work: string): Promise<Task | undefined> {
+    const rows: TaskRow[] = await this.ds.query(
+      `SELECT task FROM dispatcher.tasks
+        WHERE tenant = $1 AND agent_id = $2 AND context_id = $3 AND work_hash = $4
+          AND state IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING')
+        ORDER BY created_at DESC LIMIT 1`,
+      [tenant, agentId, contextId, work],
+    );
+    return rows[0] ? Task.fromJSON(rows[0].task) : undefined;
+  }
+
+  private async acceptNew(input: AcceptInput, incoming: Json, hash: string, work?: string): Promise<Task | undefined> {
     const { principal, agent } = input;
     const tenant = principal.tenant;
     const taskId = newId();
@@ -166,8 +190,8 @@ export class TaskService {
          INSERT INTO dispatcher.message_dedup (tenant, agent_id, message_id, content_hash, task_id, turn)
          VALUES ($1, $2, $3, $4, $5, 1) ON CONFLICT DO NOTHING RETURNING task_id),
        t AS (
-         INSERT INTO dispatcher.tasks (id, tenant, agent_id, context_id, state, turn, status_timestamp, task)
-         SELECT task_id, $1, $2, $6, $7, 1, $8, $9 FROM d RETURNING id),
+         INSERT INTO dispatcher.tasks (id, tenant, agent_id, context_id, state, turn, status_timestamp, task, work_hash, deadline_at)
+         SELECT task_id, $1, $2, $6, $7, 1, $8, $9, $15, $16 FROM d RETURNING id),
        e AS (
          INSERT INTO dispatcher.executions (execution_id, task_id, tenant, turn, message_id)
          SELECT $10, id, $1, 1, $3 FROM t RETURNING execution_id),
@@ -190,6 +214,8 @@ export class TaskService {
         cmd.key,
         cmd.headers,
         cmd.value,
+        work ?? null,
+        input.deadlineUnixMs !== undefined ? new Date(input.deadlineUnixMs) : null,
       ],
     );
     return rows[0]?.n === 1 ? Task.fromJSON(task) : undefined;

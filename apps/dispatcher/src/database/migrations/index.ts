@@ -1,8 +1,14 @@
 import type { MigrationInterface } from 'typeorm';
 import { CreateTasks1764500000000 } from './1764500000000-create-tasks.js';
+import { WorkHashAndDeadline1764600000000 } from './1764600000000-work-hash.js';
+import { PushNotifications1764700000000 } from './1764700000000-push.js';
 
 /** Postgres schema owned by the dispatcher. */
 export const DISPATCHER_SCHEMA = 'dispatcher';
 
 /** Ordered migrations of the dispatcher's schema. */
-export const dispatcherMigrations: Array<new () => MigrationInterface> = [CreateTasks1764500000000];
+export const dispatcherMigrations: Array<new () => MigrationInterface> = [
+  CreateTasks1764500000000,
+  WorkHashAndDeadline1764600000000,
+  PushNotifications1764700000000,
+];

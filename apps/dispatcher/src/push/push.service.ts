@@ -1,0 +1,255 @@
+import { StreamResponse, type TaskPushNotificationConfig, type TaskStatus } from '@a2a-js/sdk';
+import { RequestMalformedError, TaskNotFoundError } from '@a2a-js/sdk/errors';
+import type { DataSource } from 'typeorm';
+import { EgressPolicy, EgressRefused, PinnedHttpClient } from '@mesh/egress';
+import { newId, type TaskEvent } from '@mesh/contract';
+import type { MeshMetrics } from '@mesh/telemetry';
+import { toAgentEvent } from '../events/event-fanout.js';
+
+/** Header carrying the stable id of the event a push notification is about (receivers dedup on it). */
+export const PUSH_EVENT_ID_HEADER = 'x-a2a-event-id';
+/** Header carrying the config's token. */
+export const PUSH_TOKEN_HEADER = 'x-a2a-notification-token';
+
+export interface PushOptions {
+  allowCidrs: string[];
+  maxAttempts: number;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  timeoutMs: number;
+  pollMs: number;
+}
+
+interface ConfigRow {
+  tenant: string;
+  task_id: string;
+  id: string;
+  url: string;
+  token: string;
+  auth_scheme: string | null;
+  auth_credentials: string | null;
+}
+
+const toConfig = (r: ConfigRow): TaskPushNotificationConfig => ({
+  tenant: '',
+  id: r.id,
+  taskId: r.task_id,
+  url: r.url,
+  token: r.token,
+  authentication: r.auth_scheme ? { scheme: r.auth_scheme, credentials: r.auth_credentials ?? '' } : undefined,
+});
+
+/**
+ * Push notifications: configs per tenant and task in Postgres, and deliveries driven from the
+ * event stream. The projector records one delivery per (config, event) — keyed by the event's
+ * stable id `{executionId}:{seq}`, so a re-consumed event adds nothing — and a delivery loop
+ * (SKIP LOCKED claims, shared by the replicas) POSTs them through the SSRF-checked, DNS-pinned,
+ * no-redirect client, with exponential backoff up to a retry limit; what keeps failing stays in
+ * `push_deliveries` with status `failed` and its last error.
+ */
+export class PushService {
+  private readonly http: PinnedHttpClient;
+  private readonly policy: EgressPolicy;
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<void>;
+  private stopped = false;
+
+  constructor(
+    private readonly ds: DataSource,
+    private readonly opts: PushOptions,
+    private readonly metrics?: MeshMetrics,
+  ) {
+    this.policy = new EgressPolicy({ allowCidrs: opts.allowCidrs });
+    this.http = new PinnedHttpClient(this.policy);
+  }
+
+  async create(tenant: string, taskId: string, cfg: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
+    await this.requireTask(tenant, taskId);
+    if (!cfg.url) throw new RequestMalformedError('url is required');
+    try {
+      await this.policy.check(cfg.url);
+    } catch (err) {
+      if (err instanceof EgressRefused) throw new RequestMalformedError(`push URL refused: ${err.message}`);
+      throw err;
+    }
+    const id = cfg.id?.trim() || newId();
+    const rows: ConfigRow[] = await this.ds.query(
+      `INSERT INTO dispatcher.push_configs (tenant, task_id, id, url, token, auth_scheme, auth_credentials)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (tenant, task_id, id) DO UPDATE SET url = EXCLUDED.url, token = EXCLUDED.token,
+         auth_scheme = EXCLUDED.auth_scheme, auth_credentials = EXCLUDED.auth_credentials
+       RETURNING *`,
+      [tenant, taskId, id, cfg.url, cfg.token ?? '', cfg.authentication?.scheme ?? null, cfg.authentication?.credentials ?? null],
+    );
+    return toConfig(rows[0]);
+  }
+
+  async get(tenant: string, taskId: string, id: string): Promise<TaskPushNotificationConfig> {
+    await this.requireTask(tenant, taskId);
+    const rows: ConfigRow[] = await this.ds.query(`SELECT * FROM dispatcher.push_configs WHERE tenant = $1 AND task_id = $2 AND id = $3`, [
+      tenant,
+      taskId,
+      id,
+    ]);
+    if (!rows[0]) throw new TaskNotFoundError(`push notification config ${id} not found for task ${taskId}`);
+    return toConfig(rows[0]);
+  }
+
+  async list(tenant: string, taskId: string): Promise<TaskPushNotificationConfig[]> {
+    await this.requireTask(tenant, taskId);
+    const rows: ConfigRow[] = await this.ds.query(
+      `SELECT * FROM dispatcher.push_configs WHERE tenant = $1 AND task_id = $2 ORDER BY created_at, id`,
+      [tenant, taskId],
+    );
+    return rows.map(toConfig);
+  }
+
+  /** Idempotent: deleting what is not there succeeds. */
+  async delete(tenant: string, taskId: string, id: string): Promise<void> {
+    await this.requireTask(tenant, taskId);
+    await this.ds.query(`DELETE FROM dispatcher.push_configs WHERE tenant = $1 AND task_id = $2 AND id = $3`, [tenant, taskId, id]);
+  }
+
+  private async requireTask(tenant: string, taskId: string): Promise<void> {
+    const rows = await this.ds.query(`SELECT 1 FROM dispatcher.tasks WHERE id = $1 AND tenant = $2`, [taskId, tenant]);
+    if (rows.length === 0) throw new TaskNotFoundError(`Task not found: ${taskId}`);
+  }
+
+  /**
+   * Records the deliveries of one event from the stream (called by the projector for applied
+   * events and for re-consumed duplicates, so a crash between projection and this insert loses
+   * nothing). `status` is the status as projected, when it differs from the raw event.
+   */
+  async enqueueEvent(env: TaskEvent, status?: TaskStatus): Promise<void> {
+    const agentEvent = toAgentEvent(env);
+    let body: StreamResponse;
+    if (agentEvent.kind === 'statusUpdate') {
+      body = { payload: { $case: 'statusUpdate', value: status ? { ...agentEvent.data, status } : agentEvent.data } };
+    } else if (agentEvent.kind === 'artifactUpdate') {
+      body = { payload: { $case: 'artifactUpdate', value: agentEvent.data } };
+    } else return;
+    await this.enqueue(env.identity.tenant, env.identity.taskId, `${env.identity.executionId}:${env.body.seq}`, body);
+  }
+
+  /** Records the deliveries of a status change made here (CancelTask), under its own stable id. */
+  async enqueueStatus(tenant: string, taskId: string, contextId: string, eventId: string, status: TaskStatus): Promise<void> {
+    await this.enqueue(tenant, taskId, eventId, {
+      payload: { $case: 'statusUpdate', value: { taskId, contextId, status, metadata: undefined } },
+    });
+  }
+
+  private async enqueue(tenant: string, taskId: string, eventId: string, body: StreamResponse): Promise<void> {
+    const res: Array<{ id: string }> = await this.ds.query(
+      `INSERT INTO dispatcher.push_deliveries (event_id, tenant, task_id, config_id, body)
+       SELECT $3, tenant, task_id, id, $4 FROM dispatcher.push_configs WHERE tenant = $1 AND task_id = $2
+       ON CONFLICT DO NOTHING RETURNING id`,
+      [tenant, taskId, eventId, StreamResponse.toJSON(body)],
+    );
+    if (res.length > 0) this.kick();
+  }
+
+  start(): void {
+    this.schedule(0);
+  }
+
+  /** Wakes the delivery loop now. */
+  kick(): void {
+    if (!this.running && !this.stopped) this.schedule(0);
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.running = this.deliverDue()
+        .catch((err) => process.stderr.write(`${JSON.stringify({ level: 'warn', src: 'push', msg: 'delivery loop', err: String(err) })}\n`))
+        .then((more) => {
+          this.running = undefined;
+          this.schedule(more ? 0 : this.opts.pollMs);
+        });
+    }, ms);
+  }
+
+  /** Claims due deliveries (a lease: next_at moves past the request timeout), sends them, records the outcome. */
+  private async deliverDue(): Promise<boolean> {
+    const lease = Math.ceil((this.opts.timeoutMs * 2) / 1000);
+    type Due = {
+      id: string;
+      event_id: string;
+      body: unknown;
+      attempts: number;
+      url: string;
+      token: string;
+      auth_scheme: string | null;
+      auth_credentials: string | null;
+    };
+    // TypeORM answers an UPDATE with [rows, affected].
+    const [due] = (await this.ds.query(
+      `WITH c AS (
+           SELECT id FROM dispatcher.push_deliveries WHERE status = 'pending' AND next_at <= now()
+           ORDER BY next_at, id LIMIT 20 FOR UPDATE SKIP LOCKED)
+         UPDATE dispatcher.push_deliveries d SET next_at = now() + make_interval(secs => $1)
+           FROM c, dispatcher.push_configs p
+          WHERE d.id = c.id AND p.tenant = d.tenant AND p.task_id = d.task_id AND p.id = d.config_id
+         RETURNING d.id, d.event_id, d.body, d.attempts, p.url, p.token, p.auth_scheme, p.auth_credentials`,
+      [lease],
+    )) as [Due[], number];
+    await Promise.all(
+      due.map(async (d) => {
+        const headers: Record<string, string> = { 'content-type': 'application/json', [PUSH_EVENT_ID_HEADER]: d.event_id };
+        if (d.token) headers[PUSH_TOKEN_HEADER] = d.token;
+        if (d.auth_scheme) headers.authorization = `${d.auth_scheme} ${d.auth_credentials ?? ''}`;
+        let error: string | undefined;
+        let permanent = false;
+        try {
+          const res = await this.http.request(d.url, {
+            method: 'POST',
+            headers,
+            body: JSON.stringify(d.body),
+            timeoutMs: this.opts.timeoutMs,
+            maxResponseBytes: 4096,
+          });
+          if (res.status < 200 || res.status >= 300) {
+            error = `HTTP ${res.status}`;
+            // Redirects are never followed and a 4xx will not change by retrying (408/429 excepted).
+            permanent = res.status >= 300 && res.status < 500 && res.status !== 408 && res.status !== 429;
+          }
+        } catch (err) {
+          error = String(err instanceof Error ? err.message : err);
+          permanent = err instanceof EgressRefused;
+        }
+        if (!error) {
+          await this.ds.query(
+            `UPDATE dispatcher.push_deliveries SET status = 'delivered', attempts = attempts + 1, delivered_at = now(), last_error = NULL WHERE id = $1`,
+            [d.id],
+          );
+          this.metrics?.pushDeliveries.inc({ result: 'delivered' });
+          return;
+        }
+        const attempts = d.attempts + 1;
+        if (permanent || attempts >= this.opts.maxAttempts) {
+          await this.ds.query(`UPDATE dispatcher.push_deliveries SET status = 'failed', attempts = $2, last_error = $3 WHERE id = $1`, [
+            d.id,
+            attempts,
+            error,
+          ]);
+          this.metrics?.pushDeliveries.inc({ result: 'failed' });
+          return;
+        }
+        const backoff = Math.min(this.opts.backoffMaxMs, this.opts.backoffBaseMs * 2 ** (attempts - 1));
+        await this.ds.query(
+          `UPDATE dispatcher.push_deliveries SET attempts = $2, last_error = $3, next_at = now() + make_interval(secs => $4) WHERE id = $1`,
+          [d.id, attempts, error, backoff / 1000],
+        );
+        this.metrics?.pushDeliveries.inc({ result: 'retried' });
+      }),
+    );
+    return due.length === 20;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+}

@@ -1,0 +1,110 @@
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { eventually } from '../support/infra.js';
+import { agentRecord, publishAgents, rawRequest, startTestDispatcher } from '../support/dispatcher-harness.js';
+import { jsonMessage } from '../support/a2a-fixtures.js';
+
+// Strict admission: 5 new tasks per second per tenant (burst 20), a healthy worker required,
+// backlog limit 2 commands, backlog re-measured every 100 ms. Reads are never refused.
+const env = await startTestDispatcher(
+  'admission',
+  {},
+  {
+    DISPATCHER_TENANT_RATE_PER_S: '5',
+    DISPATCHER_TENANT_BURST: '20',
+    DISPATCHER_REQUIRE_HEALTHY_WORKER: 'true',
+    DISPATCHER_MAX_AGENT_BACKLOG: '2',
+    DISPATCHER_BACKLOG_CHECK_MS: '100',
+    DISPATCHER_RETRY_AFTER_S: '7',
+  },
+);
+await publishAgents(env.kafka, env.topics, [agentRecord('adm'), agentRecord('lazy'), agentRecord('full')]);
+
+const producer = env.kafka.producer();
+await producer.connect();
+after(() => producer.disconnect());
+const heartbeat = (agentId: string) =>
+  producer.send({
+    topic: env.topics.heartbeats(),
+    messages: [{ key: agentId, value: JSON.stringify({ agentId, workerId: 'w1', atUnixMs: Date.now(), ttlMs: 60000 }) }],
+  });
+const post = (agentId: string, body: unknown, token = 'demo-acme', headers: Record<string, string> = {}) =>
+  rawRequest(`${env.url}/a2a/${agentId}/message:send`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'a2a-version': '1.0', 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+await eventually('agents served', async () => (await fetch(`${env.url}/a2a/full/.well-known/agent-card.json`)).ok);
+
+test('an agent without a healthy worker refuses new work with 503 + Retry-After; reads keep working', async () => {
+  const r = await post('adm', { message: jsonMessage('hi'), configuration: { returnImmediately: true } }, 'demo-globex');
+  assert.equal(r.status, 503);
+  assert.equal(r.headers['retry-after'], '7');
+  const body = JSON.parse(r.body) as { error: { status: string; details: Array<{ reason: string }> } };
+  assert.equal(body.error.status, 'UNAVAILABLE');
+  assert.equal(body.error.details[0].reason, 'NO_HEALTHY_WORKER');
+  const list = await rawRequest(`${env.url}/a2a/adm/tasks`, { headers: { authorization: 'Bearer demo-globex', 'a2a-version': '1.0' } });
+  assert.equal(list.status, 200);
+  // JSON-RPC gets the same refusal in its own envelope.
+  const rpc = await rawRequest(`${env.url}/a2a/adm`, {
+    method: 'POST',
+    headers: { authorization: 'Bearer demo-globex', 'a2a-version': '1.0', 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'SendMessage', params: { message: jsonMessage('hi') } }),
+  });
+  assert.equal(rpc.status, 503);
+  assert.equal((JSON.parse(rpc.body) as { error: { data: Array<{ reason: string }> } }).error.data[0].reason, 'NO_HEALTHY_WORKER');
+  await heartbeat('adm');
+  const ok = await eventually('accepted once a worker beats', async () => {
+    const res = await post('adm', { message: jsonMessage('hi'), configuration: { returnImmediately: true } }, 'demo-globex');
+    return res.status === 200 ? res : undefined;
+  });
+  assert.equal(ok.status, 200);
+});
+
+test('a backlog over the limit (consumer lag of the agent workers group) refuses new work with 503', async () => {
+  await heartbeat('full');
+  // The workers' group exists and has consumed nothing: every command is backlog.
+  const admin = env.kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic: env.topics.commands('full'), numPartitions: 2 }], waitForLeaders: true });
+  await admin.setOffsets({
+    groupId: `${env.prefix}agents.full`,
+    topic: env.topics.commands('full'),
+    partitions: [0, 1].map((p) => ({ partition: p, offset: '0' })),
+  });
+  await admin.disconnect();
+  const sent: string[] = [];
+  const refusal = await eventually(
+    'backlog refusal',
+    async () => {
+      const r = await post('full', { message: jsonMessage(`b${sent.length}`), configuration: { returnImmediately: true } }, 'demo-globex');
+      if (r.status === 200) sent.push(r.body);
+      return r.status === 503 ? r : undefined;
+    },
+    20000,
+    1100,
+  );
+  assert.ok(sent.length >= 2);
+  assert.equal(
+    (JSON.parse(refusal.body) as { error: { details: Array<{ reason: string }> } }).error.details[0].reason,
+    'AGENT_BACKLOG_FULL',
+  );
+  const list = await rawRequest(`${env.url}/a2a/full/tasks`, { headers: { authorization: 'Bearer demo-globex', 'a2a-version': '1.0' } });
+  assert.equal(list.status, 200);
+});
+
+test('a tenant over its rate gets 429 + Retry-After (runs last: it empties the bucket)', async () => {
+  await heartbeat('lazy');
+  await eventually(
+    'lazy healthy',
+    async () => (await post('lazy', { message: jsonMessage('warm'), configuration: { returnImmediately: true } })).status === 200,
+  );
+  let refused;
+  for (let i = 0; i < 60 && !refused; i++) {
+    const r = await post('lazy', { message: jsonMessage(`r${i}`), configuration: { returnImmediately: true } });
+    if (r.status === 429) refused = r;
+  }
+  assert.ok(refused, 'expected a 429 within the burst');
+  assert.ok(Number(refused.headers['retry-after']) >= 1);
+  assert.equal((JSON.parse(refused.body) as { error: { details: Array<{ reason: string }> } }).error.details[0].reason, 'RATE_LIMITED');
+});
