@@ -100,6 +100,7 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
         clientName: `agent-mesh/${agent.id}`,
         tokens,
         defaultRequestTimeoutMs: config.AGENTS_TOOL_TIMEOUT_MS,
+        tracePayloads: config.AGENTS_TRACE_TOOL_PAYLOADS,
         onCall: ({ tool, outcome, ms }) => {
           metrics.toolCalls.inc({ agent: agent.id, tool, outcome });
           metrics.toolLatency.observe({ agent: agent.id, tool }, ms / 1000);

@@ -1,6 +1,10 @@
 import { createHash } from 'node:crypto';
-import canonicalize from 'canonicalize';
+import canonicalizeCjs from 'canonicalize';
 import { MeshError } from './errors.js';
+
+// The package is CommonJS (`module.exports = fn`) but its typings declare an ES default export:
+// under NodeNext the default import is the function at run time, so only the type is corrected.
+const canonicalize = canonicalizeCjs as unknown as (input: unknown) => string | undefined;
 
 /** RFC 8785 (JCS) canonical form of a JSON value. Throws on values JSON cannot represent. */
 export function canonicalJson(value: unknown): string {

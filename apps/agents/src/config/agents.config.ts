@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { databaseSpec, kafkaSpec, loadConfig, port, positiveInt, type ConfigOf } from '@mesh/config';
+import { databaseSpec, flag, kafkaSpec, loadConfig, port, positiveInt, type ConfigOf } from '@mesh/config';
 
 /** Per-server overrides of the agents' MCP server specs, by server name (e.g. the billing URL per environment). */
 const mcpOverrides = z
@@ -49,6 +49,8 @@ export const agentsConfigSpec = {
   AGENTS_TENANT_MAX_IN_FLIGHT: z.coerce.number().int().positive().optional(),
   /** Secret for tokens minted for tool servers configured with `tokenAudience`. */
   AGENTS_TOOL_TOKEN_SECRET: z.string().min(16).optional(),
+  /** Record tool arguments and results on execute_tool spans (off by default: they may hold personal data). */
+  AGENTS_TRACE_TOOL_PAYLOADS: flag(false),
 };
 
 export type AgentsConfig = ConfigOf<typeof agentsConfigSpec>;

@@ -1,3 +1,5 @@
+import { trace } from '@opentelemetry/api';
+import { SpanAttr, traceHeaders } from '@mesh/telemetry';
 import type {
   AgentCard,
   CancelTaskRequest,
@@ -88,8 +90,10 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
       principal,
       agent: this.agent,
       message,
-      traceparent: typeof headers.traceparent === 'string' ? headers.traceparent : undefined,
+      // The server span's own context (it continues a caller's traceparent when one was sent).
+      traceparent: traceHeaders().traceparent ?? (typeof headers.traceparent === 'string' ? headers.traceparent : undefined),
     });
+    trace.getActiveSpan()?.setAttributes({ [SpanAttr.taskId]: task.id, [SpanAttr.contextId]: task.contextId });
     this.relay.kick();
     const settled = params.configuration?.returnImmediately
       ? task
