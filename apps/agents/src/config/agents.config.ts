@@ -51,10 +51,16 @@ export const agentsConfigSpec = {
   AGENTS_TOOL_TOKEN_SECRET: z.string().min(16).optional(),
   /** Record tool arguments and results on execute_tool spans (off by default: they may hold personal data). */
   AGENTS_TRACE_TOOL_PAYLOADS: flag(false),
+  /** How often consumer lag, in-flight and open unknown outcomes are sampled into /metrics. */
+  AGENTS_METRICS_INTERVAL_MS: positiveInt(5000),
+  /** Bearer token the /ops endpoints require (unset: open, for a cluster-internal port only). */
+  AGENTS_OPS_TOKEN: z.string().min(8).optional(),
+  /** The chart's name for AGENTS_RUN (comma-separated agent ids); wins when both are set. */
+  AGENTS_AGENT_IDS: z.string().optional(),
 };
 
 export type AgentsConfig = ConfigOf<typeof agentsConfigSpec>;
 
 export function loadAgentsConfig(env: NodeJS.ProcessEnv = process.env): AgentsConfig {
-  return loadConfig(agentsConfigSpec, env);
+  return loadConfig(agentsConfigSpec, env.AGENTS_AGENT_IDS ? { ...env, AGENTS_RUN: env.AGENTS_AGENT_IDS } : env);
 }
