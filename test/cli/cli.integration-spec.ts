@@ -43,6 +43,7 @@ const cliEnv = {
 };
 
 /** Runs `mesh args…` in-process; returns exit code, stdout and stderr. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 async function mesh(...args: string[]): Promise<{ code: number; out: string; err: string; json: () => any }> {
   const out: string[] = [];
   const err: string[] = [];

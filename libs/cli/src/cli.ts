@@ -222,12 +222,11 @@ export function buildProgram(io: CliIo = processIo): Command {
         // Progress on stderr; the result (or JSON) on stdout.
         io.err(`${new Date().toISOString().slice(11, 19)}  ${state}${text ? `  ${text}` : ''}`);
       };
-      let final: Task | undefined = await c.getTask({ tenant: '', id }).catch((e: unknown) => {
+      let final: Task = await c.getTask({ tenant: '', id }).catch((e: unknown) => {
         throw a2aError(e);
       });
       progress(stateName(final.status?.state), taskSummary(final).message);
       if (!TERMINAL.has(stateName(final.status?.state))) {
-        final = undefined;
         try {
           for await (const ev of c.resubscribeTask({ tenant: '', id })) {
             const p = ev.payload;

@@ -24,7 +24,7 @@ export async function requestJson<T>(
     throw new CliError(`cannot reach the ${service} at ${baseUrl}: ${cause?.code ?? cause?.message ?? String(err)}`, ExitCode.unreachable);
   }
   const text = await res.text();
-  let body: unknown = undefined;
+  let body: unknown;
   try {
     body = text ? JSON.parse(text) : undefined;
   } catch {
