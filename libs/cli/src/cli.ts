@@ -6,6 +6,7 @@ import { a2aError, agentClient, stateName, taskSummary, TERMINAL, textMessage } 
 import { CliError, ExitCode } from './cli-error.js';
 import { requestJson } from './http-client.js';
 import { agentLag, listDeadLetters, replay, type KafkaTarget } from './kafka-ops.js';
+import { startConsole } from './console/console-server.js';
 
 /** Where output goes (tests capture it). */
 export interface CliIo {
@@ -350,6 +351,29 @@ export function buildProgram(io: CliIo = processIo): Command {
         body: { state: o.state, ...(o.text ? { text: o.text } : {}) },
       });
       print(r, () => [`resolved ${r.key} as ${r.state}`]);
+    });
+
+  // ── console ────────────────────────────────────────────────────────────────
+  program
+    .command('console')
+    .description('serve the operator console on this machine (agents, lag, in-flight, tasks, dead letters, unknowns)')
+    .option('--port <n>', 'port to listen on', positive, 8090)
+    .option('--host <host>', 'address to bind (it shows what your tokens may see: keep it local)', '127.0.0.1')
+    .action(async (o: { port: number; host: string }) => {
+      const c = await startConsole(
+        {
+          directoryUrl: g().directoryUrl,
+          dispatcherUrl: g().dispatcherUrl,
+          agentsUrl: g().agentsUrl,
+          ...(g().token ? { token: g().token } : {}),
+          ...(g().opsToken ? { opsToken: g().opsToken } : {}),
+          ...kafka(),
+        },
+        { port: o.port, host: o.host },
+      );
+      io.err(`operator console on ${c.url} (Ctrl-C to stop)`);
+      await new Promise<void>((resolve) => process.once('SIGINT', resolve).once('SIGTERM', resolve));
+      await c.stop();
     });
 
   return program;
