@@ -142,6 +142,7 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
         // One task's messages run in order, except a cancel: it must reach the run it cancels while that runs.
         orderingKey: (e) => (e.kind === 'task.cancel' ? `${e.identity.taskId}:cancel` : e.identity.taskId),
         fromBeginning: true,
+        drainTimeoutMs: config.DRAIN_TIMEOUT_MS,
         consumerConfig: {
           sessionTimeout: config.AGENTS_CONSUMER_SESSION_TIMEOUT_MS,
           heartbeatInterval: Math.min(3000, Math.floor(config.AGENTS_CONSUMER_SESSION_TIMEOUT_MS / 3)),

@@ -53,6 +53,8 @@ export const agentsConfigSpec = {
   AGENTS_TRACE_TOOL_PAYLOADS: flag(false),
   /** How often consumer lag, in-flight and open unknown outcomes are sampled into /metrics. */
   AGENTS_METRICS_INTERVAL_MS: positiveInt(5000),
+  /** How long a stopping worker lets in-flight turns finish before it gives them up (the chart sets it). */
+  DRAIN_TIMEOUT_MS: positiveInt(10000),
   /** Bearer token the /ops endpoints require (unset: open, for a cluster-internal port only). */
   AGENTS_OPS_TOKEN: z.string().min(8).optional(),
   /** The chart's name for AGENTS_RUN (comma-separated agent ids); wins when both are set. */
