@@ -3,7 +3,8 @@ import type { AgentDefinition, McpServerSpec } from '@mesh/agent-sdk';
 import { assertKafkaReachable, BusAdmin, BusConsumer, BusProducer, createKafka, KafkaProbe } from '@mesh/bus';
 import { MeshError, TopicNames, type AgentHeartbeat } from '@mesh/contract';
 import { openServiceDatabase, PostgresProbe } from '@mesh/database';
-import { startHttpService } from '@mesh/service';
+import { ServiceLifecycle, startHttpService } from '@mesh/service';
+import { OpsSampler, splitToolName, type WorkerView } from './ops/ops-sampler.js';
 import { HmacToolTokenMinter, PostgresEffectLedger, Reconciler, ToolGateway } from '@mesh/tool-gateway';
 import { AppModule } from './app.module.js';
 import type { AgentsConfig } from './config/agents.config.js';
@@ -76,11 +77,18 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
   const metrics = new AgentsMetrics();
   const reconciler = new Reconciler(effects, () => gateways, {
     intervalMs: config.AGENTS_RECONCILE_INTERVAL_MS,
-    onUnknownCount: (n) => metrics.unknownOutcomes.set(n),
+    onUnknownCount: (n) => {
+      metrics.unknownOutcomes.set(n);
+      void sampler.unknowns().catch(() => undefined);
+    },
+    onResolved: (tool, obs) => metrics.mesh.unknownOutcomesResolved.inc({ agent: '*', ...splitToolName(tool), resolution: obs.status }),
   });
+  const views: WorkerView[] = [];
+  const sampler = new OpsSampler(admin, () => views, effects, metrics.mesh, config.AGENTS_METRICS_INTERVAL_MS);
   let heartbeat: NodeJS.Timeout | undefined;
   const closeAll = async () => {
     clearInterval(heartbeat);
+    await sampler.stop();
     await Promise.allSettled(workers.map((w) => w.stop()));
     await reconciler.stop();
     await Promise.allSettled(gateways.map((g) => g.close()));
@@ -106,6 +114,7 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
         clientName: `agent-mesh/${agent.id}`,
         tokens,
         defaultRequestTimeoutMs: config.AGENTS_TOOL_TIMEOUT_MS,
+        tracePayloads: config.AGENTS_TRACE_TOOL_PAYLOADS,
         onCall: ({ tool, outcome, ms }) => {
           metrics.toolCalls.inc({ agent: agent.id, tool, outcome });
           metrics.toolLatency.observe({ agent: agent.id, tool }, ms / 1000);
@@ -130,14 +139,16 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
           dedupHit: () => metrics.dedupHits.inc({ agent: agent.id }),
         },
       });
+      const groupId = `${config.TOPIC_PREFIX}agents.${agent.id}`;
       const source = new BusConsumer(kafka, {
-        groupId: `${config.TOPIC_PREFIX}agents.${agent.id}`,
+        groupId,
         topics: [topics.commands(agent.id)],
         // Cancels must get past runs waiting for a slot, so the consumer admits more than the worker runs.
         maxInFlight: maxInFlight * 2,
         // One task's messages run in order, except a cancel: it must reach the run it cancels while that runs.
         orderingKey: (e) => (e.kind === 'task.cancel' ? `${e.identity.taskId}:cancel` : e.identity.taskId),
         fromBeginning: true,
+        drainTimeoutMs: config.DRAIN_TIMEOUT_MS,
         consumerConfig: {
           sessionTimeout: config.AGENTS_CONSUMER_SESSION_TIMEOUT_MS,
           heartbeatInterval: Math.min(3000, Math.floor(config.AGENTS_CONSUMER_SESSION_TIMEOUT_MS / 3)),
@@ -145,9 +156,12 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
         },
         onError: (err, what) => log({ level: 'warn', msg: `command consumer: ${what}`, error: String(err) }),
       });
-      workers.push(new AgentWorker(agent.id, source, runner, maxInFlight, config.AGENTS_TENANT_MAX_IN_FLIGHT));
+      const worker = new AgentWorker(agent.id, source, runner, maxInFlight, config.AGENTS_TENANT_MAX_IN_FLIGHT);
+      workers.push(worker);
+      views.push({ agentId: agent.id, groupId, topic: topics.commands(agent.id), consumer: source, inFlight: () => worker.inFlight });
     }
     reconciler.start();
+    sampler.start();
     for (const w of workers) await w.start();
     const beat = () => {
       const now = Date.now();
@@ -169,13 +183,21 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
 
   const kafkaProbe = new KafkaProbe(kafka);
   const app = await startHttpService({
-    module: AppModule.forRoot([new PostgresProbe(ds), kafkaProbe], metrics),
+    module: AppModule.forRoot([new PostgresProbe(ds), kafkaProbe], metrics, {
+      sampler,
+      ledger: effects,
+      workers: () => views,
+      workerId,
+      ...(config.AGENTS_OPS_TOKEN ? { token: config.AGENTS_OPS_TOKEN } : {}),
+    }),
     port: config.AGENTS_PORT,
   });
   return {
     url: await app.getUrl(),
     workerId,
     async stop() {
+      // Not ready from the first moment of the drain (the pod leaves its Service), still alive.
+      app.get(ServiceLifecycle).markDraining();
       await closeAll();
       await app.close();
       await kafkaProbe.close();

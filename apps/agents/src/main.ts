@@ -1,9 +1,19 @@
+import { openServiceDatabase } from '@mesh/database';
 import { runMain } from '@mesh/service';
-import { startTelemetry } from '@mesh/telemetry';
 import { loadAgentsConfig } from './config/agents.config.js';
 import { startAgents } from './agents.app.js';
+import { agentsMigrations, AGENTS_SCHEMA } from './database/migrations/index.js';
 
-// Tracing before anything connects (ESM imports above are hoisted anyway; startTelemetry patches kafkajs itself).
-startTelemetry({ serviceName: 'agents' });
-
-runMain('agents', async () => startAgents(loadAgentsConfig()));
+runMain(
+  'agents',
+  async () => startAgents(loadAgentsConfig()),
+  async () => {
+    const ds = await openServiceDatabase({
+      url: loadAgentsConfig().DATABASE_URL,
+      schema: AGENTS_SCHEMA,
+      entities: [],
+      migrations: agentsMigrations,
+    });
+    await ds.destroy();
+  },
+);

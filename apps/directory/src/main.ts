@@ -1,5 +1,15 @@
+import { openServiceDatabase } from '@mesh/database';
 import { runMain } from '@mesh/service';
 import { loadDirectoryConfig } from './config/directory.config.js';
 import { startDirectory } from './directory.app.js';
+import { directoryMigrations, DIRECTORY_SCHEMA } from './database/migrations/index.js';
 
-runMain('directory', async () => startDirectory(loadDirectoryConfig()));
+runMain(
+  'directory',
+  async () => startDirectory(loadDirectoryConfig()),
+  async () => {
+    const url = loadDirectoryConfig().DATABASE_URL;
+    const ds = await openServiceDatabase({ url, schema: DIRECTORY_SCHEMA, entities: [], migrations: directoryMigrations });
+    await ds.destroy();
+  },
+);

@@ -1,5 +1,6 @@
 import type { Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
 import { decodeEnvelope, isRetryable, normalizeHeaders, type Envelope } from '@mesh/contract';
+import { withConsumerSpan } from '@mesh/telemetry';
 import { BusAdmin } from './bus-admin.js';
 import { BusProducer } from './bus-producer.js';
 import type { BusConsumerOptions, BusConsumerStats, EnvelopeHandler } from './consumer-types.js';
@@ -260,7 +261,18 @@ export class BusConsumer {
     for (let attempt = 1; ; attempt++) {
       if (signal.aborted || state.stale) return 'abandoned';
       try {
-        await this.handler!(item.envelope!, new RecordContext(state, item.message, attempt, signal));
+        // Each attempt is a span of the trace the producer put in the headers.
+        await withConsumerSpan(
+          state.topic,
+          normalizeHeaders(item.message.headers),
+          {
+            'messaging.consumer.group.name': this.opts.groupId,
+            'messaging.destination.partition.id': String(state.partition),
+            'messaging.kafka.offset': Number(item.message.offset),
+            'mesh.attempt': attempt,
+          },
+          () => this.handler!(item.envelope!, new RecordContext(state, item.message, attempt, signal)),
+        );
         this.counters.processed++;
         return 'done';
       } catch (err) {

@@ -18,6 +18,10 @@ export class ServiceLifecycle implements BeforeApplicationShutdown {
   markReady(): void {
     this.phase = 'ready';
   }
+  /** Call before draining work, so readiness fails (traffic moves away) while liveness stays up. */
+  markDraining(): void {
+    this.phase = 'draining';
+  }
   beforeApplicationShutdown(): void {
     this.phase = 'draining';
   }

@@ -4,6 +4,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { McpServerSpec } from '@mesh/agent-sdk';
 import type { JsonObject } from '@mesh/contract';
+import { SpanAttr, SpanKind, traceHeaders, withSpan } from '@mesh/telemetry';
 
 /** A tool as the gateway needs to know it. */
 export interface ToolInfo {
@@ -63,15 +64,26 @@ export class McpConnection {
     options: { signal?: AbortSignal; timeoutMs: number },
   ): Promise<CallToolResult> {
     const client = await this.connect(options.signal);
-    try {
-      return (await client.callTool({ name, arguments: args, _meta: meta }, undefined, {
-        signal: options.signal,
-        timeout: options.timeoutMs,
-      })) as CallToolResult;
-    } catch (err) {
-      if (isConnectionFailure(err)) await this.reset(client);
-      throw err;
-    }
+    const attributes = {
+      'rpc.system': 'mcp',
+      'mcp.method.name': 'tools/call',
+      'mcp.server.name': this.name,
+      [SpanAttr.genAiToolName]: name,
+    };
+    return withSpan(`tools/call ${name}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
+      try {
+        // The server may continue the trace: W3C trace context travels in `_meta` (MCP has no headers over stdio).
+        const result = (await client.callTool({ name, arguments: args, _meta: { ...meta, ...traceHeaders() } }, undefined, {
+          signal: options.signal,
+          timeout: options.timeoutMs,
+        })) as CallToolResult;
+        if (result.isError) span.setAttribute('error.type', 'tool_error');
+        return result;
+      } catch (err) {
+        if (isConnectionFailure(err)) await this.reset(client);
+        throw err;
+      }
+    });
   }
 
   /** Closes the connection (and a stdio child); the connection is not reopened afterwards. */

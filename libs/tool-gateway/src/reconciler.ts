@@ -8,6 +8,8 @@ export interface ReconcilerOptions {
   batch?: number;
   /** Observes the number of unresolved unknowns after each pass (a metric of its own). */
   onUnknownCount?: (n: number) => void;
+  /** Observes each outcome the reconciler settled (a metric of its own). */
+  onResolved?: (tool: string, observation: ToolObservation) => void;
 }
 
 /**
@@ -49,6 +51,7 @@ export class Reconciler {
         const obs = await gw.reconcile(entry.key).catch(() => undefined);
         if (obs) {
           resolved++;
+          this.opts.onResolved?.(entry.tool, obs);
           break;
         }
       }

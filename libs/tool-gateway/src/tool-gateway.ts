@@ -1,7 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { parseToolName, type McpServerSpec, type ToolIntent, type ToolObservation } from '@mesh/agent-sdk';
 import { argsHash, idempotencyKey, MeshError, type JsonObject } from '@mesh/contract';
-import { SpanAttr, SpanKind, withSpan } from '@mesh/telemetry';
+import { SpanAttr, withSpan } from '@mesh/telemetry';
 import type { EffectEntry, EffectLedger, RecordedResult } from './effect-ledger.js';
 import { McpConnection, type ToolInfo } from './mcp-connection.js';
 import type { RetryBudget } from './retry-budget.js';
@@ -33,6 +33,8 @@ export interface ToolGatewayOptions {
   readRetries?: number;
   retryBaseMs?: number;
   stderr?: 'inherit' | 'ignore' | 'pipe';
+  /** Record tool arguments and results on the execute_tool span (off: they may hold personal data). */
+  tracePayloads?: boolean;
   /** Observes every finished call (metrics). */
   onCall?: (e: { tool: string; outcome: 'ok' | 'error' | 'unknown' | 'replayed' | 'failed'; ms: number }) => void;
 }
@@ -82,30 +84,30 @@ export class ToolGateway {
     return out;
   }
 
-  /** One traced tool call (GenAI `execute_tool` span with the task's ids, the key and the outcome). */
-  call(intent: ToolIntent, scope: ToolCallScope): Promise<ToolObservation> {
-    return withSpan(
-      `execute_tool ${intent.tool}`,
-      {
-        kind: SpanKind.CLIENT,
-        attributes: {
-          [SpanAttr.genAiOperation]: 'execute_tool',
-          [SpanAttr.genAiToolName]: intent.tool,
-          [SpanAttr.tenant]: scope.tenant,
-          [SpanAttr.taskId]: scope.taskId,
-          [SpanAttr.executionId]: scope.executionId,
-        },
-      },
-      async (span) => {
-        const obs = await this.callUntraced(intent, scope);
-        span.setAttribute(SpanAttr.idempotencyKey, obs.idempotencyKey);
-        span.setAttribute(SpanAttr.outcome, obs.status === 'unknown' ? 'unknown' : obs.replayed ? `${obs.status}:replayed` : obs.status);
-        return obs;
-      },
-    );
+  /** Calls a tool in an `execute_tool {tool}` span (GenAI semantic conventions). */
+  async call(intent: ToolIntent, scope: ToolCallScope): Promise<ToolObservation> {
+    const key = idempotencyKey(scope.tenant, scope.taskId, intent.tool, argsHash(intent.args ?? {}));
+    const attributes = {
+      [SpanAttr.genAiOperation]: 'execute_tool',
+      [SpanAttr.genAiToolName]: intent.tool,
+      [SpanAttr.genAiToolCallId]: key,
+      [SpanAttr.idempotencyKey]: key,
+      [SpanAttr.tenant]: scope.tenant,
+      [SpanAttr.taskId]: scope.taskId,
+      [SpanAttr.executionId]: scope.executionId,
+      ...(this.opts.tracePayloads ? { 'gen_ai.tool.call.arguments': JSON.stringify(intent.args ?? {}) } : {}),
+    };
+    return withSpan(`execute_tool ${intent.tool}`, { attributes }, async (span) => {
+      const obs = await this.execute(intent, scope);
+      span.setAttribute(SpanAttr.outcome, obs.status);
+      if (obs.status !== 'unknown') span.setAttribute('mesh.replayed', obs.replayed);
+      if (this.opts.tracePayloads && obs.status !== 'unknown')
+        span.setAttribute('gen_ai.tool.call.result', JSON.stringify(obs.data ?? obs.text ?? null));
+      return obs;
+    });
   }
 
-  private async callUntraced(intent: ToolIntent, scope: ToolCallScope): Promise<ToolObservation> {
+  private async execute(intent: ToolIntent, scope: ToolCallScope): Promise<ToolObservation> {
     const started = Date.now();
     const { server, tool, info } = await this.resolve(intent.tool, scope.signal);
     const args = intent.args ?? {};

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { databaseSpec, kafkaSpec, loadConfig, port, positiveInt, type ConfigOf } from '@mesh/config';
+import { databaseSpec, flag, kafkaSpec, loadConfig, port, positiveInt, type ConfigOf } from '@mesh/config';
 
 /** Per-server overrides of the agents' MCP server specs, by server name (e.g. the billing URL per environment). */
 const mcpOverrides = z
@@ -53,10 +53,20 @@ export const agentsConfigSpec = {
   AGENTS_DIRECTORY_TOKEN: z.string().min(1).optional(),
   /** Secret for tokens minted for tool servers configured with `tokenAudience`. */
   AGENTS_TOOL_TOKEN_SECRET: z.string().min(16).optional(),
+  /** Record tool arguments and results on execute_tool spans (off by default: they may hold personal data). */
+  AGENTS_TRACE_TOOL_PAYLOADS: flag(false),
+  /** How often consumer lag, in-flight and open unknown outcomes are sampled into /metrics. */
+  AGENTS_METRICS_INTERVAL_MS: positiveInt(5000),
+  /** How long a stopping worker lets in-flight turns finish before it gives them up (the chart sets it). */
+  DRAIN_TIMEOUT_MS: positiveInt(10000),
+  /** Bearer token the /ops endpoints require (unset: open, for a cluster-internal port only). */
+  AGENTS_OPS_TOKEN: z.string().min(8).optional(),
+  /** The chart's name for AGENTS_RUN (comma-separated agent ids); wins when both are set. */
+  AGENTS_AGENT_IDS: z.string().optional(),
 };
 
 export type AgentsConfig = ConfigOf<typeof agentsConfigSpec>;
 
 export function loadAgentsConfig(env: NodeJS.ProcessEnv = process.env): AgentsConfig {
-  return loadConfig(agentsConfigSpec, env);
+  return loadConfig(agentsConfigSpec, env.AGENTS_AGENT_IDS ? { ...env, AGENTS_RUN: env.AGENTS_AGENT_IDS } : env);
 }

@@ -20,8 +20,9 @@ import {
   type TaskRunCommand,
   type TopicNames,
 } from '@mesh/contract';
-import { contextFromHeaders, SpanAttr, SpanKind, withSpan } from '@mesh/telemetry';
 import { RetryBudget, type ToolCallScope } from '@mesh/tool-gateway';
+import { trace } from '@opentelemetry/api';
+import { linkFromHeaders, SpanAttr, withSpan } from '@mesh/telemetry';
 import { fromWireMessage, toWireArtifact, toWireMessage, WireState, wireStateOf } from './a2a-wire.js';
 import type { ExecutionLedger } from './execution-ledger.js';
 
@@ -58,9 +59,6 @@ export interface TurnRunnerOptions {
   observe?: { turnFinished(state: string): void; dedupHit(): void };
 }
 
-/** The part of an OpenTelemetry span the runner uses. */
-type SpanLike = { setAttribute(key: string, value: string): unknown };
-
 /** Seqs of one attempt start at attempt × this, so a takeover's events sort after the dead owner's. */
 const SEQ_PER_ATTEMPT = 1_000_000;
 
@@ -76,29 +74,7 @@ export class TurnRunner {
    * Runs `cmd`; `cancel` aborts when a task.cancel arrives for this task, `revoked` when this process
    * no longer owns the command (the turn stops, reports nothing, and its lease is released).
    */
-  run(cmd: TaskRunCommand, cancel: AbortSignal, revoked: AbortSignal = new AbortController().signal): Promise<void> {
-    const id = cmd.identity;
-    // The caller's trace continues here (trace context is observability data, never authority).
-    return withSpan(
-      `invoke_agent ${this.o.agent.id}`,
-      {
-        kind: SpanKind.CONSUMER,
-        parent: contextFromHeaders({ traceparent: id.traceparent, tracestate: id.tracestate }),
-        attributes: {
-          [SpanAttr.genAiOperation]: 'invoke_agent',
-          [SpanAttr.genAiAgentId]: this.o.agent.id,
-          [SpanAttr.agentId]: this.o.agent.id,
-          [SpanAttr.tenant]: id.tenant,
-          [SpanAttr.taskId]: id.taskId,
-          [SpanAttr.contextId]: id.contextId,
-          [SpanAttr.executionId]: id.executionId,
-        },
-      },
-      (span) => this.runTraced(cmd, cancel, revoked, span),
-    );
-  }
-
-  private async runTraced(cmd: TaskRunCommand, cancel: AbortSignal, revoked: AbortSignal, span: SpanLike): Promise<void> {
+  async run(cmd: TaskRunCommand, cancel: AbortSignal, revoked: AbortSignal = new AbortController().signal): Promise<void> {
     const id = cmd.identity;
     const input = fromWireMessage(cmd.body.message);
     const owner = `${this.o.workerId}/${randomUUID().slice(0, 8)}`;
@@ -118,7 +94,7 @@ export class TurnRunner {
       if (c.kind === 'finished') {
         this.o.log?.({ msg: 'execution already finished: re-emitting its final events', executionId: id.executionId });
         this.o.observe?.dedupHit();
-        span.setAttribute(SpanAttr.outcome, 'dedup');
+        trace.getActiveSpan()?.addEvent('execution already finished', { [SpanAttr.executionId]: id.executionId });
         for (const e of c.events) await this.send(e);
         return;
       }
@@ -130,101 +106,122 @@ export class TurnRunner {
       await sleep(Math.min(Math.max(c.leaseRemainingMs + 20, 50), 1000));
     }
 
-    const turn = new TurnEmitter(this, id, (attempt - 1) * SEQ_PER_ATTEMPT);
-    const finish = async (outcome: TurnOutcome): Promise<void> => {
-      // Progress and artifacts were sent without waiting (the producer keeps their order); a failed
-      // one surfaces here, before the outcome is recorded, so the redelivery runs or re-emits it.
-      await turn.flush();
-      const status = turn.status(wireStateOf(outcome.state), outcome.message, true);
-      const events = [...turn.artifacts, status];
-      if (!(await this.o.ledger.finish(id.executionId, owner, { state: outcome.state, reply: outcome.message, events }))) {
-        this.o.log?.({ msg: 'lost the execution before finishing; its new owner reports it', executionId: id.executionId });
+    // A first attempt continues the request's trace; a takeover after a crash or lost lease starts
+    // its own trace, linked to the submit span, so the original trace is not stretched over hours.
+    const resumed = attempt > 1;
+    const span = {
+      root: resumed,
+      links: resumed && id.traceparent ? linkFromHeaders({ traceparent: id.traceparent }) : [],
+      attributes: {
+        [SpanAttr.genAiOperation]: 'invoke_agent',
+        [SpanAttr.genAiAgentId]: this.o.agent.id,
+        [SpanAttr.agentId]: this.o.agent.id,
+        [SpanAttr.tenant]: id.tenant,
+        [SpanAttr.taskId]: id.taskId,
+        [SpanAttr.contextId]: id.contextId,
+        [SpanAttr.executionId]: id.executionId,
+        'mesh.turn': cmd.body.turn,
+        'mesh.attempt': attempt,
+      },
+    };
+    return withSpan(`invoke_agent ${this.o.agent.id}`, span, async () => {
+      const turn = new TurnEmitter(this, id, (attempt - 1) * SEQ_PER_ATTEMPT);
+      const finish = async (outcome: TurnOutcome): Promise<void> => {
+        // Progress and artifacts were sent without waiting (the producer keeps their order); a failed
+        // one surfaces here, before the outcome is recorded, so the redelivery runs or re-emits it.
+        await turn.flush();
+        const status = turn.status(wireStateOf(outcome.state), outcome.message, true);
+        const events = [...turn.artifacts, status];
+        if (!(await this.o.ledger.finish(id.executionId, owner, { state: outcome.state, reply: outcome.message, events }))) {
+          this.o.log?.({ msg: 'lost the execution before finishing; its new owner reports it', executionId: id.executionId });
+          return;
+        }
+        trace.getActiveSpan()?.setAttribute(SpanAttr.outcome, outcome.state);
+        this.o.observe?.turnFinished(outcome.state);
+        await this.send(status);
+      };
+
+      if (id.deadlineUnixMs !== undefined && id.deadlineUnixMs <= Date.now()) {
+        return finish(Outcomes.failed('The deadline passed before the task was started.'));
+      }
+      if (cancel.aborted) return finish(Outcomes.canceled('Canceled before it started.'));
+
+      const ac = new AbortController();
+      const onCancel = () => ac.abort(new MeshError('CANCELLED', 'the task was canceled'));
+      cancel.addEventListener('abort', onCancel, { once: true });
+      let leaseLost = false;
+      const onRevoked = () => {
+        leaseLost = true;
+        ac.abort(new MeshError('REVOKED', 'this worker no longer owns the command'));
+      };
+      revoked.addEventListener('abort', onRevoked, { once: true });
+      const deadlineTimer =
+        id.deadlineUnixMs === undefined
+          ? undefined
+          : setTimeout(() => ac.abort(new MeshError('DEADLINE_EXCEEDED', 'the deadline passed')), id.deadlineUnixMs - Date.now());
+      const renewTimer = setInterval(
+        () => {
+          this.o.ledger.renew(id.executionId, owner, this.o.leaseMs).then(
+            (ok) => {
+              if (!ok && !leaseLost) {
+                leaseLost = true;
+                ac.abort(new MeshError('LEASE_LOST', 'another worker took this execution over'));
+              }
+            },
+            () => undefined, // a failed renewal is retried on the next tick; the lease covers a few misses
+          );
+        },
+        Math.max(50, Math.floor(this.o.leaseMs / 3)),
+      );
+
+      let outcome: TurnOutcome;
+      try {
+        turn.emit(turn.status(WireState.working, undefined, false));
+        const task: AgentTask = {
+          agentId: this.o.agent.id,
+          tenant: id.tenant,
+          taskId: id.taskId,
+          contextId: id.contextId,
+          turn: cmd.body.turn,
+          subject: id.subject,
+          actor: id.actor,
+          message: input,
+          parts: input.parts,
+          // Turn 0 has no history: skip the query on the hot path.
+          history: cmd.body.turn > 0 ? await this.o.ledger.history(id.tenant, id.taskId, cmd.body.turn) : [],
+          ...(id.deadlineUnixMs !== undefined ? { deadline: new Date(id.deadlineUnixMs) } : {}),
+          signal: ac.signal,
+        };
+        const scope: ToolCallScope = {
+          tenant: id.tenant,
+          taskId: id.taskId,
+          executionId: id.executionId,
+          subject: id.subject,
+          owner,
+          signal: ac.signal,
+          ...(task.deadline ? { deadline: task.deadline } : {}),
+          budget: new RetryBudget(this.o.retryBudget),
+        };
+        const ctx = this.context(turn, scope, ac.signal);
+        outcome = await raceAbort(this.o.agent.handler(task, ctx), ac.signal);
+      } catch (err) {
+        outcome = this.outcomeOfError(err, ac.signal);
+      } finally {
+        clearInterval(renewTimer);
+        clearTimeout(deadlineTimer);
+        cancel.removeEventListener('abort', onCancel);
+        revoked.removeEventListener('abort', onRevoked);
+      }
+      if (ac.signal.aborted && outcome.state !== 'canceled' && outcome.state !== 'failed')
+        outcome = this.outcomeOfError(ac.signal.reason, ac.signal);
+      if (leaseLost) {
+        this.o.log?.({ msg: 'lease lost or command revoked during the turn; not reporting', executionId: id.executionId });
+        trace.getActiveSpan()?.setAttribute(SpanAttr.outcome, 'abandoned');
+        if (revoked.aborted) await this.o.ledger.abandon(id.executionId, owner).catch(() => undefined);
         return;
       }
-      this.o.observe?.turnFinished(outcome.state);
-      span.setAttribute(SpanAttr.outcome, outcome.state);
-      await this.send(status);
-    };
-
-    if (id.deadlineUnixMs !== undefined && id.deadlineUnixMs <= Date.now()) {
-      return finish(Outcomes.failed('The deadline passed before the task was started.'));
-    }
-    if (cancel.aborted) return finish(Outcomes.canceled('Canceled before it started.'));
-
-    const ac = new AbortController();
-    const onCancel = () => ac.abort(new MeshError('CANCELLED', 'the task was canceled'));
-    cancel.addEventListener('abort', onCancel, { once: true });
-    let leaseLost = false;
-    const onRevoked = () => {
-      leaseLost = true;
-      ac.abort(new MeshError('REVOKED', 'this worker no longer owns the command'));
-    };
-    revoked.addEventListener('abort', onRevoked, { once: true });
-    const deadlineTimer =
-      id.deadlineUnixMs === undefined
-        ? undefined
-        : setTimeout(() => ac.abort(new MeshError('DEADLINE_EXCEEDED', 'the deadline passed')), id.deadlineUnixMs - Date.now());
-    const renewTimer = setInterval(
-      () => {
-        this.o.ledger.renew(id.executionId, owner, this.o.leaseMs).then(
-          (ok) => {
-            if (!ok && !leaseLost) {
-              leaseLost = true;
-              ac.abort(new MeshError('LEASE_LOST', 'another worker took this execution over'));
-            }
-          },
-          () => undefined, // a failed renewal is retried on the next tick; the lease covers a few misses
-        );
-      },
-      Math.max(50, Math.floor(this.o.leaseMs / 3)),
-    );
-
-    let outcome: TurnOutcome;
-    try {
-      turn.emit(turn.status(WireState.working, undefined, false));
-      const task: AgentTask = {
-        agentId: this.o.agent.id,
-        tenant: id.tenant,
-        taskId: id.taskId,
-        contextId: id.contextId,
-        turn: cmd.body.turn,
-        subject: id.subject,
-        actor: id.actor,
-        message: input,
-        parts: input.parts,
-        // Turn 0 has no history: skip the query on the hot path.
-        history: cmd.body.turn > 0 ? await this.o.ledger.history(id.tenant, id.taskId, cmd.body.turn) : [],
-        ...(id.deadlineUnixMs !== undefined ? { deadline: new Date(id.deadlineUnixMs) } : {}),
-        signal: ac.signal,
-      };
-      const scope: ToolCallScope = {
-        tenant: id.tenant,
-        taskId: id.taskId,
-        executionId: id.executionId,
-        subject: id.subject,
-        owner,
-        signal: ac.signal,
-        ...(task.deadline ? { deadline: task.deadline } : {}),
-        budget: new RetryBudget(this.o.retryBudget),
-      };
-      const ctx = this.context(turn, scope, ac.signal);
-      outcome = await raceAbort(this.o.agent.handler(task, ctx), ac.signal);
-    } catch (err) {
-      outcome = this.outcomeOfError(err, ac.signal);
-    } finally {
-      clearInterval(renewTimer);
-      clearTimeout(deadlineTimer);
-      cancel.removeEventListener('abort', onCancel);
-      revoked.removeEventListener('abort', onRevoked);
-    }
-    if (ac.signal.aborted && outcome.state !== 'canceled' && outcome.state !== 'failed')
-      outcome = this.outcomeOfError(ac.signal.reason, ac.signal);
-    if (leaseLost) {
-      this.o.log?.({ msg: 'lease lost or command revoked during the turn; not reporting', executionId: id.executionId });
-      if (revoked.aborted) await this.o.ledger.abandon(id.executionId, owner).catch(() => undefined);
-      return;
-    }
-    await finish(outcome);
+      await finish(outcome);
+    });
   }
 
   /** @internal used by TurnEmitter */

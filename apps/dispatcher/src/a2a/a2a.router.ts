@@ -3,6 +3,8 @@ import { AgentCard } from '@a2a-js/sdk';
 import { agentCardHandler, jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
 import { A2A_ERROR_CODE, ContentTypeNotSupportedError, RequestMalformedError, toJsonRpcError, toRestErrorBody } from '@a2a-js/sdk/errors';
 import type { Authenticator, Principal } from '@mesh/auth';
+import { context, propagation, trace, ROOT_CONTEXT, SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import { SpanAttr, tracer } from '@mesh/telemetry';
 import type { AgentRecord } from '@mesh/contract';
 import { buildServedCard } from '../catalog/agent-card.builder.js';
 import type { AgentLookup } from '../catalog/agent-catalog.js';
@@ -176,13 +178,37 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
       return;
     }
     locals.agent = record;
-    if (opts.admit && locals.principal && startsWork(req)) {
-      opts
-        .admit(locals.principal.tenant, record)
-        .then((refusal) => (refusal ? sendRefusal(req, res, refusal) : edgeFor(record).router(req, res, next)), next);
-      return;
-    }
-    edgeFor(record).router(req, res, next);
+    // The server span of the A2A request: everything it causes (the command, the worker's turn, its
+    // tool calls) continues this trace through the outbox row and the message headers.
+    const parent = propagation.extract(ROOT_CONTEXT, req.headers);
+    const span = tracer().startSpan(
+      `${req.method} /a2a/{agentId}`,
+      {
+        kind: SpanKind.SERVER,
+        attributes: {
+          'http.request.method': req.method,
+          'url.path': req.originalUrl.split('?')[0],
+          [SpanAttr.agentId]: record.id,
+          [SpanAttr.genAiAgentId]: record.id,
+          ...(locals.principal ? { [SpanAttr.tenant]: locals.principal.tenant } : {}),
+        },
+      },
+      parent,
+    );
+    res.once('close', () => {
+      span.setAttribute('http.response.status_code', res.statusCode);
+      if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+      span.end();
+    });
+    context.with(trace.setSpan(parent, span), () => {
+      if (opts.admit && locals.principal && startsWork(req)) {
+        opts
+          .admit(locals.principal.tenant, record)
+          .then((refusal) => (refusal ? sendRefusal(req, res, refusal) : edgeFor(record).router(req, res, next)), next);
+        return;
+      }
+      edgeFor(record).router(req, res, next);
+    });
   };
 
   router.use(

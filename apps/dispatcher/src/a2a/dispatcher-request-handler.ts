@@ -1,3 +1,5 @@
+import { trace } from '@opentelemetry/api';
+import { SpanAttr, traceHeaders } from '@mesh/telemetry';
 import type {
   AgentCard,
   CancelTaskRequest,
@@ -122,8 +124,10 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
       agent: this.agent,
       message,
       ...(deadlineUnixMs !== undefined ? { deadlineUnixMs } : {}),
-      traceparent: typeof headers.traceparent === 'string' ? headers.traceparent : undefined,
+      // The server span's own context (it continues a caller's traceparent when one was sent).
+      traceparent: traceHeaders().traceparent ?? (typeof headers.traceparent === 'string' ? headers.traceparent : undefined),
     });
+    trace.getActiveSpan()?.setAttributes({ [SpanAttr.taskId]: task.id, [SpanAttr.contextId]: task.contextId });
     // A config given with the message is stored before the command can produce any event.
     const pushConfig = params.configuration?.taskPushNotificationConfig;
     if (pushConfig && !duplicate) await this.push.create(principal.tenant, task.id, { ...pushConfig, taskId: task.id });

@@ -1,4 +1,5 @@
 import type { Admin, Consumer, EachMessagePayload, Kafka, Producer } from 'kafkajs';
+import { startProducerSpans, untracedProducer } from '@mesh/telemetry';
 
 /**
  * A small adapter over kafkajs until `@mesh/bus` offers its producer/consumer: the dispatcher's
@@ -33,7 +34,9 @@ export class KafkaMessageProducer implements MessageProducer {
     kafka: Kafka,
     private readonly partitionsFor: (topic: string) => number,
   ) {
-    this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+    // Each message is traced as part of the request that wrote it (its headers' traceparent), not
+    // of whatever context the batch happens to be sent in.
+    this.producer = untracedProducer(kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false }));
     this.admin = kafka.admin();
   }
 
@@ -64,13 +67,20 @@ export class KafkaMessageProducer implements MessageProducer {
     const byTopic = new Map<string, OutgoingMessage[]>();
     for (const m of messages) byTopic.set(m.topic, [...(byTopic.get(m.topic) ?? []), m]);
     for (const topic of byTopic.keys()) await this.ensureTopic(topic);
-    await this.producer.sendBatch({
-      acks: -1,
-      topicMessages: [...byTopic].map(([topic, ms]) => ({
-        topic,
-        messages: ms.map((m) => ({ key: m.key, value: m.value, headers: m.headers })),
-      })),
-    });
+    const traced = [...byTopic].map(([topic, ms]) => ({ topic, spans: startProducerSpans(ms) }));
+    try {
+      await this.producer.sendBatch({
+        acks: -1,
+        topicMessages: traced.map(({ topic, spans }) => ({
+          topic,
+          messages: spans.messages.map((m) => ({ key: m.key, value: m.value, headers: m.headers })),
+        })),
+      });
+    } catch (err) {
+      for (const t of traced) t.spans.end(err);
+      throw err;
+    }
+    for (const t of traced) t.spans.end();
   }
 
   async close(): Promise<void> {

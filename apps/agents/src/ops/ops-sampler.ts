@@ -1,0 +1,107 @@
+import type { BusAdmin, BusConsumer } from '@mesh/bus';
+import type { MeshMetrics } from '@mesh/telemetry';
+import type { EffectEntry, EffectLedger } from '@mesh/tool-gateway';
+
+/** One agent's command consumer as operations see it. */
+export interface WorkerView {
+  agentId: string;
+  groupId: string;
+  topic: string;
+  consumer: BusConsumer;
+  inFlight: () => number;
+}
+
+/** Lag of one agent's consumer group, summed and per partition. */
+export interface AgentLag {
+  agentId: string;
+  groupId: string;
+  topic: string;
+  lag: number;
+  partitions: Array<{ partition: number; lag: number; committed: string | null; highWatermark: string }>;
+}
+
+/** `mcp__billing__issue_refund` → server `billing`, tool `issue_refund`. */
+export function splitToolName(name: string): { server: string; tool: string } {
+  const m = /^mcp__(.+?)__(.+)$/.exec(name);
+  return m ? { server: m[1]!, tool: m[2]! } : { server: '', tool: name };
+}
+
+/**
+ * Samples what Prometheus cannot see from inside a handler: consumer lag (committed offset to
+ * high watermark, from the broker), in-flight and paused partitions per consumer group, and the
+ * open unknown outcomes by tool. Runs on an interval and on demand (the ops endpoints).
+ */
+export class OpsSampler {
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<unknown>;
+  private lastUnknownLabels = new Set<string>();
+  last: AgentLag[] = [];
+
+  constructor(
+    private readonly admin: BusAdmin,
+    private readonly workers: () => WorkerView[],
+    private readonly ledger: EffectLedger,
+    private readonly metrics: MeshMetrics,
+    private readonly intervalMs: number,
+  ) {}
+
+  start(): void {
+    const tick = () => {
+      this.running = this.sample()
+        .catch(() => undefined) // the broker may be briefly away; the next tick tries again
+        .finally(() => {
+          if (this.timer) this.timer = setTimeout(tick, this.intervalMs);
+        });
+    };
+    this.timer = setTimeout(tick, 0);
+  }
+
+  async stop(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.running;
+  }
+
+  /** Lag of every agent's group, also recorded as `mesh_consumer_lag` and `mesh_agent_backlog`. */
+  async lag(): Promise<AgentLag[]> {
+    const out: AgentLag[] = [];
+    for (const w of this.workers()) {
+      const reports = await this.admin.consumerLag(w.groupId, [w.topic]);
+      for (const r of reports) this.metrics.consumerLag.set({ group: w.groupId, topic: r.topic, partition: String(r.partition) }, r.lag);
+      const lag = reports.reduce((n, r) => n + r.lag, 0);
+      // Offsets carry no tenant: the backlog is per agent (tenant "*"); per-tenant in-flight is in /ops/workers.
+      this.metrics.agentLag.set({ tenant: '*', agent: w.agentId }, lag);
+      out.push({
+        agentId: w.agentId,
+        groupId: w.groupId,
+        topic: w.topic,
+        lag,
+        partitions: reports.map((r) => ({ partition: r.partition, lag: r.lag, committed: r.committed, highWatermark: r.highWatermark })),
+      });
+    }
+    this.last = out;
+    return out;
+  }
+
+  /** Open unknown outcomes (oldest first), also recorded as `mesh_unknown_outcomes_open` by tool. */
+  async unknowns(limit = 1000): Promise<EffectEntry[]> {
+    const entries = await this.ledger.listUnknown(limit);
+    const counts = new Map<string, number>();
+    for (const e of entries) counts.set(e.tool, (counts.get(e.tool) ?? 0) + 1);
+    // Tools that had unknowns and have none now go to 0 rather than disappearing.
+    for (const tool of this.lastUnknownLabels) if (!counts.has(tool)) counts.set(tool, 0);
+    for (const [name, n] of counts) this.metrics.unknownOutcomesOpen.set({ agent: '*', ...splitToolName(name) }, n);
+    this.lastUnknownLabels = new Set([...counts].filter(([, n]) => n > 0).map(([t]) => t));
+    return entries;
+  }
+
+  async sample(): Promise<void> {
+    for (const w of this.workers()) {
+      const s = w.consumer.stats();
+      this.metrics.inFlight.set({ group: w.groupId }, s.inFlight);
+      this.metrics.pausedPartitions.set({ group: w.groupId }, s.pausedPartitions);
+    }
+    await this.unknowns();
+    await this.lag();
+  }
+}

@@ -1,0 +1,117 @@
+import { timingSafeEqual } from 'node:crypto';
+import {
+  Body,
+  Controller,
+  Get,
+  HttpException,
+  Inject,
+  Module,
+  NotFoundException,
+  Param,
+  Post,
+  Req,
+  type DynamicModule,
+} from '@nestjs/common';
+import type { Request } from 'express';
+import type { EffectLedger } from '@mesh/tool-gateway';
+import type { OpsSampler, WorkerView } from './ops-sampler.js';
+
+/** What the operator endpoints work with. */
+export interface OpsDeps {
+  sampler: OpsSampler;
+  ledger: EffectLedger;
+  workers: () => WorkerView[];
+  workerId: string;
+  /** When set, every /ops request needs `Authorization: Bearer <token>`. */
+  token?: string;
+}
+
+export const OPS_DEPS = Symbol('OPS_DEPS');
+
+const sameSecret = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+
+/**
+ * Operator endpoints of the agents runtime (the CLI and console call them): workers with in-flight
+ * and paused partitions, consumer lag per agent, and the open unknown outcomes with a manual
+ * resolution for the ones the reconciler cannot settle (the server has no reconcile tool).
+ */
+@Controller('ops')
+export class OpsController {
+  constructor(@Inject(OPS_DEPS) private readonly deps: OpsDeps) {}
+
+  private guard(req: Request): void {
+    if (!this.deps.token) return;
+    const h = req.header('authorization') ?? '';
+    if (!h.startsWith('Bearer ') || !sameSecret(h.slice(7), this.deps.token))
+      throw new HttpException({ error: 'ops token required: Authorization: Bearer <AGENTS_OPS_TOKEN>' }, 401);
+  }
+
+  @Get('workers')
+  workers(@Req() req: Request) {
+    this.guard(req);
+    return {
+      workerId: this.deps.workerId,
+      agents: this.deps.workers().map((w) => {
+        const s = w.consumer.stats();
+        return {
+          agentId: w.agentId,
+          groupId: w.groupId,
+          topic: w.topic,
+          turnsInFlight: w.inFlight(),
+          inFlight: s.inFlight,
+          buffered: s.buffered,
+          pausedPartitions: s.pausedPartitions,
+          assignedPartitions: s.assignedPartitions,
+          inFlightByTenant: s.inFlightByTenant,
+          processed: s.processed,
+          deadLettered: s.deadLettered,
+        };
+      }),
+    };
+  }
+
+  @Get('lag')
+  async lag(@Req() req: Request) {
+    this.guard(req);
+    return { agents: await this.deps.sampler.lag() };
+  }
+
+  @Get('unknowns')
+  async unknowns(@Req() req: Request) {
+    this.guard(req);
+    const entries = await this.deps.sampler.unknowns();
+    return {
+      unknowns: entries.map((e) => ({
+        key: e.key,
+        tenant: e.tenant,
+        taskId: e.taskId,
+        executionId: e.executionId,
+        tool: e.tool,
+        reason: e.reason ?? null,
+        attempts: e.attempts,
+      })),
+    };
+  }
+
+  /** Settles an unknown outcome by hand: `ok`/`error` (it happened, with this text) or `absent` (it never happened). */
+  @Post('unknowns/:key/resolve')
+  async resolve(@Req() req: Request, @Param('key') key: string, @Body() body: { state?: unknown; text?: unknown }) {
+    this.guard(req);
+    const state = body?.state;
+    if (state !== 'ok' && state !== 'error' && state !== 'absent')
+      throw new HttpException({ error: 'state must be one of ok, error, absent' }, 400);
+    const text = typeof body.text === 'string' ? body.text : `resolved by an operator as ${state}`;
+    const done = await this.deps.ledger.resolve(key, state, state === 'absent' ? undefined : { text });
+    if (!done) throw new NotFoundException({ error: `no unknown outcome with key ${key}` });
+    await this.deps.sampler.unknowns();
+    return { key, state };
+  }
+}
+
+/** `/ops/*` over the running workers. */
+@Module({})
+export class OpsModule {
+  static forDeps(deps: OpsDeps): DynamicModule {
+    return { module: OpsModule, controllers: [OpsController], providers: [{ provide: OPS_DEPS, useValue: deps }] };
+  }
+}

@@ -1,0 +1,90 @@
+import { randomUUID } from 'node:crypto';
+import { Role, TaskState, type Task } from '@a2a-js/sdk';
+import {
+  ClientFactory,
+  ClientFactoryOptions,
+  DefaultAgentCardResolver,
+  JsonRpcTransportFactory,
+  RestTransportFactory,
+  type Client,
+} from '@a2a-js/sdk/client';
+import { CliError, ExitCode } from './cli-error.js';
+
+/** The official A2A client for one agent behind the dispatcher, discovered from its card. */
+export async function agentClient(dispatcherUrl: string, agentId: string, token: string | undefined): Promise<Client> {
+  const fetchImpl: typeof fetch = (input, init) => {
+    const headers = new Headers(init?.headers);
+    if (token) headers.set('authorization', `Bearer ${token}`);
+    return fetch(input, { ...init, headers });
+  };
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
+      cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
+    }),
+  );
+  try {
+    return await factory.createFromUrl(`${dispatcherUrl.replace(/\/$/, '')}/a2a/${agentId}/`);
+  } catch (err) {
+    const msg = err instanceof Error ? err.message : String(err);
+    const cause = (err as { cause?: { code?: string } }).cause?.code;
+    if (cause || /fetch failed|ECONNREFUSED/.test(msg))
+      throw new CliError(`cannot reach the dispatcher at ${dispatcherUrl}: ${cause ?? msg}`, ExitCode.unreachable);
+    throw new CliError(`agent ${agentId}: ${msg}`);
+  }
+}
+
+/** A text message in the A2A 1.0 shape the SDK expects. */
+export function textMessage(text: string, ids: { taskId?: string; contextId?: string }, wait: boolean) {
+  return {
+    tenant: '',
+    message: {
+      messageId: randomUUID(),
+      role: Role.ROLE_USER,
+      parts: [{ content: { $case: 'text' as const, value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+      contextId: ids.contextId ?? '',
+      taskId: ids.taskId ?? '',
+      metadata: undefined,
+      extensions: [],
+      referenceTaskIds: [],
+    },
+    configuration: { acceptedOutputModes: [], returnImmediately: !wait, taskPushNotificationConfig: undefined },
+    metadata: undefined,
+  };
+}
+
+/** `TASK_STATE_INPUT_REQUIRED` → `input-required`. */
+export function stateName(s: TaskState | undefined): string {
+  const name = TaskState[s ?? TaskState.TASK_STATE_UNSPECIFIED] ?? 'TASK_STATE_UNSPECIFIED';
+  return name
+    .replace(/^TASK_STATE_/, '')
+    .toLowerCase()
+    .replace(/_/g, '-');
+}
+
+export const TERMINAL = new Set(['completed', 'failed', 'canceled', 'rejected']);
+
+/** The texts of a task's status message and artifacts, for a human. */
+export function taskSummary(t: Task): { id: string; contextId: string; state: string; message: string; artifacts: unknown[] } {
+  const text = (parts: Array<{ content?: { $case: string; value: unknown } }> = []) =>
+    parts
+      .map((p) =>
+        p.content?.$case === 'text' ? String(p.content.value) : p.content?.$case === 'data' ? JSON.stringify(p.content.value) : '',
+      )
+      .join('');
+  return {
+    id: t.id,
+    contextId: t.contextId,
+    state: stateName(t.status?.state),
+    message: text(t.status?.message?.parts as never),
+    artifacts: (t.artifacts ?? []).map((a) => ({ name: a.name, text: text(a.parts as never) })),
+  };
+}
+
+/** Turns SDK errors (A2A error codes) into one line. */
+export function a2aError(err: unknown): CliError {
+  if (err instanceof CliError) return err;
+  const msg = err instanceof Error ? err.message : String(err);
+  if (/fetch failed|ECONNREFUSED/.test(msg)) return new CliError(`cannot reach the dispatcher: ${msg}`, ExitCode.unreachable);
+  return new CliError(msg);
+}

@@ -1,0 +1,400 @@
+import { readFile } from 'node:fs/promises';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { TaskState, type Task } from '@a2a-js/sdk';
+import { TopicNames } from '@mesh/contract';
+import { a2aError, agentClient, stateName, taskSummary, TERMINAL, textMessage } from './a2a-client.js';
+import { CliError, ExitCode } from './cli-error.js';
+import { requestJson } from './http-client.js';
+import { agentLag, listDeadLetters, replay, type KafkaTarget } from './kafka-ops.js';
+import { startConsole } from './console/console-server.js';
+
+/** Where output goes (tests capture it). */
+export interface CliIo {
+  out(line: string): void;
+  err(line: string): void;
+  env: NodeJS.ProcessEnv;
+}
+
+const processIo: CliIo = {
+  out: (l) => process.stdout.write(`${l}\n`),
+  err: (l) => process.stderr.write(`${l}\n`),
+  env: process.env,
+};
+
+interface Globals {
+  directoryUrl: string;
+  dispatcherUrl: string;
+  agentsUrl: string;
+  token?: string;
+  opsToken?: string;
+  brokers: string;
+  prefix: string;
+  json?: boolean;
+}
+
+const positive = (v: string) => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('expected a positive integer');
+  return n;
+};
+
+type AgentView = {
+  id: string;
+  tenant: string;
+  visibility: string;
+  version: number;
+  healthy: boolean;
+  retired: boolean;
+  card: { name?: string };
+};
+
+/** Builds the `mesh` program; actions write through `io` and throw CliError on failure. */
+export function buildProgram(io: CliIo = processIo): Command {
+  const program = new Command('mesh')
+    .description('Operate an agent mesh: agents, tasks, lag, dead letters and unknown tool outcomes')
+    .showHelpAfterError()
+    .addOption(new Option('--directory-url <url>', 'directory base URL').env('MESH_DIRECTORY_URL').default('http://localhost:8081'))
+    .addOption(new Option('--dispatcher-url <url>', 'dispatcher base URL').env('MESH_DISPATCHER_URL').default('http://localhost:8080'))
+    .addOption(
+      new Option('--agents-url <url>', 'agents runtime base URL (its /ops endpoints)')
+        .env('MESH_AGENTS_URL')
+        .default('http://localhost:8082'),
+    )
+    .addOption(new Option('--token <token>', 'API key or JWT for the directory and dispatcher').env('MESH_TOKEN'))
+    .addOption(new Option('--ops-token <token>', 'bearer token of the agents /ops endpoints (AGENTS_OPS_TOKEN)').env('MESH_OPS_TOKEN'))
+    .addOption(new Option('--brokers <list>', 'Kafka brokers host:port[,…]').env('KAFKA_BROKERS').default('localhost:9092'))
+    .addOption(new Option('--prefix <prefix>', 'topic prefix of the installation').env('TOPIC_PREFIX').default(''))
+    .option('--json', 'machine-readable output (one JSON document)')
+    .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) })
+    .exitOverride();
+  const g = () => program.opts<Globals>();
+  const kafka = (): KafkaTarget => ({
+    brokers: g()
+      .brokers.split(',')
+      .map((b) => b.trim())
+      .filter(Boolean),
+    prefix: g().prefix,
+  });
+  const print = (json: unknown, human: () => string[]) => {
+    if (g().json) io.out(JSON.stringify(json, null, 2));
+    else for (const l of human()) io.out(l);
+  };
+  const directory = <T>(path: string, init: { method?: string; body?: unknown } = {}) =>
+    requestJson<T>('directory', g().directoryUrl, path, { ...init, ...(g().token ? { token: g().token } : {}) });
+  const ops = <T>(path: string, init: { method?: string; body?: unknown } = {}) =>
+    requestJson<T>('agents runtime', g().agentsUrl, `/ops${path}`, { ...init, ...(g().opsToken ? { token: g().opsToken } : {}) });
+  const agentLine = (a: AgentView) =>
+    `${a.id.padEnd(28)} ${(a.retired ? 'retired' : a.healthy ? 'healthy' : 'no heartbeat').padEnd(13)} v${a.version}  ${a.visibility.padEnd(8)} ${a.card?.name ?? ''}`;
+
+  // ── agents ─────────────────────────────────────────────────────────────────
+  const agents = program.command('agents').description('the agent directory');
+  agents
+    .command('list')
+    .description('agents visible to you')
+    .option('--include-retired', 'also retired agents')
+    .option('--healthy', 'only agents with a live heartbeat')
+    .action(async (o: { includeRetired?: boolean; healthy?: boolean }) => {
+      const q = new URLSearchParams({
+        limit: '100',
+        ...(o.includeRetired ? { includeRetired: 'true' } : {}),
+        ...(o.healthy ? { healthy: 'true' } : {}),
+      });
+      const page = await directory<{ items: AgentView[] }>(`/v1/agents?${q}`);
+      print(page, () => (page.items.length ? page.items.map(agentLine) : ['(no agents)']));
+    });
+  agents
+    .command('search <text...>')
+    .description('ranked search over names, descriptions and skills')
+    .option('--skill <id>', 'only agents with this skill id')
+    .option('--tag <tag>', 'only agents with this skill tag')
+    .action(async (text: string[], o: { skill?: string; tag?: string }) => {
+      const q = new URLSearchParams({
+        q: text.join(' '),
+        limit: '20',
+        ...(o.skill ? { skill: o.skill } : {}),
+        ...(o.tag ? { tag: o.tag } : {}),
+      });
+      const page = await directory<{ items: Array<AgentView & { rank?: number }> }>(`/v1/agents?${q}`);
+      print(page, () => (page.items.length ? page.items.map(agentLine) : ['(no match)']));
+    });
+  agents
+    .command('register <file>')
+    .description('register an agent from a JSON file (the directory registration body)')
+    .action(async (file: string) => {
+      let body: unknown;
+      try {
+        body = JSON.parse(await readFile(file, 'utf8'));
+      } catch (err) {
+        throw new CliError(`cannot read ${file}: ${err instanceof Error ? err.message : String(err)}`, ExitCode.usage);
+      }
+      const a = await directory<AgentView>('/v1/agents', { method: 'POST', body });
+      print(a, () => [`registered ${a.id} v${a.version}`]);
+    });
+  agents
+    .command('retire <id>')
+    .description('retire an agent (its card is no longer served; tasks in flight finish)')
+    .action(async (id: string) => {
+      const a = await directory<AgentView>(`/v1/agents/${encodeURIComponent(id)}`, { method: 'DELETE' });
+      print(a, () => [`retired ${a.id}`]);
+    });
+
+  // ── tasks ──────────────────────────────────────────────────────────────────
+  const tasks = program.command('tasks').description('tasks through the dispatcher (official A2A client)');
+  const client = (agent: string) => agentClient(g().dispatcherUrl, agent, g().token);
+  const showTask = (t: Task) => {
+    const s = taskSummary(t);
+    print(s, () => [
+      `${s.id}  ${s.state}${s.message ? `  ${s.message}` : ''}`,
+      ...s.artifacts.map((a) => `  artifact ${(a as { name: string }).name}: ${(a as { text: string }).text}`),
+    ]);
+  };
+  tasks
+    .command('send <agent> <text...>')
+    .description('send a message; waits for the task to settle unless --no-wait')
+    .option('--task <id>', 'continue this task (multi-turn)')
+    .option('--context <id>', 'context id')
+    .option('--no-wait', 'return as soon as the task is accepted')
+    .action(async (agent: string, text: string[], o: { task?: string; context?: string; wait: boolean }) => {
+      const c = await client(agent);
+      const res = await c
+        .sendMessage(
+          textMessage(text.join(' '), { ...(o.task ? { taskId: o.task } : {}), ...(o.context ? { contextId: o.context } : {}) }, o.wait),
+        )
+        .catch((e: unknown) => {
+          throw a2aError(e);
+        });
+      if ('status' in res) showTask(res as Task);
+      else print(res, () => [JSON.stringify(res)]);
+    });
+  tasks
+    .command('get <agent> <taskId>')
+    .description('one task with its state, message and artifacts')
+    .action(async (agent: string, id: string) => {
+      const t = await (await client(agent)).getTask({ tenant: '', id }).catch((e: unknown) => {
+        throw a2aError(e);
+      });
+      showTask(t);
+    });
+  tasks
+    .command('list <agent>')
+    .description('your recent tasks of an agent')
+    .option('--state <state>', 'only this state (e.g. working, completed, input-required)')
+    .option('--limit <n>', 'at most this many', positive, 20)
+    .action(async (agent: string, o: { state?: string; limit: number }) => {
+      let status = TaskState.TASK_STATE_UNSPECIFIED;
+      if (o.state) {
+        const key = `TASK_STATE_${o.state.toUpperCase().replace(/-/g, '_')}` as keyof typeof TaskState;
+        if (typeof TaskState[key] !== 'number') throw new CliError(`unknown state ${o.state}`, ExitCode.usage);
+        status = TaskState[key];
+      }
+      const res = await (
+        await client(agent)
+      )
+        .listTasks({ tenant: '', contextId: '', status, pageSize: o.limit, pageToken: '', statusTimestampAfter: undefined })
+        .catch((e: unknown) => {
+          throw a2aError(e);
+        });
+      const rows = res.tasks.map(taskSummary);
+      print({ tasks: rows, nextPageToken: res.nextPageToken }, () =>
+        rows.length ? rows.map((s) => `${s.id}  ${s.state.padEnd(15)} ${s.message}`) : ['(no tasks)'],
+      );
+    });
+  tasks
+    .command('cancel <agent> <taskId>')
+    .description('cancel a task')
+    .action(async (agent: string, id: string) => {
+      const t = await (await client(agent)).cancelTask({ tenant: '', id, metadata: undefined }).catch((e: unknown) => {
+        throw a2aError(e);
+      });
+      showTask(t);
+    });
+  tasks
+    .command('watch <agent> <taskId>')
+    .description('follow a task until it settles (stream; falls back to polling)')
+    .option('--interval <ms>', 'poll interval when streaming is not available', positive, 1000)
+    .option('--timeout <ms>', 'give up after this long', positive, 600000)
+    .action(async (agent: string, id: string, o: { interval: number; timeout: number }) => {
+      const c = await client(agent);
+      const until = Date.now() + o.timeout;
+      let last = '';
+      const progress = (state: string, text: string) => {
+        if (`${state}|${text}` === last) return;
+        last = `${state}|${text}`;
+        // Progress on stderr; the result (or JSON) on stdout.
+        io.err(`${new Date().toISOString().slice(11, 19)}  ${state}${text ? `  ${text}` : ''}`);
+      };
+      let final: Task = await c.getTask({ tenant: '', id }).catch((e: unknown) => {
+        throw a2aError(e);
+      });
+      progress(stateName(final.status?.state), taskSummary(final).message);
+      if (!TERMINAL.has(stateName(final.status?.state))) {
+        try {
+          for await (const ev of c.resubscribeTask({ tenant: '', id })) {
+            const p = ev.payload;
+            if (p?.$case === 'task') progress(stateName(p.value.status?.state), taskSummary(p.value).message);
+            if (p?.$case === 'statusUpdate') {
+              const s = stateName(p.value.status?.state);
+              progress(
+                s,
+                taskSummary({ id, contextId: '', status: p.value.status, artifacts: [], history: [], metadata: undefined } as Task).message,
+              );
+              if (TERMINAL.has(s)) break;
+            }
+            if (p?.$case === 'artifactUpdate') io.err(`  artifact ${p.value.artifact?.name ?? ''}`);
+            if (Date.now() > until) break;
+          }
+        } catch {
+          // No streaming on this agent or dispatcher: poll instead.
+        }
+        for (;;) {
+          const t = await c.getTask({ tenant: '', id }).catch((e: unknown) => {
+            throw a2aError(e);
+          });
+          progress(stateName(t.status?.state), taskSummary(t).message);
+          if (TERMINAL.has(stateName(t.status?.state)) || stateName(t.status?.state) === 'input-required') {
+            final = t;
+            break;
+          }
+          if (Date.now() > until) throw new CliError(`task ${id} did not settle within ${o.timeout} ms`);
+          await new Promise((r) => setTimeout(r, o.interval));
+        }
+      }
+      showTask(final);
+    });
+
+  // ── lag ────────────────────────────────────────────────────────────────────
+  program
+    .command('lag [agents...]')
+    .description('consumer lag of agents (all agents in the directory when none is named), from the broker')
+    .option('--by-tenant', 'also show turns in flight per tenant (from the agents runtime)')
+    .action(async (ids: string[], o: { byTenant?: boolean }) => {
+      let agentIds = ids;
+      if (agentIds.length === 0) agentIds = (await directory<{ items: AgentView[] }>('/v1/agents?limit=100')).items.map((a) => a.id);
+      const rows = await agentLag(kafka(), agentIds);
+      const tenants = o.byTenant
+        ? (await ops<{ agents: Array<{ agentId: string; inFlightByTenant: Record<string, number> }> }>('/workers')).agents
+        : undefined;
+      print({ agents: rows, ...(tenants ? { inFlightByTenant: tenants } : {}) }, () => [
+        ...rows.map(
+          (r) =>
+            `${r.agentId.padEnd(28)} lag ${String(r.lag).padStart(7)}   ${r.partitions.map((p) => `p${p.partition}:${p.lag}`).join(' ')}`,
+        ),
+        ...(tenants ?? []).map((t) => `${t.agentId.padEnd(28)} in flight by tenant: ${JSON.stringify(t.inFlightByTenant)}`),
+      ]);
+    });
+
+  // ── dead letters ───────────────────────────────────────────────────────────
+  const dl = program.command('dead-letters').description('dead-letter topics ({topic}.dlq)');
+  const dlqOf = (topicOrAgent: string) =>
+    topicOrAgent.endsWith('.dlq')
+      ? topicOrAgent
+      : new TopicNames().deadLetters(topicOrAgent.includes('.') ? topicOrAgent : new TopicNames(g().prefix).commands(topicOrAgent));
+  dl.command('list <topicOrAgent>')
+    .description('records in a dead-letter topic (an agent id means its command topic)')
+    .option('--limit <n>', 'at most this many', positive, 100)
+    .action(async (target: string, o: { limit: number }) => {
+      const topic = dlqOf(target);
+      const rows = await listDeadLetters(kafka(), topic, o.limit);
+      print({ topic, deadLetters: rows }, () =>
+        rows.length
+          ? rows.map(
+              (r) =>
+                `p${r.partition}@${r.offset}  ${r.errorCode ?? ''}  ${r.error ?? ''}  (from ${r.source ?? '?'}, ${r.attempts ?? '?'} attempts)`,
+            )
+          : [`(no dead letters in ${topic})`],
+      );
+    });
+  dl.command('replay <topicOrAgent>')
+    .description('send the dead letters present now back to their source topic')
+    .option('--limit <n>', 'at most this many', positive)
+    .option('--timeout <ms>', 'give up waiting after this long', positive, 60000)
+    .action(async (target: string, o: { limit?: number; timeout: number }) => {
+      const topic = dlqOf(target);
+      io.err(`replaying ${topic} …`);
+      const started = Date.now();
+      const tick = setInterval(() => io.err(`  … ${Math.round((Date.now() - started) / 1000)} s`), 2000);
+      try {
+        const n = await replay(kafka(), topic, { ...(o.limit !== undefined ? { limit: o.limit } : {}), timeoutMs: o.timeout });
+        print({ topic, replayed: n }, () => [`replayed ${n} record(s) from ${topic}`]);
+      } finally {
+        clearInterval(tick);
+      }
+    });
+
+  // ── unknown outcomes ───────────────────────────────────────────────────────
+  const unk = program.command('unknowns').description('side-effecting tool calls whose outcome is unknown');
+  unk
+    .command('list')
+    .description('open unknown outcomes, oldest first')
+    .action(async () => {
+      const r = await ops<{ unknowns: Array<{ key: string; tenant: string; taskId: string; tool: string; reason: string | null }> }>(
+        '/unknowns',
+      );
+      print(r, () =>
+        r.unknowns.length
+          ? r.unknowns.map((u) => `${u.key}  ${u.tool}  task ${u.taskId} (${u.tenant})  ${u.reason ?? ''}`)
+          : ['(no unknown outcomes)'],
+      );
+    });
+  unk
+    .command('resolve <key>')
+    .description('settle one by hand after checking the target system')
+    .addOption(
+      new Option('--state <state>', 'ok: it happened; error: it failed; absent: it never happened')
+        .choices(['ok', 'error', 'absent'])
+        .makeOptionMandatory(),
+    )
+    .option('--text <text>', 'the result text the agent will see')
+    .action(async (key: string, o: { state: string; text?: string }) => {
+      const r = await ops<{ key: string; state: string }>(`/unknowns/${encodeURIComponent(key)}/resolve`, {
+        method: 'POST',
+        body: { state: o.state, ...(o.text ? { text: o.text } : {}) },
+      });
+      print(r, () => [`resolved ${r.key} as ${r.state}`]);
+    });
+
+  // ── console ────────────────────────────────────────────────────────────────
+  program
+    .command('console')
+    .description('serve the operator console on this machine (agents, lag, in-flight, tasks, dead letters, unknowns)')
+    .option('--port <n>', 'port to listen on', positive, 8090)
+    .option('--host <host>', 'address to bind (it shows what your tokens may see: keep it local)', '127.0.0.1')
+    .action(async (o: { port: number; host: string }) => {
+      const c = await startConsole(
+        {
+          directoryUrl: g().directoryUrl,
+          dispatcherUrl: g().dispatcherUrl,
+          agentsUrl: g().agentsUrl,
+          ...(g().token ? { token: g().token } : {}),
+          ...(g().opsToken ? { opsToken: g().opsToken } : {}),
+          ...kafka(),
+        },
+        { port: o.port, host: o.host },
+      );
+      io.err(`operator console on ${c.url} (Ctrl-C to stop)`);
+      await new Promise<void>((resolve) => process.once('SIGINT', resolve).once('SIGTERM', resolve));
+      await c.stop();
+    });
+
+  return program;
+}
+
+/** Runs `mesh` with `argv` (without node and script) and returns the exit code; never exits the process. */
+export async function runCli(argv: string[], io: CliIo = processIo): Promise<number> {
+  const program = buildProgram(io);
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return ExitCode.ok;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // --help and --version end here with code 0; everything else is a usage error.
+      return err.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
+    }
+    if (err instanceof CliError) {
+      io.err(`mesh: ${err.message}`);
+      return err.exitCode;
+    }
+    io.err(`mesh: unexpected failure: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    return ExitCode.failed;
+  }
+}

@@ -1,0 +1,4 @@
+export { buildProgram, runCli, type CliIo } from './cli.js';
+export { CliError, ExitCode } from './cli-error.js';
+export { startConsole, type RunningConsole } from './console/console-server.js';
+export type { ConsoleTargets, Overview } from './console/overview.js';

@@ -1,0 +1,117 @@
+// /metrics moves with the system: consumer lag grows with a backlog and drains back to 0; an
+// unknown tool outcome shows as open and goes back to 0 when resolved (here through /ops).
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { defineAgent } from '@mesh/agent-sdk';
+import { loadAgentsConfig, startAgents } from '@mesh/app-agents';
+import { TopicNames } from '@mesh/contract';
+import { eventually, testRun, uniquePrefix } from '../support/infra.js';
+import { ledgerDatabase } from '../agents/agents-fixtures.js';
+import { BusProducer } from '@mesh/bus';
+import { runTask, sendCommand } from '../agents/runtime-fixtures.js';
+import { createKafka } from '@mesh/bus';
+
+let open!: () => void;
+const gate = new Promise<void>((resolve) => (open = resolve));
+const gateAgent = defineAgent({
+  id: 'gate-agent',
+  card: {
+    name: 'Gate Agent',
+    description: 'Holds every turn until the test opens the gate.',
+    version: '1.0.0',
+    skills: [{ id: 'wait', name: 'Wait', description: 'Waits', tags: ['test'] }],
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+  },
+  channel: { visibility: 'public', maxInFlight: 1, partitions: 1 },
+  mcpServers: {},
+  handler: async (_task, ctx) => {
+    await gate;
+    return ctx.complete('done');
+  },
+});
+
+const db = await ledgerDatabase('ops-metrics');
+const prefix = uniquePrefix('opsm');
+const topics = new TopicNames(prefix);
+const TOKEN = 'ops-secret-token';
+const agents = await startAgents(
+  {
+    ...loadAgentsConfig({
+      KAFKA_BROKERS: testRun().brokers.join(','),
+      TOPIC_PREFIX: prefix,
+      DATABASE_URL: db.url,
+      AGENTS_AGENT_IDS: 'gate-agent',
+      AGENTS_METRICS_INTERVAL_MS: '200',
+      AGENTS_RECONCILE_INTERVAL_MS: '200',
+      AGENTS_OPS_TOKEN: TOKEN,
+    }),
+    AGENTS_PORT: 0,
+  },
+  { 'gate-agent': gateAgent },
+);
+after(async () => {
+  open();
+  await agents.stop();
+});
+const producer = new BusProducer(createKafka({ brokers: testRun().brokers, clientId: 'ops-metrics-test' }));
+await producer.connect();
+after(() => producer.disconnect());
+
+const ops = (path: string, init: RequestInit = {}) =>
+  fetch(`${agents.url}/ops${path}`, { ...init, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' } });
+
+/** The value of one sample of `/metrics`, by metric name and a label subset. */
+async function sample(name: string, labels: Record<string, string>): Promise<number | undefined> {
+  const text = await (await fetch(`${agents.url}/metrics`)).text();
+  for (const line of text.split('\n')) {
+    const m = /^([a-z_]+)\{([^}]*)\} (\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const have = Object.fromEntries([...m[2]!.matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
+    if (Object.entries(labels).every(([k, v]) => have[k] === v)) return Number(m[3]);
+  }
+  return undefined;
+}
+
+test('consumer lag on /metrics grows with a backlog and drains back to 0', async () => {
+  const lagLabels = { group: `${prefix}agents.gate-agent`, topic: topics.commands('gate-agent'), partition: '0' };
+  for (let i = 0; i < 5; i++) await sendCommand(producer, topics, runTask('gate-agent', 'acme', `task ${i}`));
+  await eventually('lag > 0 while the gate is closed', async () => ((await sample('mesh_consumer_lag', lagLabels)) ?? 0) > 0);
+  assert.ok(((await sample('mesh_agent_backlog', { tenant: '*', agent: 'gate-agent' })) ?? 0) > 0);
+  assert.equal(await sample('mesh_in_flight', { group: lagLabels.group }), 2, 'the consumer admits twice the turn limit');
+  const lag = (await (await ops('/lag')).json()) as { agents: Array<{ agentId: string; lag: number }> };
+  assert.ok(lag.agents.find((a) => a.agentId === 'gate-agent')!.lag > 0);
+  open();
+  await eventually('lag back to 0 after the drain', async () => (await sample('mesh_consumer_lag', lagLabels)) === 0, 30000);
+});
+
+test('an unknown outcome is open on /metrics and /ops until resolved, then 0', async () => {
+  const key = `acme:task-u:mcp__nowhere__charge:${Date.now()}`;
+  const effect = {
+    key,
+    tenant: 'acme',
+    taskId: 'task-u',
+    executionId: 'exec-u',
+    tool: 'mcp__nowhere__charge',
+    argsHash: 'h',
+    args: {},
+    sideEffect: true,
+    owner: 'lost-worker',
+  };
+  assert.equal((await db.ledger.claim(effect, 60000)).kind, 'claimed');
+  await db.ledger.markUnknown(key, 'lost-worker', 'timeout: no answer');
+  const labels = { server: 'nowhere', tool: 'charge' };
+  await eventually('unknown open = 1', async () => (await sample('mesh_unknown_outcomes_open', labels)) === 1);
+
+  assert.equal((await fetch(`${agents.url}/ops/unknowns`)).status, 401, 'the ops token is required');
+  const listed = (await (await ops('/unknowns')).json()) as { unknowns: Array<{ key: string; tool: string; reason: string }> };
+  assert.deepEqual(
+    listed.unknowns.map((u) => [u.key, u.tool, u.reason]),
+    [[key, 'mcp__nowhere__charge', 'timeout: no answer']],
+  );
+  assert.equal((await ops(`/unknowns/${encodeURIComponent(key)}/resolve`, { method: 'POST', body: '{"state":"maybe"}' })).status, 400);
+  const resolved = await ops(`/unknowns/${encodeURIComponent(key)}/resolve`, { method: 'POST', body: '{"state":"absent"}' });
+  assert.equal(resolved.status, 201);
+  assert.equal(await sample('mesh_unknown_outcomes_open', labels), 0);
+  assert.equal((await ops(`/unknowns/${encodeURIComponent(key)}/resolve`, { method: 'POST', body: '{"state":"absent"}' })).status, 404);
+});
