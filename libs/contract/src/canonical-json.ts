@@ -1,6 +1,10 @@
 import { createHash } from 'node:crypto';
-import canonicalize from 'canonicalize';
+import canonicalizeModule from 'canonicalize';
 import { MeshError } from './errors.js';
+
+// canonicalize 2.x is CommonJS (`module.exports = serialize`) but its typings declare an ES default
+// export, so under NodeNext the default import is typed as the namespace; at runtime it is the function.
+const canonicalize = canonicalizeModule as unknown as (value: unknown) => string | undefined;
 
 /** RFC 8785 (JCS) canonical form of a JSON value. Throws on values JSON cannot represent. */
 export function canonicalJson(value: unknown): string {
