@@ -64,6 +64,32 @@ export const HOSTILE_URLS = [
 const policy = new EgressPolicy();
 const client = new PinnedHttpClient(policy);
 
+// All setup happens before the first test(): node:test may run the root `after` hooks (which drop
+// the databases) as soon as the tests declared so far have finished.
+// --- Push notification URLs (dispatcher; enabled by itself once push notifications exist) -----
+
+const disp = await startTestDispatcher('sec-ssrf');
+await publishAgents(disp.kafka, disp.topics, [
+  agentRecord('echo', { card: { ...agentRecord('echo').card, capabilities: { streaming: true, pushNotifications: true } } }),
+]);
+const worker = await startEchoWorker(disp.kafka, disp.topics, 'echo');
+after(() => worker.stop());
+await eventually('echo served', async () => (await fetch(`${disp.url}/a2a/echo/.well-known/agent-card.json`)).ok);
+const h = { authorization: 'Bearer demo-acme', 'content-type': 'application/json', 'a2a-version': '1.0' };
+const rpc = async (method: string, params: unknown) =>
+  JSON.parse(
+    (
+      await rawRequest(`${disp.url}/a2a/echo`, {
+        method: 'POST',
+        headers: h,
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+      })
+    ).body,
+  ) as {
+    result?: { id?: string };
+    error?: { code: number; message: string };
+  };
+
 test('the egress policy refuses every hostile URL (real DNS, no allowlist)', async () => {
   for (const url of HOSTILE_URLS) await assert.rejects(policy.check(url), (e: Error) => e.name === 'EgressRefused', url);
 });
@@ -92,30 +118,6 @@ test('DNS is resolved once and pinned: a name cannot rebind between check and co
   assert.equal(answers, 1, 'one lookup only');
   assert.equal(hits, before + 1, 'connected to the address that was checked');
 });
-
-// --- Push notification URLs (dispatcher; enabled by itself once push notifications exist) -----
-
-const disp = await startTestDispatcher('sec-ssrf');
-await publishAgents(disp.kafka, disp.topics, [
-  agentRecord('echo', { card: { ...agentRecord('echo').card, capabilities: { streaming: true, pushNotifications: true } } }),
-]);
-const worker = await startEchoWorker(disp.kafka, disp.topics, 'echo');
-after(() => worker.stop());
-await eventually('echo served', async () => (await fetch(`${disp.url}/a2a/echo/.well-known/agent-card.json`)).ok);
-const h = { authorization: 'Bearer demo-acme', 'content-type': 'application/json', 'a2a-version': '1.0' };
-const rpc = async (method: string, params: unknown) =>
-  JSON.parse(
-    (
-      await rawRequest(`${disp.url}/a2a/echo`, {
-        method: 'POST',
-        headers: h,
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-      })
-    ).body,
-  ) as {
-    result?: { id?: string };
-    error?: { code: number; message: string };
-  };
 
 test('push notification configs with hostile URLs are refused and never called', async (t) => {
   const task = await rpc('SendMessage', { message: jsonMessage('need-input please'), configuration: { returnImmediately: false } });
