@@ -45,18 +45,14 @@ const corrupted = fc.oneof(
       fc.constantFrom('', 'NOT A TENANT', 'x'.repeat(5000), '\u0000', '-1', '9999', 'task.nope', 'é'),
     )
     .map(([h, v]) => ({ what: `${h}=${JSON.stringify(v.slice(0, 20))}`, edit: (m: Msg) => void (m.headers[h] = v) })),
-  fc
-    .uint8Array({ maxLength: 200 })
-    .map((b) => ({
-      what: `payload ${b.length} random bytes`,
-      edit: (m: Msg) => void (m.value = Buffer.concat([Buffer.from('{'), Buffer.from(b)])),
-    })),
-  fc
-    .jsonValue({ maxDepth: 3 })
-    .map((v) => ({
-      what: `payload ${JSON.stringify(v)?.slice(0, 40)}`,
-      edit: (m: Msg) => void (m.value = Buffer.from(JSON.stringify({ turn: v, message: v }))),
-    })),
+  fc.uint8Array({ maxLength: 200 }).map((b) => ({
+    what: `payload ${b.length} random bytes`,
+    edit: (m: Msg) => void (m.value = Buffer.concat([Buffer.from('{'), Buffer.from(b)])),
+  })),
+  fc.jsonValue({ maxDepth: 3 }).map((v) => ({
+    what: `payload ${JSON.stringify(v)?.slice(0, 40)}`,
+    edit: (m: Msg) => void (m.value = Buffer.from(JSON.stringify({ turn: v, message: v }))),
+  })),
   fc.constant({ what: 'empty payload', edit: (m: Msg) => void (m.value = Buffer.alloc(0)) }),
   fc.constant({ what: 'no headers at all', edit: (m: Msg) => void (m.headers = {}) }),
 );
