@@ -30,6 +30,8 @@ test('loopback, private, link-local, metadata, IPv6 loopback, mapped and encoded
     'http://169.254.169.254/latest/meta-data/',
     'http://[::1]/',
     'http://[::ffff:127.0.0.1]/',
+    'http://[::127.0.0.1]/', // IPv4-compatible (deprecated form)
+    'http://[::]/',
     'http://[fd00::1]/',
     'http://[fe80::1]/',
     'http://0.0.0.0/',

@@ -79,7 +79,10 @@ export class EgressPolicy {
     let ip = ipaddr.parse(address);
     if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
     if (this.allow.some(([net, bits]) => net.kind() === ip.kind() && ip.match([net, bits] as never))) return;
-    const range = ip.range();
+    // IPv4-compatible IPv6 (`::a.b.c.d`, deprecated by RFC 4291) is "unicast" to ipaddr.js but
+    // names an IPv4 host, e.g. `[::127.0.0.1]`: refused like any non-public form.
+    const parts = ip.kind() === 'ipv6' ? (ip as ipaddr.IPv6).parts : [];
+    const range = parts.length === 8 && parts.slice(0, 6).every((p) => p === 0) ? 'ipv4Compatible' : ip.range();
     if (range !== 'unicast') {
       throw new EgressRefused(`${host} resolves to ${ip.toString()} (${range}), which is not a public address`);
     }

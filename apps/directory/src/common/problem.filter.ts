@@ -57,7 +57,10 @@ function toProblem(err: unknown): { problem: Problem; headers: Record<string, st
   }
   if (err instanceof HttpException) {
     const status = err.getStatus();
-    return { problem: problem(status, status === 404 ? 'NOT_FOUND' : 'HTTP_ERROR', err.message), headers };
+    // Nest's own 400s (a pipe such as ParseIntPipe on `/versions/x`, an undecodable path) are bad
+    // input like any other: the documented VALIDATION_FAILED, not an undocumented code.
+    const code = status === 404 ? 'NOT_FOUND' : status === 400 ? 'VALIDATION_FAILED' : 'HTTP_ERROR';
+    return { problem: problem(status, code, err.message), headers };
   }
   process.stderr.write(
     `${JSON.stringify({ level: 'error', src: 'directory', msg: 'unhandled error', err: String(err), stack: (err as Error)?.stack })}\n`,

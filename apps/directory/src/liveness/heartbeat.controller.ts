@@ -1,4 +1,5 @@
 import { Body, Controller, HttpCode, Inject, Param, Post, UseGuards } from '@nestjs/common';
+import { AgentIdPipe } from '../common/agent-id.pipe.js';
 import type { Principal } from '@mesh/auth';
 import { AuthGuard, CurrentPrincipal } from '../auth/auth.guard.js';
 import { CARD_STREAM, DIRECTORY_CONFIG } from '../common/tokens.js';
@@ -27,7 +28,7 @@ export class HeartbeatController {
 
   @Post(':id/heartbeat')
   @HttpCode(200)
-  async heartbeat(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Body() body: unknown) {
+  async heartbeat(@CurrentPrincipal() p: Principal, @Param('id', AgentIdPipe) id: string, @Body() body: unknown) {
     const req = parseOrThrow(this.schema, body, 'heartbeat');
     const agent = await this.registry.get(p, id);
     assertOwner(id, agent, p);

@@ -1,4 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, ParseIntPipe, Post, Put, UseGuards } from '@nestjs/common';
+import { AgentIdPipe } from '../common/agent-id.pipe.js';
 import type { Principal } from '@mesh/auth';
 import { AuthGuard, CurrentPrincipal } from '../auth/auth.guard.js';
 import { DirectoryError } from '../common/directory.exception.js';
@@ -32,32 +33,32 @@ export class RegistryController {
   }
 
   @Get(':id')
-  async get(@CurrentPrincipal() p: Principal, @Param('id') id: string): Promise<AgentView> {
+  async get(@CurrentPrincipal() p: Principal, @Param('id', AgentIdPipe) id: string): Promise<AgentView> {
     return this.registry.view(await this.registry.get(p, id), p);
   }
 
   @Put(':id')
-  update(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Body() body: unknown): Promise<AgentView> {
+  update(@CurrentPrincipal() p: Principal, @Param('id', AgentIdPipe) id: string, @Body() body: unknown): Promise<AgentView> {
     return this.registry.update(p, id, body);
   }
 
   @Delete(':id')
-  retire(@CurrentPrincipal() p: Principal, @Param('id') id: string): Promise<AgentView> {
+  retire(@CurrentPrincipal() p: Principal, @Param('id', AgentIdPipe) id: string): Promise<AgentView> {
     return this.registry.retire(p, id);
   }
 
   @Get(':id/versions')
-  async versions(@CurrentPrincipal() p: Principal, @Param('id') id: string) {
+  async versions(@CurrentPrincipal() p: Principal, @Param('id', AgentIdPipe) id: string) {
     return { items: (await this.registry.versions(p, id)).map(versionView) };
   }
 
   @Get(':id/versions/:version')
-  async version(@CurrentPrincipal() p: Principal, @Param('id') id: string, @Param('version', ParseIntPipe) version: number) {
+  async version(@CurrentPrincipal() p: Principal, @Param('id', AgentIdPipe) id: string, @Param('version', ParseIntPipe) version: number) {
     return versionView(await this.registry.version(p, id, version));
   }
 
   @Get(':id/card')
-  async card(@CurrentPrincipal() p: Principal, @Param('id') id: string): Promise<Record<string, unknown>> {
+  async card(@CurrentPrincipal() p: Principal, @Param('id', AgentIdPipe) id: string): Promise<Record<string, unknown>> {
     const agent = await this.registry.get(p, id);
     if (agent.retiredAt !== null) throw new DirectoryError('GONE', `agent "${id}" is retired`);
     return this.served.get(agent.id, agent.version, agent.card);

@@ -88,7 +88,9 @@ const validJsonRpcEnvelope: RequestHandler = (req, res, next) => {
   const body = req.body as unknown;
   if (body === undefined) return next(); // not parsed (wrong content type): the SDK's guard answers
   const r = body as { jsonrpc?: unknown; method?: unknown; id?: unknown };
-  const idOk = !('id' in (r ?? {})) || r.id === null || typeof r.id === 'string' || Number.isInteger(r.id);
+  // `in` throws on primitives: a body of `""` or `5` (valid JSON with strict: false) is not a request.
+  const isObject = typeof body === 'object' && body !== null;
+  const idOk = !isObject || !('id' in r) || r.id === null || typeof r.id === 'string' || Number.isInteger(r.id);
   if (typeof body !== 'object' || body === null || Array.isArray(body) || r.jsonrpc !== '2.0' || typeof r.method !== 'string' || !idOk) {
     res.status(200).json({
       jsonrpc: '2.0',
@@ -253,6 +255,13 @@ export function a2aBodyErrorHandler(bodyLimit: string) {
         A2A_ERROR_CODE.CONTENT_TYPE_NOT_SUPPORTED,
         new ContentTypeNotSupportedError(e.message),
       );
+    }
+    // A path segment that is not valid percent-encoding (`/tasks/%ff`): express fails to decode the
+    // route parameter before any handler ran. The caller's URL is wrong, not the server.
+    if (err instanceof URIError) {
+      return isJsonRpc(req)
+        ? sendError(req, res, 404, A2A_ERROR_CODE.METHOD_NOT_FOUND, new Error('agent not found: malformed URL encoding'))
+        : sendError(req, res, 400, A2A_ERROR_CODE.INVALID_PARAMS, new RequestMalformedError('malformed URL encoding in the path'));
     }
     process.stderr.write(`${JSON.stringify({ level: 'error', src: 'a2a', msg: 'unhandled error', err: String(err) })}\n`);
     return sendError(req, res, 500, A2A_ERROR_CODE.INTERNAL_ERROR, new Error('internal error'));

@@ -1,0 +1,83 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import fc from 'fast-check';
+
+/**
+ * A full GC of this process. `node --test` does not pass --expose-gc, so the flag is set at run
+ * time and `gc` is taken from a fresh context (the documented V8 way to reach it late).
+ */
+export function fullGc(): () => void {
+  setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as () => void;
+}
+
+/** Heap used after two full collections (bytes). */
+export async function settledHeap(): Promise<number> {
+  const gc = fullGc();
+  for (let i = 0; i < 3; i++) {
+    gc();
+    await new Promise((r) => setImmediate(r));
+  }
+  return process.memoryUsage().heapUsed;
+}
+
+/** Runs per property: FUZZ_RUNS overrides (e.g. 2000 for a long local run). */
+export const runs = (normal: number) => Number(process.env.FUZZ_RUNS ?? normal);
+
+/** Any JSON value, including deep nesting, long strings and big arrays. */
+export const anyJson = fc.oneof(
+  { weight: 4, arbitrary: fc.jsonValue({ maxDepth: 4 }) },
+  { weight: 1, arbitrary: fc.string({ maxLength: 5000 }) },
+  { weight: 1, arbitrary: fc.array(fc.integer(), { maxLength: 2000 }) },
+  {
+    weight: 1,
+    arbitrary: fc.integer({ min: 50, max: 3000 }).map((d) => {
+      let v: unknown = 'leaf';
+      for (let i = 0; i < d; i++) v = i % 2 ? [v] : { n: v };
+      return v;
+    }),
+  },
+);
+
+/** Bodies that are not JSON at all: truncated JSON, garbage, invalid UTF-8. */
+export const brokenBody: fc.Arbitrary<Buffer> = fc.oneof(
+  fc.jsonValue().map((v) => {
+    const s = JSON.stringify(v) ?? 'null';
+    return Buffer.from(s.slice(0, Math.max(1, s.length - 1)) + '{');
+  }),
+  fc.string({ maxLength: 300 }).map((s) => Buffer.from(`{${s}`)),
+  fc
+    .uint8Array({ minLength: 1, maxLength: 300 })
+    .map((b) => Buffer.concat([Buffer.from('{"a":"'), Buffer.from(b), Buffer.from([0xff, 0xfe, 0xc0]), Buffer.from('"}')])),
+);
+
+/** Values of the wrong type for any field. */
+export const wrongType = fc.oneof(
+  fc.constant(null),
+  fc.boolean(),
+  fc.integer(),
+  fc.double(),
+  fc.string({ maxLength: 50 }),
+  fc.array(fc.string(), { maxLength: 3 }),
+  fc.dictionary(fc.string({ maxLength: 8 }), fc.string(), { maxKeys: 3 }),
+);
+
+/** Replaces one path of an object with a value (paths given as key arrays). */
+export function mutate(value: Record<string, unknown>, path: string[], replacement: unknown): Record<string, unknown> {
+  const copy = structuredClone(value);
+  let cur: Record<string, unknown> = copy;
+  for (const k of path.slice(0, -1)) {
+    const next = cur[k];
+    if (typeof next !== 'object' || next === null) return copy;
+    cur = next as Record<string, unknown>;
+  }
+  cur[path[path.length - 1]] = replacement;
+  return copy;
+}
+
+/** A body as bytes, printed short in counterexamples (fast-check's toString hook). */
+export function printable(b: Buffer): Buffer {
+  return Object.assign(b, { [fc.toStringMethod]: () => `<${b.length} bytes: ${JSON.stringify(b.subarray(0, 160).toString('latin1'))}…>` });
+}
+
+export { fc };
