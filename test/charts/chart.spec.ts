@@ -203,10 +203,10 @@ test('KEDA on: one kafka ScaledObject per agent group on its command topics and 
       so.spec!.triggers.map((t) => [t.type, t.metadata.topic]),
       g.agentIds.map((id) => ['kafka', `prod.mesh.agent.${id}.commands`]),
     );
-    for (const t of so.spec!.triggers) {
+    for (const [i, t] of so.spec!.triggers.entries()) {
       assert.equal(t.metadata.bootstrapServers, 'k1:9092,k2:9092');
-      assert.equal(t.metadata.consumerGroup, env.AGENTS_CONSUMER_GROUP, 'KEDA reads the lag of the group the pods join');
-      assert.equal(t.metadata.consumerGroup, `prod.mesh.workers.${g.name}`);
+      // KEDA reads the lag of the group the agents runtime joins for that agent: {prefix}agents.{id}.
+      assert.equal(t.metadata.consumerGroup, `prod.agents.${g.agentIds[i]}`);
       assert.equal(t.metadata.lagThreshold, String(g.autoscaling.lagThreshold));
       assert.equal(t.metadata.allowIdleConsumers, 'false');
       assert.equal(t.metadata.offsetResetPolicy, 'earliest');
@@ -341,7 +341,7 @@ test('auth settings go to the Secret; every env variable is one an app reads or 
   const secret = ofKind<{ data: Record<string, string> }>(ms, 'Secret').find((m) => !isHook(m))!;
   assert.deepEqual(Object.keys(secret.data).sort(), ['AUTH_API_KEYS', 'AUTH_JWKS_URL', 'AUTH_JWT_AUDIENCE', 'AUTH_JWT_ISSUER', 'DATABASE_URL']);
   // Variables the apps do not read yet: the contract docs/charts.md states for the app owners.
-  const contract = ['MIGRATE_ONLY', 'DRAIN_TIMEOUT_MS', 'AGENTS_GROUP', 'AGENTS_AGENT_IDS', 'AGENTS_CONSUMER_GROUP', 'LOG_LEVEL'];
+  const contract = ['MIGRATE_ONLY', 'DRAIN_TIMEOUT_MS', 'AGENTS_GROUP', 'AGENTS_AGENT_IDS', 'LOG_LEVEL'];
   for (const name of contract) assert.ok(docs.includes(`\`${name}\``), `docs/charts.md documents ${name}`);
   const read = new Set([...Object.keys(directoryConfigSpec), ...Object.keys(dispatcherConfigSpec), ...Object.keys(agentsConfigSpec), ...Object.keys(authSpec), ...contract]);
   const envNames = ms.flatMap((m) => {

@@ -62,9 +62,9 @@ app.kubernetes.io/managed-by: {{ .root.Release.Service }}
 {{- add (int $d.preStopSleepSeconds) (int $d.timeoutSeconds) (int $d.graceMarginSeconds) -}}
 {{- end -}}
 
-{{/* Consumer group of an agent group; arg: dict root, group. */}}
+{{/* Consumer group the agents runtime joins for one agent ({prefix}agents.{id}); arg: dict root, id. */}}
 {{- define "agent-mesh.consumerGroup" -}}
-{{- default (printf "%smesh.workers.%s" .root.Values.kafka.topicPrefix .group.name) .group.consumerGroup -}}
+{{- printf "%sagents.%s" .root.Values.kafka.topicPrefix .id -}}
 {{- end -}}
 
 {{/* Non-secret env every component shares (the ConfigMap's data). */}}
