@@ -3,9 +3,10 @@ import type { Admin } from 'kafkajs';
 /**
  * Polls metadata until a new topic has `partitions` partitions, each with a leader. kafkajs'
  * `waitForLeaders` (and a subscribe right after creation) can fail with a transient
- * UNKNOWN_TOPIC_OR_PARTITION on a busy KRaft broker; this retries those.
+ * UNKNOWN_TOPIC_OR_PARTITION on a busy KRaft broker; this retries those, for up to a minute
+ * (a broker holding thousands of partitions can take that long under load).
  */
-export async function awaitTopicLeaders(admin: Admin, topic: string, partitions: number, timeoutMs = 15_000): Promise<void> {
+export async function awaitTopicLeaders(admin: Admin, topic: string, partitions: number, timeoutMs = 60_000): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (let delay = 25; ; delay = Math.min(delay * 2, 500)) {
     try {
