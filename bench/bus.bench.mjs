@@ -39,7 +39,7 @@ function envelope(i, tasks = 10_000) {
     deadlineUnixMs: 4102444800000,
     traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
   };
-  const env = Envelopes.run(identity, { turn: 0, message: { role: 'user', parts: [{ kind: 'text', text: '' }] } });
+  const env = Envelopes.run(identity, { turn: i, message: { role: 'user', parts: [{ kind: 'text', text: '' }] } });
   const base = encodeEnvelope(env).value.length;
   env.body.message.parts[0].text = 'x'.repeat(1024 - base);
   return env;

@@ -78,7 +78,9 @@ test('consumer lag on /metrics grows with a backlog and drains back to 0', async
   for (let i = 0; i < 5; i++) await sendCommand(producer, topics, runTask('gate-agent', 'acme', `task ${i}`));
   await eventually('lag > 0 while the gate is closed', async () => ((await sample('mesh_consumer_lag', lagLabels)) ?? 0) > 0);
   assert.ok(((await sample('mesh_agent_backlog', { tenant: '*', agent: 'gate-agent' })) ?? 0) > 0);
-  assert.equal(await sample('mesh_in_flight', { group: lagLabels.group }), 2, 'the consumer admits twice the turn limit');
+  // The gauge is sampled every 200 ms: wait for the sample that sees the consumer full (twice the turn limit).
+  await eventually('in-flight at twice the turn limit', async () => (await sample('mesh_in_flight', { group: lagLabels.group })) === 2);
+  assert.equal(await sample('mesh_in_flight', { group: lagLabels.group }), 2, 'the consumer admits twice the turn limit and no more');
   const lag = (await (await ops('/lag')).json()) as { agents: Array<{ agentId: string; lag: number }> };
   assert.ok(lag.agents.find((a) => a.agentId === 'gate-agent')!.lag > 0);
   open();

@@ -45,4 +45,8 @@ test('missing headers, bad kinds, bad JSON and bad bodies are DECODE_FAILED with
   );
   assert.throws(() => decodeEnvelope({ headers: { ...wire.headers, deadline_unix_ms: 'soon' }, value: wire.value }), /deadline_unix_ms/);
   assert.throws(() => decodeEnvelope({ headers: wire.headers, value: null }), /empty/);
+  assert.throws(
+    () => decodeEnvelope({ headers: { ...wire.headers, execution_id: '9999' }, value: wire.value }),
+    /execution_id "9999" does not match \{tenant\}:\{task_id\}:\{turn\} = "acme:t1:0"/,
+  );
 });

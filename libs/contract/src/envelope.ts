@@ -180,5 +180,13 @@ export function decodeEnvelope(msg: { headers: Record<string, unknown> | undefin
     ...(h[Headers.traceparent] ? { traceparent: h[Headers.traceparent] } : {}),
     ...(h[Headers.tracestate] ? { tracestate: h[Headers.tracestate] } : {}),
   };
+  if (kind === 'task.run') {
+    // The execution id is derived from the task side (DESIGN.md §4.3); a command whose id does not
+    // match its own tenant, task and turn would let the execution ledger confuse two tasks.
+    const expected = `${identity.tenant}:${identity.taskId}:${(parsed.data as TaskRunCommand['body']).turn}`;
+    if (identity.executionId !== expected) {
+      throw new MeshError('DECODE_FAILED', `execution_id "${identity.executionId}" does not match {tenant}:{task_id}:{turn} = "${expected}"`);
+    }
+  }
   return { kind, identity, body: parsed.data } as Envelope;
 }
