@@ -56,7 +56,7 @@ const kafkaEnv = { ...process.env, KAFKA_PORT: String(KAFKA_PORT), KAFKA_CONTROL
 
 // --- Kafka: start with scripts/kafka.sh; stop/restart the process itself so data survives -----
 function kafkaSh(cmd) {
-  const r = spawnSync(`${root}scripts/kafka.sh`, [cmd], { env: kafkaEnv, stdio: ['ignore', 'inherit', 'inherit'] });
+  const r = spawnSync(`${root}scripts/kafka.sh`, [cmd], { env: kafkaEnv, stdio: ['ignore', 2, 'inherit'] }); // stdout stays JSON only
   if (r.status !== 0 && cmd === 'start') throw new Error('could not start the chaos broker');
 }
 const pidFile = `${KAFKA_HOME}/kafka-${KAFKA_PORT}.pid`;
@@ -96,7 +96,7 @@ function startBrokerAgain() {
 
 // --- Children -----------------------------------------------------------------------------------
 const children = new Set();
-function child(name, script, env, ready = /./) {
+function child(name, script, env, ready) {
   const c = spawn(process.execPath, [script], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   c.name = name;
   children.add(c);
@@ -107,6 +107,9 @@ function child(name, script, env, ready = /./) {
     if (tail.length > 20) tail.shift();
   });
   c.tail = tail;
+  c.stdout.resume();
+  // Apps log nothing on stdout at LOG_LEVEL=warn: without a `ready` pattern the caller polls /healthz.
+  if (!ready) return Promise.resolve(c);
   return new Promise((resolve, reject) => {
     const onExit = (code) => reject(new Error(`${name} exited (${code}) during start: ${tail.join('').slice(-2000)}`));
     c.once('exit', onExit);
@@ -141,12 +144,15 @@ const startWorker = (i) =>
     AGENTS_CONSUMER_SESSION_TIMEOUT_MS: '6000',
     AGENTS_EXECUTION_LEASE_MS: '4000',
     AGENTS_RECONCILE_INTERVAL_MS: '500',
+  }).then(async (c) => {
+    await waitHttp(`http://127.0.0.1:${18190 + i}/healthz`);
+    return c;
   });
 async function waitHttp(url, timeoutMs = 60000) {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
     try {
-      if ((await fetch(url)).ok) return;
+      if ((await fetch(url, { signal: AbortSignal.timeout(2000) })).ok) return;
     } catch {
       /* not yet */
     }
@@ -177,6 +183,7 @@ const admin = new pg.Client({ connectionString: adminUrl });
 async function main() {
   log(`run ${run}: ${N} tasks, ${WORKERS} workers, own broker on ${brokers}`);
   kafkaSh('start');
+  log('broker up');
   await admin.connect();
   await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(`mesh_chaos_${run}`)}`);
 
@@ -186,7 +193,9 @@ async function main() {
     { DATABASE_URL: dbUrl.toString(), BILLING_TOOLS_PORT: String(billingPort), CHAOS_HANG_MS: '4000' },
     /ready/,
   );
+  log('billing-tools up');
   const dispatchers = [await startDispatcher(0), await startDispatcher(1)];
+  log('dispatchers up');
   const workers = [];
   for (let i = 0; i < WORKERS; i++) workers.push(await startWorker(i));
 
