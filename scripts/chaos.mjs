@@ -305,9 +305,9 @@ async function main() {
     let dispatcherKilled = false;
     let brokerRestarted = false;
     const started = Date.now();
-    while (submitting) {
+    // The schedule runs to its end (the broker restart included) even when submitting ends first.
+    while (submitting || !dispatcherKilled || !brokerRestarted) {
       await sleep(KILL_EVERY);
-      if (!submitting) break;
       const w = k++ % workers.length;
       workers[w].kill('SIGKILL');
       report.faults.push({ at: Date.now() - t0, what: `SIGKILL worker-${w + 1}` });
