@@ -185,7 +185,10 @@ export function decodeEnvelope(msg: { headers: Record<string, unknown> | undefin
     // match its own tenant, task and turn would let the execution ledger confuse two tasks.
     const expected = `${identity.tenant}:${identity.taskId}:${(parsed.data as TaskRunCommand['body']).turn}`;
     if (identity.executionId !== expected) {
-      throw new MeshError('DECODE_FAILED', `execution_id "${identity.executionId}" does not match {tenant}:{task_id}:{turn} = "${expected}"`);
+      throw new MeshError(
+        'DECODE_FAILED',
+        `execution_id "${identity.executionId}" does not match {tenant}:{task_id}:{turn} = "${expected}"`,
+      );
     }
   }
   return { kind, identity, body: parsed.data } as Envelope;
