@@ -1,48 +1,12 @@
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
-import { Role, TaskState, type Task } from '@a2a-js/sdk';
-import { loadAgentsConfig, refundAgent, startAgents } from '@mesh/app-agents';
-import { eventually, testRun } from '../support/infra.js';
-import { a2aClient, agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
-import { refundCount, startTestBillingTools } from './agents-fixtures.js';
+import { TaskState, type Task } from '@a2a-js/sdk';
+import { a2aClient } from '../support/dispatcher-harness.js';
+import { startRefundStack, textMessage } from '../support/refund-stack.js';
+import { refundCount } from './agents-fixtures.js';
 
-const env = await startTestDispatcher('agents-e2e');
-const billing = await startTestBillingTools(env.databaseUrl);
-const agents = await startAgents({
-  ...loadAgentsConfig({
-    KAFKA_BROKERS: testRun().brokers.join(','),
-    TOPIC_PREFIX: env.prefix,
-    DATABASE_URL: env.databaseUrl,
-    AGENTS_RUN: 'refund-agent',
-    AGENTS_MCP_SERVERS: JSON.stringify({ billing: { url: billing.mcpUrl } }),
-  }),
-  AGENTS_PORT: 0,
-});
-after(() => agents.stop());
-await publishAgents(env.kafka, env.topics, [
-  agentRecord('refund-agent', {
-    card: { ...agentRecord('refund-agent').card, name: refundAgent.card.name, skills: refundAgent.card.skills },
-    channel: { keyTemplate: refundAgent.channel.keyTemplate, partitions: refundAgent.channel.partitions },
-  }),
-]);
-await eventually('refund-agent card served', async () => (await fetch(`${env.url}/a2a/refund-agent/.well-known/agent-card.json`)).ok);
-
-const message = (text: string, ids: { taskId?: string; contextId?: string } = {}) => ({
-  tenant: '',
-  message: {
-    messageId: randomUUID(),
-    role: Role.ROLE_USER,
-    parts: [{ content: { $case: 'text' as const, value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
-    contextId: ids.contextId ?? '',
-    taskId: ids.taskId ?? '',
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-  },
-  configuration: { acceptedOutputModes: [], returnImmediately: false, taskPushNotificationConfig: undefined },
-  metadata: undefined,
-});
+const { env } = await startRefundStack('agents-e2e');
+const message = textMessage;
 
 test('the refund conversation end to end through the dispatcher with the official A2A client', async () => {
   const client = await a2aClient(env.url, 'refund-agent', 'JSONRPC');

@@ -2,57 +2,21 @@
 // refund conversation through the real dispatcher, broker, agents runtime and billing MCP server.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { SpanKind } from '@opentelemetry/api';
-import { Role, TaskState, type Task } from '@a2a-js/sdk';
+import { TaskState, type Task } from '@a2a-js/sdk';
 import { startTelemetry, SpanAttr } from '@mesh/telemetry';
-import { loadAgentsConfig, refundAgent, startAgents } from '@mesh/app-agents';
-import { eventually, testRun } from '../support/infra.js';
-import { a2aClient, agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
-import { startTestBillingTools } from '../agents/agents-fixtures.js';
+import { eventually } from '../support/infra.js';
+import { a2aClient } from '../support/dispatcher-harness.js';
+import { startRefundStack, textMessage } from '../support/refund-stack.js';
 
 // Before any Kafka client exists, so the instrumentation sees every producer and consumer.
 const exporter = new InMemorySpanExporter();
 const telemetry = startTelemetry({ serviceName: 'request-trace-test', exporter });
 after(() => telemetry.shutdown());
 
-const env = await startTestDispatcher('trace-e2e');
-const billing = await startTestBillingTools(env.databaseUrl);
-const agents = await startAgents({
-  ...loadAgentsConfig({
-    KAFKA_BROKERS: testRun().brokers.join(','),
-    TOPIC_PREFIX: env.prefix,
-    DATABASE_URL: env.databaseUrl,
-    AGENTS_RUN: 'refund-agent',
-    AGENTS_MCP_SERVERS: JSON.stringify({ billing: { url: billing.mcpUrl } }),
-  }),
-  AGENTS_PORT: 0,
-});
-after(() => agents.stop());
-await publishAgents(env.kafka, env.topics, [
-  agentRecord('refund-agent', {
-    card: { ...agentRecord('refund-agent').card, name: refundAgent.card.name, skills: refundAgent.card.skills },
-    channel: { keyTemplate: refundAgent.channel.keyTemplate, partitions: refundAgent.channel.partitions },
-  }),
-]);
-await eventually('refund-agent card served', async () => (await fetch(`${env.url}/a2a/refund-agent/.well-known/agent-card.json`)).ok);
-
-const message = (text: string, ids: { taskId?: string; contextId?: string } = {}) => ({
-  tenant: '',
-  message: {
-    messageId: randomUUID(),
-    role: Role.ROLE_USER,
-    parts: [{ content: { $case: 'text' as const, value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
-    contextId: ids.contextId ?? '',
-    taskId: ids.taskId ?? '',
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-  },
-  configuration: { acceptedOutputModes: [], returnImmediately: false, taskPushNotificationConfig: undefined },
-  metadata: undefined,
-});
+const { env } = await startRefundStack('trace-e2e');
+const message = textMessage;
 
 const parentOf = (s: ReadableSpan) => s.parentSpanContext?.spanId;
 const childrenOf = (spans: ReadableSpan[], parent: ReadableSpan) => spans.filter((s) => parentOf(s) === parent.spanContext().spanId);

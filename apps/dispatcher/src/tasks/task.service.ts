@@ -13,7 +13,6 @@ import {
   type AgentRecord,
   type Envelope,
   type Identity,
-  type TaskEvent,
   type TopicNames,
 } from '@mesh/contract';
 import type { Principal } from '@mesh/auth';
@@ -36,15 +35,6 @@ export interface AcceptResult {
   task: Task;
   duplicate: boolean;
 }
-
-/** Outcome of projecting one event. */
-export type ProjectionOutcome =
-  | { applied: true; task: Task; event: TaskEvent }
-  | {
-      applied: false;
-      reason:
-        'unknown-task' | 'identity-mismatch' | 'unknown-execution' | 'stale-turn' | 'turn-closed' | 'duplicate' | 'regression' | 'invalid';
-    };
 
 class DedupHit extends Error {}
 

@@ -1,0 +1,51 @@
+// The refund conversation's whole stack for end-to-end specs: a dispatcher, billing-tools and an
+// agents runtime running refund-agent, on the spec's own database and topic prefix.
+import { after } from 'node:test';
+import { randomUUID } from 'node:crypto';
+import { Role } from '@a2a-js/sdk';
+import { loadAgentsConfig, refundAgent, startAgents } from '@mesh/app-agents';
+import { eventually, testRun } from './infra.js';
+import { agentRecord, publishAgents, startTestDispatcher } from './dispatcher-harness.js';
+import { startTestBillingTools } from '../agents/agents-fixtures.js';
+
+/** Starts the stack and waits until the dispatcher serves refund-agent's card; stopped when the spec ends. */
+export async function startRefundStack(label: string) {
+  const env = await startTestDispatcher(label);
+  const billing = await startTestBillingTools(env.databaseUrl);
+  const agents = await startAgents({
+    ...loadAgentsConfig({
+      KAFKA_BROKERS: testRun().brokers.join(','),
+      TOPIC_PREFIX: env.prefix,
+      DATABASE_URL: env.databaseUrl,
+      AGENTS_RUN: 'refund-agent',
+      AGENTS_MCP_SERVERS: JSON.stringify({ billing: { url: billing.mcpUrl } }),
+    }),
+    AGENTS_PORT: 0,
+  });
+  after(() => agents.stop());
+  await publishAgents(env.kafka, env.topics, [
+    agentRecord('refund-agent', {
+      card: { ...agentRecord('refund-agent').card, name: refundAgent.card.name, skills: refundAgent.card.skills },
+      channel: { keyTemplate: refundAgent.channel.keyTemplate, partitions: refundAgent.channel.partitions },
+    }),
+  ]);
+  await eventually('refund-agent card served', async () => (await fetch(`${env.url}/a2a/refund-agent/.well-known/agent-card.json`)).ok);
+  return { env, billing, agents };
+}
+
+/** A blocking SendMessage request with one text part, as the SDK client takes it. */
+export const textMessage = (text: string, ids: { taskId?: string; contextId?: string } = {}) => ({
+  tenant: '',
+  message: {
+    messageId: randomUUID(),
+    role: Role.ROLE_USER,
+    parts: [{ content: { $case: 'text' as const, value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+    contextId: ids.contextId ?? '',
+    taskId: ids.taskId ?? '',
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  },
+  configuration: { acceptedOutputModes: [], returnImmediately: false, taskPushNotificationConfig: undefined },
+  metadata: undefined,
+});
