@@ -144,7 +144,11 @@ export function authFetch(token: string | undefined, maxInFlight = 128): typeof 
 
 /** The official SDK client for one agent, discovered from its card, on the given binding. */
 export async function a2aClient(url: string, agentId: string, binding: Binding, token = 'demo-acme'): Promise<Client> {
-  const fetchImpl = authFetch(token);
+  return a2aClientWith(authFetch(token), url, agentId, binding);
+}
+
+/** The official SDK client for one agent over the given fetch (e.g. one that does not buffer streams). */
+export async function a2aClientWith(fetchImpl: typeof fetch, url: string, agentId: string, binding: Binding): Promise<Client> {
   const factory = new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
       transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],

@@ -1,8 +1,7 @@
 // The refund conversation's whole stack for end-to-end specs: a dispatcher, billing-tools and an
 // agents runtime running refund-agent, on the spec's own database and topic prefix.
 import { after } from 'node:test';
-import { randomUUID } from 'node:crypto';
-import { Role } from '@a2a-js/sdk';
+import { textMessage as cliTextMessage } from '@mesh/cli';
 import { loadAgentsConfig, refundAgent, startAgents } from '@mesh/app-agents';
 import { eventually, testRun } from './infra.js';
 import { agentRecord, publishAgents, startTestDispatcher } from './dispatcher-harness.js';
@@ -33,19 +32,5 @@ export async function startRefundStack(label: string) {
   return { env, billing, agents };
 }
 
-/** A blocking SendMessage request with one text part, as the SDK client takes it. */
-export const textMessage = (text: string, ids: { taskId?: string; contextId?: string } = {}) => ({
-  tenant: '',
-  message: {
-    messageId: randomUUID(),
-    role: Role.ROLE_USER,
-    parts: [{ content: { $case: 'text' as const, value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
-    contextId: ids.contextId ?? '',
-    taskId: ids.taskId ?? '',
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-  },
-  configuration: { acceptedOutputModes: [], returnImmediately: false, taskPushNotificationConfig: undefined },
-  metadata: undefined,
-});
+/** A blocking SendMessage request with one text part (the CLI's builder, waiting for the answer). */
+export const textMessage = (text: string, ids: { taskId?: string; contextId?: string } = {}) => cliTextMessage(text, ids, true);

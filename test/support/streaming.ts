@@ -1,13 +1,6 @@
-import {
-  ClientFactory,
-  ClientFactoryOptions,
-  DefaultAgentCardResolver,
-  JsonRpcTransportFactory,
-  RestTransportFactory,
-  type Client,
-} from '@a2a-js/sdk/client';
+import type { Client } from '@a2a-js/sdk/client';
 import { taskStateToJSON, type StreamResponse, type TaskState } from '@a2a-js/sdk';
-import type { Binding } from './dispatcher-harness.js';
+import { a2aClientWith, type Binding } from './dispatcher-harness.js';
 
 /** A fetch adding the bearer token that hands the body through as it arrives (SSE). */
 export function streamingFetch(token: string): typeof fetch {
@@ -20,15 +13,7 @@ export function streamingFetch(token: string): typeof fetch {
 
 /** The official client for streaming (no buffering fetch). */
 export async function streamingClient(url: string, agentId: string, binding: Binding, token = 'demo-acme'): Promise<Client> {
-  const fetchImpl = streamingFetch(token);
-  const factory = new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
-      preferredTransports: [binding],
-      cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
-    }),
-  );
-  return factory.createFromUrl(`${url}/a2a/${agentId}/`);
+  return a2aClientWith(streamingFetch(token), url, agentId, binding);
 }
 
 export interface Collected {
