@@ -10,7 +10,18 @@ import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a
 import { DEMO_API_KEYS, loadAuthOptions } from '@mesh/auth';
 import { loadDispatcherConfig, startDispatcher } from '@mesh/app-dispatcher';
 
-const config = { ...loadDispatcherConfig({ ...process.env, DEMO: 'true', DEMO_ECHO_WORKER: 'false' }), DISPATCHER_PORT: 0 };
+// A benchmark measures the request path, not admission control: the per-tenant token bucket
+// (default 50/s) and the agent backlog cap (10,000 commands) would answer much of the load with
+// 429/503. The load generator drains the backlog between scenarios instead.
+const benchAdmission = {
+  DISPATCHER_TENANT_RATE_PER_S: '1000000',
+  DISPATCHER_TENANT_BURST: '1000000',
+  DISPATCHER_MAX_AGENT_BACKLOG: '100000000',
+};
+const config = {
+  ...loadDispatcherConfig({ ...process.env, ...benchAdmission, DEMO: 'true', DEMO_ECHO_WORKER: 'false' }),
+  DISPATCHER_PORT: 0,
+};
 const dispatcher = await startDispatcher(config, { auth: loadAuthOptions({ AUTH_API_KEYS: DEMO_API_KEYS }) });
 
 // Reference: DefaultRequestHandler + InMemoryTaskStore + an executor that completes at once.

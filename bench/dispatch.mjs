@@ -8,7 +8,7 @@
 // Writes bench/results/dispatch.json. Needs the local Kafka and Postgres (see README).
 import { spawn } from 'node:child_process';
 import { randomUUID, randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
@@ -30,7 +30,14 @@ const childEnv = {
 };
 /** Starts a child script and waits for its first stdout line. */
 async function startChild(script) {
-  const c = spawn(process.execPath, [`${root}bench/${script}`], { cwd: root, env: childEnv, stdio: ['ignore', 'pipe', 'inherit'] });
+  const c = spawn(
+    process.execPath,
+    [
+      ...(process.env.BENCH_PROFILE && script.includes('servers') ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []),
+      `${root}bench/${script}`,
+    ],
+    { cwd: root, env: childEnv, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   const line = await new Promise((resolve, reject) => {
     c.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
     createInterface({ input: c.stdout }).once('line', resolve);
@@ -59,8 +66,22 @@ async function check(url, returnImmediately) {
   return state;
 }
 
+/** CPU time (ms) a process has used so far (Linux /proc; undefined elsewhere). */
+function cpuMs(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return undefined;
+  }
+}
+
 async function load(name, url, returnImmediately) {
   const expected = await check(url, returnImmediately);
+  // CPU per request of the server process and of the echo worker: unlike req/s, barely moved by
+  // whatever else the machine runs.
+  const cpuBefore = [cpuMs(child.pid), cpuMs(worker.pid)];
   let wrong = 0;
   const result = await autocannon({
     url,
@@ -88,8 +109,13 @@ async function load(name, url, returnImmediately) {
     timeouts: result.timeouts,
     wrongAnswers: wrong,
   };
+  const cpuAfter = [cpuMs(child.pid), cpuMs(worker.pid)];
+  if (cpuBefore[0] !== undefined && result.requests.total > 0) {
+    const per = (i) => Math.round(((cpuAfter[i] - cpuBefore[i]) / result.requests.total) * 1000) / 1000;
+    out.cpuMsPerRequest = { server: per(0), echoWorker: per(1) };
+  }
   console.error(
-    `${name}: ${out.reqPerSec.toFixed(0)} req/s, p50 ${out.latencyMs.p50} ms, p99 ${out.latencyMs.p99} ms, wrong ${wrong}, non2xx ${out.non2xx}, errors ${out.errors}`,
+    `${name}: ${out.reqPerSec.toFixed(0)} req/s, p50 ${out.latencyMs.p50} ms, p99 ${out.latencyMs.p99} ms, wrong ${wrong}, non2xx ${out.non2xx}, errors ${out.errors}, CPU ms/request ${JSON.stringify(out.cpuMsPerRequest)}`,
   );
   return out;
 }
@@ -107,11 +133,35 @@ async function warmup(url, returnImmediately) {
   });
 }
 
+/**
+ * Until every task the dispatcher accepted is COMPLETED (worker caught up, events projected), so
+ * one scenario's backlog never slows the next. Returns how long that took.
+ */
+async function drained(timeoutMs = 300_000) {
+  const db = new pg.Client({ connectionString: dbUrl.toString() });
+  await db.connect();
+  const start = Date.now();
+  try {
+    for (;;) {
+      const [{ n }] = (await db.query(`SELECT count(*)::int AS n FROM dispatcher.tasks WHERE state <> 'TASK_STATE_COMPLETED'`)).rows;
+      if (n === 0) return Date.now() - start;
+      if (Date.now() - start > timeoutMs) throw new Error(`${n} tasks still not completed after ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  } finally {
+    await db.end();
+  }
+}
+
 const rows = {};
 try {
   for (const url of [urls.reference, urls.dispatcher]) for (const ri of [true, false]) await warmup(url, ri);
+  await drained();
   rows.a_reference = await load('(a) reference, returnImmediately', urls.reference, true);
   rows.a_dispatcher = await load('(a) dispatcher, returnImmediately', urls.dispatcher, true);
+  // Not part of (a)'s figures: how long the worker and the projection took to finish its backlog.
+  rows.a_dispatcher.backlogDrainedAfterMs = await drained();
+  console.error(`(a) dispatcher: backlog of accepted tasks completed ${rows.a_dispatcher.backlogDrainedAfterMs} ms after the load stopped`);
   rows.b_reference = await load('(b) reference, blocking', urls.reference, false);
   rows.b_dispatcher = await load('(b) dispatcher, blocking via Kafka', urls.dispatcher, false);
 } finally {

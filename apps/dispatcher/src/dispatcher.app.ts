@@ -70,7 +70,8 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
     stops.push(() => catalog.stop());
     await catalog.start();
 
-    const tasks = new TaskService(ds, topics);
+    const projection = new TaskProjection(ds);
+    const tasks = new TaskService(ds, topics, (row, executionId) => projection.primeNew(row, executionId));
     const buses = new TaskEventBusManager();
     const realProducer = new KafkaMessageProducer(kafka, (topic) => {
       const agentId = /\.agent\.([a-z0-9-]+)\.commands$/.exec(topic)?.[1];
@@ -105,7 +106,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
       kafka,
       topics.events(),
       `${config.TOPIC_PREFIX}mesh.dispatcher.projector`,
-      new TaskProjection(ds),
+      projection,
       buses,
       config.EVENTS_TOPIC_PARTITIONS,
       push,
@@ -145,6 +146,9 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
       port: config.DISPATCHER_PORT,
       bodyLimit: config.DISPATCHER_BODY_LIMIT,
       configure: (nest) => {
+        // Every A2A answer is fresh JSON; an ETag per response is hashing for nothing (the card
+        // handler sets its own).
+        nest.set('etag', false);
         nest.use(
           '/a2a',
           a2aRouter({

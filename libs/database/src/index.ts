@@ -1,1 +1,2 @@
 export * from './database-bootstrap.js';
+export * from './statement-batcher.js';

@@ -42,7 +42,8 @@ export async function startHttpService(opts: HttpServiceOptions): Promise<INestA
     bodyParser: false,
     abortOnError: false,
   });
-  app.use(pinoHttp({ logger, autoLogging: { ignore: (req) => QUIET_PATHS.has(req.url ?? '') } }));
+  // Access logs are info lines: below that level the middleware would only cost time per request.
+  if (logger.isLevelEnabled('info')) app.use(pinoHttp({ logger, autoLogging: { ignore: (req) => QUIET_PATHS.has(req.url ?? '') } }));
   app.useBodyParser('json', { limit: opts.bodyLimit ?? '1mb' });
   await opts.configure?.(app);
   await app.listen(opts.port, opts.host ?? '0.0.0.0');

@@ -168,34 +168,36 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     return Math.min(asked ?? this.opts.maxBlockingMs, this.opts.maxBlockingMs);
   }
 
-  /** Waits for a settled state (terminal or interrupted) or the deadline; never throws on timeout. */
+  /**
+   * Waits for a settled state (terminal or interrupted) or the deadline; never throws on timeout.
+   * The projector hands over the task as it committed it; the poll re-reads the store for changes
+   * committed elsewhere (another replica's projector, a cancel there).
+   */
   private async waitSettled(task: Task, tenant: string, deadline: number): Promise<Task> {
     if (task.status && isSettled(task.status.state)) return task;
-    let dirty = false;
+    let settled: Task | undefined;
     let wake: (() => void) | undefined;
-    // Only a settling status is worth a re-read; artifacts and WORKING are not.
-    const unsubscribe = this.buses.onCommitted(task.id, (state) => {
-      if (state === undefined || !isSettled(state)) return;
-      dirty = true;
+    const unsubscribe = this.buses.onCommitted(task.id, (committed) => {
+      if (!committed.status || !isSettled(committed.status.state)) return;
+      settled = committed;
       wake?.();
     });
     try {
       let current = task;
       for (;;) {
+        if (settled) return settled;
         const left = deadline - Date.now();
         if (left <= 0) return current;
-        if (!dirty) {
-          await new Promise<void>((resolve) => {
-            const t = setTimeout(done, Math.min(left, this.opts.waitPollMs));
-            function done() {
-              clearTimeout(t);
-              resolve();
-            }
-            wake = done;
-          });
-          wake = undefined;
-        }
-        dirty = false;
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(done, Math.min(left, this.opts.waitPollMs));
+          function done() {
+            clearTimeout(t);
+            resolve();
+          }
+          wake = done;
+        });
+        wake = undefined;
+        if (settled) return settled;
         current = (await this.tasks.load(task.id, tenant, this.agent.id)) ?? current;
         if (current.status && isSettled(current.status.state)) return current;
       }

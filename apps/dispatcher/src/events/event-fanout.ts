@@ -36,6 +36,8 @@ export class EventFanout {
     await consumer.run({
       autoCommitInterval: 5000,
       eachMessage: async ({ message }) => {
+        // Events are keyed by task id (the contract): most are of tasks nobody here follows.
+        if (message.key && !this.buses.isFollowed(message.key.toString())) return;
         let env;
         try {
           env = decodeEnvelope({ headers: message.headers, value: message.value });

@@ -65,7 +65,7 @@ export class EventProjector {
       if (outcome.reason === 'duplicate') await this.push?.enqueueEvent(env);
       return;
     }
-    this.buses.notifyCommitted(outcome.task.id, outcome.task.status?.state);
+    this.buses.notifyCommitted(outcome.task);
     await this.push?.enqueueEvent(env, env.kind === 'task.status' ? outcome.task.status : undefined);
   }
 

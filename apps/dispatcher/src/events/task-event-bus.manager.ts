@@ -6,7 +6,7 @@ import {
   type ExecutionEventBusManager,
   type ServerCallContext,
 } from '@a2a-js/sdk/server';
-import type { TaskState } from '@a2a-js/sdk';
+import type { Task, TaskState } from '@a2a-js/sdk';
 import type { TaskEvent } from '@mesh/contract';
 
 /** A stream event with the worker envelope it came from (absent for events made here, e.g. a cancel). */
@@ -17,7 +17,7 @@ export type BusListener = (event: AgentExecutionEvent, source?: TaskEvent) => vo
  * (every replica sees every event) and by local API changes (CancelTask) — never by an
  * executor, so `settleByTaskId` always claims the bus. SSE subscribers listen here. Separately,
  * the projector signals each committed change (`notifyCommitted`), which wakes blocking sends to
- * re-read the store. Buses are keyed by task id only: tenant scoping happens before anyone may
+ * answer with the committed task. Buses are keyed by task id only: tenant scoping happens before anyone may
  * attach (the task was loaded for the caller's tenant first).
  */
 export class TaskEventBusManager implements ExecutionEventBusManager {
@@ -56,6 +56,11 @@ export class TaskEventBusManager implements ExecutionEventBusManager {
     entry?.bus.publish(event);
   }
 
+  /** Whether anyone in this process listens to the task (the fanout skips decoding otherwise). */
+  isFollowed(taskId: string): boolean {
+    return this.buses.has(taskId);
+  }
+
   /** Delivers an event read from Kafka, with its envelope (seq, execution) for ordering. */
   publishRaw(taskId: string, event: AgentExecutionEvent, source: TaskEvent): void {
     const entry = this.buses.get(taskId);
@@ -79,13 +84,16 @@ export class TaskEventBusManager implements ExecutionEventBusManager {
     };
   }
 
-  /** The projector committed a change of the task (any replica's waiters re-read on their poll). */
-  notifyCommitted(taskId: string, state?: TaskState): void {
-    this.committed.emit(taskId, state);
+  /**
+   * The projector committed this task as given (the stored row, not the raw event), so a waiter
+   * may answer with it without reading it back; other replicas' waiters re-read on their poll.
+   */
+  notifyCommitted(task: Task): void {
+    this.committed.emit(task.id, task);
   }
 
-  /** Wakes `listener` on each committed change of the task in this process. */
-  onCommitted(taskId: string, listener: (state?: TaskState) => void): () => void {
+  /** Calls `listener` with each committed change of the task in this process. */
+  onCommitted(taskId: string, listener: (task: Task) => void): () => void {
     this.committed.on(taskId, listener);
     return () => void this.committed.off(taskId, listener);
   }

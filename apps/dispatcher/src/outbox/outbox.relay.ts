@@ -14,8 +14,8 @@ export interface OutboxRelayOptions {
 }
 
 /**
- * Moves committed outbox rows to Kafka: lock a batch (SKIP LOCKED, so replicas share the work),
- * produce it, delete it, commit. If Kafka is down the rows stay and are retried with backoff;
+ * Moves committed outbox rows to Kafka: claim and delete a batch (SKIP LOCKED, so replicas share
+ * the work), produce it, commit. If Kafka is down the rows stay and are retried with backoff;
  * a crash between produce and commit re-produces them, which workers absorb by execution id.
  */
 export class OutboxRelay {
@@ -80,13 +80,20 @@ export class OutboxRelay {
     await q.connect();
     await q.startTransaction();
     try {
-      const rows: Array<{ id: string; topic: string; key: string; headers: Record<string, string>; value: string }> = await q.query(
-        `SELECT id, topic, key, headers, value FROM dispatcher.outbox ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED`,
+      // Claimed and deleted in one statement; the delete only counts if the produce succeeds
+      // (otherwise the transaction rolls back and the rows stay).
+      const claimed = await q.query(
+        `DELETE FROM dispatcher.outbox WHERE id IN (
+           SELECT id FROM dispatcher.outbox ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
+         RETURNING id, topic, key, headers, value`,
         [this.opts.batchSize],
+        true, // a structured result: TypeORM answers a bare DELETE with [rows, count]
       );
+      const rows = claimed.records as Array<{ id: string; topic: string; key: string; headers: Record<string, string>; value: string }>;
       if (rows.length > 0) {
+        // RETURNING does not promise the subquery's order; commands keep their accept order.
+        rows.sort((a, b) => Number(BigInt(a.id) - BigInt(b.id)));
         await this.producer.send(rows.map((r) => ({ topic: r.topic, key: r.key, headers: r.headers, value: r.value })));
-        await q.query(`DELETE FROM dispatcher.outbox WHERE id = ANY($1::bigint[])`, [rows.map((r) => r.id)]);
       }
       await q.commitTransaction();
       return rows.length;

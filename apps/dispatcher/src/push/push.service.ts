@@ -4,6 +4,7 @@ import type { DataSource } from 'typeorm';
 import { EgressPolicy, EgressRefused, PinnedHttpClient } from '@mesh/egress';
 import { newId, type TaskEvent } from '@mesh/contract';
 import type { MeshMetrics } from '@mesh/telemetry';
+import { StatementBatcher } from '@mesh/database';
 import { toAgentEvent } from '../events/event-fanout.js';
 
 /** Header carrying the stable id of the event a push notification is about (receivers dedup on it). */
@@ -39,6 +40,29 @@ const toConfig = (r: ConfigRow): TaskPushNotificationConfig => ({
   authentication: r.auth_scheme ? { scheme: r.auth_scheme, credentials: r.auth_credentials ?? '' } : undefined,
 });
 
+interface DeliveryEvent {
+  tenant: string;
+  task_id: string;
+  event_id: string;
+  body: unknown;
+}
+
+/**
+ * One delivery per (config of the event's task, event); an event already recorded adds nothing.
+ * Per event: whether the batch recorded any delivery (the delivery loop is woken then).
+ */
+async function insertDeliveries(ds: DataSource, events: DeliveryEvent[]): Promise<boolean[]> {
+  const rows: Array<{ id: string }> = await ds.query(
+    `INSERT INTO dispatcher.push_deliveries (event_id, tenant, task_id, config_id, body)
+     SELECT v.event_id, c.tenant, c.task_id, c.id, v.body
+     FROM jsonb_to_recordset($1::jsonb) AS v(tenant text, task_id text, event_id text, body jsonb)
+     JOIN dispatcher.push_configs c ON c.tenant = v.tenant AND c.task_id = v.task_id
+     ON CONFLICT DO NOTHING RETURNING id`,
+    [JSON.stringify(events)],
+  );
+  return events.map(() => rows.length > 0);
+}
+
 /**
  * Push notifications: configs per tenant and task in Postgres, and deliveries driven from the
  * event stream. The projector records one delivery per (config, event) — keyed by the event's
@@ -53,6 +77,8 @@ export class PushService {
   private timer?: NodeJS.Timeout;
   private running?: Promise<void>;
   private stopped = false;
+  /** Every projected event asks for its deliveries; concurrent events share one statement. */
+  private readonly deliveries: StatementBatcher<DeliveryEvent, boolean>;
 
   constructor(
     private readonly ds: DataSource,
@@ -61,6 +87,7 @@ export class PushService {
   ) {
     this.policy = new EgressPolicy({ allowCidrs: opts.allowCidrs });
     this.http = new PinnedHttpClient(this.policy);
+    this.deliveries = new StatementBatcher((events) => insertDeliveries(ds, events), { maxBatch: 256, maxInFlight: 4 });
   }
 
   async create(tenant: string, taskId: string, cfg: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
@@ -139,13 +166,8 @@ export class PushService {
   }
 
   private async enqueue(tenant: string, taskId: string, eventId: string, body: StreamResponse): Promise<void> {
-    const res: Array<{ id: string }> = await this.ds.query(
-      `INSERT INTO dispatcher.push_deliveries (event_id, tenant, task_id, config_id, body)
-       SELECT $3, tenant, task_id, id, $4 FROM dispatcher.push_configs WHERE tenant = $1 AND task_id = $2
-       ON CONFLICT DO NOTHING RETURNING id`,
-      [tenant, taskId, eventId, StreamResponse.toJSON(body)],
-    );
-    if (res.length > 0) this.kick();
+    const inserted = await this.deliveries.submit({ tenant, task_id: taskId, event_id: eventId, body: StreamResponse.toJSON(body) });
+    if (inserted) this.kick();
   }
 
   start(): void {

@@ -1,6 +1,7 @@
 import { Task, TaskState } from '@a2a-js/sdk';
 import type { DataSource } from 'typeorm';
 import { Envelopes, newId, type TaskEvent } from '@mesh/contract';
+import { StatementBatcher } from '@mesh/database';
 import { preparedQuery, type Json, type TaskRow } from './task-db.js';
 import { isInterrupted, isTerminal, parseState, stateName, stateRank } from './task-state.js';
 
@@ -19,6 +20,62 @@ export type ProjectionOutcome =
  * partition across replicas); API writes to the same task are detected by the version check.
  */
 type ProjectedRow = TaskRow & { e_turn: number | null; last_seq: number; artifact_count: number; closed: boolean };
+type ProjectionKey = { task_id: string; execution_id: string; tenant: string };
+type ProjectionWrite = {
+  id: string;
+  state: string;
+  task: Json;
+  status_changed: boolean;
+  execution_id: string;
+  seq: number;
+  artifact_count: number;
+  closed: boolean;
+  /** The task version the write was decided on. */
+  version: number;
+};
+
+/** Task rows with the events' executions, for a batch of events (undefined: no such task for that tenant). */
+async function readProjected(ds: DataSource, keys: ProjectionKey[]): Promise<Array<ProjectedRow | undefined>> {
+  const rows = await preparedQuery<ProjectedRow & { ord: number }>(
+    ds,
+    'dispatcher-projection-read',
+    `SELECT v.ord, t.*, e.turn AS e_turn, e.last_seq, e.artifact_count, e.closed
+     FROM jsonb_to_recordset($1::jsonb) AS v(task_id text, execution_id text, tenant text, ord int)
+     JOIN dispatcher.tasks t ON t.id = v.task_id AND t.tenant = v.tenant
+     LEFT JOIN dispatcher.executions e ON e.execution_id = v.execution_id AND e.task_id = t.id`,
+    [JSON.stringify(keys.map((k, ord) => ({ ...k, ord })))],
+  );
+  const out: Array<ProjectedRow | undefined> = keys.map(() => undefined);
+  for (const { ord, ...row } of rows) out[ord] = row;
+  return out;
+}
+
+/**
+ * Applies a batch of decided writes: each task row only if its version is still the one the
+ * write was decided on, and its execution with it. Per write: whether it happened (false: a
+ * concurrent writer won; decide again).
+ */
+async function writeProjected(ds: DataSource, writes: ProjectionWrite[]): Promise<boolean[]> {
+  // Two writes of one task in one statement could both pass the version check.
+  if (new Set(writes.map((w) => w.id)).size !== writes.length) throw new Error('one task twice in a projection batch');
+  const done = await preparedQuery<{ id: string }>(
+    ds,
+    'dispatcher-projection-write',
+    `WITH v AS (
+       SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(
+         id text, state text, task jsonb, status_changed boolean, execution_id text, seq int, artifact_count int, closed boolean,
+         version int)),
+     t AS (
+       UPDATE dispatcher.tasks x SET state = v.state, task = v.task, version = x.version + 1, updated_at = now(),
+         status_timestamp = CASE WHEN v.status_changed THEN now() ELSE x.status_timestamp END
+       FROM v WHERE x.id = v.id AND x.version = v.version RETURNING x.id)
+     UPDATE dispatcher.executions e SET last_seq = v.seq, artifact_count = v.artifact_count, closed = v.closed
+     FROM v JOIN t ON t.id = v.id WHERE e.execution_id = v.execution_id RETURNING v.id`,
+    [JSON.stringify(writes)],
+  );
+  const written = new Set(done.map((d) => d.id));
+  return writes.map((w) => written.has(w.id));
+}
 
 export class TaskProjection {
   /**
@@ -28,16 +85,31 @@ export class TaskProjection {
    */
   private readonly recent = new Map<string, ProjectedRow & { executionId: string }>();
 
+  private readonly reads: StatementBatcher<ProjectionKey, ProjectedRow | undefined>;
+  private readonly writes: StatementBatcher<ProjectionWrite, boolean>;
+
   constructor(
-    private readonly ds: DataSource,
+    ds: DataSource,
     private readonly cacheSize = 10_000,
-  ) {}
+  ) {
+    const opts = { maxBatch: 256, maxInFlight: 4 };
+    this.reads = new StatementBatcher((keys) => readProjected(ds, keys), opts);
+    this.writes = new StatementBatcher((writes) => writeProjected(ds, writes), opts);
+  }
 
   private remember(executionId: string, row: ProjectedRow): void {
     this.recent.delete(row.id);
     if (row.closed) return; // the turn is over: nothing more is expected for it
     this.recent.set(row.id, { ...row, executionId });
     if (this.recent.size > this.cacheSize) this.recent.delete(this.recent.keys().next().value!);
+  }
+
+  /**
+   * A task this replica has just created: its first event (usually projected here too) skips the
+   * read. Safe for the same reason as `recent`: the write checks the version.
+   */
+  primeNew(row: TaskRow, executionId: string): void {
+    this.remember(executionId, { ...row, e_turn: row.turn, last_seq: -1, artifact_count: 0, closed: false });
   }
 
   /**
@@ -60,22 +132,13 @@ export class TaskProjection {
 
   private async tryApply(env: TaskEvent): Promise<ProjectionOutcome | 'conflict'> {
     const id = env.identity;
-    const q = this.ds;
     {
       const cached = this.recent.get(id.taskId);
       let row: ProjectedRow | undefined;
       if (cached && cached.executionId === id.executionId && cached.tenant === id.tenant) row = cached;
       else {
-        // Task row and the event's execution in one round trip.
-        const rows = await preparedQuery<ProjectedRow>(
-          q,
-          'dispatcher-projection-read',
-          `SELECT t.*, e.turn AS e_turn, e.last_seq, e.artifact_count, e.closed
-           FROM dispatcher.tasks t LEFT JOIN dispatcher.executions e ON e.execution_id = $2 AND e.task_id = t.id
-           WHERE t.id = $1 AND t.tenant = $3`,
-          [id.taskId, id.executionId, id.tenant],
-        );
-        row = rows[0];
+        // Task row and the event's execution in one round trip (shared with concurrent events).
+        row = await this.reads.submit({ task_id: id.taskId, execution_id: id.executionId, tenant: id.tenant });
       }
       if (!row) return { applied: false, reason: 'unknown-task' };
       if (row.agent_id !== id.agentId || row.context_id !== id.contextId) return { applied: false, reason: 'identity-mismatch' };
@@ -125,20 +188,20 @@ export class TaskProjection {
         task.artifacts = list;
         artifacts += 1;
       }
-      // Both rows in one statement, only if nobody wrote the task since it was read; the status
-      // timestamp moves only with the status.
-      const written = await preparedQuery<unknown>(
-        q,
-        'dispatcher-projection-write',
-        `WITH t AS (
-           UPDATE dispatcher.tasks SET state = $2, task = $3, version = version + 1, updated_at = now(),
-             status_timestamp = CASE WHEN $4 THEN now() ELSE status_timestamp END
-           WHERE id = $1 AND version = $9 RETURNING id)
-         UPDATE dispatcher.executions SET last_seq = $6, artifact_count = $7, closed = $8
-         WHERE execution_id = $5 AND EXISTS (SELECT 1 FROM t) RETURNING 1`,
-        [row.id, stateName(state), task, env.kind === 'task.status', id.executionId, env.body.seq, artifacts, closed, row.version],
-      );
-      if (written.length === 0) return 'conflict';
+      // Both rows in one statement (shared with concurrent events), only if nobody wrote the task
+      // since it was read; the status timestamp moves only with the status.
+      const written = await this.writes.submit({
+        id: row.id,
+        state: stateName(state),
+        task,
+        status_changed: env.kind === 'task.status',
+        execution_id: id.executionId,
+        seq: env.body.seq,
+        artifact_count: artifacts,
+        closed,
+        version: row.version,
+      });
+      if (!written) return 'conflict';
       this.remember(id.executionId, {
         ...row,
         state: stateName(state),

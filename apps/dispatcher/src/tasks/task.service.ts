@@ -17,7 +17,8 @@ import {
 } from '@mesh/contract';
 import type { Principal } from '@mesh/auth';
 import { messageIdConflict } from './task.errors.js';
-import { inTransaction, lockTask, preparedQuery, type Json, type TaskRow } from './task-db.js';
+import { StatementBatcher } from '@mesh/database';
+import { inTransaction, insertNewTasks, lockTask, type Json, type NewTaskRow, type TaskRow } from './task-db.js';
 import { listTasks } from './task-list.query.js';
 import { isInterrupted, isTerminal, parseState, stateName } from './task-state.js';
 
@@ -48,10 +49,17 @@ const hashMessage = (m: Json) => createHash('sha256').update(canonicalJson(m)).d
  * transaction as the task change they belong to.
  */
 export class TaskService {
+  /** New tasks of concurrent requests share one statement and one commit (see insertNewTasks). */
+  private readonly newTasks: StatementBatcher<NewTaskRow, boolean>;
+
   constructor(
     private readonly ds: DataSource,
     private readonly topics: TopicNames,
-  ) {}
+    /** Told of each task created here, as stored (the projection primes its cache with it). */
+    private readonly created?: (row: TaskRow, executionId: string) => void,
+  ) {
+    this.newTasks = new StatementBatcher((rows) => insertNewTasks(ds, rows), { maxBatch: 256, maxInFlight: 4 });
+  }
 
   private tx<T>(work: (q: QueryRunner) => Promise<T>): Promise<T> {
     return inTransaction(this.ds, work);
@@ -146,11 +154,6 @@ export class TaskService {
     }
   }
 
-  /**
-   * The hot path, a message that starts a task: dedup claim, task, execution and outbox command
-   * in one statement (data-modifying CTEs run atomically, in one round trip). Nothing is written
-   * when the dedup claim loses; undefined then.
-   */
   private async findRunningWork(tenant: string, agentId: string, contextId: string, work: string): Promise<Task | undefined> {
     const rows: TaskRow[] = await this.ds.query(
       `SELECT task FROM dispatcher.tasks
@@ -162,9 +165,13 @@ export class TaskService {
     return rows[0] ? Task.fromJSON(rows[0].task) : undefined;
   }
 
+  /**
+   * The hot path, a message that starts a task: dedup claim, task, execution and outbox command
+   * in one statement, batched with the concurrent requests' (see insertNewTasks). Nothing is
+   * written when the dedup claim loses; undefined then.
+   */
   private async acceptNew(input: AcceptInput, incoming: Json, hash: string, work?: string): Promise<Task | undefined> {
     const { principal, agent } = input;
-    const tenant = principal.tenant;
     const taskId = newId();
     const contextId = input.message.contextId || newId();
     const now = new Date();
@@ -173,42 +180,41 @@ export class TaskService {
     const task: Json = { id: taskId, contextId, status, history: [message] };
     const identity = this.identity(input, taskId, contextId, 1);
     const cmd = this.command(agent, Envelopes.run(identity, { turn: 1, message }));
-    const rows = await preparedQuery<{ n: number }>(
-      this.ds,
-      'dispatcher-accept-new',
-      `WITH d AS (
-         INSERT INTO dispatcher.message_dedup (tenant, agent_id, message_id, content_hash, task_id, turn)
-         VALUES ($1, $2, $3, $4, $5, 1) ON CONFLICT DO NOTHING RETURNING task_id),
-       t AS (
-         INSERT INTO dispatcher.tasks (id, tenant, agent_id, context_id, state, turn, status_timestamp, task, work_hash, deadline_at)
-         SELECT task_id, $1, $2, $6, $7, 1, $8, $9, $15, $16 FROM d RETURNING id),
-       e AS (
-         INSERT INTO dispatcher.executions (execution_id, task_id, tenant, turn, message_id)
-         SELECT $10, id, $1, 1, $3 FROM t RETURNING execution_id),
-       o AS (
-         INSERT INTO dispatcher.outbox (topic, key, headers, value, agent_id)
-         SELECT $11, $12, $13, $14, $2 FROM e RETURNING id)
-       SELECT count(*)::int AS n FROM o`,
-      [
-        tenant,
-        agent.id,
-        input.message.messageId,
-        hash,
-        taskId,
-        contextId,
-        status.state,
-        now,
+    const created = await this.newTasks.submit({
+      tenant: principal.tenant,
+      agent_id: agent.id,
+      message_id: input.message.messageId,
+      content_hash: hash,
+      task_id: taskId,
+      context_id: contextId,
+      state: status.state,
+      status_timestamp: status.timestamp,
+      task,
+      execution_id: identity.executionId,
+      topic: cmd.topic,
+      key: cmd.key,
+      headers: cmd.headers,
+      value: cmd.value,
+      work_hash: work ?? null,
+      deadline_at: input.deadlineUnixMs !== undefined ? new Date(input.deadlineUnixMs).toISOString() : null,
+    });
+    if (!created) return undefined;
+    this.created?.(
+      {
+        id: taskId,
+        tenant: principal.tenant,
+        agent_id: agent.id,
+        context_id: contextId,
+        state: status.state,
+        turn: 1,
+        version: 0,
+        status_timestamp: now,
         task,
-        identity.executionId,
-        cmd.topic,
-        cmd.key,
-        cmd.headers,
-        cmd.value,
-        work ?? null,
-        input.deadlineUnixMs !== undefined ? new Date(input.deadlineUnixMs) : null,
-      ],
+        deadline_at: input.deadlineUnixMs !== undefined ? new Date(input.deadlineUnixMs) : null,
+      },
+      identity.executionId,
     );
-    return rows[0]?.n === 1 ? Task.fromJSON(task) : undefined;
+    return Task.fromJSON(task);
   }
 
   private identity(input: AcceptInput, taskId: string, contextId: string, turn: number): Identity {
