@@ -11,7 +11,7 @@ import { dispatcherEntities } from './tasks/task.entity.js';
 import { TaskService } from './tasks/task.service.js';
 import { TaskProjection } from './tasks/task-projection.js';
 import type { MeshMetrics } from '@mesh/telemetry';
-import { PushService } from './push/push.service.js';
+import { PushService, pushNotificationOf } from './push/push.service.js';
 import { DirectoryAgentLookup } from './catalog/agent-catalog.js';
 import { EventFanout } from './events/event-fanout.js';
 import { Admission } from './admission/admission.js';
@@ -70,7 +70,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
     stops.push(() => catalog.stop());
     await catalog.start();
 
-    const projection = new TaskProjection(ds);
+    const projection = new TaskProjection(ds, pushNotificationOf);
     const tasks = new TaskService(ds, topics, (row, executionId) => projection.primeNew(row, executionId));
     const buses = new TaskEventBusManager();
     const realProducer = new KafkaMessageProducer(kafka, (topic) => {

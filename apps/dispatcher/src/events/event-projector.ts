@@ -66,7 +66,8 @@ export class EventProjector {
       return;
     }
     this.buses.notifyCommitted(outcome.task);
-    await this.push?.enqueueEvent(env, env.kind === 'task.status' ? outcome.task.status : undefined);
+    // Its push deliveries were recorded with the change: wake the delivery loop.
+    if (outcome.deliveries > 0) this.push?.kick();
   }
 
   async stop(): Promise<void> {

@@ -6,6 +6,7 @@ import { newId, type TaskEvent } from '@mesh/contract';
 import type { MeshMetrics } from '@mesh/telemetry';
 import { StatementBatcher } from '@mesh/database';
 import { toAgentEvent } from '../events/event-fanout.js';
+import type { PushNotification } from '../tasks/task-projection.js';
 
 /** Header carrying the stable id of the event a push notification is about (receivers dedup on it). */
 export const PUSH_EVENT_ID_HEADER = 'x-a2a-event-id';
@@ -39,6 +40,22 @@ const toConfig = (r: ConfigRow): TaskPushNotificationConfig => ({
   token: r.token,
   authentication: r.auth_scheme ? { scheme: r.auth_scheme, credentials: r.auth_credentials ?? '' } : undefined,
 });
+
+/**
+ * The push notification of a worker event: its stable id `{executionId}:{seq}` (receivers dedup
+ * on it) and body (a StreamResponse, as JSON); `status` is the status as projected when it
+ * differs from the raw event.
+ */
+export function pushNotificationOf(env: TaskEvent, status?: TaskStatus): PushNotification | undefined {
+  const agentEvent = toAgentEvent(env);
+  let body: StreamResponse;
+  if (agentEvent.kind === 'statusUpdate') {
+    body = { payload: { $case: 'statusUpdate', value: status ? { ...agentEvent.data, status } : agentEvent.data } };
+  } else if (agentEvent.kind === 'artifactUpdate') {
+    body = { payload: { $case: 'artifactUpdate', value: agentEvent.data } };
+  } else return undefined;
+  return { eventId: `${env.identity.executionId}:${env.body.seq}`, body: StreamResponse.toJSON(body) };
+}
 
 interface DeliveryEvent {
   tenant: string;
@@ -148,25 +165,22 @@ export class PushService {
    * nothing). `status` is the status as projected, when it differs from the raw event.
    */
   async enqueueEvent(env: TaskEvent, status?: TaskStatus): Promise<void> {
-    const agentEvent = toAgentEvent(env);
-    let body: StreamResponse;
-    if (agentEvent.kind === 'statusUpdate') {
-      body = { payload: { $case: 'statusUpdate', value: status ? { ...agentEvent.data, status } : agentEvent.data } };
-    } else if (agentEvent.kind === 'artifactUpdate') {
-      body = { payload: { $case: 'artifactUpdate', value: agentEvent.data } };
-    } else return;
-    await this.enqueue(env.identity.tenant, env.identity.taskId, `${env.identity.executionId}:${env.body.seq}`, body);
+    const n = pushNotificationOf(env, status);
+    if (n) await this.enqueue(env.identity.tenant, env.identity.taskId, n.eventId, n.body);
   }
 
   /** Records the deliveries of a status change made here (CancelTask), under its own stable id. */
   async enqueueStatus(tenant: string, taskId: string, contextId: string, eventId: string, status: TaskStatus): Promise<void> {
-    await this.enqueue(tenant, taskId, eventId, {
-      payload: { $case: 'statusUpdate', value: { taskId, contextId, status, metadata: undefined } },
-    });
+    await this.enqueue(
+      tenant,
+      taskId,
+      eventId,
+      StreamResponse.toJSON({ payload: { $case: 'statusUpdate', value: { taskId, contextId, status, metadata: undefined } } }),
+    );
   }
 
-  private async enqueue(tenant: string, taskId: string, eventId: string, body: StreamResponse): Promise<void> {
-    const inserted = await this.deliveries.submit({ tenant, task_id: taskId, event_id: eventId, body: StreamResponse.toJSON(body) });
+  private async enqueue(tenant: string, taskId: string, eventId: string, body: unknown): Promise<void> {
+    const inserted = await this.deliveries.submit({ tenant, task_id: taskId, event_id: eventId, body });
     if (inserted) this.kick();
   }
 

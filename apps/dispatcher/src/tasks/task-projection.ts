@@ -1,4 +1,4 @@
-import { Task, TaskState } from '@a2a-js/sdk';
+import { Task, TaskState, type TaskStatus } from '@a2a-js/sdk';
 import type { DataSource } from 'typeorm';
 import { Envelopes, newId, type TaskEvent } from '@mesh/contract';
 import { StatementBatcher } from '@mesh/database';
@@ -7,7 +7,8 @@ import { isInterrupted, isTerminal, parseState, stateName, stateRank } from './t
 
 /** Outcome of projecting one event. */
 export type ProjectionOutcome =
-  | { applied: true; task: Task; event: TaskEvent }
+  /** `deliveries`: push deliveries recorded with the change (one per push config of the task). */
+  | { applied: true; task: Task; event: TaskEvent; deliveries: number }
   | {
       applied: false;
       reason:
@@ -20,6 +21,8 @@ export type ProjectionOutcome =
  * partition across replicas); API writes to the same task are detected by the version check.
  */
 type ProjectedRow = TaskRow & { e_turn: number | null; last_seq: number; artifact_count: number; closed: boolean };
+/** A push notification of an event: its stable id (receivers dedup on it) and body. */
+export type PushNotification = { eventId: string; body: unknown };
 type ProjectionKey = { task_id: string; execution_id: string; tenant: string };
 type ProjectionWrite = {
   id: string;
@@ -32,6 +35,10 @@ type ProjectionWrite = {
   closed: boolean;
   /** The task version the write was decided on. */
   version: number;
+  tenant: string;
+  /** Push deliveries recorded with the change: this event id and body, for each config of the task. */
+  event_id: string | null;
+  push_body: unknown;
 };
 
 /** Task rows with the events' executions, for a batch of events (undefined: no such task for that tenant). */
@@ -52,29 +59,38 @@ async function readProjected(ds: DataSource, keys: ProjectionKey[]): Promise<Arr
 
 /**
  * Applies a batch of decided writes: each task row only if its version is still the one the
- * write was decided on, and its execution with it. Per write: whether it happened (false: a
- * concurrent writer won; decide again).
+ * write was decided on, its execution and its push deliveries with it (so an applied event
+ * always has its deliveries). Per write: undefined when a concurrent writer won (decide again),
+ * else how many deliveries were recorded.
  */
-async function writeProjected(ds: DataSource, writes: ProjectionWrite[]): Promise<boolean[]> {
+async function writeProjected(ds: DataSource, writes: ProjectionWrite[]): Promise<Array<number | undefined>> {
   // Two writes of one task in one statement could both pass the version check.
   if (new Set(writes.map((w) => w.id)).size !== writes.length) throw new Error('one task twice in a projection batch');
-  const done = await preparedQuery<{ id: string }>(
+  const done = await preparedQuery<{ id: string; deliveries: number }>(
     ds,
     'dispatcher-projection-write',
     `WITH v AS (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(
          id text, state text, task jsonb, status_changed boolean, execution_id text, seq int, artifact_count int, closed boolean,
-         version int)),
+         version int, tenant text, event_id text, push_body jsonb)),
      t AS (
        UPDATE dispatcher.tasks x SET state = v.state, task = v.task, version = x.version + 1, updated_at = now(),
          status_timestamp = CASE WHEN v.status_changed THEN now() ELSE x.status_timestamp END
-       FROM v WHERE x.id = v.id AND x.version = v.version RETURNING x.id)
-     UPDATE dispatcher.executions e SET last_seq = v.seq, artifact_count = v.artifact_count, closed = v.closed
-     FROM v JOIN t ON t.id = v.id WHERE e.execution_id = v.execution_id RETURNING v.id`,
+       FROM v WHERE x.id = v.id AND x.version = v.version RETURNING x.id),
+     e AS (
+       UPDATE dispatcher.executions e SET last_seq = v.seq, artifact_count = v.artifact_count, closed = v.closed
+       FROM v JOIN t ON t.id = v.id WHERE e.execution_id = v.execution_id RETURNING v.id),
+     p AS (
+       INSERT INTO dispatcher.push_deliveries (event_id, tenant, task_id, config_id, body)
+       SELECT v.event_id, c.tenant, c.task_id, c.id, v.push_body
+       FROM v JOIN e ON e.id = v.id JOIN dispatcher.push_configs c ON c.tenant = v.tenant AND c.task_id = v.id
+       WHERE v.push_body IS NOT NULL
+       ON CONFLICT DO NOTHING RETURNING task_id)
+     SELECT e.id, (SELECT count(*)::int FROM p WHERE p.task_id = e.id) AS deliveries FROM e`,
     [JSON.stringify(writes)],
   );
-  const written = new Set(done.map((d) => d.id));
-  return writes.map((w) => written.has(w.id));
+  const written = new Map(done.map((d) => [d.id, d.deliveries]));
+  return writes.map((w) => written.get(w.id));
 }
 
 export class TaskProjection {
@@ -86,10 +102,15 @@ export class TaskProjection {
   private readonly recent = new Map<string, ProjectedRow & { executionId: string }>();
 
   private readonly reads: StatementBatcher<ProjectionKey, ProjectedRow | undefined>;
-  private readonly writes: StatementBatcher<ProjectionWrite, boolean>;
+  private readonly writes: StatementBatcher<ProjectionWrite, number | undefined>;
 
+  /**
+   * `notificationOf` gives the push notification of an event as projected (undefined: none); its
+   * deliveries are recorded in the same statement as the change.
+   */
   constructor(
     ds: DataSource,
+    private readonly notificationOf: (event: TaskEvent, status?: TaskStatus) => PushNotification | undefined = () => undefined,
     private readonly cacheSize = 10_000,
   ) {
     const opts = { maxBatch: 256, maxInFlight: 4 };
@@ -188,9 +209,12 @@ export class TaskProjection {
         task.artifacts = list;
         artifacts += 1;
       }
-      // Both rows in one statement (shared with concurrent events), only if nobody wrote the task
-      // since it was read; the status timestamp moves only with the status.
-      const written = await this.writes.submit({
+      const projected = Task.fromJSON(task);
+      const notification = this.notificationOf(event, env.kind === 'task.status' ? projected.status : undefined);
+      // One statement (shared with concurrent events) for task, execution and push deliveries,
+      // only if nobody wrote the task since it was read; the status timestamp moves only with
+      // the status.
+      const deliveries = await this.writes.submit({
         id: row.id,
         state: stateName(state),
         task,
@@ -200,8 +224,11 @@ export class TaskProjection {
         artifact_count: artifacts,
         closed,
         version: row.version,
+        tenant: id.tenant,
+        event_id: notification?.eventId ?? null,
+        push_body: notification?.body ?? null,
       });
-      if (!written) return 'conflict';
+      if (deliveries === undefined) return 'conflict';
       this.remember(id.executionId, {
         ...row,
         state: stateName(state),
@@ -211,7 +238,7 @@ export class TaskProjection {
         artifact_count: artifacts,
         closed,
       });
-      return { applied: true, task: Task.fromJSON(task), event };
+      return { applied: true, task: projected, event, deliveries };
     }
   }
 }
