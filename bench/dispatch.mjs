@@ -33,7 +33,10 @@ async function startChild(script) {
   const c = spawn(
     process.execPath,
     [
-      ...(process.env.BENCH_PROFILE && script.includes('servers') ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []),
+      // BENCH_CPU_PROFILE_DIR=dir: a V8 CPU profile of the servers process (open it in Chrome DevTools).
+      ...(process.env.BENCH_CPU_PROFILE_DIR && script.includes('servers')
+        ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE_DIR}`]
+        : []),
       `${root}bench/${script}`,
     ],
     { cwd: root, env: childEnv, stdio: ['ignore', 'pipe', 'inherit'] },

@@ -35,7 +35,8 @@ export class EventProjector {
       groupId: this.groupId,
       topics: [this.topic],
       fromBeginning: true,
-      maxInFlight: 32,
+      // Many tasks' events in flight at once: their projection statements share batches.
+      maxInFlight: 256,
       commitIntervalMs: 200,
       // A dead replica's partitions move to the others after 10 s, not kafkajs's default 30 s.
       consumerConfig: { maxWaitTimeInMs: 100, sessionTimeout: 10000, heartbeatInterval: 1000 },
