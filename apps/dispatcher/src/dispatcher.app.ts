@@ -122,6 +122,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
       (agentId) => topics.commands(agentId),
       (agentId) => catalog.healthy(agentId),
       config.DISPATCHER_BACKLOG_CHECK_MS,
+      config.DISPATCHER_BACKLOG_WAIT_MS,
     );
     stops.push(() => signals.close());
     const admission = new Admission(signals, {

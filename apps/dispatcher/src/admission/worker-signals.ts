@@ -9,16 +9,25 @@ import type { WorkerSignals } from './admission.js';
  */
 export class KafkaWorkerSignals implements WorkerSignals {
   private readonly admin: BusAdmin;
-  private readonly cache = new Map<string, { at: number; lag: Promise<number | undefined> }>();
+  private readonly backlogs: CachedBacklog;
 
   constructor(
     kafka: Kafka,
     private readonly groupOf: (agentId: string) => string,
     private readonly topicOf: (agentId: string) => string,
     private readonly health: (agentId: string) => boolean,
-    private readonly ttlMs: number,
+    ttlMs: number,
+    waitMs: number,
   ) {
     this.admin = new BusAdmin(kafka);
+    this.backlogs = new CachedBacklog(
+      (agentId) =>
+        this.admin
+          .consumerLag(this.groupOf(agentId), [this.topicOf(agentId)])
+          .then((rows) => (rows.length ? rows.reduce((n, r) => n + r.lag, 0) : undefined)),
+      ttlMs,
+      waitMs,
+    );
   }
 
   healthy(agentId: string): boolean {
@@ -26,18 +35,43 @@ export class KafkaWorkerSignals implements WorkerSignals {
   }
 
   backlog(agentId: string): Promise<number | undefined> {
-    const hit = this.cache.get(agentId);
-    if (hit && Date.now() - hit.at < this.ttlMs) return hit.lag;
-    const lag = this.admin
-      .consumerLag(this.groupOf(agentId), [this.topicOf(agentId)])
-      .then((rows) => (rows.length ? rows.reduce((n, r) => n + r.lag, 0) : undefined))
-      // Unknown backlog never blocks work: the broker being slow is not the agent being full.
-      .catch(() => undefined);
-    this.cache.set(agentId, { at: Date.now(), lag });
-    return lag;
+    return this.backlogs.get(agentId);
   }
 
   async close(): Promise<void> {
     await this.admin.close();
+  }
+}
+
+/**
+ * Per-agent backlog measurements, reused for `ttlMs`. A stale value is re-measured, but an accept
+ * waits at most `waitMs` for it, then goes on with the last value (undefined = unknown, which never
+ * refuses): with the broker down a measurement takes as long as the client's retries (tens of
+ * seconds), and an accept only needs Postgres. One measurement per agent is in flight at a time.
+ */
+export class CachedBacklog {
+  private readonly entries = new Map<string, { at: number; lag?: number; measuring?: Promise<void> }>();
+
+  constructor(
+    private readonly measure: (agentId: string) => Promise<number | undefined>,
+    private readonly ttlMs: number,
+    private readonly waitMs: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async get(agentId: string): Promise<number | undefined> {
+    let entry = this.entries.get(agentId);
+    if (!entry) this.entries.set(agentId, (entry = { at: -Infinity }));
+    if (this.now() - entry.at < this.ttlMs) return entry.lag;
+    const e = entry;
+    e.measuring ??= this.measure(agentId).then(
+      (lag) => void Object.assign(e, { lag, at: this.now(), measuring: undefined }),
+      // Unknown backlog never blocks work: the broker being slow is not the agent being full.
+      () => void Object.assign(e, { lag: undefined, at: this.now(), measuring: undefined }),
+    );
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([e.measuring, new Promise<void>((r) => (timer = setTimeout(r, this.waitMs)))]);
+    clearTimeout(timer);
+    return e.lag;
   }
 }

@@ -39,6 +39,8 @@ export const dispatcherConfigSpec = {
   DISPATCHER_MAX_AGENT_BACKLOG: positiveInt(10_000),
   /** How long a measured backlog is reused. */
   DISPATCHER_BACKLOG_CHECK_MS: positiveInt(1000),
+  /** Longest an accept waits for a backlog measurement before going on without it (Kafka slow or down). */
+  DISPATCHER_BACKLOG_WAIT_MS: positiveInt(250),
   /** Retry-After of 503 refusals (seconds). */
   DISPATCHER_RETRY_AFTER_S: positiveInt(5),
   /** Private CIDRs push webhooks may reach (comma-separated; tests: 127.0.0.0/8). Public addresses are always allowed. */
