@@ -2,9 +2,12 @@
 # Local single-node Apache Kafka (KRaft, combined broker+controller) for development and tests.
 #   scripts/kafka.sh fetch    download the broker jars from Maven Central (cached in .kafka/libs)
 #   scripts/kafka.sh start    fetch if needed, format a fresh data dir, start in the background, wait until ready
+#   scripts/kafka.sh resume   start again on the data dir and config of an earlier `start` (after a stop or
+#                             a kill: an outage that keeps the data), wait until ready
 #   scripts/kafka.sh stop     stop the broker this script started (by pid)
 #   scripts/kafka.sh status   exit 0 when something accepts connections on the port
-# Env: KAFKA_PORT (9092), KAFKA_CONTROLLER_PORT (9093), KAFKA_HOME_DIR (<repo>/.kafka), KAFKA_HEAP (1g).
+# Env: KAFKA_PORT (9092), KAFKA_CONTROLLER_PORT (9093), KAFKA_HOME_DIR (<repo>/.kafka), KAFKA_HEAP (1g),
+#      KAFKA_EXTRA_PROPERTIES (lines appended to the broker config by `start`, e.g. for a test broker).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -71,12 +74,18 @@ group.initial.rebalance.delay.ms=0
 log.retention.hours=24
 delete.topic.enable=true
 PROPS
+  if [ -n "${KAFKA_EXTRA_PROPERTIES:-}" ]; then printf '%s\n' "$KAFKA_EXTRA_PROPERTIES" >> "$CONF"; fi
   local cid; cid="$(run_java kafka.tools.StorageTool random-uuid)"
   run_java kafka.tools.StorageTool format -t "$cid" -c "$CONF" >"$LOGS/format.log" 2>&1 \
     || { cat "$LOGS/format.log" >&2; die "formatting the data dir failed"; }
+  launch
+}
+
+# The broker on $CONF and $DATA as they are, in the background; waits until it accepts connections.
+launch() {
   nohup "$(java_bin)" -Xms128m -Xmx"${KAFKA_HEAP:-1g}" -XX:+UseG1GC \
     -Dkafka.logs.dir="$LOGS" -Dlog4j2.configurationFile="$ROOT/scripts/kafka/log4j2.yaml" \
-    -cp "$LIBS/*" kafka.Kafka "$CONF" >"$LOGS/stdout.log" 2>&1 &
+    -cp "$LIBS/*" kafka.Kafka "$CONF" >>"$LOGS/stdout.log" 2>&1 &
   echo $! > "$PIDFILE"
   for _ in $(seq 1 120); do
     if listening "$PORT"; then echo "kafka.sh: Kafka $KAFKA_VERSION ready on 127.0.0.1:$PORT (pid $(cat "$PIDFILE"))"; return 0; fi
@@ -84,6 +93,12 @@ PROPS
     sleep 0.5
   done
   die "the broker did not accept connections on 127.0.0.1:$PORT within 60 s (logs: $LOGS)"
+}
+
+resume() {
+  if listening "$PORT"; then echo "kafka.sh: a broker already listens on 127.0.0.1:$PORT; not starting another"; return 0; fi
+  [ -f "$CONF" ] && [ -d "$DATA" ] || die "nothing to resume on port $PORT (no $CONF or $DATA): use start"
+  launch
 }
 
 stop() {
@@ -100,7 +115,8 @@ stop() {
 case "${1:-}" in
   fetch) fetch ;;
   start) start ;;
+  resume) resume ;;
   stop) stop ;;
   status) if listening "$PORT"; then echo "kafka.sh: listening on 127.0.0.1:$PORT"; else echo "kafka.sh: nothing listens on 127.0.0.1:$PORT"; exit 1; fi ;;
-  *) echo "usage: scripts/kafka.sh fetch|start|stop|status" >&2; exit 2 ;;
+  *) echo "usage: scripts/kafka.sh fetch|start|resume|stop|status" >&2; exit 2 ;;
 esac
