@@ -8,9 +8,9 @@ import { sendRequest, userMessage } from '../support/a2a-fixtures.js';
 import { startEchoWorker } from '../support/echo-worker.js';
 
 /**
- * Stands in for a Kafka outage at the producer boundary: the shared test broker must never be
- * stopped (other suites use it), and what is under test is the dispatcher's behaviour when
- * producing fails, which this reproduces exactly.
+ * Makes producing fail at the producer boundary, on the shared broker (which must never be
+ * stopped): the relay's behaviour when Kafka refuses, with exact control of when. The real
+ * outage (a private broker killed and restarted) is kafka-outage.integration-spec.ts.
  */
 class GatedProducer implements MessageProducer {
   down = false;

@@ -1,4 +1,4 @@
-import type { Kafka } from 'kafkajs';
+import type { ConsumerConfig, Kafka } from 'kafkajs';
 import { decodeEnvelope, encodeEnvelope, Envelopes, newId, type Envelope, type TaskRunCommand, type TopicNames } from '@mesh/contract';
 
 /** A test worker consuming one agent's command channel. */
@@ -15,14 +15,20 @@ export interface EchoWorker {
  * - `silent`: never answers;
  * - anything else: WORKING, an artifact `echo: <text>`, COMPLETED.
  */
-export async function startEchoWorker(kafka: Kafka, topics: TopicNames, agentId: string, partitions = 2): Promise<EchoWorker> {
+export async function startEchoWorker(
+  kafka: Kafka,
+  topics: TopicNames,
+  agentId: string,
+  partitions = 2,
+  consumerConfig: Partial<ConsumerConfig> = {},
+): Promise<EchoWorker> {
   const admin = kafka.admin();
   await admin.connect();
   await admin.createTopics({ topics: [{ topic: topics.commands(agentId), numPartitions: partitions }], waitForLeaders: true });
   await admin.disconnect();
   const producer = kafka.producer();
   await producer.connect();
-  const consumer = kafka.consumer({ groupId: `${topics.prefix}echo-${agentId}-${newId()}`, maxWaitTimeInMs: 50 });
+  const consumer = kafka.consumer({ groupId: `${topics.prefix}echo-${agentId}-${newId()}`, maxWaitTimeInMs: 50, ...consumerConfig });
   await consumer.connect();
   await consumer.subscribe({ topic: topics.commands(agentId), fromBeginning: true });
   const commands: Envelope[] = [];
