@@ -171,6 +171,7 @@ const report = {
   lost: 0,
   duplicates: 0,
   missingRefunds: 0,
+  refundsOfUnsuccessful: 0,
   regressions: 0,
   lag: null,
   recoveryMs: null,
@@ -421,12 +422,50 @@ async function main() {
     `SELECT tenant, invoice_id, count(*)::int AS n FROM billing.refunds WHERE invoice_id LIKE 'INV-9%' GROUP BY 1, 2`,
   );
   const refunds = new Map(rows.map((r) => [`${r.tenant}/${r.invoice_id}`, r.n]));
+  // Exactly one refund per COMPLETED task, none for a task that ended otherwise (FAILED, CANCELED,
+  // REJECTED must not have moved money; a FAILED task with a refund would make the caller retry it).
   for (const [i, id] of accepted) {
     const n = refunds.get(`${tasks[i].tenant[0]}/${tasks[i].invoice}`) ?? 0;
+    const state = finalState.get(id);
     if (n > 1) report.duplicates += 1;
-    if (n === 0 && finalState.get(id) === 'TASK_STATE_COMPLETED') report.missingRefunds += 1;
+    if (n === 0 && state === 'TASK_STATE_COMPLETED') report.missingRefunds += 1;
+    if (n > 0 && state !== undefined && state !== 'TASK_STATE_COMPLETED') report.refundsOfUnsuccessful += 1;
   }
-  report.completedWithoutRefundCheck = [...finalState.values()].filter((s) => s !== 'TASK_STATE_COMPLETED').length;
+  report.refundsApplied = rows.reduce((a, r) => a + r.n, 0);
+
+  // --- Every task that did not complete, explained from the run's own tables -------------------
+  report.notCompleted = [];
+  for (const [i, id] of accepted) {
+    if (finalState.get(id) === 'TASK_STATE_COMPLETED') continue;
+    const t = tasks[i];
+    const q = async (sql, params) => (await db.query(sql, params).catch((e) => ({ rows: [{ error: String(e) }] }))).rows;
+    const detail = {
+      task: id,
+      tenant: t.tenant[0],
+      invoice: t.invoice,
+      mode: t.mode,
+      finalState: finalState.get(id) ?? 'not terminal',
+      refunds: refunds.get(`${t.tenant[0]}/${t.invoice}`) ?? 0,
+      dispatcher: await q(
+        `SELECT state, turn, deadline_at, task->'status' AS status, (SELECT json_agg(e) FROM dispatcher.executions e WHERE e.task_id = t.id) AS executions FROM dispatcher.tasks t WHERE id = $1`,
+        [id],
+      ),
+      worker: await q(
+        `SELECT execution_id, state, owner, attempt, final_state, reply_message, created_at, finished_at FROM agents.executions WHERE task_id = $1`,
+        [id],
+      ),
+      effects: await q(
+        `SELECT tool, state, reason, attempts, owner, result, created_at, resolved_at FROM agents.tool_effects WHERE task_id = $1`,
+        [id],
+      ),
+      refundRows: await q(`SELECT refund_id, idempotency_key, created_at FROM billing.refunds WHERE tenant = $1 AND invoice_id = $2`, [
+        t.tenant[0],
+        t.invoice,
+      ]),
+    };
+    report.notCompleted.push(detail);
+    log(`not completed: ${JSON.stringify(detail)}`);
+  }
 
   // --- No regression in what clients saw ---------------------------------------------------------
   for (const states of seenStates.values()) {
@@ -467,31 +506,44 @@ function stateName(s) {
   );
 }
 
-/** Sum of lag over every consumer group of this run (dead-letter topics excluded). */
+/**
+ * Lag of the consumer groups that do the work: the projector, the workers, and every group with a
+ * live member (dead-letter topics excluded). A SIGKILLed dispatcher leaves its per-instance groups
+ * (event fan-out, catalog) behind without members; nothing reads them again and the broker expires
+ * them, so their lag is reported apart (`lagOfDeadInstances`), not counted.
+ */
 async function lag(kafka) {
   const a = kafka.admin();
   await a.connect();
+  const workGroup = (g) => g === `${prefix}mesh.dispatcher.projector` || g.startsWith(`${prefix}agents.`);
   try {
     const until = Date.now() + 60000;
     let total;
+    let dead;
     do {
       total = 0;
+      dead = {};
       const { groups } = await a.listGroups();
+      const described = await a.describeGroups(groups.map((g) => g.groupId));
       const topics = (await a.listTopics()).filter((t) => t.startsWith(prefix) && !t.endsWith('.dlq'));
-      for (const g of groups) {
+      for (const g of described.groups) {
+        let groupLag = 0;
         const offsets = await a.fetchOffsets({ groupId: g.groupId, topics });
         for (const t of offsets) {
           const ends = await a.fetchTopicOffsets(t.topic);
           for (const p of t.partitions) {
             if (p.offset === '-1') continue;
             const end = ends.find((e) => e.partition === p.partition);
-            total += Math.max(0, Number(end?.offset ?? 0) - Number(p.offset));
+            groupLag += Math.max(0, Number(end?.offset ?? 0) - Number(p.offset));
           }
         }
+        if (g.members.length > 0 || workGroup(g.groupId)) total += groupLag;
+        else if (groupLag > 0) dead[g.groupId] = groupLag;
       }
       if (total === 0) break;
       await sleep(1000);
     } while (Date.now() < until);
+    report.lagOfDeadInstances = dead;
     return total;
   } finally {
     await a.disconnect();
@@ -508,7 +560,8 @@ async function cleanup() {
   }
   await stopBroker().catch(() => undefined);
   if (brokerProc) await new Promise((r) => (brokerProc.exitCode !== null ? r() : brokerProc.once('exit', r)));
-  await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(`mesh_chaos_${run}`)} WITH (FORCE)`).catch(() => undefined);
+  if (process.env.CHAOS_KEEP_DB === '1') log(`CHAOS_KEEP_DB=1: database mesh_chaos_${run} kept`);
+  else await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(`mesh_chaos_${run}`)} WITH (FORCE)`).catch(() => undefined);
   await admin.end().catch(() => undefined);
 }
 
@@ -524,6 +577,7 @@ const checks = {
   'lost = 0': report.lost === 0,
   'duplicate refunds = 0': report.duplicates === 0,
   'completed tasks without a refund = 0': report.missingRefunds === 0,
+  'refunds of tasks that ended FAILED/CANCELED/REJECTED = 0': report.refundsOfUnsuccessful === 0,
   'state regressions = 0': report.regressions === 0,
   'consumer lag back to 0': report.lag === 0,
 };

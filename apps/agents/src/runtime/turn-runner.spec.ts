@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { defineAgent, type AgentHandler, type ToolObservation } from '@mesh/agent-sdk';
 import { Envelopes, executionId, TopicNames, type Envelope, type TaskEvent, type TaskRunCommand } from '@mesh/contract';
 import { InMemoryExecutionLedger } from './execution-ledger.js';
-import { TurnRunner, type ToolCaller } from './turn-runner.js';
+import { TurnRunner, type ToolCaller, type UnknownOutcomeWaiter } from './turn-runner.js';
 
 class Sink {
   readonly sent: TaskEvent[] = [];
@@ -12,7 +12,12 @@ class Sink {
   }
 }
 
-function setup(handler: AgentHandler, tools: ToolCaller = { call: async () => assert.fail('no tool expected') }, leaseMs = 5000) {
+function setup(
+  handler: AgentHandler,
+  tools: ToolCaller = { call: async () => assert.fail('no tool expected') },
+  leaseMs = 5000,
+  reconciler: UnknownOutcomeWaiter = { waitFor: async () => undefined },
+) {
   const ledger = new InMemoryExecutionLedger();
   const sink = new Sink();
   const agent = defineAgent({ id: 'unit-agent', card: { name: 'Unit' }, handler });
@@ -20,7 +25,7 @@ function setup(handler: AgentHandler, tools: ToolCaller = { call: async () => as
     agent,
     ledger,
     tools,
-    reconciler: { waitFor: async () => undefined },
+    reconciler,
     sink,
     topics: new TopicNames('unit.'),
     workerId: 'w1',
@@ -129,6 +134,9 @@ test('an unknown tool outcome is announced while WORKING and handed to the handl
       return obs.status === 'unknown' ? ctx.fail('still unknown') : ctx.complete();
     },
     { call: async () => unknown },
+    5000,
+    // The reconciler never settles it: the wait ends with the turn's unknown-wait budget (1 s here).
+    { waitFor: (_key, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))) },
   );
   await runner.run(cmd('x'), never);
   assert.deepEqual(states(sink.sent), ['TASK_STATE_WORKING', 'TASK_STATE_WORKING', 'TASK_STATE_FAILED']);
@@ -136,6 +144,33 @@ test('an unknown tool outcome is announced while WORKING and handed to the handl
     (sink.sent[1].body as { message?: { metadata?: Record<string, unknown> } }).message?.metadata?.['mesh/tool_outcome'],
     'unknown',
   );
+});
+
+test('a call reconciled as never applied is made again, and an unknown outcome of that call is waited for too', async () => {
+  // The chaos run's one FAILED task: the first issue_refund timed out and was reconciled `absent`;
+  // the second timed out as well, and its unknown went straight to the handler, which failed the
+  // task although the reconciler then found that no refund had happened either.
+  const unknown: ToolObservation = { status: 'unknown', tool: 'mcp__s__t', idempotencyKey: 'k', reason: 'timeout' };
+  const ok: ToolObservation = { status: 'ok', tool: 'mcp__s__t', idempotencyKey: 'k', text: 'refunded', replayed: true };
+  let calls = 0;
+  const settles: Array<ToolObservation | undefined> = [undefined, ok]; // absent, then applied by the second call
+  const { sink, runner } = setup(
+    async (_t, ctx) => {
+      const obs = await ctx.callTool({ tool: 'mcp__s__t' });
+      return obs.status === 'ok' ? ctx.complete(obs.text) : ctx.fail(`got ${obs.status}`);
+    },
+    {
+      call: async () => {
+        calls++;
+        return unknown;
+      },
+    },
+    5000,
+    { waitFor: async () => settles.shift() },
+  );
+  await runner.run(cmd('x'), never);
+  assert.equal(calls, 2, 'made again once after `absent`, not again after the second unknown');
+  assert.deepEqual(states(sink.sent), ['TASK_STATE_WORKING', 'TASK_STATE_WORKING', 'TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
 });
 
 test('a revoked command stops the turn without reporting and releases its lease for the next owner', async () => {

@@ -242,32 +242,38 @@ export class TurnRunner {
   private context(turn: TurnEmitter, scope: ToolCallScope, signal: AbortSignal): AgentContext {
     return {
       callTool: async (intent) => {
-        const obs = await this.o.tools.call(intent, scope);
+        let obs = await this.o.tools.call(intent, scope);
         if (obs.status !== 'unknown') return obs;
-        // Not failed, not retried: say so, and wait for the reconciler to settle it by its key.
-        turn.emit(
-          turn.status(
-            WireState.working,
-            {
-              role: 'agent',
-              parts: [
-                { type: 'text', text: `The outcome of ${intent.tool} is not known yet; it is being reconciled before the task goes on.` },
-              ],
-              metadata: { 'mesh/tool_outcome': 'unknown', 'mesh/idempotency_key': obs.idempotencyKey, 'mesh/tool': intent.tool },
-            },
-            false,
-          ),
-        );
+        // Not failed, not retried blindly: wait for the reconciler to settle it by its key. One wait
+        // budget per call: a re-made call whose outcome is unknown again waits within the same budget
+        // (handing that second unknown to the handler at once failed tasks whose refund never happened).
         const wait = AbortSignal.any([signal, AbortSignal.timeout(this.o.unknownWaitMs)]);
-        let settled: ToolObservation | undefined;
-        try {
-          settled = await this.o.reconciler.waitFor(obs.idempotencyKey, wait);
-        } catch (err) {
-          if (signal.aborted) throw err;
-          return obs; // still unknown after the wait: the handler decides (and must not claim success)
+        for (;;) {
+          turn.emit(
+            turn.status(
+              WireState.working,
+              {
+                role: 'agent',
+                parts: [
+                  { type: 'text', text: `The outcome of ${intent.tool} is not known yet; it is being reconciled before the task goes on.` },
+                ],
+                metadata: { 'mesh/tool_outcome': 'unknown', 'mesh/idempotency_key': obs.idempotencyKey, 'mesh/tool': intent.tool },
+              },
+              false,
+            ),
+          );
+          let settled: ToolObservation | undefined;
+          try {
+            settled = await this.o.reconciler.waitFor(obs.idempotencyKey, wait);
+          } catch (err) {
+            if (signal.aborted) throw err;
+            return obs; // still unknown after the wait: the handler decides (and must not claim success)
+          }
+          if (settled) return settled;
+          // Reconciled as never applied: the call is made now (the server's idempotency key still guards it).
+          obs = await this.o.tools.call(intent, scope);
+          if (obs.status !== 'unknown') return obs;
         }
-        // Reconciled as never applied: the call is made now (the server's idempotency key still guards it).
-        return settled ?? this.o.tools.call(intent, scope);
       },
       progress: async (text) => {
         turn.emit(turn.status(WireState.working, { role: 'agent', parts: [{ type: 'text', text }] }, false));
