@@ -26,6 +26,10 @@ const received = new Map<
   Array<{ path: string; token?: string; auth?: string; body: { statusUpdate?: { status: { state: string } }; artifactUpdate?: unknown } }>
 >();
 const hits: string[] = [];
+/** Accepted deliveries in arrival order. */
+const arrivals: Array<{ path: string; id: string }> = [];
+/** Paths under /refuse-first/ answer their first request with 503. */
+const refusedOnce = new Set<string>();
 const port = await freePort();
 let server: Server | undefined;
 const handler = (req: IncomingMessage, res: import('node:http').ServerResponse) => {
@@ -37,7 +41,13 @@ const handler = (req: IncomingMessage, res: import('node:http').ServerResponse) 
       res.writeHead(302, { location: `http://127.0.0.1:${port}/elsewhere` }).end();
       return;
     }
+    if (req.url?.startsWith('/refuse-first/') && !refusedOnce.has(req.url)) {
+      refusedOnce.add(req.url);
+      res.writeHead(503).end();
+      return;
+    }
     const id = String(req.headers['x-a2a-event-id']);
+    arrivals.push({ path: req.url ?? '', id });
     const list = received.get(id) ?? [];
     list.push({
       path: req.url ?? '',
@@ -187,4 +197,35 @@ test('a webhook that keeps failing (a redirect, never followed) is recorded as f
   assert.ok(!hits.includes('/elsewhere'));
   const failed = (await metrics.pushDeliveries.get()).values.find((v) => v.labels.result === 'failed');
   assert.ok((failed?.value ?? 0) >= 1);
+});
+
+/** Sends a message with a push config for `path` and returns the task and its run command. */
+async function taskWithHook(text: string, configId: string, path: string) {
+  const client = await a2aClient(env.url, 'hook', 'JSONRPC');
+  const task = (await client.sendMessage({
+    ...sendRequest(userMessage(text), { returnImmediately: true }),
+    configuration: {
+      acceptedOutputModes: [],
+      returnImmediately: true,
+      historyLength: undefined,
+      taskPushNotificationConfig: { tenant: '', id: configId, taskId: '', url: hookUrl(path), token: '', authentication: undefined },
+    },
+  } as never)) as Task;
+  return { task, cmd: await worker.run(task.id) };
+}
+
+test("a task's events reach a receiver in order: a refused delivery is retried before the later ones go out", async () => {
+  const { cmd } = await taskWithHook('in order', 'o', '/refuse-first/o');
+  const exec = cmd.identity.executionId;
+  await worker.emit(cmd, [
+    { seq: 0, state: 'WORKING' },
+    { seq: 1, artifact: 'result' },
+    { seq: 2, state: 'COMPLETED' },
+  ]);
+  await eventually('all events delivered', () => [0, 1, 2].every((s) => received.has(`${exec}:${s}`)), 30000);
+  assert.ok(refusedOnce.has('/refuse-first/o'), 'the first delivery was refused');
+  assert.deepEqual(
+    arrivals.filter((a) => a.path === '/refuse-first/o').map((a) => a.id),
+    [`${exec}:0`, `${exec}:1`, `${exec}:2`],
+  );
 });

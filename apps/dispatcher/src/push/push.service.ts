@@ -84,9 +84,9 @@ async function insertDeliveries(ds: DataSource, events: DeliveryEvent[]): Promis
  * Push notifications: configs per tenant and task in Postgres, and deliveries driven from the
  * event stream. The projector records one delivery per (config, event) — keyed by the event's
  * stable id `{executionId}:{seq}`, so a re-consumed event adds nothing — and a delivery loop
- * (SKIP LOCKED claims, shared by the replicas) POSTs them through the SSRF-checked, DNS-pinned,
- * no-redirect client, with exponential backoff up to a retry limit; what keeps failing stays in
- * `push_deliveries` with status `failed` and its last error.
+ * (SKIP LOCKED claims, shared by the replicas) POSTs them in order per (task, config) through the
+ * SSRF-checked, DNS-pinned, no-redirect client, with exponential backoff up to a retry limit; what
+ * keeps failing stays in `push_deliveries` with status `failed` and its last error.
  */
 export class PushService {
   private readonly http: PinnedHttpClient;
@@ -206,7 +206,12 @@ export class PushService {
     }, ms);
   }
 
-  /** Claims due deliveries (a lease: next_at moves past the request timeout), sends them, records the outcome. */
+  /**
+   * Claims due deliveries (a lease: next_at moves past the request timeout), sends them, records the
+   * outcome. Only the oldest pending delivery of each (task, config) is due: one in flight per
+   * subscription, so a receiver gets a task's events in the order they were projected, retries
+   * included (a WORKING retried after COMPLETED went out would look like a step back).
+   */
   private async deliverDue(): Promise<boolean> {
     const lease = Math.ceil((this.opts.timeoutMs * 2) / 1000);
     type Due = {
@@ -222,8 +227,12 @@ export class PushService {
     // TypeORM answers an UPDATE with [rows, affected].
     const [due] = (await this.ds.query(
       `WITH c AS (
-           SELECT id FROM dispatcher.push_deliveries WHERE status = 'pending' AND next_at <= now()
-           ORDER BY next_at, id LIMIT 20 FOR UPDATE SKIP LOCKED)
+           SELECT d.id FROM dispatcher.push_deliveries d
+            WHERE d.status = 'pending' AND d.next_at <= now()
+              AND NOT EXISTS (SELECT 1 FROM dispatcher.push_deliveries e
+                               WHERE e.tenant = d.tenant AND e.task_id = d.task_id AND e.config_id = d.config_id
+                                 AND e.status = 'pending' AND e.id < d.id)
+           ORDER BY d.next_at, d.id LIMIT 20 FOR UPDATE OF d SKIP LOCKED)
          UPDATE dispatcher.push_deliveries d SET next_at = now() + make_interval(secs => $1)
            FROM c, dispatcher.push_configs p
           WHERE d.id = c.id AND p.tenant = d.tenant AND p.task_id = d.task_id AND p.id = d.config_id
@@ -280,7 +289,8 @@ export class PushService {
         this.metrics?.pushDeliveries.inc({ result: 'retried' });
       }),
     );
-    return due.length === 20;
+    // Delivering a row makes the next one of its subscription due: look again at once.
+    return due.length > 0;
   }
 
   async stop(): Promise<void> {

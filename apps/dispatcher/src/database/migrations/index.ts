@@ -2,6 +2,7 @@ import type { MigrationInterface } from 'typeorm';
 import { CreateTasks1764500000000 } from './1764500000000-create-tasks.js';
 import { WorkHashAndDeadline1764600000000 } from './1764600000000-work-hash.js';
 import { PushNotifications1764700000000 } from './1764700000000-push.js';
+import { PushDeliveryOrder1764810000000 } from './1764810000000-push-order.js';
 
 /** Postgres schema owned by the dispatcher. */
 export const DISPATCHER_SCHEMA = 'dispatcher';
@@ -11,4 +12,5 @@ export const dispatcherMigrations: Array<new () => MigrationInterface> = [
   CreateTasks1764500000000,
   WorkHashAndDeadline1764600000000,
   PushNotifications1764700000000,
+  PushDeliveryOrder1764810000000,
 ];
