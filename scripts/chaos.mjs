@@ -1,22 +1,42 @@
 #!/usr/bin/env node
 /* global Headers */
-// npm run chaos [-- --tasks=N] — refund tasks through the official A2A client while faults run,
-// then the invariants. Bounded (stops by itself), loopback only. Everything runs on its OWN
-// Kafka broker (KAFKA_PORT 19092 / controller 19093 / KAFKA_HOME_DIR /tmp/mesh-chaos-kafka by
-// default), never the shared one on 9092, and on its own Postgres database (dropped at the end).
+// npm run chaos [-- --tasks=N] — N refund tasks (default 5,000) through the official A2A client
+// while a fault schedule runs, then the invariants. Bounded (stops by itself), loopback only, exit 1
+// when an invariant fails. Output: progress and PASS/FAIL lines on stderr; the report as ONE JSON
+// line on stdout (and pretty in CHAOS_REPORT_FILE when set).
 //
-// Processes: own Kafka, billing-tools (hangs armed, scripts/chaos-billing.mjs), 2 dispatchers,
-// CHAOS_WORKERS (2) agents workers running refund-agent.
-// Faults: SIGKILL a worker every CHAOS_KILL_EVERY_MS (3000) and restart it; SIGKILL dispatcher 2
-// once and restart it; stop and restart the broker once (data kept); billing-tools hangs
-// issue_refund past the tool timeout every 2 s. Postgres is NOT restarted: the server is shared
-// with other sessions on this machine (noted in the output).
-// Invariants: lost = 0 (every accepted task terminal), refunds per task = exactly 1, no state
-// regression seen by a client, consumer lag back to 0 (nothing stuck outside the DLQ), recovery
-// time after the last fault. Exit 1 when one fails.
-import { spawn, spawnSync } from 'node:child_process';
+// Own infrastructure: a Kafka broker of its own (CHAOS_KAFKA_PORT 19092, CHAOS_KAFKA_CONTROLLER_PORT
+// 19093, CHAOS_KAFKA_HOME_DIR /tmp/mesh-chaos-kafka; never 9092, never a port already in use) and a
+// database of its own on the machine's Postgres (dropped at the end; CHAOS_KEEP_DB=1 keeps it).
+// Processes: billing-tools (scripts/chaos-billing.mjs: one issue_refund in 2 s hangs 4 s, past
+// the workers' 1.5 s tool timeout), 2 dispatchers, CHAOS_WORKERS (2) agents workers running
+// refund-agent, 2 push receivers in this process (receiver-b answers 503 to every 7th request).
+// Ports from CHAOS_PORT_BASE (18180): dispatchers +0/+1, billing +3, receivers +6/+7, workers +10….
+//
+// Tasks: 3 tenants, one duplicate-charged invoice each, a third each blocking / non-blocking /
+// streaming, spread over both dispatchers, retried with the same messageId when a dispatcher dies,
+// 429/503 answered by waiting Retry-After. Every 5th task carries a push config in SendMessage;
+// every 15th (non-blocking) gets one by CreateTaskPushNotificationConfig after the accept.
+//
+// Fault schedule (times from the first fault; each one-off fault runs once, even after the last
+// task was submitted): SIGKILL a worker every CHAOS_KILL_EVERY_MS (3000) while submitting, at most
+// CHAOS_WORKER_KILLS (unbounded), and restart it; SIGKILL dispatcher-2 at CHAOS_DISPATCHER_KILL_AT_MS
+// (8000) and restart it; take receiver-a down for 5 s at CHAOS_RECEIVER_OUTAGE_AT_MS (12000); stop
+// the broker and start it again with its data at CHAOS_BROKER_RESTART_AT_MS (16000); restart
+// Postgres (`pg_ctlcluster … restart`) at CHAOS_POSTGRES_RESTART_AT_MS (24000) — on by default when
+// running as root with a local cluster on the database port; CHAOS_RESTART_POSTGRES=0 skips it
+// (noted in the report). Postgres is always started again and waited for (pg_isready).
+//
+// Invariants: lost = 0 (every accepted task terminal, every task accepted); refunds per task =
+// exactly 1 for COMPLETED and 0 for FAILED/CANCELED/REJECTED; no state regression seen by a client
+// (streams and polls); consumer lag of the work groups back to 0; push: every event a receiver
+// should get (read from the events topic) arrived at least once, duplicates by event id are the
+// same delivery and were recorded by the dispatcher, no state regression as received, the right
+// token and credentials; the whole fault schedule ran. Reported too: final states, every task that
+// did not complete (with its rows), dead letters, throttling, recovery time after the last fault.
+import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { Kafka, logLevel } from 'kafkajs';
@@ -28,129 +48,105 @@ import {
   JsonRpcTransportFactory,
   RestTransportFactory,
 } from '@a2a-js/sdk/client';
+import { ChaosBroker, deadLetters, pushableEvents, workLag } from './chaos/broker.mjs';
+import { PushReceivers } from './chaos/push-receivers.mjs';
+import { ensurePostgres, postgresRestartPlan, restartPostgres } from './chaos/postgres.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const arg = (name, dflt) => {
   const a = process.argv.find((x) => x.startsWith(`--${name}=`));
   return a ? a.slice(name.length + 3) : dflt;
 };
+const num = (name, dflt) => Number(process.env[name] ?? dflt);
 const N = Number(arg('tasks', process.env.CHAOS_TASKS ?? 5000));
-const WORKERS = Number(process.env.CHAOS_WORKERS ?? 2);
-const KAFKA_PORT = Number(process.env.CHAOS_KAFKA_PORT ?? 19092);
-const KAFKA_CPORT = Number(process.env.CHAOS_KAFKA_CONTROLLER_PORT ?? 19093);
-const KAFKA_HOME = process.env.CHAOS_KAFKA_HOME_DIR ?? '/tmp/mesh-chaos-kafka';
-const CONCURRENCY = Number(process.env.CHAOS_CONCURRENCY ?? 16);
-const KILL_EVERY = Number(process.env.CHAOS_KILL_EVERY_MS ?? 3000);
-const SETTLE_TIMEOUT = Number(process.env.CHAOS_SETTLE_TIMEOUT_MS ?? 300000);
-if (KAFKA_PORT === 9092) throw new Error('chaos never runs on the shared broker port 9092');
+const WORKERS = num('CHAOS_WORKERS', 2);
+const CONCURRENCY = num('CHAOS_CONCURRENCY', 48);
+const KILL_EVERY = num('CHAOS_KILL_EVERY_MS', 3000);
+const WORKER_KILLS = num('CHAOS_WORKER_KILLS', Infinity);
+const MIN_SUBMIT_MS = num('CHAOS_MIN_SUBMIT_MS', 0);
+const SETTLE_TIMEOUT = num('CHAOS_SETTLE_TIMEOUT_MS', 300000);
+const PORT_BASE = num('CHAOS_PORT_BASE', 18180);
+const broker = new ChaosBroker(root, {
+  port: num('CHAOS_KAFKA_PORT', 19092),
+  controllerPort: num('CHAOS_KAFKA_CONTROLLER_PORT', 19093),
+  home: process.env.CHAOS_KAFKA_HOME_DIR ?? '/tmp/mesh-chaos-kafka',
+});
+if (broker.port === 9092) throw new Error('chaos never runs on the shared broker port 9092');
 
 const run = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
+const dbName = `mesh_chaos_${run}`;
 const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const dbUrl = new URL(adminUrl);
-dbUrl.pathname = `/mesh_chaos_${run}`;
+dbUrl.pathname = `/${dbName}`;
 const prefix = `chaos${run}.`;
-const brokers = `127.0.0.1:${KAFKA_PORT}`;
-const log = (...a) => console.error(`[chaos +${((Date.now() - t0) / 1000).toFixed(1)}s]`, ...a);
+const topics = new TopicNames(prefix);
 const t0 = Date.now();
-const kafkaEnv = { ...process.env, KAFKA_PORT: String(KAFKA_PORT), KAFKA_CONTROLLER_PORT: String(KAFKA_CPORT), KAFKA_HOME_DIR: KAFKA_HOME };
+const log = (...a) => console.error(`[chaos +${((Date.now() - t0) / 1000).toFixed(1)}s]`, ...a);
+const pgPlan = postgresRestartPlan(adminUrl);
 
-// --- Kafka: start with scripts/kafka.sh; stop/restart the process itself so data survives -----
-function kafkaSh(cmd) {
-  const r = spawnSync(`${root}scripts/kafka.sh`, [cmd], { env: kafkaEnv, stdio: ['ignore', 2, 'inherit'] }); // stdout stays JSON only
-  if (r.status !== 0 && cmd === 'start') throw new Error('could not start the chaos broker');
-}
-const pidFile = `${KAFKA_HOME}/kafka-${KAFKA_PORT}.pid`;
-let brokerProc; // set after a restart (then we own the process directly)
-async function stopBroker() {
-  const pid = brokerProc?.pid ?? Number(readFileSync(pidFile, 'utf8'));
-  process.kill(pid, 'SIGTERM');
-  for (let i = 0; i < 120; i++) {
+const report = {
+  startedAt: new Date(t0).toISOString(),
+  tasks: N,
+  accepted: 0,
+  lost: N, // until counted
+  finalStates: {},
+  refundsApplied: 0,
+  duplicates: 0,
+  missingRefunds: 0,
+  refundsOfUnsuccessful: 0,
+  regressions: 0,
+  lag: null,
+  lagOfDeadInstances: {},
+  deadLetters: {},
+  push: null,
+  throttled: { 429: 0, 503: 0 },
+  faults: [],
+  scheduleComplete: false,
+  recoveryMs: null,
+  notCompleted: [],
+  notes: [],
+};
+
+// --- Postgres of the chaos process itself: a pool (it reconnects after the restart) -----------
+const withRetry = async (what, fn, ms = 60000) => {
+  const until = Date.now() + ms;
+  for (;;) {
     try {
-      process.kill(pid, 0);
-    } catch {
-      return;
+      return await fn();
+    } catch (err) {
+      if (Date.now() > until) throw new Error(`${what}: ${err}`, { cause: err });
+      await sleep(500);
     }
-    await sleep(250);
   }
-  process.kill(pid, 'SIGKILL');
-}
-function startBrokerAgain() {
-  const conf = `${KAFKA_HOME}/server-${KAFKA_PORT}.properties`;
-  const logs = `${KAFKA_HOME}/logs-${KAFKA_PORT}`;
-  brokerProc = spawn(
-    process.env.JAVA_HOME ? `${process.env.JAVA_HOME}/bin/java` : 'java',
-    [
-      '-Xms128m',
-      '-Xmx512m',
-      '-XX:+UseG1GC',
-      `-Dkafka.logs.dir=${logs}`,
-      `-Dlog4j2.configurationFile=${root}scripts/kafka/log4j2.yaml`,
-      '-cp',
-      `${KAFKA_HOME}/libs/*`,
-      'kafka.Kafka',
-      conf,
-    ],
-    { stdio: 'ignore', detached: false },
-  );
-}
+};
+const pool = (url) => {
+  const p = new pg.Pool({ connectionString: url, max: 4 });
+  p.on('error', () => undefined); // an idle client cut by the Postgres restart; the pool replaces it
+  return p;
+};
+const adminPool = pool(adminUrl);
+let dbPool;
+const sql = async (text, params) => (await withRetry('query', () => dbPool.query(text, params))).rows;
 
 // --- Children -----------------------------------------------------------------------------------
 const children = new Set();
-function child(name, script, env, ready) {
+function child(name, script, env) {
   const c = spawn(process.execPath, [script], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   c.name = name;
   children.add(c);
   c.on('exit', () => children.delete(c));
-  const tail = [];
+  c.tail = [];
   c.stderr.on('data', (d) => {
-    tail.push(String(d));
-    if (tail.length > 20) tail.shift();
+    c.tail.push(String(d));
+    if (c.tail.length > 20) c.tail.shift();
   });
-  c.tail = tail;
   c.stdout.resume();
-  // Apps log nothing on stdout at LOG_LEVEL=warn: without a `ready` pattern the caller polls /healthz.
-  if (!ready) return Promise.resolve(c);
-  return new Promise((resolve, reject) => {
-    const onExit = (code) => reject(new Error(`${name} exited (${code}) during start: ${tail.join('').slice(-2000)}`));
-    c.once('exit', onExit);
-    c.stdout.on('data', (d) => {
-      if (ready.test(String(d))) {
-        c.off('exit', onExit);
-        resolve(c);
-      }
-    });
-  });
+  return c;
 }
-const common = { KAFKA_BROKERS: brokers, TOPIC_PREFIX: prefix, DATABASE_URL: dbUrl.toString(), LOG_LEVEL: 'warn' };
-const dispatcherPorts = [18180, 18181];
-const billingPort = 18183;
-const startDispatcher = (i) =>
-  child(`dispatcher-${i + 1}`, 'apps/dispatcher/dist/main.js', {
-    ...common,
-    DISPATCHER_PORT: String(dispatcherPorts[i]),
-    AUTH_API_KEYS: 'demo-acme=acme:alice,demo-globex=globex:bob,demo-initech=initech:carol',
-    DISPATCHER_BLOCKING_TIMEOUT_MS: '20000',
-  }).then(async (c) => {
-    await waitHttp(`http://127.0.0.1:${dispatcherPorts[i]}/healthz`);
-    return c;
-  });
-const startWorker = (i) =>
-  child(`worker-${i + 1}`, 'apps/agents/dist/main.js', {
-    ...common,
-    AGENTS_PORT: String(18190 + i),
-    AGENTS_RUN: 'refund-agent',
-    AGENTS_WORKER_ID: `chaos-worker-${i + 1}-${Date.now()}`,
-    AGENTS_MCP_SERVERS: JSON.stringify({ billing: { url: `http://127.0.0.1:${billingPort}/mcp`, requestTimeoutMs: 1500 } }),
-    AGENTS_CONSUMER_SESSION_TIMEOUT_MS: '6000',
-    AGENTS_EXECUTION_LEASE_MS: '4000',
-    AGENTS_RECONCILE_INTERVAL_MS: '500',
-  }).then(async (c) => {
-    await waitHttp(`http://127.0.0.1:${18190 + i}/healthz`);
-    return c;
-  });
-async function waitHttp(url, timeoutMs = 60000) {
+async function waitHttp(url, c, timeoutMs = 90000) {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
+    if (c?.exitCode != null) throw new Error(`${c.name} exited (${c.exitCode}): ${c.tail.join('').slice(-2000)}`);
     try {
       if ((await fetch(url, { signal: AbortSignal.timeout(2000) })).ok) return;
     } catch {
@@ -158,50 +154,129 @@ async function waitHttp(url, timeoutMs = 60000) {
     }
     await sleep(200);
   }
-  throw new Error(`${url} did not answer`);
+  throw new Error(`${url} did not answer within ${timeoutMs} ms`);
+}
+const common = { KAFKA_BROKERS: broker.brokers, TOPIC_PREFIX: prefix, DATABASE_URL: dbUrl.toString(), LOG_LEVEL: 'warn' };
+const dispatcherPorts = [PORT_BASE, PORT_BASE + 1];
+const billingPort = PORT_BASE + 3;
+const receiverPorts = [PORT_BASE + 6, PORT_BASE + 7];
+const workerPort = (i) => PORT_BASE + 10 + i;
+const spawnDispatcher = (i) =>
+  child(`dispatcher-${i + 1}`, 'apps/dispatcher/dist/main.js', {
+    ...common,
+    DISPATCHER_PORT: String(dispatcherPorts[i]),
+    AUTH_API_KEYS: 'demo-acme=acme:alice,demo-globex=globex:bob,demo-initech=initech:carol',
+    DISPATCHER_BLOCKING_TIMEOUT_MS: '20000',
+    PUSH_EGRESS_ALLOW_CIDRS: '127.0.0.0/8', // the receivers are on loopback
+    PUSH_BACKOFF_BASE_MS: '200',
+    PUSH_BACKOFF_MAX_MS: '2000',
+    PUSH_MAX_ATTEMPTS: '30',
+  });
+const spawnWorker = (i) =>
+  child(`worker-${i + 1}`, 'apps/agents/dist/main.js', {
+    ...common,
+    AGENTS_PORT: String(workerPort(i)),
+    AGENTS_RUN: 'refund-agent',
+    AGENTS_WORKER_ID: `chaos-worker-${i + 1}-${Date.now()}`,
+    AGENTS_MCP_SERVERS: JSON.stringify({ billing: { url: `http://127.0.0.1:${billingPort}/mcp`, requestTimeoutMs: 1500 } }),
+    AGENTS_CONSUMER_SESSION_TIMEOUT_MS: '6000',
+    AGENTS_EXECUTION_LEASE_MS: '4000',
+    AGENTS_RECONCILE_INTERVAL_MS: '500',
+  });
+const dispatchers = [];
+const workers = [];
+/** Starts a child until its health answers; like a supervisor, starts it again when it exits during start (e.g. broker down). */
+async function supervise(list, i, spawnIt, health) {
+  for (let attempt = 1; ; attempt++) {
+    list[i] = spawnIt(i);
+    try {
+      return await waitHttp(health, list[i]);
+    } catch (err) {
+      if (attempt >= 15 || list[i].exitCode === null) throw err;
+      await sleep(2000);
+    }
+  }
+}
+const startDispatcher = (i) => supervise(dispatchers, i, spawnDispatcher, `http://127.0.0.1:${dispatcherPorts[i]}/healthz`);
+const startWorker = (i) => supervise(workers, i, spawnWorker, `http://127.0.0.1:${workerPort(i)}/healthz`);
+
+// --- States -------------------------------------------------------------------------------------
+const STATE_NAMES = ['', 'SUBMITTED', 'WORKING', 'COMPLETED', 'FAILED', 'CANCELED', 'INPUT_REQUIRED', 'REJECTED', 'AUTH_REQUIRED'];
+const stateName = (s) => (typeof s === 'string' ? s : STATE_NAMES[s] ? `TASK_STATE_${STATE_NAMES[s]}` : String(s));
+const TERMINAL = new Set(['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_REJECTED', 'TASK_STATE_CANCELED']);
+const ORDER = { TASK_STATE_SUBMITTED: 1, TASK_STATE_WORKING: 2, TASK_STATE_INPUT_REQUIRED: 2, TASK_STATE_AUTH_REQUIRED: 2 };
+const rank = (s) => (TERMINAL.has(stateName(s)) ? 3 : (ORDER[stateName(s)] ?? 0));
+
+// --- The official A2A client per (tenant key, dispatcher) -----------------------------------------
+const clients = new Map();
+async function clientFor(key, port) {
+  const k = `${key}@${port}`;
+  if (!clients.has(k)) {
+    // 429 (tenant rate) and 503 (no healthy worker, backlog) carry Retry-After: wait and send again.
+    const fetchImpl = async (input, init) => {
+      const headers = new Headers(init?.headers);
+      headers.set('authorization', `Bearer ${key}`);
+      for (let attempt = 0; ; attempt++) {
+        const res = await fetch(input, { ...init, headers, signal: AbortSignal.timeout(30000) });
+        const after = Number(res.headers.get('retry-after'));
+        if ((res.status !== 429 && res.status !== 503) || !(after >= 0) || attempt >= 30) return res;
+        report.throttled[res.status] += 1;
+        await res.body?.cancel();
+        await sleep(Math.max(100, after * 1000) * (0.5 + Math.random()));
+      }
+    };
+    const factory = new ClientFactory(
+      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+        transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
+        cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
+      }),
+    );
+    clients.set(k, await factory.createFromUrl(`http://127.0.0.1:${port}/a2a/refund-agent/`));
+  }
+  return clients.get(k);
+}
+/** Runs `fn(client)` against either dispatcher until it succeeds (a dispatcher may be down). */
+async function onAnyDispatcher(t, fn, attempts = 40) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fn(await clientFor(t.tenant[1], dispatcherPorts[(t.i + attempt) % 2]));
+    } catch (err) {
+      if (attempt >= attempts) throw err;
+      await sleep(250 * Math.min(attempt + 1, 8));
+    }
+  }
 }
 
-// --- The run --------------------------------------------------------------------------------------
-const TERMINAL = new Set(['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_REJECTED', 'TASK_STATE_CANCELED', 3, 4, 5, 7]);
-const ORDER = { TASK_STATE_SUBMITTED: 1, TASK_STATE_WORKING: 2, TASK_STATE_INPUT_REQUIRED: 2, TASK_STATE_AUTH_REQUIRED: 2 };
-const rank = (s) => (TERMINAL.has(s) ? 3 : (ORDER[s] ?? 0));
-const report = {
-  tasks: N,
-  accepted: 0,
-  lost: 0,
-  duplicates: 0,
-  missingRefunds: 0,
-  refundsOfUnsuccessful: 0,
-  regressions: 0,
-  lag: null,
-  recoveryMs: null,
-  faults: [],
-  notes: [],
-};
+// --- The run ------------------------------------------------------------------------------------
 let failed = false;
-const admin = new pg.Client({ connectionString: adminUrl });
+let receivers;
+let pgRestarted = false;
 
 async function main() {
-  log(`run ${run}: ${N} tasks, ${WORKERS} workers, own broker on ${brokers}`);
-  kafkaSh('start');
+  log(`run ${run}: ${N} tasks, ${WORKERS} workers, concurrency ${CONCURRENCY}, own broker on ${broker.brokers}`);
+  if (pgPlan.skip) report.notes.push(`Postgres restart: skipped (${pgPlan.skip})`);
+  broker.start();
   log('broker up');
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(`mesh_chaos_${run}`)}`);
+  await adminPool.query(`CREATE DATABASE ${pg.escapeIdentifier(dbName)}`);
+  dbPool = pool(dbUrl.toString());
 
-  const billing = await child(
-    'billing-tools',
-    'scripts/chaos-billing.mjs',
-    { DATABASE_URL: dbUrl.toString(), BILLING_TOOLS_PORT: String(billingPort), CHAOS_HANG_MS: '4000' },
-    /ready/,
-  );
+  const billing = child('billing-tools', 'scripts/chaos-billing.mjs', {
+    DATABASE_URL: dbUrl.toString(),
+    BILLING_TOOLS_PORT: String(billingPort),
+    CHAOS_HANG_MS: '4000',
+  });
+  await waitHttp(`http://127.0.0.1:${billingPort}/healthz`, billing);
   log('billing-tools up');
-  const dispatchers = [await startDispatcher(0), await startDispatcher(1)];
+  await startDispatcher(0); // one after the other: the first creates the topics
+  await startDispatcher(1);
   log('dispatchers up');
-  const workers = [];
-  for (let i = 0; i < WORKERS; i++) workers.push(await startWorker(i));
+  for (let i = 0; i < WORKERS; i++) await startWorker(i);
+  log('workers up');
+  receivers = new PushReceivers(receiverPorts);
+  await receivers.start();
 
   // The refund-agent record, as the directory would publish it.
-  const kafka = new Kafka({ brokers: [brokers], clientId: 'chaos', logLevel: logLevel.NOTHING });
+  const kafka = new Kafka({ brokers: [broker.brokers], clientId: 'chaos', logLevel: logLevel.NOTHING });
   const producer = kafka.producer();
   await producer.connect();
   const { refundAgent } = await import('@mesh/app-agents');
@@ -213,34 +288,43 @@ async function main() {
     card: {
       ...refundAgent.card,
       supportedInterfaces: [{ url: 'http://worker.invalid/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
-      capabilities: { streaming: true },
+      capabilities: { streaming: true, pushNotifications: true },
     },
     channel: { keyTemplate: refundAgent.channel.keyTemplate, partitions: refundAgent.channel.partitions },
     retired: false,
     updatedAt: new Date().toISOString(),
   };
-  await producer.send({ topic: new TopicNames(prefix).cards(), messages: [{ key: record.id, value: JSON.stringify(record) }] });
+  await producer.send({ topic: topics.cards(), messages: [{ key: record.id, value: JSON.stringify(record) }] });
   await producer.disconnect();
   for (const p of dispatcherPorts) await waitHttp(`http://127.0.0.1:${p}/a2a/refund-agent/.well-known/agent-card.json`);
 
-  // One duplicate-charged invoice per task, across three tenants.
-  const db = new pg.Client({ connectionString: dbUrl.toString() });
-  await db.connect();
+  // One duplicate-charged invoice per task, across three tenants; a share of them with push.
   const tenants = [
     ['acme', 'demo-acme'],
     ['globex', 'demo-globex'],
     ['initech', 'demo-initech'],
   ];
-  const tasks = Array.from({ length: N }, (_, i) => ({
-    i,
-    tenant: tenants[i % 3],
-    invoice: `INV-${900000000 + i}`,
-    mode: ['blocking', 'nonblocking', 'streaming'][i % 3],
-    messageId: randomUUID(),
-  }));
+  const tasks = Array.from({ length: N }, (_, i) => {
+    const mode = ['blocking', 'nonblocking', 'streaming'][i % 3];
+    const push = i % 5 === 0 ? 'send' : i % 15 === 1 ? 'create' : undefined; // i % 15 === 1 is non-blocking
+    return {
+      i,
+      tenant: tenants[i % 3],
+      invoice: `INV-${900000000 + i}`,
+      mode,
+      messageId: randomUUID(),
+      push: push && {
+        how: push,
+        configId: `cfg-${run}-${i}`,
+        receiver: Math.floor(i / 5) % 2,
+        token: `tok-${i}`,
+        auth: i % 2 ? { scheme: 'Bearer', credentials: `push-secret-${i}` } : undefined,
+      },
+    };
+  });
   for (let i = 0; i < N; i += 500) {
     const chunk = tasks.slice(i, i + 500);
-    await db.query(
+    await sql(
       `INSERT INTO billing.invoices (tenant, invoice_id, customer, amount_cents, currency, charges) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::int[])`,
       [
         chunk.map((t) => t.tenant[0]),
@@ -252,27 +336,14 @@ async function main() {
       ],
     );
   }
-
-  // Clients: the official SDK client per (tenant, dispatcher).
-  const clients = new Map();
-  const clientFor = async (key, port) => {
-    const k = `${key}@${port}`;
-    if (!clients.has(k)) {
-      const fetchImpl = (input, init) => {
-        const headers = new Headers(init?.headers);
-        headers.set('authorization', `Bearer ${key}`);
-        return fetch(input, { ...init, headers, signal: AbortSignal.timeout(30000) });
-      };
-      const factory = new ClientFactory(
-        ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-          transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
-          cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
-        }),
-      );
-      clients.set(k, await factory.createFromUrl(`http://127.0.0.1:${port}/a2a/refund-agent/`));
-    }
-    return clients.get(k);
-  };
+  const pushConfig = (t) => ({
+    tenant: '',
+    id: t.push.configId,
+    taskId: '',
+    url: receivers.list[t.push.receiver].url(t.push.configId),
+    token: t.push.token,
+    authentication: t.push.auth,
+  });
   const message = (t) => ({
     tenant: '',
     message: {
@@ -292,138 +363,195 @@ async function main() {
       extensions: [],
       referenceTaskIds: [],
     },
-    configuration: { acceptedOutputModes: [], returnImmediately: t.mode !== 'blocking', taskPushNotificationConfig: undefined },
+    configuration: {
+      acceptedOutputModes: [],
+      returnImmediately: t.mode !== 'blocking',
+      taskPushNotificationConfig: t.push?.how === 'send' ? pushConfig(t) : undefined,
+    },
     metadata: undefined,
   });
-  let streamingSupported = true;
   const seenStates = new Map(); // task id → states a client saw, in order
+  const saw = (id, s) => s !== undefined && seenStates.set(id, [...(seenStates.get(id) ?? []), s]);
 
   // --- Fault schedule ----------------------------------------------------------------------------
   let submitting = true;
   let lastFault = Date.now();
-  const faultLoop = (async () => {
-    let k = 0;
-    let dispatcherKilled = false;
-    let brokerRestarted = false;
-    const started = Date.now();
-    // The schedule runs to its end (the broker restart included) even when submitting ends first.
-    while (submitting || !dispatcherKilled || !brokerRestarted) {
-      await sleep(KILL_EVERY);
-      const w = k++ % workers.length;
-      workers[w].kill('SIGKILL');
-      report.faults.push({ at: Date.now() - t0, what: `SIGKILL worker-${w + 1}` });
-      workers[w] = await startWorker(w).catch((e) => (log(String(e)), workers[w]));
-      lastFault = Date.now();
-      const elapsed = Date.now() - started;
-      if (!dispatcherKilled && elapsed > 8000) {
-        dispatcherKilled = true;
+  const fault = (what) => {
+    report.faults.push({ at: Date.now() - t0, what });
+    log(what);
+  };
+  const oneOffs = [
+    {
+      at: num('CHAOS_DISPATCHER_KILL_AT_MS', 8000),
+      run: async () => {
         dispatchers[1].kill('SIGKILL');
-        report.faults.push({ at: Date.now() - t0, what: 'SIGKILL dispatcher-2' });
+        fault('SIGKILL dispatcher-2');
         await sleep(1000);
-        dispatchers[1] = await startDispatcher(1);
-        lastFault = Date.now();
-      }
-      if (!brokerRestarted && elapsed > 16000) {
-        brokerRestarted = true;
-        report.faults.push({ at: Date.now() - t0, what: 'broker stop' });
-        await stopBroker();
+        await startDispatcher(1);
+        fault('dispatcher-2 restarted');
+      },
+    },
+    {
+      at: num('CHAOS_RECEIVER_OUTAGE_AT_MS', 14000),
+      run: async () => {
+        fault('push receiver-a down');
+        await receivers.outage(5000);
+        fault('push receiver-a up');
+      },
+    },
+    {
+      at: num('CHAOS_BROKER_RESTART_AT_MS', 20000),
+      run: async () => {
+        fault('broker stop');
+        await broker.stop();
         await sleep(3000);
-        startBrokerAgain();
-        report.faults.push({ at: Date.now() - t0, what: 'broker start' });
-        lastFault = Date.now();
-      }
+        await broker.startAgain();
+        fault('broker started again (data kept)');
+      },
+    },
+  ];
+  if (pgPlan.cluster) {
+    oneOffs.push({
+      at: num('CHAOS_POSTGRES_RESTART_AT_MS', 32000),
+      run: async () => {
+        fault(`Postgres restart (pg_ctlcluster ${pgPlan.cluster.join(' ')} restart)`);
+        pgRestarted = true;
+        const ms = await restartPostgres(pgPlan);
+        fault(`Postgres back after ${ms} ms`);
+      },
+    });
+  }
+  // Worker kills and the one-off faults run side by side; the one-offs run to the end of the
+  // schedule even when submitting ends first.
+  const started = Date.now();
+  let kills = 0;
+  const killLoop = (async () => {
+    while (kills < WORKER_KILLS && (submitting || kills === 0)) {
+      await sleep(KILL_EVERY);
+      const w = kills++ % workers.length;
+      workers[w].kill('SIGKILL');
+      fault(`SIGKILL worker-${w + 1}`);
+      await startWorker(w).catch((e) => log(`worker-${w + 1} restart: ${e}`));
+      lastFault = Date.now();
     }
   })();
+  let oneOffsFailed = 0;
+  const oneOffLoop = (async () => {
+    for (const f of oneOffs.sort((a, b) => a.at - b.at)) {
+      await sleep(Math.max(0, started + f.at - Date.now()));
+      try {
+        await f.run();
+      } catch (err) {
+        oneOffsFailed += 1;
+        fault(`fault failed: ${err}`);
+        report.notes.push(`a fault failed: ${err}`);
+      }
+      lastFault = Date.now();
+    }
+  })();
+  const faultLoop = Promise.all([killLoop, oneOffLoop]).then(() => {
+    report.scheduleComplete = kills > 0 && oneOffsFailed === 0;
+  });
 
   // --- Submit -------------------------------------------------------------------------------------
   const accepted = new Map(); // index → task id
+  const subs = []; // push subscriptions, checked at the end
   let next = 0;
   const submitOne = async (t) => {
-    for (let attempt = 0; attempt < 40; attempt++) {
-      const port = dispatcherPorts[(t.i + attempt) % 2];
-      try {
-        const client = await clientFor(t.tenant[1], port);
-        if (t.mode === 'streaming' && streamingSupported) {
-          try {
-            for await (const ev of client.sendMessageStream(message(t))) {
-              const task = ev?.task ?? ev;
-              const id = task?.id ?? ev?.taskId;
-              const state = task?.status?.state ?? ev?.status?.state;
-              if (id) {
-                accepted.set(t.i, id);
-                if (state !== undefined) seenStates.set(id, [...(seenStates.get(id) ?? []), state]);
-              }
-            }
-            if (accepted.has(t.i)) return;
-          } catch (err) {
-            if (/not supported|Unsupported/i.test(String(err))) {
-              streamingSupported = false;
-              report.notes.push(
-                'streaming SendMessage is not supported by this dispatcher yet (branch dispatch2): streaming tasks were sent blocking',
-              );
-            } else throw err;
-          }
+    const id = await onAnyDispatcher(t, async (client) => {
+      if (t.mode === 'streaming') {
+        let taskId;
+        for await (const { payload: p } of client.sendMessageStream(message(t))) {
+          if (p?.$case === 'task') taskId ??= p.value.id;
+          else if (p?.$case === 'statusUpdate' || p?.$case === 'artifactUpdate') taskId ??= p.value.taskId;
+          if (taskId && (p?.$case === 'task' || p?.$case === 'statusUpdate')) saw(taskId, p.value.status?.state);
         }
-        const r = await client.sendMessage(message(t));
-        const task = r?.task ?? r;
-        if (!task?.id) throw new Error(`no task in ${JSON.stringify(r).slice(0, 200)}`);
-        accepted.set(t.i, task.id);
-        seenStates.set(task.id, [...(seenStates.get(task.id) ?? []), task.status?.state]);
-        return;
-      } catch {
-        await sleep(250 * Math.min(attempt + 1, 8));
+        if (taskId) return taskId;
+        throw new Error('stream ended without a task');
       }
+      const r = await client.sendMessage(message(t));
+      const task = r?.task ?? r;
+      if (!task?.id) throw new Error(`no task in ${JSON.stringify(r).slice(0, 200)}`);
+      saw(task.id, task.status?.state);
+      return task.id;
+    }).catch((err) => log(`task ${t.i}: never accepted: ${err}`));
+    if (!id) return;
+    accepted.set(t.i, id);
+    if (!t.push) return;
+    const sub = { configId: t.push.configId, receiver: t.push.receiver, taskId: id, token: t.push.token, i: t.i };
+    sub.auth = t.push.auth ? `${t.push.auth.scheme} ${t.push.auth.credentials}` : undefined;
+    sub.expectAll = t.push.how === 'send';
+    if (t.push.how === 'create') {
+      // Events projected before the config existed are not pushed; the final one is, if it came later.
+      const made = await onAnyDispatcher(t, (c) => c.createTaskPushNotificationConfig({ ...pushConfig(t), taskId: id })).catch((err) =>
+        log(`task ${t.i}: push config not created: ${err}`),
+      );
+      if (!made) return;
+      const now = await onAnyDispatcher(t, (c) => c.getTask({ tenant: '', id, historyLength: 0 })).catch(() => undefined);
+      sub.expectFinal = now !== undefined && !TERMINAL.has(stateName(now.status?.state));
     }
-    log(`task ${t.i}: never accepted after 40 attempts`);
+    subs.push(sub);
   };
+  const submitStart = Date.now();
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
       while (next < N) {
         const t = tasks[next++];
+        // CHAOS_MIN_SUBMIT_MS spreads a short run over the fault schedule (task i not before i/N of it).
+        await sleep(Math.max(0, submitStart + (MIN_SUBMIT_MS * t.i) / N - Date.now()));
         await submitOne(t);
         if (t.i % 500 === 0) log(`submitted ${t.i}/${N}`);
       }
     }),
   );
   submitting = false;
+  log(`all submitted: ${accepted.size}/${N} accepted; the fault schedule runs to its end`);
   await faultLoop;
   report.accepted = accepted.size;
-  log(`all submitted: ${accepted.size}/${N} accepted; waiting for every task to finish`);
+  log('fault schedule done; waiting for every task to finish');
 
-  // --- Settle: every accepted task terminal -----------------------------------------------------
+  // --- Settle: every accepted task terminal (the dispatcher's table says which to ask; GetTask confirms)
   const pending = new Map([...accepted].map(([i, id]) => [id, tasks[i]]));
   const finalState = new Map();
   const until = Date.now() + SETTLE_TIMEOUT;
   while (pending.size > 0 && Date.now() < until) {
-    for (const [id, t] of [...pending]) {
-      try {
-        const client = await clientFor(t.tenant[1], dispatcherPorts[0]);
-        const task = await client.getTask({ tenant: '', id, historyLength: 0 });
-        const s = task.status?.state;
-        seenStates.set(id, [...(seenStates.get(id) ?? []), s]);
-        if (TERMINAL.has(s) || rank(stateName(s)) === 3) {
-          finalState.set(id, stateName(s));
-          pending.delete(id);
+    const ids = [...pending.keys()];
+    const done = (
+      await sql(`SELECT id FROM dispatcher.tasks WHERE id = ANY($1) AND state = ANY($2)`, [ids, [...TERMINAL]]).catch(() => [])
+    ).map((r) => r.id);
+    let k = 0;
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (k < done.length) {
+          const id = done[k++];
+          try {
+            const task = await (
+              await clientFor(pending.get(id).tenant[1], dispatcherPorts[0])
+            ).getTask({ tenant: '', id, historyLength: 0 });
+            const s = stateName(task.status?.state);
+            saw(id, s);
+            if (TERMINAL.has(s)) {
+              finalState.set(id, s);
+              pending.delete(id);
+            }
+          } catch {
+            /* dispatcher busy; next round */
+          }
         }
-      } catch {
-        /* dispatcher busy; next round */
-      }
-    }
+      }),
+    );
     if (pending.size > 0) await sleep(1000);
   }
   report.recoveryMs = Date.now() - lastFault;
   report.lost = N - accepted.size + pending.size;
-  const byState = {};
-  for (const s of finalState.values()) byState[s] = (byState[s] ?? 0) + 1;
-  report.finalStates = byState;
+  for (const s of finalState.values()) report.finalStates[s] = (report.finalStates[s] ?? 0) + 1;
+  log(`settled: ${finalState.size} terminal, ${pending.size} not`);
 
-  // --- Refunds per task --------------------------------------------------------------------------
-  const { rows } = await db.query(
-    `SELECT tenant, invoice_id, count(*)::int AS n FROM billing.refunds WHERE invoice_id LIKE 'INV-9%' GROUP BY 1, 2`,
-  );
+  // --- Refunds per task ----------------------------------------------------------------------------
+  const rows = await sql(`SELECT tenant, invoice_id, count(*)::int AS n FROM billing.refunds WHERE invoice_id LIKE 'INV-9%' GROUP BY 1, 2`);
   const refunds = new Map(rows.map((r) => [`${r.tenant}/${r.invoice_id}`, r.n]));
   // Exactly one refund per COMPLETED task, none for a task that ended otherwise (FAILED, CANCELED,
-  // REJECTED must not have moved money; a FAILED task with a refund would make the caller retry it).
+  // REJECTED must not have moved money: the caller would be right to try again).
   for (const [i, id] of accepted) {
     const n = refunds.get(`${tasks[i].tenant[0]}/${tasks[i].invoice}`) ?? 0;
     const state = finalState.get(id);
@@ -433,12 +561,11 @@ async function main() {
   }
   report.refundsApplied = rows.reduce((a, r) => a + r.n, 0);
 
-  // --- Every task that did not complete, explained from the run's own tables -------------------
-  report.notCompleted = [];
+  // --- Every task that did not complete, explained from the run's own tables ----------------------
   for (const [i, id] of accepted) {
     if (finalState.get(id) === 'TASK_STATE_COMPLETED') continue;
     const t = tasks[i];
-    const q = async (sql, params) => (await db.query(sql, params).catch((e) => ({ rows: [{ error: String(e) }] }))).rows;
+    const q = (text, params) => sql(text, params).catch((e) => [{ error: String(e) }]);
     const detail = {
       task: id,
       tenant: t.tenant[0],
@@ -454,134 +581,126 @@ async function main() {
         `SELECT execution_id, state, owner, attempt, final_state, reply_message, created_at, finished_at FROM agents.executions WHERE task_id = $1`,
         [id],
       ),
-      effects: await q(
-        `SELECT tool, state, reason, attempts, owner, result, created_at, resolved_at FROM agents.tool_effects WHERE task_id = $1`,
-        [id],
-      ),
-      refundRows: await q(`SELECT refund_id, idempotency_key, created_at FROM billing.refunds WHERE tenant = $1 AND invoice_id = $2`, [
-        t.tenant[0],
-        t.invoice,
+      effects: await q(`SELECT tool, state, reason, attempts, owner, created_at, resolved_at FROM agents.tool_effects WHERE task_id = $1`, [
+        id,
       ]),
     };
     report.notCompleted.push(detail);
     log(`not completed: ${JSON.stringify(detail)}`);
   }
 
-  // --- No regression in what clients saw ---------------------------------------------------------
+  // --- No regression in what clients saw ------------------------------------------------------------
   for (const states of seenStates.values()) {
     let max = 0;
-    for (const s of states.map(stateName)) {
+    for (const s of states) {
       if (rank(s) < max) report.regressions += 1;
       max = Math.max(max, rank(s));
     }
   }
 
-  // --- Lag back to 0 ------------------------------------------------------------------------------
-  report.lag = await lag(kafka);
-  // Push receivers: HOOK — push notifications come with branch dispatch2. Register a receiver per
-  // task above (taskPushNotificationConfig) and check here: every event at least once, exactly one
-  // per event id after deduping.
-  report.notes.push(
-    'push-receiver invariants: not checked (push notifications arrive with branch dispatch2; see the HOOK in scripts/chaos.mjs)',
-  );
-  report.notes.push('Postgres restart: skipped (the Postgres server is shared with other sessions on this machine)');
-
-  await db.end();
-  void billing;
-}
-
-function stateName(s) {
-  if (typeof s === 'string') return s;
-  return (
-    {
-      1: 'TASK_STATE_SUBMITTED',
-      2: 'TASK_STATE_WORKING',
-      3: 'TASK_STATE_COMPLETED',
-      4: 'TASK_STATE_FAILED',
-      5: 'TASK_STATE_CANCELED',
-      6: 'TASK_STATE_INPUT_REQUIRED',
-      7: 'TASK_STATE_REJECTED',
-      8: 'TASK_STATE_AUTH_REQUIRED',
-    }[s] ?? String(s)
-  );
-}
-
-/**
- * Lag of the consumer groups that do the work: the projector, the workers, and every group with a
- * live member (dead-letter topics excluded). A SIGKILLed dispatcher leaves its per-instance groups
- * (event fan-out, catalog) behind without members; nothing reads them again and the broker expires
- * them, so their lag is reported apart (`lagOfDeadInstances`), not counted.
- */
-async function lag(kafka) {
-  const a = kafka.admin();
-  await a.connect();
-  const workGroup = (g) => g === `${prefix}mesh.dispatcher.projector` || g.startsWith(`${prefix}agents.`);
-  try {
-    const until = Date.now() + 60000;
-    let total;
-    let dead;
-    do {
-      total = 0;
-      dead = {};
-      const { groups } = await a.listGroups();
-      const described = await a.describeGroups(groups.map((g) => g.groupId));
-      const topics = (await a.listTopics()).filter((t) => t.startsWith(prefix) && !t.endsWith('.dlq'));
-      for (const g of described.groups) {
-        let groupLag = 0;
-        const offsets = await a.fetchOffsets({ groupId: g.groupId, topics });
-        for (const t of offsets) {
-          const ends = await a.fetchTopicOffsets(t.topic);
-          for (const p of t.partitions) {
-            if (p.offset === '-1') continue;
-            const end = ends.find((e) => e.partition === p.partition);
-            groupLag += Math.max(0, Number(end?.offset ?? 0) - Number(p.offset));
-          }
-        }
-        if (g.members.length > 0 || workGroup(g.groupId)) total += groupLag;
-        else if (groupLag > 0) dead[g.groupId] = groupLag;
-      }
-      if (total === 0) break;
-      await sleep(1000);
-    } while (Date.now() < until);
-    report.lagOfDeadInstances = dead;
-    return total;
-  } finally {
-    await a.disconnect();
+  // --- Push: wait for the dispatcher's deliveries, then compare with the events topic --------------
+  const pushUntil = Date.now() + 120000;
+  while (Date.now() < pushUntil) {
+    const [{ n }] = await sql(`SELECT count(*)::int AS n FROM dispatcher.push_deliveries WHERE status = 'pending'`);
+    if (n === 0) break;
+    await sleep(1000);
   }
+  for (const s of subs) s.finalState = finalState.get(s.taskId);
+  const expected = await pushableEvents(kafka, topics.events(), new Set(subs.filter((s) => s.expectAll).map((s) => s.taskId)));
+  const recorded = new Map();
+  for (const r of await sql(`SELECT config_id, event_id, status FROM dispatcher.push_deliveries`)) {
+    const e = recorded.get(r.config_id) ?? { eventIds: new Set(), notDelivered: 0 };
+    e.eventIds.add(r.event_id);
+    if (r.status !== 'delivered') e.notDelivered += 1;
+    recorded.set(r.config_id, e);
+  }
+  report.push = receivers.check(subs, expected, recorded);
+
+  // --- Lag back to 0; dead letters --------------------------------------------------------------------
+  const lag = await workLag(kafka, prefix);
+  report.lag = lag.total;
+  report.lagOfDeadInstances = lag.dead;
+  report.deadLetters = await deadLetters(kafka, prefix);
 }
 
 async function cleanup() {
-  for (const c of [...children]) {
-    c.kill('SIGTERM');
-    await new Promise((r) => {
-      const t = setTimeout(() => (c.kill('SIGKILL'), r()), 10000);
-      c.once('exit', () => (clearTimeout(t), r()));
-    });
-  }
-  await stopBroker().catch(() => undefined);
-  if (brokerProc) await new Promise((r) => (brokerProc.exitCode !== null ? r() : brokerProc.once('exit', r)));
-  if (process.env.CHAOS_KEEP_DB === '1') log(`CHAOS_KEEP_DB=1: database mesh_chaos_${run} kept`);
-  else await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(`mesh_chaos_${run}`)} WITH (FORCE)`).catch(() => undefined);
-  await admin.end().catch(() => undefined);
+  await receivers?.stop().catch(() => undefined);
+  await Promise.all(
+    [...children].map(
+      (c) =>
+        new Promise((r) => {
+          if (c.exitCode !== null) return r();
+          const t = setTimeout(() => (c.kill('SIGKILL'), r()), 10000);
+          c.once('exit', () => (clearTimeout(t), r()));
+          c.kill('SIGTERM');
+        }),
+    ),
+  );
+  await broker.close();
+  if (pgRestarted) await ensurePostgres(pgPlan).catch((err) => log(`POSTGRES IS NOT RUNNING: ${err}`));
+  await dbPool?.end().catch(() => undefined);
+  if (process.env.CHAOS_KEEP_DB === '1') log(`CHAOS_KEEP_DB=1: database ${dbName} kept`);
+  else
+    await withRetry(
+      'drop database',
+      () => adminPool.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(dbName)} WITH (FORCE)`),
+      20000,
+    ).catch((err) => log(String(err)));
+  await adminPool.end().catch(() => undefined);
 }
 
+let cleaning;
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => {
+    log(`${sig}: cleaning up`);
+    cleaning ??= cleanup().finally(() => process.exit(130));
+  });
+}
 try {
   await main();
 } catch (err) {
   failed = true;
   report.error = String(err?.stack ?? err);
+  log(report.error);
 } finally {
-  await cleanup();
+  cleaning ??= cleanup();
+  await cleaning;
 }
+const p = report.push;
 const checks = {
   'lost = 0': report.lost === 0,
   'duplicate refunds = 0': report.duplicates === 0,
   'completed tasks without a refund = 0': report.missingRefunds === 0,
   'refunds of tasks that ended FAILED/CANCELED/REJECTED = 0': report.refundsOfUnsuccessful === 0,
-  'state regressions = 0': report.regressions === 0,
-  'consumer lag back to 0': report.lag === 0,
+  'state regressions seen by clients = 0': report.regressions === 0,
+  'consumer lag of the work groups back to 0': report.lag === 0,
+  'push: every expected event received at least once, final states agree, nothing left undelivered':
+    p !== null && p.missing === 0 && p.finalStateMismatches === 0 && p.undelivered === 0,
+  'push: deduping by event id leaves exactly one of each (same body, recorded by the dispatcher)':
+    p !== null && p.differingDuplicates === 0 && p.notRecorded === 0,
+  'push: no state regression as received': p !== null && p.regressions === 0,
+  'push: token and credentials on every delivery': p !== null && p.wrongCredentials === 0,
+  'the whole fault schedule ran': report.scheduleComplete,
 };
 for (const ok of Object.values(checks)) if (!ok) failed = true;
-console.log(JSON.stringify({ ...report, checks, elapsedMs: Date.now() - t0 }, null, 2));
-for (const [k, ok] of Object.entries(checks)) console.error(`${ok ? 'PASS' : 'FAIL'}  ${k}`);
+report.checks = checks;
+report.elapsedMs = Date.now() - t0;
+report.passed = !failed;
+if (process.env.CHAOS_REPORT_FILE) writeFileSync(process.env.CHAOS_REPORT_FILE, `${JSON.stringify(report, null, 2)}\n`);
+process.stdout.write(`${JSON.stringify(report)}\n`);
+console.error(
+  [
+    `chaos ${report.startedAt}: ${N} tasks, ${report.accepted} accepted, final ${JSON.stringify(report.finalStates)}, ` +
+      `${report.refundsApplied} refunds, recovery ${report.recoveryMs} ms after the last fault, ${(report.elapsedMs / 1000).toFixed(0)} s`,
+    `faults: ${report.faults.map((f) => `${f.what} @${(f.at / 1000).toFixed(1)}s`).join('; ')}`,
+    p &&
+      `push: ${p.configs} configs, ${p.expectedEvents} expected events, ${p.deliveries} deliveries (${p.distinctEvents} distinct, ` +
+        `${p.duplicateDeliveries} duplicates), ${p.refusedWith503} refused with 503, missing ${p.missing}, regressions ${p.regressions}`,
+    `throttled: ${JSON.stringify(report.throttled)}; dead letters: ${JSON.stringify(report.deadLetters)}`,
+    ...report.notes.map((n) => `note: ${n}`),
+    ...Object.entries(checks).map(([k, ok]) => `${ok ? 'PASS' : 'FAIL'}  ${k}`),
+  ]
+    .filter(Boolean)
+    .join('\n'),
+);
 process.exit(failed ? 1 : 0);

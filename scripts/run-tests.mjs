@@ -38,7 +38,13 @@ const distDirs = [
 const all = distDirs.flatMap((d) => walk(d));
 const matches = (f) => filters.length === 0 || filters.some((x) => f.includes(x));
 const unit = all.filter((f) => f.endsWith('.spec.js') && matches(f)).sort();
-const integration = all.filter((f) => f.endsWith('.integration-spec.js') && matches(f)).sort();
+// The chaos spec (test/chaos/) runs last: it stops its own broker and restarts Postgres, which
+// must never overlap another spec (files run one at a time, in this order).
+const lastOf = (f) => (f.includes(`${join('test', 'dist', 'chaos')}/`) ? 1 : 0);
+const integration = all
+  .filter((f) => f.endsWith('.integration-spec.js') && matches(f))
+  .sort()
+  .sort((a, b) => lastOf(a) - lastOf(b));
 const files = only === '--unit' ? unit : only === '--integration' ? integration : [...unit, ...integration];
 if (files.length === 0) {
   console.error('run-tests: no test files matched');

@@ -1,0 +1,206 @@
+// The chaos run's own Kafka broker (scripts/chaos.mjs): started with scripts/kafka.sh on its own
+// ports and home, stopped and started again with its data (the broker fault), and read at the end:
+// consumer lag of the groups that do the work, and every task event (the push invariants' source).
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { decodeEnvelope } from '@mesh/contract';
+
+export class ChaosBroker {
+  /** `port`, `controllerPort`, `home` as for scripts/kafka.sh (KAFKA_PORT, KAFKA_CONTROLLER_PORT, KAFKA_HOME_DIR). */
+  constructor(root, { port, controllerPort, home }) {
+    this.root = root;
+    this.port = port;
+    this.home = home;
+    this.env = {
+      ...process.env,
+      KAFKA_PORT: String(port),
+      KAFKA_CONTROLLER_PORT: String(controllerPort),
+      KAFKA_HOME_DIR: home,
+      KAFKA_HEAP: '512m',
+    };
+    this.pidFile = `${home}/kafka-${port}.pid`;
+    this.proc = undefined; // set after a restart (then this process owns the broker directly)
+    this.started = false;
+  }
+
+  get brokers() {
+    return `127.0.0.1:${this.port}`;
+  }
+
+  /** Fresh broker via scripts/kafka.sh; refuses a port something already listens on (another run's broker). */
+  start() {
+    const sh = (cmd) => spawnSync(`${this.root}scripts/kafka.sh`, [cmd], { env: this.env, stdio: ['ignore', 2, 'inherit'] });
+    if (sh('status').status === 0)
+      throw new Error(`something already listens on 127.0.0.1:${this.port}; another chaos run? (CHAOS_KAFKA_PORT)`);
+    // Reuse the repo's fetched jars instead of downloading them again into this home.
+    const repoLibs = `${this.root}.kafka/libs`;
+    if (!existsSync(`${this.home}/libs`) && existsSync(repoLibs) && readdirSync(repoLibs).some((f) => f.startsWith('.complete-'))) {
+      mkdirSync(this.home, { recursive: true });
+      symlinkSync(repoLibs, `${this.home}/libs`);
+    }
+    if (sh('start').status !== 0) throw new Error('could not start the chaos broker');
+    this.started = true;
+  }
+
+  /** SIGTERM (a clean broker shutdown, data kept), SIGKILL after 30 s. */
+  async stop() {
+    const pid = this.proc?.pid ?? Number(readFileSync(this.pidFile, 'utf8'));
+    try {
+      process.kill(pid, 'SIGTERM');
+    } catch {
+      return;
+    }
+    for (let i = 0; i < 120; i++) {
+      try {
+        process.kill(pid, 0);
+      } catch {
+        return;
+      }
+      await sleep(250);
+    }
+    process.kill(pid, 'SIGKILL');
+  }
+
+  /** Starts the broker again on its existing data and config (what kafka.sh start would wipe); resolves once it listens. */
+  async startAgain() {
+    const logs = `${this.home}/logs-${this.port}`;
+    this.proc = spawn(
+      process.env.JAVA_HOME ? `${process.env.JAVA_HOME}/bin/java` : 'java',
+      [
+        '-Xms128m',
+        '-Xmx512m',
+        '-XX:+UseG1GC',
+        `-Dkafka.logs.dir=${logs}`,
+        `-Dlog4j2.configurationFile=${this.root}scripts/kafka/log4j2.yaml`,
+        '-cp',
+        `${this.home}/libs/*`,
+        'kafka.Kafka',
+        `${this.home}/server-${this.port}.properties`,
+      ],
+      { stdio: 'ignore' },
+    );
+    for (let i = 0; i < 240; i++) {
+      if (spawnSync(`${this.root}scripts/kafka.sh`, ['status'], { env: this.env, stdio: 'ignore' }).status === 0) return;
+      if (this.proc.exitCode !== null) throw new Error(`the broker exited (${this.proc.exitCode}) while starting again`);
+      await sleep(250);
+    }
+    throw new Error('the broker did not listen within 60 s of starting again');
+  }
+
+  /** Stops the broker for good at the end of the run. */
+  async close() {
+    if (!this.started) return;
+    await this.stop().catch(() => undefined);
+    if (this.proc && this.proc.exitCode === null) await new Promise((r) => this.proc.once('exit', r));
+  }
+}
+
+/**
+ * Lag of the consumer groups that do the work: the projector, the workers, and every group with a
+ * live member (dead-letter topics excluded). A SIGKILLed dispatcher leaves its per-instance groups
+ * (event fan-out, catalog) behind without members; nothing reads them again and the broker expires
+ * them, so their lag is returned apart (`dead`), not counted. Waits up to `timeoutMs` for 0.
+ */
+export async function workLag(kafka, prefix, timeoutMs = 60000) {
+  const a = kafka.admin();
+  await a.connect();
+  const workGroup = (g) => g === `${prefix}mesh.dispatcher.projector` || g.startsWith(`${prefix}agents.`);
+  try {
+    const until = Date.now() + timeoutMs;
+    let total;
+    let dead;
+    do {
+      total = 0;
+      dead = {};
+      const { groups } = await a.listGroups();
+      const described = await a.describeGroups(groups.map((g) => g.groupId));
+      const topics = (await a.listTopics()).filter((t) => t.startsWith(prefix) && !t.endsWith('.dlq'));
+      for (const g of described.groups) {
+        let groupLag = 0;
+        const offsets = await a.fetchOffsets({ groupId: g.groupId, topics });
+        for (const t of offsets) {
+          const ends = await a.fetchTopicOffsets(t.topic);
+          for (const p of t.partitions) {
+            if (p.offset === '-1') continue;
+            const end = ends.find((e) => e.partition === p.partition);
+            groupLag += Math.max(0, Number(end?.offset ?? 0) - Number(p.offset));
+          }
+        }
+        if (g.members.length > 0 || workGroup(g.groupId)) total += groupLag;
+        else if (groupLag > 0) dead[g.groupId] = groupLag;
+      }
+      if (total === 0) break;
+      await sleep(1000);
+    } while (Date.now() < until);
+    return { total, dead };
+  } finally {
+    await a.disconnect();
+  }
+}
+
+/** Records on the run's dead-letter topics, by topic (a dead-lettered command or event is a lost task). */
+export async function deadLetters(kafka, prefix) {
+  const a = kafka.admin();
+  await a.connect();
+  try {
+    const out = {};
+    for (const t of (await a.listTopics()).filter((x) => x.startsWith(prefix) && x.endsWith('.dlq'))) {
+      const n = (await a.fetchTopicOffsets(t)).reduce((s, p) => s + Number(p.high) - Number(p.low), 0);
+      if (n > 0) out[t] = n;
+    }
+    return out;
+  } finally {
+    await a.disconnect();
+  }
+}
+
+/**
+ * The event ids `{executionId}:{seq}` a push subscriber of each task must get, read from the events
+ * topic (independently of the dispatcher's tables): per task in offset order, every status or
+ * artifact event whose seq is above every earlier one, up to and including the first final status —
+ * the events the projector applies (a lower or equal seq is a duplicate or a dead owner's leftover).
+ */
+export async function pushableEvents(kafka, topic, taskIds) {
+  const a = kafka.admin();
+  await a.connect();
+  const ends = await a.fetchTopicOffsets(topic).finally(() => a.disconnect());
+  const remaining = new Map(ends.filter((p) => Number(p.high) > Number(p.low)).map((p) => [p.partition, Number(p.high)]));
+  const state = new Map(); // taskId → { ids: [], maxSeq, closed }
+  const groupId = `${topic}.chaos-check.${Date.now()}`;
+  const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 200 });
+  await consumer.connect();
+  await consumer.subscribe({ topics: [topic], fromBeginning: true });
+  let done;
+  const finished = new Promise((r) => (done = r));
+  if (remaining.size === 0) done();
+  await consumer.run({
+    autoCommit: false,
+    eachMessage: async ({ partition, message }) => {
+      if (Number(message.offset) + 1 >= (remaining.get(partition) ?? 0)) {
+        remaining.delete(partition);
+        if (remaining.size === 0) done();
+      }
+      let env;
+      try {
+        env = decodeEnvelope(message);
+      } catch {
+        return;
+      }
+      if (!taskIds.has(env.identity.taskId) || (env.kind !== 'task.status' && env.kind !== 'task.artifact')) return;
+      const s = state.get(env.identity.taskId) ?? { ids: [], maxSeq: -1, closed: false };
+      state.set(env.identity.taskId, s);
+      if (s.closed || env.body.seq <= s.maxSeq) return;
+      s.maxSeq = env.body.seq;
+      s.ids.push(`${env.identity.executionId}:${env.body.seq}`);
+      if (env.kind === 'task.status' && env.body.final) s.closed = true;
+    },
+  });
+  await Promise.race([finished, sleep(60000)]);
+  await consumer.disconnect();
+  const a2 = kafka.admin();
+  await a2.connect();
+  await a2.deleteGroups([groupId]).catch(() => undefined);
+  await a2.disconnect();
+  return new Map([...state].map(([id, s]) => [id, s.ids]));
+}
