@@ -229,3 +229,30 @@ test("a task's events reach a receiver in order: a refused delivery is retried b
     [`${exec}:0`, `${exec}:1`, `${exec}:2`],
   );
 });
+
+test('a push config given with SendMessage is checked before the task is stored, and stored with it', async () => {
+  const client = await a2aClient(env.url, 'hook', 'JSONRPC');
+  const refused = userMessage('refused hook');
+  const withConfig = (message: ReturnType<typeof userMessage>, url: string) =>
+    ({
+      ...sendRequest(message, { returnImmediately: true }),
+      configuration: {
+        acceptedOutputModes: [],
+        returnImmediately: true,
+        historyLength: undefined,
+        taskPushNotificationConfig: { tenant: '', id: 'w', taskId: '', url, token: '', authentication: undefined },
+      },
+    }) as never;
+  await assert.rejects(client.sendMessage(withConfig(refused, 'http://10.0.0.1/hook')), /push URL refused/);
+  const dedup = await sql<{ n: number }>(env.databaseUrl, `SELECT count(*)::int AS n FROM dispatcher.message_dedup WHERE message_id = $1`, [
+    refused.messageId,
+  ]);
+  assert.equal(dedup[0].n, 0, 'no task, no command for a refused config');
+  const accepted = userMessage('accepted hook');
+  const task = (await client.sendMessage(withConfig(accepted, hookUrl('/with-task')))) as Task;
+  // Stored in the same statement as the task and its command: no event of the task can come first.
+  const [row] = await sql<{ n: number }>(env.databaseUrl, `SELECT count(*)::int AS n FROM dispatcher.push_configs WHERE task_id = $1`, [
+    task.id,
+  ]);
+  assert.equal(row.n, 1);
+});

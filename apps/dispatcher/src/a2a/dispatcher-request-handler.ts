@@ -119,18 +119,24 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     if (!message.parts?.length) throw new RequestMalformedError('message.parts must not be empty');
     const headers = (context.state.get(STATE_HEADERS_KEY) ?? {}) as Record<string, string | string[] | undefined>;
     const deadlineUnixMs = this.deadlineOf(message, headers);
+    // A config given with the message is checked first and stored in the same statement as the
+    // task, so no event of the task can be projected before it exists (stored afterwards, the relay
+    // of another replica could send the command and the first events went unpushed).
+    const pushConfig = params.configuration?.taskPushNotificationConfig;
+    const push = pushConfig ? await this.push.validate(pushConfig) : undefined;
     const { task, duplicate } = await this.tasks.accept({
       principal,
       agent: this.agent,
       message,
+      ...(push ? { push } : {}),
       ...(deadlineUnixMs !== undefined ? { deadlineUnixMs } : {}),
       // The server span's own context (it continues a caller's traceparent when one was sent).
       traceparent: traceHeaders().traceparent ?? (typeof headers.traceparent === 'string' ? headers.traceparent : undefined),
     });
     trace.getActiveSpan()?.setAttributes({ [SpanAttr.taskId]: task.id, [SpanAttr.contextId]: task.contextId });
-    // A config given with the message is stored before the command can produce any event.
-    const pushConfig = params.configuration?.taskPushNotificationConfig;
-    if (pushConfig && !duplicate) await this.push.create(principal.tenant, task.id, { ...pushConfig, taskId: task.id });
+    // A retry of an accepted message (or the same work already running) stores the config now,
+    // from here on; the same id replaces it.
+    if (pushConfig && duplicate) await this.push.create(principal.tenant, task.id, { ...pushConfig, taskId: task.id });
     this.relay.kick();
     return task;
   }

@@ -22,6 +22,21 @@ export interface PushOptions {
   pollMs: number;
 }
 
+/** A push config that passed `validate`, ready to be stored with a task id. */
+export interface ValidPushConfig {
+  id: string;
+  url: string;
+  token: string;
+  authScheme: string | null;
+  authCredentials: string | null;
+}
+
+/** Stores a config ($1 tenant, $2 task id, $3 id, $4 url, $5 token, $6 auth scheme, $7 credentials); the same id replaces it. */
+export const UPSERT_PUSH_CONFIG = `INSERT INTO dispatcher.push_configs (tenant, task_id, id, url, token, auth_scheme, auth_credentials)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (tenant, task_id, id) DO UPDATE SET url = EXCLUDED.url, token = EXCLUDED.token,
+         auth_scheme = EXCLUDED.auth_scheme, auth_credentials = EXCLUDED.auth_credentials`;
+
 interface ConfigRow {
   tenant: string;
   task_id: string;
@@ -107,8 +122,8 @@ export class PushService {
     this.deliveries = new StatementBatcher((events) => insertDeliveries(ds, events), { maxBatch: 256, maxInFlight: 4 });
   }
 
-  async create(tenant: string, taskId: string, cfg: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
-    await this.requireTask(tenant, taskId);
+  /** Checks a config (URL given and allowed by the egress policy) and gives it an id when it has none. */
+  async validate(cfg: TaskPushNotificationConfig): Promise<ValidPushConfig> {
     if (!cfg.url) throw new RequestMalformedError('url is required');
     try {
       await this.policy.check(cfg.url);
@@ -116,15 +131,27 @@ export class PushService {
       if (err instanceof EgressRefused) throw new RequestMalformedError(`push URL refused: ${err.message}`);
       throw err;
     }
-    const id = cfg.id?.trim() || newId();
-    const rows: ConfigRow[] = await this.ds.query(
-      `INSERT INTO dispatcher.push_configs (tenant, task_id, id, url, token, auth_scheme, auth_credentials)
-       VALUES ($1, $2, $3, $4, $5, $6, $7)
-       ON CONFLICT (tenant, task_id, id) DO UPDATE SET url = EXCLUDED.url, token = EXCLUDED.token,
-         auth_scheme = EXCLUDED.auth_scheme, auth_credentials = EXCLUDED.auth_credentials
-       RETURNING *`,
-      [tenant, taskId, id, cfg.url, cfg.token ?? '', cfg.authentication?.scheme ?? null, cfg.authentication?.credentials ?? null],
-    );
+    return {
+      id: cfg.id?.trim() || newId(),
+      url: cfg.url,
+      token: cfg.token ?? '',
+      authScheme: cfg.authentication?.scheme ?? null,
+      authCredentials: cfg.authentication?.credentials ?? null,
+    };
+  }
+
+  async create(tenant: string, taskId: string, cfg: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
+    await this.requireTask(tenant, taskId);
+    const v = await this.validate(cfg);
+    const rows: ConfigRow[] = await this.ds.query(`${UPSERT_PUSH_CONFIG} RETURNING *`, [
+      tenant,
+      taskId,
+      v.id,
+      v.url,
+      v.token,
+      v.authScheme,
+      v.authCredentials,
+    ]);
     return toConfig(rows[0]);
   }
 

@@ -55,7 +55,7 @@ export async function preparedQuery<R>(ds: DataSource, name: string, text: strin
   return (await pool.query({ name, text, values })).rows;
 }
 
-/** One new task as insertNewTasks writes it: dedup claim, task, first execution, outbox command. */
+/** One new task as insertNewTasks writes it: dedup claim, task, first execution, outbox command, push config. */
 export interface NewTaskRow {
   tenant: string;
   agent_id: string;
@@ -73,6 +73,12 @@ export interface NewTaskRow {
   value: string;
   work_hash: string | null;
   deadline_at: string | null;
+  /** The push config given with the message (null: none), stored with the task. */
+  push_id: string | null;
+  push_url: string | null;
+  push_token: string | null;
+  push_auth_scheme: string | null;
+  push_auth_credentials: string | null;
 }
 
 /**
@@ -90,7 +96,8 @@ export async function insertNewTasks(ds: DataSource, rows: NewTaskRow[]): Promis
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(
          tenant text, agent_id text, message_id text, content_hash text, task_id text, context_id text, state text,
          status_timestamp timestamptz, task jsonb, execution_id text, topic text, key text, headers jsonb, value text,
-         work_hash text, deadline_at timestamptz, ord int)),
+         work_hash text, deadline_at timestamptz, push_id text, push_url text, push_token text, push_auth_scheme text,
+         push_auth_credentials text, ord int)),
      d AS (
        INSERT INTO dispatcher.message_dedup (tenant, agent_id, message_id, content_hash, task_id, turn)
        SELECT tenant, agent_id, message_id, content_hash, task_id, 1 FROM v ORDER BY ord
@@ -104,7 +111,11 @@ export async function insertNewTasks(ds: DataSource, rows: NewTaskRow[]): Promis
        SELECT v.execution_id, v.task_id, v.tenant, 1, v.message_id FROM v JOIN t ON t.id = v.task_id RETURNING task_id),
      o AS (
        INSERT INTO dispatcher.outbox (topic, key, headers, value, agent_id)
-       SELECT v.topic, v.key, v.headers, v.value, v.agent_id FROM v JOIN e ON e.task_id = v.task_id ORDER BY v.ord RETURNING 1)
+       SELECT v.topic, v.key, v.headers, v.value, v.agent_id FROM v JOIN e ON e.task_id = v.task_id ORDER BY v.ord RETURNING 1),
+     p AS (
+       INSERT INTO dispatcher.push_configs (tenant, task_id, id, url, token, auth_scheme, auth_credentials)
+       SELECT v.tenant, v.task_id, v.push_id, v.push_url, v.push_token, v.push_auth_scheme, v.push_auth_credentials
+       FROM v JOIN t ON t.id = v.task_id WHERE v.push_url IS NOT NULL RETURNING 1)
      SELECT task_id FROM e`,
     [JSON.stringify(rows.map((r, ord) => ({ ...r, ord })))],
   );

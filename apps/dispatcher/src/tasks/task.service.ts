@@ -20,6 +20,7 @@ import { messageIdConflict } from './task.errors.js';
 import { StatementBatcher } from '@mesh/database';
 import { inTransaction, insertNewTasks, lockTask, type Json, type NewTaskRow, type TaskRow } from './task-db.js';
 import { listTasks } from './task-list.query.js';
+import { UPSERT_PUSH_CONFIG, type ValidPushConfig } from '../push/push.service.js';
 import { isInterrupted, isTerminal, parseState, stateName } from './task-state.js';
 
 /** What SendMessage asks for, after authentication and agent resolution. */
@@ -29,6 +30,8 @@ export interface AcceptInput {
   message: Message;
   deadlineUnixMs?: number;
   traceparent?: string;
+  /** A push config given with the message: stored with the task, before any event of it can exist. */
+  push?: ValidPushConfig;
 }
 
 /** Outcome of accepting a message: the task, and whether this was a retry of an accepted one. */
@@ -144,6 +147,8 @@ export class TaskService {
           messageId,
         ]);
         await this.enqueue(q, agent, Envelopes.run(identity, { turn, message }));
+        const p = input.push;
+        if (p) await q.query(UPSERT_PUSH_CONFIG, [tenant, taskId, p.id, p.url, p.token, p.authScheme, p.authCredentials]);
         return { task: Task.fromJSON(task), duplicate: false };
       });
     } catch (err) {
@@ -154,6 +159,7 @@ export class TaskService {
     }
   }
 
+  /** A SUBMITTED or WORKING task of the same tenant, agent, context and work hash. */
   private async findRunningWork(tenant: string, agentId: string, contextId: string, work: string): Promise<Task | undefined> {
     const rows: TaskRow[] = await this.ds.query(
       `SELECT task FROM dispatcher.tasks
@@ -166,9 +172,9 @@ export class TaskService {
   }
 
   /**
-   * The hot path, a message that starts a task: dedup claim, task, execution and outbox command
-   * in one statement, batched with the concurrent requests' (see insertNewTasks). Nothing is
-   * written when the dedup claim loses; undefined then.
+   * The hot path, a message that starts a task: dedup claim, task, execution, outbox command and
+   * the push config given with it in one statement, batched with the concurrent requests' (see
+   * insertNewTasks). Nothing is written when the dedup claim loses; undefined then.
    */
   private async acceptNew(input: AcceptInput, incoming: Json, hash: string, work?: string): Promise<Task | undefined> {
     const { principal, agent } = input;
@@ -197,6 +203,11 @@ export class TaskService {
       value: cmd.value,
       work_hash: work ?? null,
       deadline_at: input.deadlineUnixMs !== undefined ? new Date(input.deadlineUnixMs).toISOString() : null,
+      push_id: input.push?.id ?? null,
+      push_url: input.push?.url ?? null,
+      push_token: input.push?.token ?? null,
+      push_auth_scheme: input.push?.authScheme ?? null,
+      push_auth_credentials: input.push?.authCredentials ?? null,
     });
     if (!created) return undefined;
     this.created?.(
