@@ -64,6 +64,7 @@ const CONCURRENCY = num('CHAOS_CONCURRENCY', 48);
 const KILL_EVERY = num('CHAOS_KILL_EVERY_MS', 3000);
 const WORKER_KILLS = num('CHAOS_WORKER_KILLS', Infinity);
 const MIN_SUBMIT_MS = num('CHAOS_MIN_SUBMIT_MS', 0);
+const FAULTS = new Set((process.env.CHAOS_FAULTS ?? 'worker,dispatcher,receiver,broker,postgres').split(',').map((f) => f.trim()));
 const SETTLE_TIMEOUT = num('CHAOS_SETTLE_TIMEOUT_MS', 300000);
 const PORT_BASE = num('CHAOS_PORT_BASE', 18180);
 const broker = new ChaosBroker(root, {
@@ -99,13 +100,16 @@ const report = {
   lagOfDeadInstances: {},
   deadLetters: {},
   push: null,
-  throttled: { 429: 0, 503: 0 },
+  throttled: {}, // "429 RATE_LIMITED" etc. → { n, firstAt, lastAt } (ms from the start)
   faults: [],
   scheduleComplete: false,
   recoveryMs: null,
+  drainMs: null,
   notCompleted: [],
+  unexpectedExits: [],
   notes: [],
 };
+let cleaningUp = false;
 
 // --- Postgres of the chaos process itself: a pool (it reconnects after the restart) -----------
 const withRetry = async (what, fn, ms = 60000) => {
@@ -134,7 +138,13 @@ function child(name, script, env) {
   const c = spawn(process.execPath, [script], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   c.name = name;
   children.add(c);
-  c.on('exit', () => children.delete(c));
+  c.on('exit', (code, signal) => {
+    children.delete(c);
+    // A process that was up and was not killed by the schedule or the cleanup: the apps must survive
+    // every fault (a broker restart, a Postgres restart) without exiting.
+    if (c.up && !c.killed && !cleaningUp)
+      report.unexpectedExits.push({ name, code, signal, at: Date.now() - t0, log: c.tail.join('').slice(-1500) });
+  });
   c.tail = [];
   c.stderr.on('data', (d) => {
     c.tail.push(String(d));
@@ -190,7 +200,9 @@ async function supervise(list, i, spawnIt, health) {
   for (let attempt = 1; ; attempt++) {
     list[i] = spawnIt(i);
     try {
-      return await waitHttp(health, list[i]);
+      await waitHttp(health, list[i]);
+      list[i].up = true;
+      return;
     } catch (err) {
       if (attempt >= 15 || list[i].exitCode === null) throw err;
       await sleep(2000);
@@ -220,8 +232,10 @@ async function clientFor(key, port) {
         const res = await fetch(input, { ...init, headers, signal: AbortSignal.timeout(30000) });
         const after = Number(res.headers.get('retry-after'));
         if ((res.status !== 429 && res.status !== 503) || !(after >= 0) || attempt >= 30) return res;
-        report.throttled[res.status] += 1;
-        await res.body?.cancel();
+        const reason = /"reason"\s*:\s*"([A-Z_]+)"/.exec(await res.text())?.[1] ?? 'unknown';
+        const seen = (report.throttled[`${res.status} ${reason}`] ??= { n: 0, firstAt: Date.now() - t0, lastAt: 0 });
+        seen.n += 1;
+        seen.lastAt = Date.now() - t0;
         await sleep(Math.max(100, after * 1000) * (0.5 + Math.random()));
       }
     };
@@ -254,7 +268,9 @@ let pgRestarted = false;
 
 async function main() {
   log(`run ${run}: ${N} tasks, ${WORKERS} workers, concurrency ${CONCURRENCY}, own broker on ${broker.brokers}`);
-  if (pgPlan.skip) report.notes.push(`Postgres restart: skipped (${pgPlan.skip})`);
+  if (!FAULTS.has('postgres')) report.notes.push('Postgres restart: not in CHAOS_FAULTS');
+  else if (pgPlan.skip) report.notes.push(`Postgres restart: skipped (${pgPlan.skip})`);
+  if (FAULTS.size < 5) report.notes.push(`faults limited to CHAOS_FAULTS=${[...FAULTS].join(',')}`);
   broker.start();
   log('broker up');
   await adminPool.query(`CREATE DATABASE ${pg.escapeIdentifier(dbName)}`);
@@ -266,6 +282,7 @@ async function main() {
     CHAOS_HANG_MS: '4000',
   });
   await waitHttp(`http://127.0.0.1:${billingPort}/healthz`, billing);
+  billing.up = true;
   log('billing-tools up');
   await startDispatcher(0); // one after the other: the first creates the topics
   await startDispatcher(1);
@@ -380,8 +397,9 @@ async function main() {
     report.faults.push({ at: Date.now() - t0, what });
     log(what);
   };
-  const oneOffs = [
+  let oneOffs = [
     {
+      kind: 'dispatcher',
       at: num('CHAOS_DISPATCHER_KILL_AT_MS', 8000),
       run: async () => {
         dispatchers[1].kill('SIGKILL');
@@ -392,6 +410,7 @@ async function main() {
       },
     },
     {
+      kind: 'receiver',
       at: num('CHAOS_RECEIVER_OUTAGE_AT_MS', 14000),
       run: async () => {
         fault('push receiver-a down');
@@ -400,6 +419,7 @@ async function main() {
       },
     },
     {
+      kind: 'broker',
       at: num('CHAOS_BROKER_RESTART_AT_MS', 20000),
       run: async () => {
         fault('broker stop');
@@ -412,6 +432,7 @@ async function main() {
   ];
   if (pgPlan.cluster) {
     oneOffs.push({
+      kind: 'postgres',
       at: num('CHAOS_POSTGRES_RESTART_AT_MS', 32000),
       run: async () => {
         fault(`Postgres restart (pg_ctlcluster ${pgPlan.cluster.join(' ')} restart)`);
@@ -421,12 +442,13 @@ async function main() {
       },
     });
   }
+  oneOffs = oneOffs.filter((f) => FAULTS.has(f.kind));
   // Worker kills and the one-off faults run side by side; the one-offs run to the end of the
   // schedule even when submitting ends first.
   const started = Date.now();
   let kills = 0;
   const killLoop = (async () => {
-    while (kills < WORKER_KILLS && (submitting || kills === 0)) {
+    while (FAULTS.has('worker') && kills < WORKER_KILLS && (submitting || kills === 0)) {
       await sleep(KILL_EVERY);
       const w = kills++ % workers.length;
       workers[w].kill('SIGKILL');
@@ -450,7 +472,7 @@ async function main() {
     }
   })();
   const faultLoop = Promise.all([killLoop, oneOffLoop]).then(() => {
-    report.scheduleComplete = kills > 0 && oneOffsFailed === 0;
+    report.scheduleComplete = (kills > 0 || !FAULTS.has('worker')) && oneOffsFailed === 0;
   });
 
   // --- Submit -------------------------------------------------------------------------------------
@@ -505,6 +527,7 @@ async function main() {
     }),
   );
   submitting = false;
+  const submittedAt = Date.now();
   log(`all submitted: ${accepted.size}/${N} accepted; the fault schedule runs to its end`);
   await faultLoop;
   report.accepted = accepted.size;
@@ -542,7 +565,10 @@ async function main() {
     );
     if (pending.size > 0) await sleep(1000);
   }
+  // Recovery: from the end of the last fault until every task was terminal; drain: from the last
+  // submission until then (a short run may still be submitting when its last fault ends).
   report.recoveryMs = Date.now() - lastFault;
+  report.drainMs = Date.now() - submittedAt;
   report.lost = N - accepted.size + pending.size;
   for (const s of finalState.values()) report.finalStates[s] = (report.finalStates[s] ?? 0) + 1;
   log(`settled: ${finalState.size} terminal, ${pending.size} not`);
@@ -624,6 +650,7 @@ async function main() {
 }
 
 async function cleanup() {
+  cleaningUp = true;
   await receivers?.stop().catch(() => undefined);
   await Promise.all(
     [...children].map(
@@ -681,6 +708,7 @@ const checks = {
   'push: no state regression as received': p !== null && p.regressions === 0,
   'push: token and credentials on every delivery': p !== null && p.wrongCredentials === 0,
   'the whole fault schedule ran': report.scheduleComplete,
+  'no process exited unless killed by the schedule': report.unexpectedExits.length === 0,
 };
 for (const ok of Object.values(checks)) if (!ok) failed = true;
 report.checks = checks;
@@ -691,12 +719,15 @@ process.stdout.write(`${JSON.stringify(report)}\n`);
 console.error(
   [
     `chaos ${report.startedAt}: ${N} tasks, ${report.accepted} accepted, final ${JSON.stringify(report.finalStates)}, ` +
-      `${report.refundsApplied} refunds, recovery ${report.recoveryMs} ms after the last fault, ${(report.elapsedMs / 1000).toFixed(0)} s`,
+      `${report.refundsApplied} refunds, all terminal ${report.recoveryMs} ms after the last fault and ${report.drainMs} ms after the last submission, ${(report.elapsedMs / 1000).toFixed(0)} s`,
     `faults: ${report.faults.map((f) => `${f.what} @${(f.at / 1000).toFixed(1)}s`).join('; ')}`,
     p &&
       `push: ${p.configs} configs, ${p.expectedEvents} expected events, ${p.deliveries} deliveries (${p.distinctEvents} distinct, ` +
         `${p.duplicateDeliveries} duplicates), ${p.refusedWith503} refused with 503, missing ${p.missing}, regressions ${p.regressions}`,
     `throttled: ${JSON.stringify(report.throttled)}; dead letters: ${JSON.stringify(report.deadLetters)}`,
+    ...report.unexpectedExits.map(
+      (e) => `UNEXPECTED EXIT: ${e.name} (${e.code ?? e.signal}) @${(e.at / 1000).toFixed(1)}s: ${e.log.slice(-300)}`,
+    ),
     ...report.notes.map((n) => `note: ${n}`),
     ...Object.entries(checks).map(([k, ok]) => `${ok ? 'PASS' : 'FAIL'}  ${k}`),
   ]
