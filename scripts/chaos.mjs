@@ -60,7 +60,7 @@ const arg = (name, dflt) => {
 const num = (name, dflt) => Number(process.env[name] ?? dflt);
 const N = Number(arg('tasks', process.env.CHAOS_TASKS ?? 5000));
 const WORKERS = num('CHAOS_WORKERS', 2);
-const CONCURRENCY = num('CHAOS_CONCURRENCY', 48);
+const CONCURRENCY = num('CHAOS_CONCURRENCY', 96);
 const KILL_EVERY = num('CHAOS_KILL_EVERY_MS', 3000);
 const WORKER_KILLS = num('CHAOS_WORKER_KILLS', Infinity);
 const MIN_SUBMIT_MS = num('CHAOS_MIN_SUBMIT_MS', 0);
@@ -567,7 +567,7 @@ async function main() {
   }
   // Recovery: from the end of the last fault until every task was terminal; drain: from the last
   // submission until then (a short run may still be submitting when its last fault ends).
-  report.recoveryMs = Date.now() - lastFault;
+  report.recoveryMs = report.faults.length > 0 ? Date.now() - lastFault : null;
   report.drainMs = Date.now() - submittedAt;
   report.lost = N - accepted.size + pending.size;
   for (const s of finalState.values()) report.finalStates[s] = (report.finalStates[s] ?? 0) + 1;

@@ -146,3 +146,38 @@ test('a dead letter that cannot be written keeps its record unfinished until the
   });
   assert.equal(consumer.stats().deadLettered, 1);
 });
+
+test('a dependency that is briefly unreachable (e.g. Postgres restarting) never sends good work to the DLQ', async () => {
+  const prefix = uniquePrefix('dlq-transient');
+  const topic = `${prefix}mesh.agent.echo.commands`;
+  const admin = new BusAdmin(kafka);
+  cleanup(() => admin.close());
+  await admin.ensureTopic(topic, { partitions: 1 });
+  const producer = new BusProducer(kafka);
+  cleanup(() => producer.disconnect());
+  await producer.send(topic, 'acme:echo', runCommand('acme', 'db-down', 0));
+  await producer.send(topic, 'acme:echo', runCommand('acme', 'next', 0));
+
+  const calls: number[] = [];
+  const handled: string[] = [];
+  const consumer = new BusConsumer(kafka, {
+    groupId: `${topic}.workers`,
+    topics: [topic],
+    fromBeginning: true,
+    retry: { maxAttempts: 3, initialBackoffMs: 10, maxBackoffMs: 50 },
+  });
+  cleanup(() => consumer.stop());
+  await consumer.start(async (env, ctx) => {
+    if (env.identity.taskId === 'db-down') {
+      calls.push(ctx.attempt);
+      // Twice the dead-letter limit: refused connections, then the server's shutdown notice.
+      if (ctx.attempt <= 3) throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+      if (ctx.attempt <= 6) throw Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
+    }
+    handled.push(env.identity.taskId);
+  });
+  await eventually('both handled', () => handled.length === 2);
+  assert.deepEqual(handled.sort(), ['db-down', 'next']);
+  assert.deepEqual(calls, [1, 2, 3, 4, 5, 6, 7]);
+  assert.equal(consumer.stats().deadLettered, 0);
+});

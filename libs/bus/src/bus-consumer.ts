@@ -1,5 +1,5 @@
 import type { Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
-import { decodeEnvelope, isRetryable, normalizeHeaders, type Envelope } from '@mesh/contract';
+import { decodeEnvelope, isRetryable, isTransientInfrastructureError, normalizeHeaders, type Envelope } from '@mesh/contract';
 import { withConsumerSpan } from '@mesh/telemetry';
 import { BusAdmin } from './bus-admin.js';
 import { BusProducer } from './bus-producer.js';
@@ -258,6 +258,7 @@ export class BusConsumer {
     const { state } = item;
     const signal = state.abort.signal;
     if (item.decodeError !== undefined) return this.deadLetter(item, item.decodeError, 0);
+    let counted = 0; // failures that count towards the dead-letter limit
     for (let attempt = 1; ; attempt++) {
       if (signal.aborted || state.stale) return 'abandoned';
       try {
@@ -278,7 +279,11 @@ export class BusConsumer {
       } catch (err) {
         // Cut short by a drain: not finished, so not committed; the next owner gets it again.
         if (signal.aborted || state.stale) return 'abandoned';
-        if (!isRetryable(err) || attempt >= this.maxAttempts) return this.deadLetter(item, err, attempt);
+        // A database or broker restart says nothing about the message: it is retried (in order, its
+        // key held back) for as long as the outage lasts, without using up the attempts that lead to
+        // the dead-letter topic (a good command dead-lettered during a Postgres restart is a lost task).
+        if (!isTransientInfrastructureError(err)) counted++;
+        if (!isRetryable(err) || counted >= this.maxAttempts) return this.deadLetter(item, err, attempt);
         this.counters.retried++;
         await sleep(this.backoff(attempt), signal);
       }

@@ -21,7 +21,7 @@ export type EnvelopeHandler = (envelope: Envelope, ctx: MessageContext) => Promi
 
 /** Retry policy of failed handlers: exponential backoff with jitter, then the dead-letter topic. */
 export interface RetryOptions {
-  /** Handler calls in total before dead-lettering (default 5). */
+  /** Failed handler calls before dead-lettering (default 5); transient infrastructure failures do not count. */
   maxAttempts?: number;
   initialBackoffMs?: number;
   maxBackoffMs?: number;
