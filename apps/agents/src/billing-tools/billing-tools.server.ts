@@ -1,6 +1,8 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { isTransientInfrastructureError } from '@mesh/contract';
 import { ToolMeta, verifyToolToken } from '@mesh/tool-gateway';
 import type { BillingHooks } from './billing-hooks.js';
 import type { BillingStore } from './billing.store.js';
@@ -32,6 +34,24 @@ async function callerOf(meta: Meta, deps: BillingServerDeps): Promise<{ tenant: 
   return { tenant, subject: typeof subject === 'string' ? subject : 'unknown' };
 }
 
+/**
+ * Runs a store call again while the billing database is briefly unreachable (a restart), until the
+ * caller gives up (`signal`: its request timeout or cancel). Answering with a failed result instead
+ * would become the tool's recorded outcome at the caller: an invoice "not readable" or a refund
+ * "failed" because of a database blip. A caller that gives up sees a timeout: an unknown outcome it
+ * reconciles (refund_status) once the database is back.
+ */
+async function untilAvailable<T>(signal: AbortSignal, work: () => Promise<T>): Promise<T> {
+  for (let wait = 50; ; wait = Math.min(wait * 2, 1000)) {
+    try {
+      return await work();
+    } catch (err) {
+      if (signal.aborted || !isTransientInfrastructureError(err)) throw err;
+      await sleep(wait, undefined, { signal });
+    }
+  }
+}
+
 /** One MCP server instance (one per session) exposing the billing tools. */
 export function createBillingServer(deps: BillingServerDeps): McpServer {
   const server = new McpServer({ name: 'billing-tools', version: '0.1.0' });
@@ -47,7 +67,7 @@ export function createBillingServer(deps: BillingServerDeps): McpServer {
       try {
         await deps.hooks.at('get_invoice', 'before', extra.signal);
         const { tenant } = await callerOf(extra._meta, deps);
-        const invoice = await deps.store.invoice(tenant, invoice_id);
+        const invoice = await untilAvailable(extra.signal, () => deps.store.invoice(tenant, invoice_id));
         return invoice ? ok({ ...invoice }) : failure(`invoice ${invoice_id} not found`);
       } catch (err) {
         return failure(err instanceof Error ? err.message : String(err));
@@ -72,7 +92,9 @@ export function createBillingServer(deps: BillingServerDeps): McpServer {
         const caller = await callerOf(extra._meta, deps);
         const key = extra._meta?.[ToolMeta.idempotencyKey];
         if (typeof key !== 'string' || key === '') return failure(`_meta["${ToolMeta.idempotencyKey}"] is required`);
-        const refund = await deps.store.issueRefund({ ...caller, invoiceId: invoice_id, amountCents: amount_cents, reason, key });
+        const refund = await untilAvailable(extra.signal, () =>
+          deps.store.issueRefund({ ...caller, invoiceId: invoice_id, amountCents: amount_cents, reason, key }),
+        );
         if (!refund) return failure(`invoice ${invoice_id} not found`);
         // The refund is committed; a hang here is the "effect happened, answer lost" case.
         await deps.hooks.at('issue_refund', 'after-commit', extra.signal);
@@ -94,7 +116,7 @@ export function createBillingServer(deps: BillingServerDeps): McpServer {
       try {
         await deps.hooks.at('refund_status', 'before', extra.signal);
         const { tenant } = await callerOf(extra._meta, deps);
-        const refund = await deps.store.refundByKey(tenant, idempotency_key);
+        const refund = await untilAvailable(extra.signal, () => deps.store.refundByKey(tenant, idempotency_key));
         return ok(refund ? { status: 'applied', result: { ...refund } } : { status: 'not_found' });
       } catch (err) {
         return failure(err instanceof Error ? err.message : String(err));

@@ -198,3 +198,19 @@ test('a revoked command stops the turn without reporting and releases its lease 
   );
   assert.deepEqual(again, { kind: 'claimed', attempt: 2 });
 });
+
+test('a dependency lost mid-turn (a Postgres restart) fails nothing: the turn is given up and runs again', async () => {
+  let runs = 0;
+  const { sink, runner } = setup(async (_t, ctx) => {
+    runs++;
+    if (runs === 1) throw Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
+    return ctx.complete('done');
+  });
+  await assert.rejects(runner.run(cmd('x', 0, 't-db'), never), /administrator command/);
+  assert.deepEqual(states(sink.sent), ['TASK_STATE_WORKING'], 'no outcome reported');
+  // Given up, not held: the redelivery (the bus retries it) takes it over at once.
+  await runner.run(cmd('x', 0, 't-db'), never);
+  assert.equal(runs, 2);
+  assert.equal(states(sink.sent).at(-1), 'TASK_STATE_COMPLETED');
+  assert.equal(sink.sent.filter((e) => e.kind === 'task.status' && e.body.final).length, 1);
+});

@@ -12,6 +12,7 @@ import {
 } from '@mesh/agent-sdk';
 import {
   Envelopes,
+  isTransientInfrastructureError,
   MeshError,
   type Envelope,
   type Identity,
@@ -175,6 +176,7 @@ export class TurnRunner {
       );
 
       let outcome: TurnOutcome;
+      let unavailable: unknown; // a dependency went away mid-turn (Postgres restart): not the task's outcome
       try {
         turn.emit(turn.status(WireState.working, undefined, false));
         const task: AgentTask = {
@@ -205,6 +207,7 @@ export class TurnRunner {
         const ctx = this.context(turn, scope, ac.signal);
         outcome = await raceAbort(this.o.agent.handler(task, ctx), ac.signal);
       } catch (err) {
+        if (!ac.signal.aborted && isTransientInfrastructureError(err)) unavailable = err;
         outcome = this.outcomeOfError(err, ac.signal);
       } finally {
         clearInterval(renewTimer);
@@ -219,6 +222,16 @@ export class TurnRunner {
         trace.getActiveSpan()?.setAttribute(SpanAttr.outcome, 'abandoned');
         if (revoked.aborted) await this.o.ledger.abandon(id.executionId, owner).catch(() => undefined);
         return;
+      }
+      if (unavailable !== undefined) {
+        // Failing the task for a database blip would be a wrong business fact. Give the execution up
+        // and throw: the bus delivers the command again for as long as the outage lasts (transient
+        // failures do not count towards its dead-letter limit), and the next attempt runs the turn
+        // with the effect ledger keeping every side effect single.
+        this.o.log?.({ level: 'warn', msg: 'a dependency was unavailable during the turn; it runs again', error: String(unavailable) });
+        trace.getActiveSpan()?.setAttribute(SpanAttr.outcome, 'retried');
+        await this.o.ledger.abandon(id.executionId, owner).catch(() => undefined);
+        throw unavailable;
       }
       await finish(outcome);
     });

@@ -1,0 +1,57 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { ToolMeta } from '@mesh/tool-gateway';
+import { BillingHooks } from './billing-hooks.js';
+import { createBillingServer } from './billing-tools.server.js';
+import type { BillingStore } from './billing.store.js';
+
+async function connect(store: Partial<BillingStore>): Promise<Client> {
+  const server = createBillingServer({ store: store as BillingStore, hooks: new BillingHooks(false) });
+  const [a, b] = InMemoryTransport.createLinkedPair();
+  await server.connect(a);
+  const client = new Client({ name: 'spec', version: '0' });
+  await client.connect(b);
+  return client;
+}
+const invoice = {
+  invoice_id: 'INV-1',
+  customer: 'C',
+  amount_cents: 100,
+  currency: 'EUR',
+  charges: 2,
+  refunded_cents: 0,
+  duplicate_charge: true,
+};
+const call = (client: Client) =>
+  client.callTool({ name: 'get_invoice', arguments: { invoice_id: 'INV-1' }, _meta: { [ToolMeta.tenant]: 'acme' } });
+
+test('a database restart under a tool call is waited out, not answered as the tool failing', async () => {
+  let calls = 0;
+  const client = await connect({
+    invoice: async () => {
+      calls++;
+      if (calls === 1) throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+      if (calls === 2) throw Object.assign(new Error('the database system is starting up'), { code: '57P03' });
+      return invoice;
+    },
+  });
+  const result = await call(client);
+  assert.equal(result.isError, undefined);
+  assert.deepEqual(result.structuredContent, invoice);
+  assert.equal(calls, 3);
+});
+
+test("any other store failure is the tool's answer at once", async () => {
+  let calls = 0;
+  const client = await connect({
+    invoice: async () => {
+      calls++;
+      throw new Error('relation "billing.invoices" does not exist');
+    },
+  });
+  const result = await call(client);
+  assert.equal(result.isError, true);
+  assert.equal(calls, 1);
+});
