@@ -2,38 +2,44 @@
 /* global Headers */
 // npm run chaos [-- --tasks=N] — N refund tasks (default 5,000) through the official A2A client
 // while a fault schedule runs, then the invariants. Bounded (stops by itself), loopback only, exit 1
-// when an invariant fails. Output: progress and PASS/FAIL lines on stderr; the report as ONE JSON
-// line on stdout (and pretty in CHAOS_REPORT_FILE when set).
+// when an invariant fails. Output: progress, a summary and one PASS/FAIL line per invariant on
+// stderr; the whole report as ONE JSON line on stdout (pretty in CHAOS_REPORT_FILE when set).
+// docs/proof.md has the figures; test/chaos/chaos.integration-spec.ts runs a short version in npm test.
 //
 // Own infrastructure: a Kafka broker of its own (CHAOS_KAFKA_PORT 19092, CHAOS_KAFKA_CONTROLLER_PORT
-// 19093, CHAOS_KAFKA_HOME_DIR /tmp/mesh-chaos-kafka; never 9092, never a port already in use) and a
-// database of its own on the machine's Postgres (dropped at the end; CHAOS_KEEP_DB=1 keeps it).
-// Processes: billing-tools (scripts/chaos-billing.mjs: one issue_refund in 2 s hangs 4 s, past
+// 19093, CHAOS_KAFKA_HOME_DIR /tmp/mesh-chaos-kafka; never 9092, never a port something listens on)
+// and a database of its own on the machine's Postgres (dropped at the end; CHAOS_KEEP_DB=1 keeps it).
+// Processes: billing-tools (scripts/chaos-billing.mjs: every 2 s one issue_refund hangs 4 s, past
 // the workers' 1.5 s tool timeout), 2 dispatchers, CHAOS_WORKERS (2) agents workers running
 // refund-agent, 2 push receivers in this process (receiver-b answers 503 to every 7th request).
 // Ports from CHAOS_PORT_BASE (18180): dispatchers +0/+1, billing +3, receivers +6/+7, workers +10….
 //
 // Tasks: 3 tenants, one duplicate-charged invoice each, a third each blocking / non-blocking /
-// streaming, spread over both dispatchers, retried with the same messageId when a dispatcher dies,
-// 429/503 answered by waiting Retry-After. Every 5th task carries a push config in SendMessage;
-// every 15th (non-blocking) gets one by CreateTaskPushNotificationConfig after the accept.
+// streaming, CHAOS_CONCURRENCY (96) at a time, spread over both dispatchers, retried with the same
+// messageId when a dispatcher dies; 429/503 answered by waiting Retry-After. Every 5th task carries
+// a push config in SendMessage; every 15th (non-blocking) gets one by CreateTaskPushNotificationConfig
+// after the accept. CHAOS_MIN_SUBMIT_MS spreads a short run over the fault schedule.
 //
-// Fault schedule (times from the first fault; each one-off fault runs once, even after the last
-// task was submitted): SIGKILL a worker every CHAOS_KILL_EVERY_MS (3000) while submitting, at most
-// CHAOS_WORKER_KILLS (unbounded), and restart it; SIGKILL dispatcher-2 at CHAOS_DISPATCHER_KILL_AT_MS
-// (8000) and restart it; take receiver-a down for 5 s at CHAOS_RECEIVER_OUTAGE_AT_MS (12000); stop
-// the broker and start it again with its data at CHAOS_BROKER_RESTART_AT_MS (16000); restart
-// Postgres (`pg_ctlcluster … restart`) at CHAOS_POSTGRES_RESTART_AT_MS (24000) — on by default when
-// running as root with a local cluster on the database port; CHAOS_RESTART_POSTGRES=0 skips it
-// (noted in the report). Postgres is always started again and waited for (pg_isready).
+// Fault schedule (CHAOS_FAULTS=worker,dispatcher,receiver,broker,postgres selects; times from the
+// start of submitting): SIGKILL a worker every CHAOS_KILL_EVERY_MS (3000) while submitting, at most
+// CHAOS_WORKER_KILLS (unbounded), and restart it. Once each, in this order, even after the last task
+// was submitted: SIGKILL dispatcher-2 at CHAOS_DISPATCHER_KILL_AT_MS (8000) and restart it; push
+// receiver-a down for 5 s at CHAOS_RECEIVER_OUTAGE_AT_MS (14000); stop the broker and start it again
+// with its data at CHAOS_BROKER_RESTART_AT_MS (20000); restart Postgres (`pg_ctlcluster <cluster>
+// restart`, fast mode) at CHAOS_POSTGRES_RESTART_AT_MS (32000) — on when running as root with a
+// local cluster on the database's port, CHAOS_RESTART_POSTGRES=0 skips it (the report says why).
+// Postgres is always started again and waited for (pg_isready), on SIGINT/SIGTERM too.
 //
-// Invariants: lost = 0 (every accepted task terminal, every task accepted); refunds per task =
-// exactly 1 for COMPLETED and 0 for FAILED/CANCELED/REJECTED; no state regression seen by a client
-// (streams and polls); consumer lag of the work groups back to 0; push: every event a receiver
-// should get (read from the events topic) arrived at least once, duplicates by event id are the
-// same delivery and were recorded by the dispatcher, no state regression as received, the right
-// token and credentials; the whole fault schedule ran. Reported too: final states, every task that
-// did not complete (with its rows), dead letters, throttling, recovery time after the last fault.
+// Invariants: lost = 0 (every task accepted and terminal); refunds per task = exactly 1 for
+// COMPLETED, 0 for FAILED/CANCELED/REJECTED; no state regression seen by a client (streams, polls);
+// consumer lag of the work groups back to 0 (projector, workers, live groups); push: every event a
+// subscription should get (read from the events topic: what the projector applied) arrived at least
+// once and the final state agrees with GetTask, a repeated event id is the same delivery and one the
+// dispatcher recorded, no state regression as received, token and credentials on every delivery;
+// the whole fault schedule ran; no process exited unless the schedule killed it. Reported too:
+// final states, every task that did not complete with its rows (dispatcher, worker ledger, effects),
+// dead letters, throttling by reason, the time from the last fault (and the last submission) until
+// every task was terminal.
 import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
