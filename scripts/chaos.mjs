@@ -277,7 +277,7 @@ async function main() {
   if (!FAULTS.has('postgres')) report.notes.push('Postgres restart: not in CHAOS_FAULTS');
   else if (pgPlan.skip) report.notes.push(`Postgres restart: skipped (${pgPlan.skip})`);
   if (FAULTS.size < 5) report.notes.push(`faults limited to CHAOS_FAULTS=${[...FAULTS].join(',')}`);
-  broker.start();
+  await broker.start();
   log('broker up');
   await adminPool.query(`CREATE DATABASE ${pg.escapeIdentifier(dbName)}`);
   dbPool = pool(dbUrl.toString());

@@ -1,8 +1,8 @@
 // The chaos run's own Kafka broker (scripts/chaos.mjs): started with scripts/kafka.sh on its own
-// ports and home, stopped and started again with its data (the broker fault), and read at the end:
+// ports and home, stopped and resumed with its data (the broker fault), and read at the end:
 // consumer lag of the groups that do the work, and every task event (the push invariants' source).
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { decodeEnvelope } from '@mesh/contract';
 
@@ -19,8 +19,6 @@ export class ChaosBroker {
       KAFKA_HOME_DIR: home,
       KAFKA_HEAP: '512m',
     };
-    this.pidFile = `${home}/kafka-${port}.pid`;
-    this.proc = undefined; // set after a restart (then this process owns the broker directly)
     this.started = false;
   }
 
@@ -28,10 +26,18 @@ export class ChaosBroker {
     return `127.0.0.1:${this.port}`;
   }
 
+  /** Runs scripts/kafka.sh, resolving with its exit code; its output goes to stderr (stdout carries the report only). */
+  sh(cmd) {
+    return new Promise((resolve) => {
+      const c = spawn(`${this.root}scripts/kafka.sh`, [cmd], { env: this.env, stdio: ['ignore', 2, 'inherit'] });
+      c.on('error', () => resolve(-1));
+      c.on('exit', (code) => resolve(code ?? -1));
+    });
+  }
+
   /** Fresh broker via scripts/kafka.sh; refuses a port something already listens on (another run's broker). */
-  start() {
-    const sh = (cmd) => spawnSync(`${this.root}scripts/kafka.sh`, [cmd], { env: this.env, stdio: ['ignore', 2, 'inherit'] });
-    if (sh('status').status === 0)
+  async start() {
+    if ((await this.sh('status')) === 0)
       throw new Error(`something already listens on 127.0.0.1:${this.port}; another chaos run? (CHAOS_KAFKA_PORT)`);
     // Reuse the repo's fetched jars instead of downloading them again into this home.
     const repoLibs = `${this.root}.kafka/libs`;
@@ -39,60 +45,23 @@ export class ChaosBroker {
       mkdirSync(this.home, { recursive: true });
       symlinkSync(repoLibs, `${this.home}/libs`);
     }
-    if (sh('start').status !== 0) throw new Error('could not start the chaos broker');
+    if ((await this.sh('start')) !== 0) throw new Error('could not start the chaos broker');
     this.started = true;
   }
 
-  /** SIGTERM (a clean broker shutdown, data kept), SIGKILL after 30 s. */
+  /** The broker fault: a clean shutdown (SIGTERM, SIGKILL after 30 s); its data stays. */
   async stop() {
-    const pid = this.proc?.pid ?? Number(readFileSync(this.pidFile, 'utf8'));
-    try {
-      process.kill(pid, 'SIGTERM');
-    } catch {
-      return;
-    }
-    for (let i = 0; i < 120; i++) {
-      try {
-        process.kill(pid, 0);
-      } catch {
-        return;
-      }
-      await sleep(250);
-    }
-    process.kill(pid, 'SIGKILL');
+    if ((await this.sh('stop')) !== 0) throw new Error('could not stop the chaos broker');
   }
 
-  /** Starts the broker again on its existing data and config (what kafka.sh start would wipe); resolves once it listens. */
+  /** Starts the broker again on its data (`kafka.sh resume`); returns once it accepts connections. */
   async startAgain() {
-    const logs = `${this.home}/logs-${this.port}`;
-    this.proc = spawn(
-      process.env.JAVA_HOME ? `${process.env.JAVA_HOME}/bin/java` : 'java',
-      [
-        '-Xms128m',
-        '-Xmx512m',
-        '-XX:+UseG1GC',
-        `-Dkafka.logs.dir=${logs}`,
-        `-Dlog4j2.configurationFile=${this.root}scripts/kafka/log4j2.yaml`,
-        '-cp',
-        `${this.home}/libs/*`,
-        'kafka.Kafka',
-        `${this.home}/server-${this.port}.properties`,
-      ],
-      { stdio: 'ignore' },
-    );
-    for (let i = 0; i < 240; i++) {
-      if (spawnSync(`${this.root}scripts/kafka.sh`, ['status'], { env: this.env, stdio: 'ignore' }).status === 0) return;
-      if (this.proc.exitCode !== null) throw new Error(`the broker exited (${this.proc.exitCode}) while starting again`);
-      await sleep(250);
-    }
-    throw new Error('the broker did not listen within 60 s of starting again');
+    if ((await this.sh('resume')) !== 0) throw new Error('the chaos broker did not start again');
   }
 
   /** Stops the broker for good at the end of the run. */
   async close() {
-    if (!this.started) return;
-    await this.stop().catch(() => undefined);
-    if (this.proc && this.proc.exitCode === null) await new Promise((r) => this.proc.once('exit', r));
+    if (this.started) await this.sh('stop');
   }
 }
 
