@@ -484,6 +484,7 @@ async function main() {
   // --- Submit -------------------------------------------------------------------------------------
   const accepted = new Map(); // index → task id
   const subs = []; // push subscriptions, checked at the end
+  let configsNotCreated = 0;
   let next = 0;
   const submitOne = async (t) => {
     const id = await onAnyDispatcher(t, async (client) => {
@@ -514,7 +515,10 @@ async function main() {
       const made = await onAnyDispatcher(t, (c) => c.createTaskPushNotificationConfig({ ...pushConfig(t), taskId: id })).catch((err) =>
         log(`task ${t.i}: push config not created: ${err}`),
       );
-      if (!made) return;
+      if (!made) {
+        configsNotCreated += 1;
+        return;
+      }
       const now = await onAnyDispatcher(t, (c) => c.getTask({ tenant: '', id, historyLength: 0 })).catch(() => undefined);
       sub.expectFinal = now !== undefined && !TERMINAL.has(stateName(now.status?.state));
     }
@@ -646,7 +650,7 @@ async function main() {
     if (r.status !== 'delivered') e.notDelivered += 1;
     recorded.set(r.config_id, e);
   }
-  report.push = receivers.check(subs, expected, recorded);
+  report.push = { ...receivers.check(subs, expected, recorded), configsNotCreated };
 
   // --- Lag back to 0; dead letters --------------------------------------------------------------------
   const lag = await workLag(kafka, prefix);
@@ -708,7 +712,7 @@ const checks = {
   'state regressions seen by clients = 0': report.regressions === 0,
   'consumer lag of the work groups back to 0': report.lag === 0,
   'push: every expected event received at least once, final states agree, nothing left undelivered':
-    p !== null && p.missing === 0 && p.finalStateMismatches === 0 && p.undelivered === 0,
+    p !== null && p.missing === 0 && p.finalStateMismatches === 0 && p.undelivered === 0 && p.configsNotCreated === 0,
   'push: deduping by event id leaves exactly one of each (same body, recorded by the dispatcher)':
     p !== null && p.differingDuplicates === 0 && p.notRecorded === 0,
   'push: no state regression as received': p !== null && p.regressions === 0,
