@@ -102,6 +102,9 @@ const report = {
   missingRefunds: 0,
   refundsOfUnsuccessful: 0,
   regressions: 0,
+  regressionExamples: [],
+  laterSubscriptionStartedLower: 0,
+  laterSubscriptionExamples: [],
   lag: null,
   lagOfDeadInstances: {},
   deadLetters: {},
@@ -393,8 +396,15 @@ async function main() {
     },
     metadata: undefined,
   });
-  const seenStates = new Map(); // task id → states a client saw, in order
-  const saw = (id, s) => s !== undefined && seenStates.set(id, [...(seenStates.get(id) ?? []), s]);
+  // Per observer, in order: each streaming subscription is its own observer; a non-streaming
+  // task's answer and the later GetTask polls are one. "States never regress in any subscriber's
+  // stream" is checked per observer; a later subscription (on another replica) starting below what
+  // an earlier one saw is counted apart: streams carry worker events before the projection stores
+  // them, and a new subscription starts from the stored task.
+  const seenStates = new Map(); // `${task id}|${observer}` → states seen, in order
+  const saw = (id, s, observer = 'poll') =>
+    s !== undefined && seenStates.set(`${id}|${observer}`, [...(seenStates.get(`${id}|${observer}`) ?? []), stateName(s)]);
+  let streams = 0;
 
   // --- Fault schedule ----------------------------------------------------------------------------
   let submitting = true;
@@ -489,11 +499,12 @@ async function main() {
   const submitOne = async (t) => {
     const id = await onAnyDispatcher(t, async (client) => {
       if (t.mode === 'streaming') {
+        const observer = `stream-${++streams}`;
         let taskId;
         for await (const { payload: p } of client.sendMessageStream(message(t))) {
           if (p?.$case === 'task') taskId ??= p.value.id;
           else if (p?.$case === 'statusUpdate' || p?.$case === 'artifactUpdate') taskId ??= p.value.taskId;
-          if (taskId && (p?.$case === 'task' || p?.$case === 'statusUpdate')) saw(taskId, p.value.status?.state);
+          if (taskId && (p?.$case === 'task' || p?.$case === 'statusUpdate')) saw(taskId, p.value.status?.state, observer);
         }
         if (taskId) return taskId;
         throw new Error('stream ended without a task');
@@ -626,13 +637,30 @@ async function main() {
   }
 
   // --- No regression in what clients saw ------------------------------------------------------------
-  for (const states of seenStates.values()) {
+  const highestByTask = new Map();
+  for (const [key, states] of seenStates) {
     let max = 0;
     for (const s of states) {
-      if (rank(s) < max) report.regressions += 1;
+      if (rank(s) < max) {
+        report.regressions += 1;
+        if (report.regressionExamples.length < 5) report.regressionExamples.push({ observer: key, states });
+      }
       max = Math.max(max, rank(s));
     }
+    const taskId = key.slice(0, key.indexOf('|'));
+    const seen = highestByTask.get(taskId);
+    // Observers in the order they began (Map insertion order): a later one starting lower.
+    if (seen !== undefined && rank(states[0]) < seen.max) {
+      report.laterSubscriptionStartedLower += 1;
+      if (report.laterSubscriptionExamples.length < 5) report.laterSubscriptionExamples.push({ earlier: seen.states, later: key, states });
+    }
+    if (seen === undefined || max > seen.max) highestByTask.set(taskId, { max, states });
   }
+  if (report.regressions > 0) log(`regressions: ${JSON.stringify(report.regressionExamples)}`);
+  if (report.laterSubscriptionStartedLower > 0)
+    report.notes.push(
+      `${report.laterSubscriptionStartedLower} later subscription(s) started below a state an earlier one had seen (examples: ${JSON.stringify(report.laterSubscriptionExamples)})`,
+    );
 
   // --- Push: wait for the dispatcher's deliveries, then compare with the events topic --------------
   const pushUntil = Date.now() + 120000;
@@ -709,7 +737,7 @@ const checks = {
   'duplicate refunds = 0': report.duplicates === 0,
   'completed tasks without a refund = 0': report.missingRefunds === 0,
   'refunds of tasks that ended FAILED/CANCELED/REJECTED = 0': report.refundsOfUnsuccessful === 0,
-  'state regressions seen by clients = 0': report.regressions === 0,
+  'state regressions seen by clients = 0 (per stream, per poller)': report.regressions === 0,
   'consumer lag of the work groups back to 0': report.lag === 0,
   'push: every expected event received at least once, final states agree, nothing left undelivered':
     p !== null && p.missing === 0 && p.finalStateMismatches === 0 && p.undelivered === 0 && p.configsNotCreated === 0,
