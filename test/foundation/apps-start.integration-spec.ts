@@ -9,12 +9,19 @@ const apps = [
   { name: 'agents', script: 'apps/agents/dist/main.js', portVar: 'AGENTS_PORT' },
 ];
 
-test('each app starts, answers /healthz 200 with Kafka and Postgres ok, and exits 0 on SIGTERM', async () => {
+test('each app starts, answers /healthz 200 with Kafka and Postgres ok, and exits 0 on SIGTERM', { timeout: 600000 }, async () => {
   const DATABASE_URL = await freshDatabase('apps-start');
   const TOPIC_PREFIX = uniquePrefix('apps-start');
   const ports = await Promise.all(apps.map(() => freePort()));
   const procs = apps.map((app, i) =>
-    spawnNode(app.script, { DATABASE_URL, TOPIC_PREFIX, KAFKA_BROKERS: testRun().brokers.join(','), [app.portVar]: String(ports[i]) }),
+    // info: when an app does not come up, its stderr says what it was waiting for.
+    spawnNode(app.script, {
+      DATABASE_URL,
+      TOPIC_PREFIX,
+      KAFKA_BROKERS: testRun().brokers.join(','),
+      LOG_LEVEL: 'info',
+      [app.portVar]: String(ports[i]),
+    }),
   );
   for (const [i, app] of apps.entries()) {
     const body = await eventually(
@@ -23,7 +30,8 @@ test('each app starts, answers /healthz 200 with Kafka and Postgres ok, and exit
         const res = await fetch(`http://127.0.0.1:${ports[i]}/healthz`);
         return res.status === 200 ? ((await res.json()) as { status: string; checks: Record<string, string> }) : undefined;
       },
-      60000,
+      // The directory alone may wait up to 60 s per topic for partition leaders on a busy broker.
+      180000,
       200,
     ).catch((err: Error) => assert.fail(`${err.message}\nstderr of ${app.name}:\n${procs[i].stderr()}`));
     assert.equal(body.status, 'ok');
