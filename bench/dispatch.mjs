@@ -6,51 +6,20 @@
 //   (b) blocking SendMessage (dispatcher: through Kafka to the demo echo worker, in its own
 //       process, and back)
 // Writes bench/results/dispatch.json. Needs the local Kafka and Postgres (see README).
-import { spawn } from 'node:child_process';
-import { randomUUID, randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
-import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { startDispatchStack } from './dispatch-stack.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const duration = Number(process.env.BENCH_DURATION_S ?? 10);
-const run = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
-const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const dbUrl = new URL(adminUrl);
-dbUrl.pathname = `/mesh_bench_${run}`;
-
-const childEnv = {
-  ...process.env,
-  DATABASE_URL: dbUrl.toString(),
-  TOPIC_PREFIX: `bench${run}.`,
-  KAFKA_BROKERS: process.env.KAFKA_BROKERS ?? '127.0.0.1:9092',
-};
-/** Starts a child script and waits for its first stdout line. */
-async function startChild(script) {
-  const c = spawn(
-    process.execPath,
-    [
-      // BENCH_CPU_PROFILE_DIR=dir: a V8 CPU profile of the servers process (open it in Chrome DevTools).
-      ...(process.env.BENCH_CPU_PROFILE_DIR && script.includes('servers')
-        ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE_DIR}`]
-        : []),
-      `${root}bench/${script}`,
-    ],
-    { cwd: root, env: childEnv, stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  const line = await new Promise((resolve, reject) => {
-    c.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
-    createInterface({ input: c.stdout }).once('line', resolve);
-  });
-  return { c, line };
-}
-const servers = await startChild('dispatch-servers.mjs');
-const child = servers.c;
-const urls = JSON.parse(servers.line);
-const worker = (await startChild('dispatch-worker.mjs')).c;
+const stack = await startDispatchStack('bench');
+const { urls, dbUrl } = stack;
+const child = stack.servers;
+const worker = stack.worker;
 
 const body = (returnImmediately) =>
   JSON.stringify({
@@ -168,14 +137,7 @@ try {
   rows.b_reference = await load('(b) reference, blocking', urls.reference, false);
   rows.b_dispatcher = await load('(b) dispatcher, blocking via Kafka', urls.dispatcher, false);
 } finally {
-  for (const c of [worker, child]) {
-    c.kill('SIGTERM');
-    await new Promise((r) => c.once('exit', r));
-  }
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(`mesh_bench_${run}`)} WITH (FORCE)`).catch(() => undefined);
-  await admin.end();
+  await stack.stop();
 }
 
 const ratio = (x, y) => Math.round((x / y) * 100) / 100;

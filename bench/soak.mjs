@@ -6,13 +6,11 @@
 // no growth beyond 10%). Writes bench/results/soak.json.
 // Env: SOAK_DURATION_S (600), SOAK_RATE (req/s; default half of bench/results/dispatch.json (b)),
 //      BENCH_CONNECTIONS (32). Flag: --short = 60 s.
-import { spawn } from 'node:child_process';
-import { randomUUID, randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
-import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
-import pg from 'pg';
+import { startDispatchStack } from './dispatch-stack.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const short = process.argv.includes('--short');
@@ -25,35 +23,15 @@ try {
 }
 const rate = Number(process.env.SOAK_RATE ?? Math.max(1, Math.round(measured / 2)));
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
-const run = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
-const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const dbUrl = new URL(adminUrl);
-dbUrl.pathname = `/mesh_bench_${run}`;
-const childEnv = {
-  ...process.env,
-  DATABASE_URL: dbUrl.toString(),
-  TOPIC_PREFIX: `soak${run}.`,
-  KAFKA_BROKERS: process.env.KAFKA_BROKERS ?? '127.0.0.1:9092',
-};
-
-async function startChild(script) {
-  const c = spawn(process.execPath, [`${root}bench/${script}`], { cwd: root, env: childEnv, stdio: ['ignore', 'pipe', 'inherit'] });
-  const line = await new Promise((resolve, reject) => {
-    c.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
-    createInterface({ input: c.stdout }).once('line', resolve);
-  });
-  return { c, line };
-}
 /** Resident set size of a process in MiB, from /proc (Linux). */
 const rssMiB = (pid) => {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Math.round(Number(m[1]) / 102.4) / 10 : undefined;
 };
 
-const servers = await startChild('dispatch-servers.mjs');
-const urls = JSON.parse(servers.line);
-const worker = (await startChild('dispatch-worker.mjs')).c;
-const procs = { dispatcher: servers.c.pid, echoWorker: worker.pid };
+const stack = await startDispatchStack('soak');
+const { urls } = stack;
+const procs = { dispatcher: stack.servers.pid, echoWorker: stack.worker.pid };
 const headers = { 'content-type': 'application/json', 'a2a-version': '1.0', authorization: 'Bearer demo-acme' };
 const body = () =>
   JSON.stringify({
@@ -119,14 +97,7 @@ try {
     rssWithin10Percent: Object.values(growth).every((g) => g <= 10),
   };
 } finally {
-  for (const c of [worker, servers.c]) {
-    c.kill('SIGTERM');
-    await new Promise((r) => c.once('exit', r));
-  }
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(`mesh_bench_${run}`)} WITH (FORCE)`).catch(() => undefined);
-  await admin.end();
+  await stack.stop();
 }
 writeFileSync(`${root}bench/results/soak.json`, `${JSON.stringify(summary, null, 2)}\n`);
 console.log(JSON.stringify(summary, null, 2));

@@ -1,0 +1,63 @@
+// The processes bench:dispatch and bench:soak measure: bench/dispatch-servers.mjs (dispatcher with
+// the demo echo-agent, plus the SDK reference server) and bench/dispatch-worker.mjs (the echo
+// worker, in its own process as a real worker would run), on a database and topic prefix of their
+// own. `stop()` ends both and drops the database.
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createInterface } from 'node:readline';
+import pg from 'pg';
+
+const root = new URL('..', import.meta.url).pathname;
+
+/** Starts the stack; `topicPrefix` names the run's topics (`{topicPrefix}{run}.`). */
+export async function startDispatchStack(topicPrefix) {
+  const run = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
+  const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const dbName = `mesh_bench_${run}`;
+  const dbUrl = new URL(adminUrl);
+  dbUrl.pathname = `/${dbName}`;
+  const env = {
+    ...process.env,
+    DATABASE_URL: dbUrl.toString(),
+    TOPIC_PREFIX: `${topicPrefix}${run}.`,
+    KAFKA_BROKERS: process.env.KAFKA_BROKERS ?? '127.0.0.1:9092',
+  };
+  /** Starts a child script and waits for its first stdout line. */
+  async function startChild(script) {
+    const c = spawn(
+      process.execPath,
+      [
+        // BENCH_CPU_PROFILE_DIR=dir: a V8 CPU profile of the servers process (open it in Chrome DevTools).
+        ...(process.env.BENCH_CPU_PROFILE_DIR && script.includes('servers')
+          ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE_DIR}`]
+          : []),
+        `${root}bench/${script}`,
+      ],
+      { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const line = await new Promise((resolve, reject) => {
+      c.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
+      createInterface({ input: c.stdout }).once('line', resolve);
+    });
+    return { c, line };
+  }
+  const servers = await startChild('dispatch-servers.mjs');
+  const worker = (await startChild('dispatch-worker.mjs')).c;
+  return {
+    /** `{ dispatcher, reference }` base URLs. */
+    urls: JSON.parse(servers.line),
+    servers: servers.c,
+    worker,
+    dbUrl,
+    async stop() {
+      for (const c of [worker, servers.c]) {
+        c.kill('SIGTERM');
+        await new Promise((r) => c.once('exit', r));
+      }
+      const admin = new pg.Client({ connectionString: adminUrl });
+      await admin.connect();
+      await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(dbName)} WITH (FORCE)`).catch(() => undefined);
+      await admin.end();
+    },
+  };
+}
