@@ -1,10 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { request as httpRequest, type OutgoingHttpHeaders } from 'node:http';
+import type { OutgoingHttpHeaders } from 'node:http';
 import { InMemoryCardStream } from '@mesh/app-directory';
 import { eventually } from '../support/infra.js';
 import { card, KEYS, startTestDirectory } from '../directory/directory-fixtures.js';
-import { anyJson, brokenBody, fc, mutate, printable, runs, settledHeap } from './fuzz-support.js';
+import { anyJson, type Answer, brokenBody, fc, mutate, printable, runs, sendRaw, settledHeap } from './fuzz-support.js';
 
 // Generated hostile requests against every directory route. Answers must be RFC 9457 problems
 // with a documented status and code (docs/directory.md), never a 5xx; the heap settles back.
@@ -13,32 +13,8 @@ import { anyJson, brokenBody, fc, mutate, printable, runs, settledHeap } from '.
 const stream = new InMemoryCardStream();
 const { dir } = await startTestDirectory('fuzz-directory', { DIRECTORY_REGISTRATIONS_PER_MINUTE: '100000' }, { cardStream: stream });
 
-interface Answer {
-  status: number;
-  contentType: string;
-  body: string;
-}
-
-function send(path: string, method: string, headers: OutgoingHttpHeaders, body?: Buffer): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const framed = body ? { ...headers, 'content-length': body.length } : headers;
-    const req = httpRequest(`${dir.url}${path}`, { method, headers: framed }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () =>
-        resolve({
-          status: res.statusCode ?? 0,
-          contentType: String(res.headers['content-type'] ?? ''),
-          body: Buffer.concat(chunks).toString(),
-        }),
-      );
-      res.on('error', reject);
-    });
-    req.setTimeout(30000, () => req.destroy(new Error(`no answer within 30 s: ${method} ${path}`)));
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+const send = (path: string, method: string, headers: OutgoingHttpHeaders, body?: Buffer): Promise<Answer> =>
+  sendRaw(dir.url, path, method, headers, body);
 
 const json = { 'content-type': 'application/json' };
 const as = (key: string) => ({ ...json, authorization: `Bearer ${key}` });

@@ -1,12 +1,12 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { request as httpRequest, type OutgoingHttpHeaders } from 'node:http';
+import type { OutgoingHttpHeaders } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { eventually } from '../support/infra.js';
 import { agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { jsonMessage } from '../support/a2a-fixtures.js';
 import { startEchoWorker } from '../support/echo-worker.js';
-import { anyJson, brokenBody, fc, mutate, printable, runs, settledHeap, wrongType } from './fuzz-support.js';
+import { anyJson, type Answer, brokenBody, fc, mutate, printable, runs, sendRaw, settledHeap, wrongType } from './fuzz-support.js';
 
 // Generated hostile requests against both A2A bindings of one dispatcher. Every answer must be
 // a documented error in the binding's format (or a success for the rare valid request); never
@@ -18,34 +18,8 @@ const worker = await startEchoWorker(env.kafka, env.topics, 'echo');
 after(() => worker.stop());
 await eventually('echo served', async () => (await fetch(`${env.url}/a2a/echo/.well-known/agent-card.json`)).ok);
 
-interface Answer {
-  status: number;
-  contentType: string;
-  body: string;
-}
-
-/** node:http so repeated headers, odd content types and raw bytes reach the server unchanged. */
-function send(path: string, method: string, headers: OutgoingHttpHeaders, body?: Buffer): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    // An explicit length: node sends DELETE bodies without one, which no server could frame.
-    const framed = body ? { ...headers, 'content-length': body.length } : headers;
-    const req = httpRequest(`${env.url}${path}`, { method, headers: framed }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () =>
-        resolve({
-          status: res.statusCode ?? 0,
-          contentType: String(res.headers['content-type'] ?? ''),
-          body: Buffer.concat(chunks).toString(),
-        }),
-      );
-      res.on('error', reject);
-    });
-    req.setTimeout(30000, () => req.destroy(new Error(`no answer within 30 s: ${method} ${path}`)));
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+const send = (path: string, method: string, headers: OutgoingHttpHeaders, body?: Buffer): Promise<Answer> =>
+  sendRaw(env.url, path, method, headers, body);
 
 const METHODS = [
   'SendMessage',

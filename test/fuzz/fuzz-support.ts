@@ -1,3 +1,4 @@
+import { request as httpRequest, type OutgoingHttpHeaders } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
@@ -81,3 +82,36 @@ export function printable(b: Buffer): Buffer {
 }
 
 export { fc };
+
+/** One raw HTTP answer. */
+export interface Answer {
+  status: number;
+  contentType: string;
+  body: string;
+}
+
+/**
+ * A request through node:http, so repeated headers, odd content types and raw bytes reach the
+ * server unchanged; no answer within 30 s is an error (a hang is a finding).
+ */
+export function sendRaw(base: string, path: string, method: string, headers: OutgoingHttpHeaders, body?: Buffer): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    // An explicit length: node sends DELETE bodies without one, which no server could frame.
+    const framed = body ? { ...headers, 'content-length': body.length } : headers;
+    const req = httpRequest(`${base}${path}`, { method, headers: framed }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          contentType: String(res.headers['content-type'] ?? ''),
+          body: Buffer.concat(chunks).toString(),
+        }),
+      );
+      res.on('error', reject);
+    });
+    req.setTimeout(30000, () => req.destroy(new Error(`no answer within 30 s: ${method} ${path}`)));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
