@@ -1,7 +1,8 @@
-import { request as httpRequest, type OutgoingHttpHeaders } from 'node:http';
+import type { OutgoingHttpHeaders } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
+import { rawRequest } from '../support/raw-http.js';
 
 /**
  * A full GC of this process. `node --test` does not pass --expose-gc, so the flag is set at run
@@ -90,28 +91,10 @@ export interface Answer {
   body: string;
 }
 
-/**
- * A request through node:http, so repeated headers, odd content types and raw bytes reach the
- * server unchanged; no answer within 30 s is an error (a hang is a finding).
- */
-export function sendRaw(base: string, path: string, method: string, headers: OutgoingHttpHeaders, body?: Buffer): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    // An explicit length: node sends DELETE bodies without one, which no server could frame.
-    const framed = body ? { ...headers, 'content-length': body.length } : headers;
-    const req = httpRequest(`${base}${path}`, { method, headers: framed }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () =>
-        resolve({
-          status: res.statusCode ?? 0,
-          contentType: String(res.headers['content-type'] ?? ''),
-          body: Buffer.concat(chunks).toString(),
-        }),
-      );
-      res.on('error', reject);
-    });
-    req.setTimeout(30000, () => req.destroy(new Error(`no answer within 30 s: ${method} ${path}`)));
-    req.on('error', reject);
-    req.end(body);
-  });
+/** A request whose every answer must come within 30 s; an explicit length frames any body. */
+export async function sendRaw(base: string, path: string, method: string, headers: OutgoingHttpHeaders, body?: Buffer): Promise<Answer> {
+  // An explicit length: node sends DELETE bodies without one, which no server could frame.
+  const framed = body ? { ...headers, 'content-length': body.length } : headers;
+  const res = await rawRequest(`${base}${path}`, { method, headers: framed, body, timeoutMs: 30000 });
+  return { status: res.status, contentType: String(res.headers['content-type'] ?? ''), body: res.body };
 }

@@ -1,4 +1,3 @@
-import { request as httpRequest } from 'node:http';
 import { after } from 'node:test';
 import type { Kafka } from 'kafkajs';
 import {
@@ -159,19 +158,4 @@ export async function a2aClientWith(fetchImpl: typeof fetch, url: string, agentI
   return factory.createFromUrl(`${url}/a2a/${agentId}/`);
 }
 
-/** A plain HTTP request (node:http): unlike fetch it adds no Cache-Control to conditional requests. */
-export function rawRequest(
-  url: string,
-  opts: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {},
-): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method: opts.method ?? 'GET', headers: opts.headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(opts.body);
-  });
-}
+export { rawRequest } from './raw-http.js';
