@@ -6,9 +6,10 @@ import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
 import { SpanKind, startTelemetry, withSpan } from '@mesh/telemetry';
 import { loadAgentsConfig, startAgents } from '@mesh/app-agents';
 import { after } from 'node:test';
-import { eventually, freshDatabase, sql, testRun, uniquePrefix } from '../support/infra.js';
+import { eventually, freshDatabase, sql, uniquePrefix } from '../support/infra.js';
 import { refundCount, startTestBillingTools } from './agents-fixtures.js';
 import { addDuplicateInvoice, commandProducer, EventCollector, runTask, sendCommand } from './runtime-fixtures.js';
+import { startTestAgents } from '../support/agents-runtime.js';
 
 const spanExporter = new InMemorySpanExporter();
 const telemetry = startTelemetry({ serviceName: 'agents-test', exporter: spanExporter });
@@ -17,20 +18,13 @@ const db = await freshDatabase('runtime');
 const billing = await startTestBillingTools(db);
 const prefix = uniquePrefix('runtime');
 const topics = new TopicNames(prefix);
-const agents = await startAgents({
-  ...loadAgentsConfig({
-    KAFKA_BROKERS: testRun().brokers.join(','),
-    TOPIC_PREFIX: prefix,
-    DATABASE_URL: db,
-    AGENTS_RUN: 'echo-agent,refund-agent',
-    AGENTS_MCP_SERVERS: JSON.stringify({ billing: { url: billing.mcpUrl, requestTimeoutMs: 800 } }),
-    AGENTS_RECONCILE_INTERVAL_MS: '200',
-    AGENTS_EXECUTION_LEASE_MS: '3000',
-    AGENTS_CONSUMER_SESSION_TIMEOUT_MS: '6000',
-  }),
-  AGENTS_PORT: 0, // any free port
+const agents = await startTestAgents(prefix, db, {
+  AGENTS_RUN: 'echo-agent,refund-agent',
+  AGENTS_MCP_SERVERS: JSON.stringify({ billing: { url: billing.mcpUrl, requestTimeoutMs: 800 } }),
+  AGENTS_RECONCILE_INTERVAL_MS: '200',
+  AGENTS_EXECUTION_LEASE_MS: '3000',
+  AGENTS_CONSUMER_SESSION_TIMEOUT_MS: '6000',
 });
-after(() => agents.stop());
 const events = new EventCollector();
 await events.start(topics);
 const producer = await commandProducer();

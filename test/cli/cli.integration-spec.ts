@@ -7,25 +7,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runCli, ExitCode } from '@mesh/cli';
-import { echoAgent, loadAgentsConfig, startAgents } from '@mesh/app-agents';
+import { echoAgent } from '@mesh/app-agents';
 import { BusProducer, createKafka, deadLetterTopic } from '@mesh/bus';
 import { eventually, testRun } from '../support/infra.js';
 import { agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { card, KEYS, startTestDirectory } from '../directory/directory-fixtures.js';
 import { runTask } from '../agents/runtime-fixtures.js';
+import { startTestAgents } from '../support/agents-runtime.js';
 
 const env = await startTestDispatcher('cli');
-const agents = await startAgents({
-  ...loadAgentsConfig({
-    KAFKA_BROKERS: testRun().brokers.join(','),
-    TOPIC_PREFIX: env.prefix,
-    DATABASE_URL: env.databaseUrl,
-    AGENTS_RUN: 'echo-agent',
-    AGENTS_OPS_TOKEN: 'cli-ops-token',
-  }),
-  AGENTS_PORT: 0,
+const agents = await startTestAgents(env.prefix, env.databaseUrl, {
+  AGENTS_RUN: 'echo-agent',
+  AGENTS_OPS_TOKEN: 'cli-ops-token',
 });
-after(() => agents.stop());
 await publishAgents(env.kafka, env.topics, [
   agentRecord('echo-agent', { card: { ...agentRecord('echo-agent').card, name: echoAgent.card.name } }),
 ]);

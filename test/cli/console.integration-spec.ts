@@ -8,22 +8,16 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { Role, type Task } from '@a2a-js/sdk';
 import { startConsole } from '@mesh/cli';
-import { echoAgent, loadAgentsConfig, startAgents } from '@mesh/app-agents';
+import { echoAgent } from '@mesh/app-agents';
 import { eventually, testRun } from '../support/infra.js';
 import { a2aClient, agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { card, KEYS, startTestDirectory } from '../directory/directory-fixtures.js';
+import { startTestAgents } from '../support/agents-runtime.js';
 
 const env = await startTestDispatcher('console');
-const agents = await startAgents({
-  ...loadAgentsConfig({
-    KAFKA_BROKERS: testRun().brokers.join(','),
-    TOPIC_PREFIX: env.prefix,
-    DATABASE_URL: env.databaseUrl,
-    AGENTS_RUN: 'echo-agent',
-  }),
-  AGENTS_PORT: 0,
+const agents = await startTestAgents(env.prefix, env.databaseUrl, {
+  AGENTS_RUN: 'echo-agent',
 });
-after(() => agents.stop());
 await publishAgents(env.kafka, env.topics, [
   agentRecord('echo-agent', { card: { ...agentRecord('echo-agent').card, name: echoAgent.card.name } }),
 ]);

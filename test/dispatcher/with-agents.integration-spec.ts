@@ -1,25 +1,18 @@
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { TaskState, type Task } from '@a2a-js/sdk';
-import { loadAgentsConfig, startAgents } from '@mesh/app-agents';
-import { eventually, testRun } from '../support/infra.js';
+import { eventually } from '../support/infra.js';
 import { a2aClient, agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { sendRequest, userMessage } from '../support/a2a-fixtures.js';
+import { startTestAgents } from '../support/agents-runtime.js';
 
 // The dispatcher in front of the real worker runtime (apps/agents, echo-agent): admission sees its
 // heartbeats, and a deadline given by the caller reaches the worker as deadline_unix_ms.
 const env = await startTestDispatcher('with-agents', {}, { DISPATCHER_REQUIRE_HEALTHY_WORKER: 'true' });
 await publishAgents(env.kafka, env.topics, [agentRecord('echo-agent')]);
-const agents = await startAgents({
-  ...loadAgentsConfig({
-    KAFKA_BROKERS: testRun().brokers.join(','),
-    TOPIC_PREFIX: env.prefix,
-    DATABASE_URL: env.databaseUrl,
-    AGENTS_RUN: 'echo-agent',
-  }),
-  AGENTS_PORT: 0,
+await startTestAgents(env.prefix, env.databaseUrl, {
+  AGENTS_RUN: 'echo-agent',
 });
-after(() => agents.stop());
 const client = await a2aClient(env.url, 'echo-agent', 'JSONRPC');
 
 test('with a live worker, new work is admitted and completes', async () => {

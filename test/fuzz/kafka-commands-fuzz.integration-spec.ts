@@ -2,11 +2,11 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { DeadLetterHeaders } from '@mesh/bus';
 import { encodeEnvelope, Headers, newId, normalizeHeaders, TopicNames } from '@mesh/contract';
-import { loadAgentsConfig, startAgents } from '@mesh/app-agents';
-import { eventually, freshDatabase, testRun, uniquePrefix } from '../support/infra.js';
+import { eventually, freshDatabase, uniquePrefix } from '../support/infra.js';
 import { testKafka } from '../support/bus.js';
 import { commandProducer, EventCollector, runTask, sendCommand } from '../agents/runtime-fixtures.js';
 import { fc, runs } from './fuzz-support.js';
+import { startTestAgents } from '../support/agents-runtime.js';
 
 // The Kafka side of the fuzz suite: generated commands with missing, corrupt or hostile headers
 // and payloads on an agent's command channel. Each must end in the channel's dead-letter topic
@@ -15,16 +15,9 @@ import { fc, runs } from './fuzz-support.js';
 const db = await freshDatabase('fuzz-kafka');
 const prefix = uniquePrefix('fuzz-kafka');
 const topics = new TopicNames(prefix);
-const agents = await startAgents({
-  ...loadAgentsConfig({
-    KAFKA_BROKERS: testRun().brokers.join(','),
-    TOPIC_PREFIX: prefix,
-    DATABASE_URL: db,
-    AGENTS_RUN: 'echo-agent',
-  }),
-  AGENTS_PORT: 0,
+await startTestAgents(prefix, db, {
+  AGENTS_RUN: 'echo-agent',
 });
-after(() => agents.stop());
 const events = new EventCollector();
 await events.start(topics);
 const producer = await commandProducer();

@@ -4,11 +4,12 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Role, TaskState, type Task } from '@a2a-js/sdk';
 import { randomUUID } from 'node:crypto';
-import { loadAgentsConfig, refundAgent, startAgents } from '@mesh/app-agents';
+import { refundAgent } from '@mesh/app-agents';
 import { ToolMeta } from '@mesh/tool-gateway';
-import { eventually, testRun } from '../support/infra.js';
+import { eventually } from '../support/infra.js';
 import { a2aClient, agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { startTestBillingTools } from '../agents/agents-fixtures.js';
+import { startTestAgents } from '../support/agents-runtime.js';
 
 // Tool calls carry the caller's tenant and subject and never the caller's bearer token: a
 // recording proxy sits in front of billing-tools and sees every byte the worker sends it.
@@ -40,17 +41,10 @@ after(() => {
   proxy.close();
 });
 const proxied = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}${target.pathname}`;
-const agents = await startAgents({
-  ...loadAgentsConfig({
-    KAFKA_BROKERS: testRun().brokers.join(','),
-    TOPIC_PREFIX: env.prefix,
-    DATABASE_URL: env.databaseUrl,
-    AGENTS_RUN: 'refund-agent',
-    AGENTS_MCP_SERVERS: JSON.stringify({ billing: { url: proxied } }),
-  }),
-  AGENTS_PORT: 0,
+await startTestAgents(env.prefix, env.databaseUrl, {
+  AGENTS_RUN: 'refund-agent',
+  AGENTS_MCP_SERVERS: JSON.stringify({ billing: { url: proxied } }),
 });
-after(() => agents.stop());
 await publishAgents(env.kafka, env.topics, [
   agentRecord('refund-agent', {
     card: { ...agentRecord('refund-agent').card, name: refundAgent.card.name, skills: refundAgent.card.skills },

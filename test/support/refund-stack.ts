@@ -1,27 +1,20 @@
 // The refund conversation's whole stack for end-to-end specs: a dispatcher, billing-tools and an
 // agents runtime running refund-agent, on the spec's own database and topic prefix.
-import { after } from 'node:test';
 import { textMessage as cliTextMessage } from '@mesh/cli';
-import { loadAgentsConfig, refundAgent, startAgents } from '@mesh/app-agents';
-import { eventually, testRun } from './infra.js';
+import { refundAgent } from '@mesh/app-agents';
+import { eventually } from './infra.js';
 import { agentRecord, publishAgents, startTestDispatcher } from './dispatcher-harness.js';
 import { startTestBillingTools } from '../agents/agents-fixtures.js';
+import { startTestAgents } from './agents-runtime.js';
 
 /** Starts the stack and waits until the dispatcher serves refund-agent's card; stopped when the spec ends. */
 export async function startRefundStack(label: string) {
   const env = await startTestDispatcher(label);
   const billing = await startTestBillingTools(env.databaseUrl);
-  const agents = await startAgents({
-    ...loadAgentsConfig({
-      KAFKA_BROKERS: testRun().brokers.join(','),
-      TOPIC_PREFIX: env.prefix,
-      DATABASE_URL: env.databaseUrl,
-      AGENTS_RUN: 'refund-agent',
-      AGENTS_MCP_SERVERS: JSON.stringify({ billing: { url: billing.mcpUrl } }),
-    }),
-    AGENTS_PORT: 0,
+  const agents = await startTestAgents(env.prefix, env.databaseUrl, {
+    AGENTS_RUN: 'refund-agent',
+    AGENTS_MCP_SERVERS: JSON.stringify({ billing: { url: billing.mcpUrl } }),
   });
-  after(() => agents.stop());
   await publishAgents(env.kafka, env.topics, [
     agentRecord('refund-agent', {
       card: { ...agentRecord('refund-agent').card, name: refundAgent.card.name, skills: refundAgent.card.skills },
