@@ -72,6 +72,7 @@ const WORKER_KILLS = num('CHAOS_WORKER_KILLS', Infinity);
 const MIN_SUBMIT_MS = num('CHAOS_MIN_SUBMIT_MS', 0);
 const FAULTS = new Set((process.env.CHAOS_FAULTS ?? 'worker,dispatcher,receiver,broker,postgres').split(',').map((f) => f.trim()));
 const SETTLE_TIMEOUT = num('CHAOS_SETTLE_TIMEOUT_MS', 300000);
+const PUSH_SETTLE_TIMEOUT = num('CHAOS_PUSH_SETTLE_TIMEOUT_MS', 120000);
 const PORT_BASE = num('CHAOS_PORT_BASE', 18180);
 const broker = new ChaosBroker(root, {
   port: num('CHAOS_KAFKA_PORT', 19092),
@@ -558,6 +559,7 @@ async function main() {
   const pending = new Map([...accepted].map(([i, id]) => [id, tasks[i]]));
   const finalState = new Map();
   const until = Date.now() + SETTLE_TIMEOUT;
+  let lastSettleLog = Date.now();
   while (pending.size > 0 && Date.now() < until) {
     const ids = [...pending.keys()];
     const done = (
@@ -584,7 +586,13 @@ async function main() {
         }
       }),
     );
-    if (pending.size > 0) await sleep(1000);
+    if (pending.size > 0) {
+      if (Date.now() - lastSettleLog > 10000) {
+        lastSettleLog = Date.now();
+        log(`settling: ${pending.size} not terminal yet (e.g. ${[...pending.keys()].slice(0, 3).join(', ')})`);
+      }
+      await sleep(1000);
+    }
   }
   // Recovery: from the end of the last fault until every task was terminal; drain: from the last
   // submission until then (a short run may still be submitting when its last fault ends).
@@ -663,7 +671,7 @@ async function main() {
     );
 
   // --- Push: wait for the dispatcher's deliveries, then compare with the events topic --------------
-  const pushUntil = Date.now() + 120000;
+  const pushUntil = Date.now() + PUSH_SETTLE_TIMEOUT;
   while (Date.now() < pushUntil) {
     const [{ n }] = await sql(`SELECT count(*)::int AS n FROM dispatcher.push_deliveries WHERE status = 'pending'`);
     if (n === 0) break;

@@ -51,6 +51,10 @@ const chaos = spawn(process.execPath, ['scripts/chaos.mjs', '--tasks=300'], {
     CHAOS_RECEIVER_OUTAGE_AT_MS: '12000',
     CHAOS_BROKER_RESTART_AT_MS: '20000',
     CHAOS_POSTGRES_RESTART_AT_MS: '34000',
+    // Bounded so that a stuck task ends in the script's own report (which lists every task that did
+    // not complete, with its rows) well before the test's timeout; a normal run settles in seconds.
+    CHAOS_SETTLE_TIMEOUT_MS: '90000',
+    CHAOS_PUSH_SETTLE_TIMEOUT_MS: '45000',
   },
   stdio: ['ignore', 'pipe', 'pipe'],
 });
@@ -64,32 +68,49 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-test('chaos: 300 refund tasks under one fault of each kind — nothing lost, nothing done twice', { timeout: 300000 }, async (t) => {
-  const code = await exited;
-  // The script's summary (faults, push figures, PASS/FAIL per invariant) into the test output.
-  t.diagnostic(stderr.slice(stderr.lastIndexOf('\nchaos ') + 1).trim());
-  const report = JSON.parse(readFileSync(reportFile, 'utf8')) as ChaosReport;
-  const context = `exit ${code}\n${stderr.split('\n').slice(-60).join('\n')}`;
-  assert.deepEqual(JSON.parse(stdout.trim().split('\n').at(-1)!), report, 'stdout ends with the report as one JSON line');
-  for (const [check, ok] of Object.entries(report.checks)) assert.ok(ok, `${check}\n${context}`);
-  assert.equal(code, 0, context);
-  assert.equal(report.passed, true);
-  assert.equal(report.accepted, 300);
-  assert.equal(report.lost, 0);
-  assert.equal(report.duplicates, 0);
-  assert.equal(report.missingRefunds, 0);
-  assert.equal(report.refundsOfUnsuccessful, 0);
-  assert.equal(report.refundsApplied, report.finalStates.TASK_STATE_COMPLETED);
-  assert.equal(report.regressions, 0);
-  assert.equal(report.lag, 0);
-  assert.ok(report.push && report.push.configs > 0 && report.push.expectedEvents > 0, 'push subscriptions were exercised');
-  assert.equal(report.push.missing, 0);
-  assert.equal(report.push.regressions, 0);
-  assert.equal(report.push.differingDuplicates, 0);
-  const faults = report.faults.map((f) => f.what).join('\n');
-  for (const kind of [/SIGKILL worker/, /SIGKILL dispatcher/, /push receiver-a down/, /broker stop/, /broker started again/])
-    assert.match(faults, kind);
-  // The Postgres restart runs where the script may do it (root, local cluster); otherwise the report says why not.
-  assert.ok(/Postgres back after/.test(faults) || report.notes.some((n) => n.startsWith('Postgres restart: skipped')), faults);
-  assert.equal(report.scheduleComplete, true);
-});
+// If the script still runs after WATCHDOG_MS it is stopped (SIGTERM: it cleans up) and the test fails
+// with the script's own log, so that a hang says where it hung instead of a bare test timeout.
+const WATCHDOG_MS = 330000;
+
+test(
+  'chaos: 300 refund tasks under one fault of each kind — nothing lost, nothing done twice',
+  { timeout: WATCHDOG_MS + 60000 },
+  async (t) => {
+    let watchdog: NodeJS.Timeout | undefined;
+    const code = await Promise.race([
+      exited,
+      new Promise<'hung'>((resolve) => (watchdog = setTimeout(() => resolve('hung'), WATCHDOG_MS))),
+    ]).finally(() => clearTimeout(watchdog));
+    if (code === 'hung') {
+      chaos.kill('SIGTERM');
+      await exited;
+      assert.fail(`the chaos script still ran after ${WATCHDOG_MS} ms; its last log lines:\n${stderr.split('\n').slice(-80).join('\n')}`);
+    }
+    // The script's summary (faults, push figures, PASS/FAIL per invariant) into the test output.
+    t.diagnostic(stderr.slice(stderr.lastIndexOf('\nchaos ') + 1).trim());
+    const report = JSON.parse(readFileSync(reportFile, 'utf8')) as ChaosReport;
+    const context = `exit ${code}\n${stderr.split('\n').slice(-60).join('\n')}`;
+    assert.deepEqual(JSON.parse(stdout.trim().split('\n').at(-1)!), report, 'stdout ends with the report as one JSON line');
+    for (const [check, ok] of Object.entries(report.checks)) assert.ok(ok, `${check}\n${context}`);
+    assert.equal(code, 0, context);
+    assert.equal(report.passed, true);
+    assert.equal(report.accepted, 300);
+    assert.equal(report.lost, 0);
+    assert.equal(report.duplicates, 0);
+    assert.equal(report.missingRefunds, 0);
+    assert.equal(report.refundsOfUnsuccessful, 0);
+    assert.equal(report.refundsApplied, report.finalStates.TASK_STATE_COMPLETED);
+    assert.equal(report.regressions, 0);
+    assert.equal(report.lag, 0);
+    assert.ok(report.push && report.push.configs > 0 && report.push.expectedEvents > 0, 'push subscriptions were exercised');
+    assert.equal(report.push.missing, 0);
+    assert.equal(report.push.regressions, 0);
+    assert.equal(report.push.differingDuplicates, 0);
+    const faults = report.faults.map((f) => f.what).join('\n');
+    for (const kind of [/SIGKILL worker/, /SIGKILL dispatcher/, /push receiver-a down/, /broker stop/, /broker started again/])
+      assert.match(faults, kind);
+    // The Postgres restart runs where the script may do it (root, local cluster); otherwise the report says why not.
+    assert.ok(/Postgres back after/.test(faults) || report.notes.some((n) => n.startsWith('Postgres restart: skipped')), faults);
+    assert.equal(report.scheduleComplete, true);
+  },
+);
