@@ -38,13 +38,11 @@ const distDirs = [
 const all = distDirs.flatMap((d) => walk(d));
 const matches = (f) => filters.length === 0 || filters.some((x) => f.includes(x));
 const unit = all.filter((f) => f.endsWith('.spec.js') && matches(f)).sort();
-// The chaos spec (test/chaos/) runs last: it stops its own broker and restarts Postgres, which
-// must never overlap another spec (files run one at a time, in this order).
-const lastOf = (f) => (f.includes(`${join('test', 'dist', 'chaos')}/`) ? 1 : 0);
-const integration = all
-  .filter((f) => f.endsWith('.integration-spec.js') && matches(f))
-  .sort()
-  .sort((a, b) => lastOf(a) - lastOf(b));
+// The chaos spec (test/chaos/) runs last, in a `node --test` pass of its own (node sorts the files
+// it is given, so an order in one list is not kept): it stops its own broker and restarts
+// Postgres, which must never overlap another spec.
+const isLast = (f) => f.includes(`${join('test', 'dist', 'chaos')}/`);
+const integration = all.filter((f) => f.endsWith('.integration-spec.js') && matches(f)).sort();
 const files = only === '--unit' ? unit : only === '--integration' ? integration : [...unit, ...integration];
 if (files.length === 0) {
   console.error('run-tests: no test files matched');
@@ -71,15 +69,24 @@ if (files.some((f) => f.endsWith('.integration-spec.js'))) {
   env.DATABASE_URL = base.toString();
 }
 
-const child = spawn(process.execPath, ['--test', '--test-concurrency=1', '--test-reporter=spec', ...files.map((f) => relative(root, f))], {
-  cwd: root,
-  env,
-  stdio: 'inherit',
-});
-const forward = (sig) => child.kill(sig);
+/** One `node --test` pass over `list`, files one at a time; resolves with its exit code. */
+let current;
+function pass(list) {
+  current = spawn(process.execPath, ['--test', '--test-concurrency=1', '--test-reporter=spec', ...list.map((f) => relative(root, f))], {
+    cwd: root,
+    env,
+    stdio: 'inherit',
+  });
+  return new Promise((resolve) => current.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+}
+let interrupted = false;
+const forward = (sig) => ((interrupted = true), current?.kill(sig));
 process.on('SIGINT', forward);
 process.on('SIGTERM', forward);
-child.on('exit', async (code, signal) => {
+const passes = [files.filter((f) => !isLast(f)), files.filter(isLast)].filter((l) => l.length > 0);
+let code = 0;
+for (const list of passes) if (!interrupted) code = (await pass(list)) || code;
+{
   if (testDb) {
     // Tests create databases named after the run; drop them all so nothing accumulates.
     const admin = new pg.Client({ connectionString: env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' });
@@ -107,5 +114,5 @@ child.on('exit', async (code, signal) => {
     }
   }
   if (startedKafka) spawnSync(join(root, 'scripts/kafka.sh'), ['stop'], { stdio: 'inherit' });
-  process.exit(code ?? (signal ? 1 : 0));
-});
+  process.exit(code);
+}

@@ -14,8 +14,10 @@ import { anyJson, type Answer, brokenBody, fc, mutate, printable, runs, sendRaw,
 
 const env = await startTestDispatcher('fuzz-dispatcher', {}, { DISPATCHER_BODY_LIMIT: '64kb' });
 await publishAgents(env.kafka, env.topics, [agentRecord('echo'), agentRecord('secret', { tenant: 'globex', visibility: 'private' })]);
-const worker = await startEchoWorker(env.kafka, env.topics, 'echo');
-after(() => worker.stop());
+// Both agents are served: a valid streaming send (or subscribe) the generator happens to build
+// stays open until its task ends, so an agent without a worker would look like a hang.
+const workers = [await startEchoWorker(env.kafka, env.topics, 'echo'), await startEchoWorker(env.kafka, env.topics, 'secret')];
+after(() => Promise.all(workers.map((w) => w.stop())));
 await eventually('echo served', async () => (await fetch(`${env.url}/a2a/echo/.well-known/agent-card.json`)).ok);
 
 const send = (path: string, method: string, headers: OutgoingHttpHeaders, body?: Buffer): Promise<Answer> =>

@@ -26,6 +26,11 @@ export async function settledHeap(): Promise<number> {
 /** Runs per property: FUZZ_RUNS overrides (e.g. 2000 for a long local run). */
 export const runs = (normal: number) => Number(process.env.FUZZ_RUNS ?? normal);
 
+// FUZZ_SEED=<the seed a failure printed> replays that run (with FUZZ_PATH=<its path>, only the
+// failing case) instead of a fresh random one.
+if (process.env.FUZZ_SEED)
+  fc.configureGlobal({ seed: Number(process.env.FUZZ_SEED), ...(process.env.FUZZ_PATH ? { path: process.env.FUZZ_PATH } : {}) });
+
 /** Any JSON value, including deep nesting, long strings and big arrays. */
 export const anyJson = fc.oneof(
   { weight: 4, arbitrary: fc.jsonValue({ maxDepth: 4 }) },
