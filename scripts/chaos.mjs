@@ -266,6 +266,8 @@ async function onAnyDispatcher(t, fn, attempts = 40) {
       return await fn(await clientFor(t.tenant[1], dispatcherPorts[(t.i + attempt) % 2]));
     } catch (err) {
       if (attempt >= attempts) throw err;
+      // A dispatcher killed mid-call fails one attempt; more say something is stuck (and where).
+      if (attempt >= 2) log(`task ${t.i}: attempt ${attempt + 1} failed: ${String(err).slice(0, 300)}`);
       await sleep(250 * Math.min(attempt + 1, 8));
     }
   }

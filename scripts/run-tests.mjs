@@ -69,10 +69,15 @@ if (files.some((f) => f.endsWith('.integration-spec.js'))) {
   env.DATABASE_URL = base.toString();
 }
 
-/** One `node --test` pass over `list`, files one at a time; resolves with its exit code. */
+/**
+ * One `node --test` pass over `list`, files one at a time; resolves with its exit code. A file's
+ * process exits when its tests are done (--test-force-exit), so a client left retrying a stopped
+ * broker cannot hang the run.
+ */
 let current;
+const testArgs = ['--test', '--test-concurrency=1', '--test-force-exit', '--test-reporter=spec'];
 function pass(list) {
-  current = spawn(process.execPath, ['--test', '--test-concurrency=1', '--test-reporter=spec', ...list.map((f) => relative(root, f))], {
+  current = spawn(process.execPath, [...testArgs, ...list.map((f) => relative(root, f))], {
     cwd: root,
     env,
     stdio: 'inherit',
