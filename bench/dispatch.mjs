@@ -6,6 +6,7 @@
 //   (b) blocking SendMessage (dispatcher: through Kafka to the demo echo worker, in its own
 //       process, and back)
 // Writes bench/results/dispatch.json. Needs the local Kafka and Postgres (see README).
+import { execSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
@@ -38,22 +39,41 @@ async function check(url, returnImmediately) {
   return state;
 }
 
-/** CPU time (ms) a process has used so far (Linux /proc; undefined elsewhere). */
-function cpuMs(pid) {
+/**
+ * CPU time (ms) a process has used so far (Linux /proc; undefined elsewhere); `withChildren` adds
+ * its children that exited (a Postgres backend's time moves to the postmaster when it ends).
+ */
+function cpuMs(pid, withChildren = false) {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // USER_HZ is 100 on Linux
+    const ticks = Number(f[11]) + Number(f[12]) + (withChildren ? Number(f[13]) + Number(f[14]) : 0);
+    return (ticks * 1000) / 100; // USER_HZ is 100 on Linux
   } catch {
     return undefined;
   }
 }
 
+/** Pids of this machine's Postgres processes and of the Kafka broker (empty where not visible). */
+function infraPids() {
+  const list = (pattern) => {
+    try {
+      return execSync(`pgrep ${pattern}`, { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
+    } catch {
+      return [];
+    }
+  };
+  const postmaster = list('-o -x postgres')[0];
+  return { postmaster, postgres: list('-x postgres'), kafka: list('-f kafka.Kafka') };
+}
+const sumCpu = (pids, postmaster) => pids.reduce((s, p) => s + (cpuMs(p, p === postmaster) ?? 0), 0);
+
 async function load(name, url, returnImmediately) {
   const expected = await check(url, returnImmediately);
-  // CPU per request of the server process and of the echo worker: unlike req/s, barely moved by
-  // whatever else the machine runs.
-  const cpuBefore = [cpuMs(child.pid), cpuMs(worker.pid)];
+  // CPU per request of the server process, the echo worker, Postgres and Kafka: unlike req/s,
+  // barely moved by whatever else the machine runs, and it says where a request's cost goes.
+  const infra = infraPids();
+  const cpuBefore = [cpuMs(child.pid), cpuMs(worker.pid), sumCpu(infra.postgres, infra.postmaster), sumCpu(infra.kafka)];
   let wrong = 0;
   const result = await autocannon({
     url,
@@ -81,10 +101,10 @@ async function load(name, url, returnImmediately) {
     timeouts: result.timeouts,
     wrongAnswers: wrong,
   };
-  const cpuAfter = [cpuMs(child.pid), cpuMs(worker.pid)];
+  const cpuAfter = [cpuMs(child.pid), cpuMs(worker.pid), sumCpu(infra.postgres, infra.postmaster), sumCpu(infra.kafka)];
   if (cpuBefore[0] !== undefined && result.requests.total > 0) {
     const per = (i) => Math.round(((cpuAfter[i] - cpuBefore[i]) / result.requests.total) * 1000) / 1000;
-    out.cpuMsPerRequest = { server: per(0), echoWorker: per(1) };
+    out.cpuMsPerRequest = { server: per(0), echoWorker: per(1), postgres: per(2), kafka: per(3) };
   }
   console.error(
     `${name}: ${out.reqPerSec.toFixed(0)} req/s, p50 ${out.latencyMs.p50} ms, p99 ${out.latencyMs.p99} ms, wrong ${wrong}, non2xx ${out.non2xx}, errors ${out.errors}, CPU ms/request ${JSON.stringify(out.cpuMsPerRequest)}`,

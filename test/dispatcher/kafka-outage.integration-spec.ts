@@ -1,7 +1,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { TaskState, type Task } from '@a2a-js/sdk';
-import { logLevel } from 'kafkajs';
+import { logLevel, type Producer } from 'kafkajs';
 import { DEMO_API_KEYS } from '@mesh/auth';
 import { createKafka } from '@mesh/bus';
 import { decodeEnvelope, TopicNames, type Envelope } from '@mesh/contract';
@@ -19,14 +19,17 @@ import { startPrivateKafka } from '../support/private-kafka.js';
 const setupStarted = Date.now();
 const broker = await startPrivateKafka();
 /** What the after hook stops, filled in as the spec starts things. */
-const started: { worker?: EchoWorker; dispatcher?: SpawnedProcess; brokerDown: boolean } = { brokerDown: false };
+const started: { worker?: EchoWorker; dispatcher?: SpawnedProcess; brokerDown: boolean; beating?: NodeJS.Timeout; beats?: Producer } = {
+  brokerDown: false,
+};
 after(async () => {
   const { worker, dispatcher } = started;
+  clearInterval(started.beating);
   // A test that failed during the outage: bring the broker back so the clients can leave cleanly
   // (a kafkajs consumer whose broker is gone retries forever and keeps the process alive).
   if (started.brokerDown) await broker.resume().catch(() => undefined);
   // Clients first (their disconnect needs the broker), then the dispatcher, then the broker and its data.
-  await Promise.race([worker?.stop(), new Promise((r) => setTimeout(r, 10000).unref())]);
+  await Promise.race([Promise.all([worker?.stop(), started.beats?.disconnect()]), new Promise((r) => setTimeout(r, 10000).unref())]);
   if (dispatcher && dispatcher.child.exitCode === null && dispatcher.child.signalCode === null) {
     dispatcher.child.kill('SIGKILL');
     await dispatcher.exited;
@@ -47,8 +50,10 @@ const dispatcher = (started.dispatcher = spawnNode('apps/dispatcher/dist/main.js
   DISPATCHER_PORT: String(port),
   AUTH_API_KEYS: DEMO_API_KEYS,
   EVENTS_TOPIC_PARTITIONS: '3',
-  // The test worker sends no heartbeats; admission is tested on its own.
-  DISPATCHER_REQUIRE_HEALTHY_WORKER: 'false',
+  // Admission requires a live worker heartbeat (beaten below with a 1.5 s TTL): an outage far
+  // longer than that must not turn into 503 NO_HEALTHY_WORKER, since the dispatcher could not
+  // hear heartbeats while it lasted.
+  DISPATCHER_REQUIRE_HEALTHY_WORKER: 'true',
   // A blocking send during the outage returns its handle after this long.
   DISPATCHER_BLOCKING_TIMEOUT_MS: '2000',
   LOG_LEVEL: 'warn',
@@ -71,6 +76,22 @@ await publishAgents(kafka, topics, [agentRecord('echo')]);
 // A short session, so the worker's group rebalances soon after the broker is back (kafkajs default: 30 s).
 started.worker = await startEchoWorker(kafka, topics, 'echo', 2, { sessionTimeout: 6000, heartbeatInterval: 1000 });
 await eventually('agent served', async () => (await fetch(`${url}/a2a/echo/.well-known/agent-card.json`)).ok, 30000, 100);
+// The worker's heartbeats: every 500 ms, TTL 1.5 s. During the outage they cannot be produced
+// (the sends fail and are dropped, as a real worker's would be).
+const beats = createKafka({ brokers: broker.brokers, clientId: 'test-outage-heartbeats' }, { logLevel: logLevel.NOTHING }).producer({
+  retry: { retries: 0 },
+});
+started.beats = beats;
+await beats.connect();
+const beat = () =>
+  beats
+    .send({
+      topic: topics.heartbeats(),
+      messages: [{ key: 'echo', value: JSON.stringify({ agentId: 'echo', workerId: 'w1', atUnixMs: Date.now(), ttlMs: 1500 }) }],
+    })
+    .catch(() => undefined);
+started.beating = setInterval(beat, 500);
+await beat();
 const setupMs = Date.now() - setupStarted;
 
 const outboxSize = async () => (await sql<{ n: number }>(databaseUrl, `SELECT count(*)::int AS n FROM dispatcher.outbox`))[0].n;
@@ -131,6 +152,8 @@ test('Kafka stopped during accept: tasks accepted before and during the outage a
     assert.equal(down.body.status, 'broken');
     assert.match(down.body.checks.kafka, /^failing/);
     assert.equal(down.body.checks.postgres, 'ok');
+    // Far longer than a heartbeat's TTL, so a dispatcher that counted the outage against it would refuse.
+    await new Promise((r) => setTimeout(r, 3000));
     const live = await health('/livez');
     assert.deepEqual([live.status, live.body.status], [200, 'ready'], 'alive (not restarted by a liveness probe) while Kafka is down');
 
@@ -152,6 +175,11 @@ test('Kafka stopped during accept: tasks accepted before and during the outage a
     await broker.resume();
     started.brokerDown = false;
     at('broker back');
+    // Right after the broker returns (before a new heartbeat can have been heard), new work is
+    // still admitted: what was healthy when the outage began stays so until the dispatcher has
+    // listened for a whole TTL without hearing the worker.
+    const after = await accept(['just after the outage']);
+    during.push(...after);
 
     const all = [...before, ...during];
     await eventually(

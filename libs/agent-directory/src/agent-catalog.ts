@@ -63,6 +63,8 @@ export class AgentCatalog {
         }
       },
     });
+    // Each completed fetch: the catalog can hear heartbeats (see CatalogState.heard).
+    this.heartbeats.on(this.heartbeats.events.FETCH, () => this.state.heard());
     await this.heartbeats.connect();
     await this.heartbeats.subscribe({ topic: this.opts.topics.heartbeats(), fromBeginning: false });
     await this.heartbeats.run({
@@ -84,7 +86,10 @@ export class AgentCatalog {
     return this.state.get(id, viewerTenant);
   }
 
-  /** True while a heartbeat within its TTL exists for a registered, non-retired agent. */
+  /**
+   * True while a heartbeat within its TTL exists for a registered, non-retired agent; time this
+   * catalog could not fetch heartbeats (broker down, rejoining) does not count against the TTL.
+   */
   healthy(id: string): boolean {
     return this.state.healthy(id);
   }

@@ -58,3 +58,38 @@ test('health follows the freshest heartbeat and its TTL (default when none)', ()
   s.applyHeartbeat({ agentId: 'ghost', workerId: 'w', atUnixMs: now, ttlMs: 1000 });
   assert.equal(s.healthy('ghost'), false, 'unregistered agents are never healthy');
 });
+
+test('time the catalog could not hear heartbeats does not count against their TTL', () => {
+  let now = 10_000;
+  const s = new CatalogState(1000, () => now, 500);
+  s.applyRecord('a1', rec());
+  s.applyRecord('a2', rec({ id: 'a2' }));
+  const listen = (ms: number) => {
+    for (const end = now + ms; now < end; now += 100) s.heard();
+  };
+  listen(200);
+  s.applyHeartbeat({ agentId: 'a1', workerId: 'w', atUnixMs: now, ttlMs: 1000 });
+  listen(400);
+  // Deaf (no fetch completes) for 5 s, far beyond the TTL: still healthy, during and after.
+  now += 5000;
+  assert.equal(s.healthy('a1'), true, 'healthy while the catalog cannot hear');
+  s.heard();
+  assert.equal(s.healthy('a1'), true, 'healthy right after hearing again');
+  // Listening again: the rest of the TTL (1000 - 400 ms already listened) runs out.
+  listen(500);
+  assert.equal(s.healthy('a1'), true);
+  listen(200);
+  assert.equal(s.healthy('a1'), false, 'a worker silent for a whole TTL of listening is not healthy');
+  // A heartbeat after a deaf period gets its plain TTL; earlier deafness does not extend it.
+  s.applyHeartbeat({ agentId: 'a2', workerId: 'w', atUnixMs: now, ttlMs: 1000 });
+  listen(1100);
+  assert.equal(s.healthy('a2'), false);
+  // Short gaps (below deafAfterMs) are ordinary fetch pacing, counted as listening.
+  s.applyHeartbeat({ agentId: 'a2', workerId: 'w', atUnixMs: now, ttlMs: 1000 });
+  now += 400;
+  s.heard();
+  now += 400;
+  s.heard();
+  now += 300;
+  assert.equal(s.healthy('a2'), false);
+});

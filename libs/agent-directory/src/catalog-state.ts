@@ -6,12 +6,41 @@ import { canSee, type AgentHeartbeat, type AgentRecord } from '@mesh/contract';
  */
 export class CatalogState {
   private readonly records = new Map<string, AgentRecord>();
-  private readonly healthyUntil = new Map<string, number>();
+  /** Per agent: health expires at `until` plus the deaf time after `deafAt` (see `heard`). */
+  private readonly health = new Map<string, { until: number; deafAt: number }>();
+  private lastHeard?: number;
+  private deafMs = 0;
 
   constructor(
     private readonly defaultTtlMs = 30_000,
     private readonly now: () => number = Date.now,
+    /** A gap between two `heard()` calls longer than this is time the catalog could not hear heartbeats. */
+    private readonly deafAfterMs = 3_000,
   ) {}
+
+  /**
+   * The heartbeats consumer completed a fetch: heartbeats sent now would reach us. While it cannot
+   * (broker down, group rejoining), silence says nothing about the workers, so that time does not
+   * count against a heartbeat's TTL: an agent healthy when the outage began stays healthy until
+   * the catalog has listened for a whole TTL without hearing it. Without this, every broker blip
+   * longer than a TTL turned into 503 NO_HEALTHY_WORKER until the next heartbeats got through.
+   */
+  heard(): void {
+    const t = this.now();
+    if (this.lastHeard !== undefined && t - this.lastHeard > this.deafAfterMs) this.deafMs += t - this.lastHeard;
+    this.lastHeard = t;
+  }
+
+  /** Total time the catalog could not hear, the current gap included. */
+  private deafTotal(): number {
+    const gap = this.lastHeard === undefined ? 0 : this.now() - this.lastHeard;
+    return this.deafMs + (gap > this.deafAfterMs ? gap : 0);
+  }
+
+  private expiry(id: string): number {
+    const h = this.health.get(id);
+    return h ? h.until + (this.deafTotal() - h.deafAt) : 0;
+  }
 
   /** Applies one cards-topic record; an older version never replaces a newer one. `null` = tombstone. */
   applyRecord(id: string, record: AgentRecord | null): void {
@@ -28,7 +57,7 @@ export class CatalogState {
   applyHeartbeat(hb: AgentHeartbeat): void {
     const at = Math.min(hb.atUnixMs, this.now());
     const until = at + (hb.ttlMs > 0 ? hb.ttlMs : this.defaultTtlMs);
-    if (until > (this.healthyUntil.get(hb.agentId) ?? 0)) this.healthyUntil.set(hb.agentId, until);
+    if (until > this.expiry(hb.agentId)) this.health.set(hb.agentId, { until, deafAt: this.deafTotal() });
   }
 
   /** The agent as `viewerTenant` may see it (its own, or public), retired ones included; else undefined. */
@@ -37,10 +66,13 @@ export class CatalogState {
     return r && canSee(r, viewerTenant) ? r : undefined;
   }
 
-  /** True when a heartbeat within its TTL exists and the agent is registered and not retired. */
+  /**
+   * True when a heartbeat within its TTL (time the catalog could not hear not counted) exists and
+   * the agent is registered and not retired.
+   */
   healthy(id: string): boolean {
     const r = this.records.get(id);
-    return !!r && !r.retired && (this.healthyUntil.get(id) ?? 0) > this.now();
+    return !!r && !r.retired && this.expiry(id) > this.now();
   }
 
   get size(): number {
