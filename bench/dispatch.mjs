@@ -5,6 +5,7 @@
 //   (a) SendMessage with returnImmediately (durable accept: Postgres commit; Kafka produce by the relay)
 //   (b) blocking SendMessage (dispatcher: through Kafka to the demo echo worker, in its own
 //       process, and back)
+// plus, not a target, (a) again with the echo worker paused: the accept path alone on this machine.
 // Writes bench/results/dispatch.json. Needs the local Kafka and Postgres (see README).
 import { execSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -154,6 +155,20 @@ try {
   // Not part of (a)'s figures: how long the worker and the projection took to finish its backlog.
   rows.a_dispatcher.backlogDrainedAfterMs = await drained();
   console.error(`(a) dispatcher: backlog of accepted tasks completed ${rows.a_dispatcher.backlogDrainedAfterMs} ms after the load stopped`);
+  // Not a target: the same load with the echo worker paused (SIGSTOP) for its 10 s, so the
+  // dispatcher's accept path (dedup, Postgres commit, relay produce) has the 2 cores to itself,
+  // without the worker and the projection of its events competing for them. It says how much of
+  // (a)'s gap is the front door and how much is co-locating the rest of the pipeline on this machine.
+  worker.kill('SIGSTOP');
+  try {
+    rows.a_dispatcher_workerPaused = await load('(a) dispatcher, returnImmediately, worker paused', urls.dispatcher, true);
+  } finally {
+    worker.kill('SIGCONT');
+  }
+  rows.a_dispatcher_workerPaused.backlogDrainedAfterMs = await drained();
+  console.error(
+    `(a) dispatcher, worker paused: backlog of accepted tasks completed ${rows.a_dispatcher_workerPaused.backlogDrainedAfterMs} ms after the worker resumed`,
+  );
   rows.b_reference = await load('(b) reference, blocking', urls.reference, false);
   rows.b_dispatcher = await load('(b) dispatcher, blocking via Kafka', urls.dispatcher, false);
 } finally {
@@ -174,6 +189,11 @@ const summary = {
     b_reqPerSecRatio: ratio(rows.b_dispatcher.reqPerSec, rows.b_reference.reqPerSec),
     b_reqPerSecTarget: 0.5,
   },
+  // Not targets: (a) with the worker paused (the accept path alone on this machine).
+  decomposition: {
+    a_workerPaused_reqPerSecRatio: ratio(rows.a_dispatcher_workerPaused.reqPerSec, rows.a_reference.reqPerSec),
+    a_workerPaused_p99Ratio: ratio(rows.a_dispatcher_workerPaused.latencyMs.p99, rows.a_reference.latencyMs.p99),
+  },
 };
 writeFileSync(`${root}bench/results/dispatch.json`, `${JSON.stringify(summary, null, 2)}\n`);
-console.log(JSON.stringify(summary.targets, null, 2));
+console.log(JSON.stringify({ ...summary.targets, ...summary.decomposition }, null, 2));
