@@ -2,9 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { InMemoryCardStream } from '@mesh/app-directory';
-import { eventually } from '../support/infra.js';
 import { card, KEYS, startTestDirectory } from '../directory/directory-fixtures.js';
-import { anyJson, type Answer, brokenBody, fc, mutate, printable, runs, sendRaw, settledHeap } from './fuzz-support.js';
+import { anyJson, type Answer, brokenBody, fc, mutate, printable, runs, sendRaw, heapBackNear, settledHeap } from './fuzz-support.js';
 
 // Generated hostile requests against every directory route. Answers must be RFC 9457 problems
 // with a documented status and code (docs/directory.md), never a 5xx; the heap settles back.
@@ -200,16 +199,5 @@ test('after the fuzzing the fixed agents are unchanged for their owners and the 
   const globexOwn = await send('/v1/agents/fz-globex-tenant', 'GET', as(KEYS.globex));
   assert.equal(globexOwn.status, 200);
   assert.equal((JSON.parse(globexOwn.body) as { version: number }).version, 1, 'no other tenant changed it');
-  const heap = await eventually(
-    'heap back near the baseline',
-    async () => {
-      const h = await settledHeap();
-      return h < baseline + Math.max(32 * 1024 * 1024, baseline * 0.25) ? h : undefined;
-    },
-    20000,
-    500,
-  );
-  process.stdout.write(
-    `# heap after GC: baseline ${(baseline / 1048576).toFixed(1)} MiB, after fuzzing ${(heap / 1048576).toFixed(1)} MiB\n`,
-  );
+  await heapBackNear(baseline);
 });

@@ -6,7 +6,19 @@ import { eventually } from '../support/infra.js';
 import { agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { jsonMessage } from '../support/a2a-fixtures.js';
 import { startEchoWorker } from '../support/echo-worker.js';
-import { anyJson, type Answer, brokenBody, fc, mutate, printable, runs, sendRaw, settledHeap, wrongType } from './fuzz-support.js';
+import {
+  anyJson,
+  type Answer,
+  brokenBody,
+  fc,
+  mutate,
+  printable,
+  runs,
+  sendRaw,
+  heapBackNear,
+  settledHeap,
+  wrongType,
+} from './fuzz-support.js';
 
 // Generated hostile requests against both A2A bindings of one dispatcher. Every answer must be
 // a documented error in the binding's format (or a success for the rare valid request); never
@@ -277,16 +289,5 @@ test('after the fuzzing the dispatcher still serves and its heap returns to the 
   );
   assert.equal(ok.status, 200);
   assert.match(ok.body, /echo: still here/);
-  const heap = await eventually(
-    'heap back near the baseline',
-    async () => {
-      const h = await settledHeap();
-      return h < baseline + Math.max(32 * 1024 * 1024, baseline * 0.25) ? h : undefined;
-    },
-    20000,
-    500,
-  );
-  process.stdout.write(
-    `# heap after GC: baseline ${(baseline / 1048576).toFixed(1)} MiB, after fuzzing ${(heap / 1048576).toFixed(1)} MiB\n`,
-  );
+  await heapBackNear(baseline);
 });

@@ -2,6 +2,7 @@ import type { OutgoingHttpHeaders } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
+import { eventually } from '../support/infra.js';
 import { rawRequest } from '../support/raw-http.js';
 
 /**
@@ -21,6 +22,27 @@ export async function settledHeap(): Promise<number> {
     await new Promise((r) => setImmediate(r));
   }
   return process.memoryUsage().heapUsed;
+}
+
+/**
+ * Waits (up to 20 s) until the heap after full collections is back near `baseline` (within 25%,
+ * at least 32 MiB), prints both as a test diagnostic line and returns the settled heap; throws if
+ * it never comes back.
+ */
+export async function heapBackNear(baseline: number): Promise<number> {
+  const heap = await eventually(
+    'heap back near the baseline',
+    async () => {
+      const h = await settledHeap();
+      return h < baseline + Math.max(32 * 1024 * 1024, baseline * 0.25) ? h : undefined;
+    },
+    20000,
+    500,
+  );
+  process.stdout.write(
+    `# heap after GC: baseline ${(baseline / 1048576).toFixed(1)} MiB, after fuzzing ${(heap / 1048576).toFixed(1)} MiB\n`,
+  );
+  return heap;
 }
 
 /** Runs per property: FUZZ_RUNS overrides (e.g. 2000 for a long local run). */
