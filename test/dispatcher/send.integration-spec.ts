@@ -1,7 +1,6 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
-import { Role, TaskState, type Task } from '@a2a-js/sdk';
+import { TaskState, type Task } from '@a2a-js/sdk';
 import { eventually, sql } from '../support/infra.js';
 import {
   a2aClient,
@@ -13,31 +12,7 @@ import {
   type DispatcherEnv,
 } from '../support/dispatcher-harness.js';
 import { startEchoWorker, type EchoWorker } from '../support/echo-worker.js';
-
-const userMessage = (text: string, extra: Record<string, unknown> = {}) => ({
-  messageId: randomUUID(),
-  role: Role.ROLE_USER,
-  parts: [{ content: { $case: 'text' as const, value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
-  contextId: '',
-  taskId: '',
-  metadata: undefined,
-  extensions: [],
-  referenceTaskIds: [],
-  ...extra,
-});
-
-const sendRequest = (message: ReturnType<typeof userMessage>, configuration: Record<string, unknown> = {}) => ({
-  tenant: '',
-  message,
-  configuration: { acceptedOutputModes: [], returnImmediately: false, ...configuration, taskPushNotificationConfig: undefined },
-  metadata: undefined,
-});
-
-const textOf = (task: Task) =>
-  task.artifacts
-    .flatMap((a) => a.parts)
-    .map((p) => (p.content?.$case === 'text' ? p.content.value : ''))
-    .join('');
+import { artifactText, sendRequest, userMessage } from '../support/a2a-fixtures.js';
 
 // Top level, not in before(): the harness registers after() hooks that must belong to the file.
 const env: DispatcherEnv = await startTestDispatcher('send');
@@ -77,10 +52,10 @@ for (const binding of BINDINGS) {
     assert.ok('id' in result, 'a task, not a message');
     const task = result as Task;
     assert.equal(task.status?.state, TaskState.TASK_STATE_COMPLETED);
-    assert.equal(textOf(task), `echo: hello over ${binding}`);
+    assert.equal(artifactText(task), `echo: hello over ${binding}`);
     const fetched = await client.getTask({ id: task.id, tenant: '', historyLength: undefined });
     assert.equal(fetched.status?.state, TaskState.TASK_STATE_COMPLETED);
-    assert.equal(textOf(fetched), `echo: hello over ${binding}`);
+    assert.equal(artifactText(fetched), `echo: hello over ${binding}`);
     const [row] = await sql<{ execution_id: string }>(
       env.databaseUrl,
       `SELECT execution_id FROM dispatcher.executions WHERE task_id = $1`,
@@ -97,7 +72,7 @@ for (const binding of BINDINGS) {
       const t = await client.getTask({ id: task.id, tenant: '', historyLength: undefined });
       return t.status?.state === TaskState.TASK_STATE_COMPLETED ? t : undefined;
     });
-    assert.equal(textOf(done), 'echo: later');
+    assert.equal(artifactText(done), 'echo: later');
   });
 }
 
