@@ -3,7 +3,7 @@ import { decodeEnvelope, isRetryable, isTransientInfrastructureError, normalizeH
 import { withConsumerSpan } from '@mesh/telemetry';
 import { BusAdmin } from './bus-admin.js';
 import { BusProducer } from './bus-producer.js';
-import type { BusConsumerOptions, BusConsumerStats, EnvelopeHandler } from './consumer-types.js';
+import type { BusConsumerOptions, BusConsumerStats, EnvelopeHandler, KeyedBatchHandler } from './consumer-types.js';
 import { RecordContext } from './record-context.js';
 import { deadLetterHeaders, deadLetterTopic } from './dead-letters.js';
 import { InFlightSlots } from './in-flight-slots.js';
@@ -49,7 +49,10 @@ export class BusConsumer {
   private readonly initialBackoffMs: number;
   private readonly maxBackoffMs: number;
   private readonly drainTimeoutMs: number;
-  private handler?: EnvelopeHandler;
+  /** Calls the user's handler with one record (start) or a key's records (startBatches). */
+  private handle?: (items: WorkItem[], attempt: number, signal: AbortSignal) => Promise<void>;
+  /** Records of one key handed over at once: 1, or maxBatchPerKey with startBatches. */
+  private maxPerKey = 1;
   private epoch = 0;
   private bufferedCount = 0;
   private commitTimer?: NodeJS.Timeout;
@@ -87,9 +90,30 @@ export class BusConsumer {
   }
 
   /** Joins the group and starts handing envelopes to `handler`; resolves once the first assignment arrived. */
-  async start(handler: EnvelopeHandler): Promise<void> {
-    if (this.handler) throw new Error('BusConsumer already started');
-    this.handler = handler;
+  start(handler: EnvelopeHandler): Promise<void> {
+    return this.begin((items, attempt, signal) => {
+      const [w] = items;
+      return handler(w.envelope!, new RecordContext(w.state, w.message, attempt, signal));
+    });
+  }
+
+  /**
+   * Like `start`, but a record whose key has more records queued behind it is handed over together
+   * with them (up to `maxBatchPerKey`, in offset order), so the handler can do one piece of work for
+   * all of them — the dispatcher's projector writes a task's artifact and its COMPLETED at once.
+   * Ordering, commits and backpressure are the same; on a rejection the records are handled again
+   * one at a time through `handler` with the usual retries and dead-lettering.
+   */
+  startBatches(handler: KeyedBatchHandler): Promise<void> {
+    this.maxPerKey = Math.max(1, this.opts.maxBatchPerKey ?? 16);
+    return this.begin((items, attempt, signal) =>
+      handler(items.map((w) => ({ envelope: w.envelope!, ctx: new RecordContext(w.state, w.message, attempt, signal) }))),
+    );
+  }
+
+  private async begin(handle: (items: WorkItem[], attempt: number, signal: AbortSignal) => Promise<void>): Promise<void> {
+    if (this.handle) throw new Error('BusConsumer already started');
+    this.handle = handle;
     if (this.opts.ensureDeadLetterTopics ?? true) {
       for (const topic of this.opts.topics) await this.admin.ensureTopic(deadLetterTopic(topic), { partitions: 1 });
     }
@@ -229,29 +253,78 @@ export class BusConsumer {
       const item = this.queues.take((w) => this.slots.canReserve(w.tenant));
       if (!item) break;
       this.slots.tryReserve(item.tenant);
-      item.state.buffered--;
-      this.bufferedCount--;
+      // With startBatches the key's next queued records (decoded, same assignment) come along.
+      const group =
+        this.maxPerKey > 1 && item.envelope
+          ? [item, ...this.queues.takeMore(item, this.maxPerKey - 1, (w) => w.envelope !== undefined && w.state === item.state)]
+          : [item];
+      item.state.buffered -= group.length;
+      this.bufferedCount -= group.length;
       item.state.inFlight++;
-      void this.run(item);
+      void this.run(group);
     }
     if (this.pausedCount > 0 && this.bufferedCount <= this.resumeBelow) this.resumeAll();
   }
 
-  private async run(item: WorkItem): Promise<void> {
-    let outcome: Outcome = 'abandoned';
+  /** Runs one record, or a key's records together (startBatches); completes those that finished. */
+  private async run(group: WorkItem[]): Promise<void> {
+    const [first] = group;
+    let finished: WorkItem[] = [];
     try {
-      outcome = await this.process(item);
+      if (group.length === 1) finished = (await this.process(first)) === 'done' ? group : [];
+      else finished = await this.processTogether(group);
     } catch (err) {
       this.opts.onError?.(err, 'process');
     } finally {
-      const { state } = item;
-      this.slots.release(item.tenant);
-      this.queues.done(item);
+      const { state } = first;
+      this.slots.release(first.tenant);
+      this.queues.done(first);
       state.inFlight--;
-      if (outcome === 'done') state.tracker.complete(item.offset);
+      for (const item of finished) state.tracker.complete(item.offset);
       this.dispatch();
       if (this.slots.inFlight === 0 || this.idleWaiters.length > 0) this.notifyIdle();
     }
+  }
+
+  /**
+   * A key's records in one handler call; if it fails they are handled again one at a time (each
+   * with its retries and dead-lettering), in order, stopping at one that is abandoned. Returns
+   * the records that finished.
+   */
+  private async processTogether(group: WorkItem[]): Promise<WorkItem[]> {
+    const { state } = group[0];
+    const signal = state.abort.signal;
+    if (signal.aborted || state.stale) return [];
+    try {
+      await this.traced(group, 1, () => this.handle!(group, 1, signal));
+      this.counters.processed += group.length;
+      return group;
+    } catch (err) {
+      if (signal.aborted || state.stale) return [];
+      this.opts.onError?.(err, `a batch of ${group.length} records failed; handling them one at a time`);
+    }
+    const finished: WorkItem[] = [];
+    for (const item of group) {
+      if ((await this.process(item)) !== 'done') break;
+      finished.push(item);
+    }
+    return finished;
+  }
+
+  /** Each attempt is a span per record, in the trace its producer put in the headers. */
+  private traced(items: WorkItem[], attempt: number, fn: () => Promise<void>): Promise<void> {
+    const attributes = (item: WorkItem) => ({
+      'messaging.consumer.group.name': this.opts.groupId,
+      'messaging.destination.partition.id': String(item.state.partition),
+      'messaging.kafka.offset': Number(item.message.offset),
+      'mesh.attempt': attempt,
+      ...(items.length > 1 ? { 'messaging.batch.message_count': items.length } : {}),
+    });
+    const run = items.reduceRight<() => Promise<void>>(
+      (inner, item) => () => withConsumerSpan(item.state.topic, normalizeHeaders(item.message.headers), attributes(item), inner),
+      fn,
+    );
+    return run();
   }
 
   private async process(item: WorkItem): Promise<Outcome> {
@@ -262,18 +335,7 @@ export class BusConsumer {
     for (let attempt = 1; ; attempt++) {
       if (signal.aborted || state.stale) return 'abandoned';
       try {
-        // Each attempt is a span of the trace the producer put in the headers.
-        await withConsumerSpan(
-          state.topic,
-          normalizeHeaders(item.message.headers),
-          {
-            'messaging.consumer.group.name': this.opts.groupId,
-            'messaging.destination.partition.id': String(state.partition),
-            'messaging.kafka.offset': Number(item.message.offset),
-            'mesh.attempt': attempt,
-          },
-          () => this.handler!(item.envelope!, new RecordContext(state, item.message, attempt, signal)),
-        );
+        await this.traced([item], attempt, () => this.handle!([item], attempt, signal));
         this.counters.processed++;
         return 'done';
       } catch (err) {
@@ -446,7 +508,7 @@ export class BusConsumer {
 
   private async shutdown(): Promise<void> {
     if (this.commitTimer) clearInterval(this.commitTimer);
-    if (!this.handler) return;
+    if (!this.handle) return;
     // No new fetches; what is queued is dropped (uncommitted, so it is delivered again later).
     try {
       this.consumer.pause(this.opts.topics.map((topic) => ({ topic })));

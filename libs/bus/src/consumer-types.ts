@@ -19,6 +19,20 @@ export interface MessageContext {
 /** Handles one envelope; a rejection is retried or dead-lettered (see {@link BusConsumerOptions.retry}). */
 export type EnvelopeHandler = (envelope: Envelope, ctx: MessageContext) => Promise<void>;
 
+/** One record handed to a {@link KeyedBatchHandler}. */
+export interface KeyedRecord {
+  envelope: Envelope;
+  ctx: MessageContext;
+}
+
+/**
+ * Handles consecutive records of ONE ordering key at once, in offset order (see
+ * `BusConsumer.startBatches`); they complete together. A rejection makes the consumer hand them
+ * over again one at a time, each with its own retries and dead-lettering, so the handler must
+ * tolerate seeing a record again (as every handler must after a crash).
+ */
+export type KeyedBatchHandler = (records: readonly KeyedRecord[]) => Promise<void>;
+
 /** Retry policy of failed handlers: exponential backoff with jitter, then the dead-letter topic. */
 export interface RetryOptions {
   /** Failed handler calls before dead-lettering (default 5); transient infrastructure failures do not count. */
@@ -39,6 +53,8 @@ export interface BusConsumerOptions {
   perTenantInFlight?: number;
   /** Messages with the same ordering key run one at a time in offset order (default: the task id). */
   orderingKey?: (e: Envelope) => string;
+  /** With `startBatches`: at most this many queued records of one ordering key handed over at once (default 16). */
+  maxBatchPerKey?: number;
   retry?: RetryOptions;
   /** How long stop() and a revocation wait for running handlers before aborting them (default 10 s). */
   drainTimeoutMs?: number;

@@ -23,6 +23,28 @@ test('one item per key runs at a time; other keys proceed', () => {
   assert.equal(q.waiting, 0);
 });
 
+test('takeMore starts the following items of a running key, in order, up to max and while accepted', () => {
+  const q = new KeyQueues<Item>((i) => i.key);
+  for (const seq of [0, 1, 2, 3, 4]) q.push({ key: 'a', seq });
+  q.push({ key: 'b', seq: 9 });
+  const first = q.take()!;
+  assert.deepEqual(
+    q.takeMore(first, 2, () => true).map((i) => i.seq),
+    [1, 2],
+  );
+  assert.deepEqual(
+    q.takeMore(first, 5, (i) => i.seq !== 4).map((i) => i.seq),
+    [3],
+    'stops at the first item not accepted',
+  );
+  assert.equal(q.waiting, 2);
+  assert.equal(q.take()?.seq, 9, 'a stays running: only b may start');
+  assert.equal(q.take(), undefined);
+  q.done(first);
+  assert.equal(q.take()?.seq, 4, 'after done, the key goes on with the item left behind');
+  assert.throws(() => q.takeMore({ key: 'c', seq: 0 }, 1, () => true), /no running item/);
+});
+
 test('admit skips items that may not start yet without losing their turn', () => {
   const q = new KeyQueues<Item>((i) => i.key);
   q.push({ key: 'a', seq: 0 });

@@ -83,6 +83,25 @@ export class KeyQueues<T> {
     return undefined;
   }
 
+  /**
+   * Also starts up to `max` waiting items of a running item's key, in order, while `accept` holds
+   * for the next one: they run together with it, as one (their key stays running until
+   * `done(item)`).
+   */
+  takeMore(item: T, max: number, accept: (next: T) => boolean): T[] {
+    const key = this.keyOf(item);
+    const q = this.byKey.get(key);
+    if (!q?.running) throw new Error(`no running item for key ${key}`);
+    const more: T[] = [];
+    while (more.length < max) {
+      const next = q.waiting.peek();
+      if (next === undefined || !accept(next)) break;
+      more.push(q.waiting.shift()!);
+    }
+    this.waitingCount -= more.length;
+    return more;
+  }
+
   /** Ends the running item of its key, letting the key's next item become ready. */
   done(item: T): void {
     const key = this.keyOf(item);

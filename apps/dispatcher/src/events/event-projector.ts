@@ -1,5 +1,6 @@
 import type { Kafka } from 'kafkajs';
 import { BusAdmin, BusConsumer } from '@mesh/bus';
+import type { Task } from '@a2a-js/sdk';
 import type { TaskEvent } from '@mesh/contract';
 import type { TaskProjection } from '../tasks/task-projection.js';
 import type { TaskEventBusManager } from './task-event-bus.manager.js';
@@ -10,9 +11,9 @@ const log = (level: string, msg: string, extra: Record<string, unknown> = {}) =>
 
 /**
  * Consumes the agents' event topic (key: task id) with the bus's keyed consumer: events of one
- * task are applied one at a time in offset order, different tasks in parallel; the committed
- * offset never passes an unfinished event. Each event is projected into the task store, then
- * local blocking sends are woken (streams are fed by EventFanout on every replica). A failed write is retried by the consumer (then dead-lettered);
+ * task are applied in offset order — those queued together in one write — different tasks in
+ * parallel; the committed offset never passes an unfinished event. Events are projected into the
+ * task store, then local blocking sends are woken (streams are fed by EventFanout on every replica). A failed write is retried by the consumer (then dead-lettered);
  * undecodable records go to the dead-letter topic without reaching the handler.
  */
 export class EventProjector {
@@ -42,33 +43,43 @@ export class EventProjector {
       consumerConfig: { maxWaitTimeInMs: 100, sessionTimeout: 10000, heartbeatInterval: 1000 },
       onError: (err, what) => log('warn', what, { err: String(err) }),
     });
-    await this.consumer.start(async (env, ctx) => {
-      if (env.kind !== 'task.status' && env.kind !== 'task.artifact') {
-        log('warn', 'skipped a command on the event topic', { kind: env.kind });
-        return;
+    // A task's events queued together (an artifact and the COMPLETED behind it) are projected in
+    // one write; if that fails the consumer retries them one at a time (then dead-letters).
+    await this.consumer.startBatches(async (records) => {
+      const events: TaskEvent[] = [];
+      for (const { envelope } of records) {
+        if (envelope.kind === 'task.status' || envelope.kind === 'task.artifact') events.push(envelope);
+        else log('warn', 'skipped a command on the event topic', { kind: envelope.kind });
       }
+      if (events.length === 0) return;
       try {
-        await this.project(env);
+        await this.project(events);
       } catch (err) {
         // The consumer retries (then dead-letters); say why, once per attempt.
-        log('warn', 'projecting an event failed', { taskId: env.identity.taskId, attempt: ctx.attempt, err: String(err) });
+        log('warn', 'projecting events failed', { taskId: events[0].identity.taskId, attempt: records[0].ctx.attempt, err: String(err) });
         throw err;
       }
     });
   }
 
-  /** Projects one event and wakes this process's blocking sends waiting on the task. */
-  async project(env: TaskEvent): Promise<void> {
-    const outcome = await this.tasks.applyEvent(env);
-    if (!outcome.applied) {
-      // A re-consumed event (e.g. after a crash between projection and recording its pushes):
-      // recording is idempotent per event id, so nothing is lost and nothing doubles.
-      if (outcome.reason === 'duplicate') await this.push?.enqueueEvent(env);
-      return;
+  /** Projects consecutive events of one task and wakes this process's blocking sends waiting on it. */
+  async project(events: TaskEvent[]): Promise<void> {
+    const outcomes = await this.tasks.applyEvents(events);
+    let committed: Task | undefined;
+    let deliveries = 0;
+    for (const [k, outcome] of outcomes.entries()) {
+      if (outcome.applied) {
+        committed = outcome.task;
+        deliveries += outcome.deliveries;
+      } else if (outcome.reason === 'duplicate') {
+        // A re-consumed event (e.g. after a crash between projection and recording its pushes):
+        // recording is idempotent per event id, so nothing is lost and nothing doubles.
+        await this.push?.enqueueEvent(events[k]);
+      }
     }
-    this.buses.notifyCommitted(outcome.task);
+    if (committed) this.buses.notifyCommitted(committed);
     // Its push deliveries were recorded with the change: wake the delivery loop.
-    if (outcome.deliveries > 0) this.push?.kick();
+    if (deliveries > 0) this.push?.kick();
   }
 
   async stop(): Promise<void> {

@@ -7,7 +7,7 @@ import { isInterrupted, isTerminal, parseState, stateName, stateRank } from './t
 
 /** Outcome of projecting one event. */
 export type ProjectionOutcome =
-  /** `deliveries`: push deliveries recorded with the change (one per push config of the task). */
+  /** `deliveries`: push deliveries recorded with the write (counted on the last applied event of a run). */
   | { applied: true; task: Task; event: TaskEvent; deliveries: number }
   | {
       applied: false;
@@ -17,8 +17,9 @@ export type ProjectionOutcome =
 
 /**
  * Applies worker events to tasks: the event-stream side of the single writer (see TaskService).
- * The events of one task reach it one at a time (the keyed consumer, and one consumer per
- * partition across replicas); API writes to the same task are detected by the version check.
+ * The events of one task reach it in order, one batch at a time (the keyed consumer, and one
+ * consumer per partition across replicas); API writes to the same task are detected by the
+ * version check.
  */
 type ProjectedRow = TaskRow & { e_turn: number | null; last_seq: number; artifact_count: number; closed: boolean };
 /** A push notification of an event: its stable id (receivers dedup on it) and body. */
@@ -36,9 +37,8 @@ type ProjectionWrite = {
   /** The task version the write was decided on. */
   version: number;
   tenant: string;
-  /** Push deliveries recorded with the change: this event id and body, for each config of the task. */
-  event_id: string | null;
-  push_body: unknown;
+  /** Push deliveries recorded with the change: each applied event's id and body, for each config of the task. */
+  pushes: PushNotification[];
 };
 
 /** Task rows with the events' executions, for a batch of events (undefined: no such task for that tenant). */
@@ -72,7 +72,7 @@ async function writeProjected(ds: DataSource, writes: ProjectionWrite[]): Promis
     `WITH v AS (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(
          id text, state text, task jsonb, status_changed boolean, execution_id text, seq int, artifact_count int, closed boolean,
-         version int, tenant text, event_id text, push_body jsonb)),
+         version int, tenant text, pushes jsonb)),
      t AS (
        UPDATE dispatcher.tasks x SET state = v.state, task = v.task, version = x.version + 1, updated_at = now(),
          status_timestamp = CASE WHEN v.status_changed THEN now() ELSE x.status_timestamp END
@@ -81,10 +81,13 @@ async function writeProjected(ds: DataSource, writes: ProjectionWrite[]): Promis
        UPDATE dispatcher.executions e SET last_seq = v.seq, artifact_count = v.artifact_count, closed = v.closed
        FROM v JOIN t ON t.id = v.id WHERE e.execution_id = v.execution_id RETURNING v.id),
      p AS (
+       -- In event order: a task's deliveries go out in id order.
        INSERT INTO dispatcher.push_deliveries (event_id, tenant, task_id, config_id, body)
-       SELECT v.event_id, c.tenant, c.task_id, c.id, v.push_body
-       FROM v JOIN e ON e.id = v.id JOIN dispatcher.push_configs c ON c.tenant = v.tenant AND c.task_id = v.id
-       WHERE v.push_body IS NOT NULL
+       SELECT n.push->>'eventId', c.tenant, c.task_id, c.id, n.push->'body'
+       FROM v JOIN e ON e.id = v.id
+       CROSS JOIN LATERAL jsonb_array_elements(v.pushes) WITH ORDINALITY AS n(push, ord)
+       JOIN dispatcher.push_configs c ON c.tenant = v.tenant AND c.task_id = v.id
+       ORDER BY n.ord, c.created_at, c.id
        ON CONFLICT DO NOTHING RETURNING task_id)
      SELECT e.id, (SELECT count(*)::int FROM p WHERE p.task_id = e.id) AS deliveries FROM e`,
     [JSON.stringify(writes)],
@@ -133,112 +136,177 @@ export class TaskProjection {
     this.remember(executionId, { ...row, e_turn: row.turn, last_seq: -1, artifact_count: 0, closed: false });
   }
 
-  /**
-   * Projects one worker event into the task: ignored when the task or execution is unknown, the
-   * identity does not match, the turn is over, or `seq` is not above the last applied one; states
-   * never go back; COMPLETED without any artifact of the turn becomes FAILED (no result is no
-   * success).
-   */
+  /** Projects one worker event (see {@link applyEvents}). */
   async applyEvent(env: TaskEvent): Promise<ProjectionOutcome> {
+    return (await this.applyEvents([env]))[0];
+  }
+
+  /**
+   * Projects consecutive worker events of one task, in order, one outcome each. An event is
+   * ignored when the task or execution is unknown, the identity does not match, the turn is over,
+   * or its `seq` is not above the last applied one; states never go back; COMPLETED without any
+   * artifact of the turn becomes FAILED (no result is no success). The events of one execution are
+   * decided together in memory and written in ONE statement (task, execution, push deliveries of
+   * each applied event): an artifact and the COMPLETED that follows it cost one write, and the
+   * task is never stored with the one and without the other.
+   */
+  async applyEvents(envs: readonly TaskEvent[]): Promise<ProjectionOutcome[]> {
+    const outcomes: ProjectionOutcome[] = [];
+    for (let i = 0; i < envs.length;) {
+      // A run: the following events of the same task, execution and tenant.
+      const first = envs[i].identity;
+      let j = i + 1;
+      while (
+        j < envs.length &&
+        envs[j].identity.taskId === first.taskId &&
+        envs[j].identity.executionId === first.executionId &&
+        envs[j].identity.tenant === first.tenant
+      )
+        j++;
+      outcomes.push(...(await this.applyRun(envs.slice(i, j))));
+      i = j;
+    }
+    return outcomes;
+  }
+
+  private async applyRun(envs: TaskEvent[]): Promise<ProjectionOutcome[]> {
     // Optimistic: read, decide, then write only if the task's version is still the one read. A
-    // concurrent writer (CancelTask, a follow-up turn) makes the write miss and the event is
-    // decided again on the new state. One or two round trips per applied event (see `recent`).
+    // concurrent writer (CancelTask, a follow-up turn) makes the write miss and the events are
+    // decided again on the new state. One or two round trips per run (see `recent`).
     for (let attempt = 1; ; attempt++) {
-      const outcome = await this.tryApply(env);
-      if (outcome !== 'conflict') return outcome;
-      this.recent.delete(env.identity.taskId);
-      if (attempt >= 10) throw new Error(`task ${env.identity.taskId} kept changing while applying an event`);
+      const outcomes = await this.tryRun(envs);
+      if (outcomes !== 'conflict') return outcomes;
+      this.recent.delete(envs[0].identity.taskId);
+      if (attempt >= 10) throw new Error(`task ${envs[0].identity.taskId} kept changing while applying events`);
     }
   }
 
-  private async tryApply(env: TaskEvent): Promise<ProjectionOutcome | 'conflict'> {
-    const id = env.identity;
-    {
-      const cached = this.recent.get(id.taskId);
-      let row: ProjectedRow | undefined;
-      if (cached && cached.executionId === id.executionId && cached.tenant === id.tenant) row = cached;
-      else {
-        // Task row and the event's execution in one round trip (shared with concurrent events).
-        row = await this.reads.submit({ task_id: id.taskId, execution_id: id.executionId, tenant: id.tenant });
-      }
-      if (!row) return { applied: false, reason: 'unknown-task' };
-      if (row.agent_id !== id.agentId || row.context_id !== id.contextId) return { applied: false, reason: 'identity-mismatch' };
-      if (row.e_turn === null) return { applied: false, reason: 'unknown-execution' };
-      const exec = { turn: row.e_turn, last_seq: row.last_seq, artifact_count: row.artifact_count, closed: row.closed };
-      if (exec.turn !== row.turn) return { applied: false, reason: 'stale-turn' };
-      if (exec.closed) return { applied: false, reason: 'turn-closed' };
-      if (env.body.seq <= exec.last_seq) return { applied: false, reason: 'duplicate' };
-      const task: Json = { ...row.task };
-      let state = parseState(row.state)!;
-      let closed = false;
-      let artifacts = exec.artifact_count;
-      let event: TaskEvent = env;
-      if (env.kind === 'task.status') {
-        const next = parseState(env.body.state);
-        if (next === undefined || next === TaskState.TASK_STATE_SUBMITTED) return { applied: false, reason: 'invalid' };
-        if (stateRank(next) < stateRank(state)) return { applied: false, reason: 'regression' };
-        let statusMessage: Json | undefined = env.body.message
-          ? { ...env.body.message, taskId: row.id, contextId: row.context_id }
-          : undefined;
-        state = next;
-        if (state === TaskState.TASK_STATE_COMPLETED && artifacts === 0) {
-          state = TaskState.TASK_STATE_FAILED;
-          statusMessage = {
-            messageId: newId(),
-            role: 'ROLE_AGENT',
-            taskId: row.id,
-            contextId: row.context_id,
-            parts: [{ text: 'The agent reported completion without producing an artifact; the task is not complete.' }],
-          };
-          event = Envelopes.status(id, { ...env.body, state: stateName(state), message: statusMessage });
-        }
-        task.status = {
-          state: stateName(state),
-          timestamp: new Date().toISOString(),
-          ...(statusMessage ? { message: statusMessage } : {}),
-        };
-        if (statusMessage) task.history = [...((task.history as Json[]) ?? []), statusMessage];
-        closed = isTerminal(state) || isInterrupted(state);
-      } else {
-        const incoming = env.body.artifact as Json & { artifactId?: string; parts?: unknown[] };
-        const list = [...((task.artifacts as Array<Json & { artifactId?: string; parts?: unknown[] }>) ?? [])];
-        const at = list.findIndex((a) => a.artifactId && a.artifactId === incoming.artifactId);
-        if (at >= 0 && env.body.append) list[at] = { ...list[at], parts: [...(list[at].parts ?? []), ...(incoming.parts ?? [])] };
-        else if (at >= 0) list[at] = incoming;
-        else list.push(incoming);
-        task.artifacts = list;
-        artifacts += 1;
-      }
-      const projected = Task.fromJSON(task);
-      const notification = this.notificationOf(event, env.kind === 'task.status' ? projected.status : undefined);
-      // One statement (shared with concurrent events) for task, execution and push deliveries,
-      // only if nobody wrote the task since it was read; the status timestamp moves only with
-      // the status.
-      const deliveries = await this.writes.submit({
-        id: row.id,
-        state: stateName(state),
-        task,
-        status_changed: env.kind === 'task.status',
-        execution_id: id.executionId,
-        seq: env.body.seq,
-        artifact_count: artifacts,
-        closed,
-        version: row.version,
-        tenant: id.tenant,
-        event_id: notification?.eventId ?? null,
-        push_body: notification?.body ?? null,
-      });
-      if (deliveries === undefined) return 'conflict';
-      this.remember(id.executionId, {
-        ...row,
-        state: stateName(state),
-        task,
-        version: row.version + 1,
-        last_seq: env.body.seq,
-        artifact_count: artifacts,
-        closed,
-      });
-      return { applied: true, task: projected, event, deliveries };
+  private async tryRun(envs: TaskEvent[]): Promise<ProjectionOutcome[] | 'conflict'> {
+    const id = envs[0].identity;
+    const cached = this.recent.get(id.taskId);
+    let row: ProjectedRow | undefined;
+    if (cached && cached.executionId === id.executionId && cached.tenant === id.tenant) row = cached;
+    else {
+      // Task row and the events' execution in one round trip (shared with concurrent events).
+      row = await this.reads.submit({ task_id: id.taskId, execution_id: id.executionId, tenant: id.tenant });
     }
+    if (!row) return envs.map(() => ({ applied: false, reason: 'unknown-task' }));
+    const current: Decided = {
+      state: parseState(row.state)!,
+      task: { ...row.task },
+      lastSeq: row.last_seq,
+      artifacts: row.artifact_count,
+      closed: row.closed,
+      statusChanged: false,
+    };
+    const decided: Array<{ event: TaskEvent; projected: Task } | Exclude<ProjectionOutcome, { applied: true }>> = [];
+    const pushes: PushNotification[] = [];
+    for (const env of envs) {
+      const d = decide(row, current, env);
+      if ('reason' in d) {
+        decided.push(d);
+        continue;
+      }
+      const projected = Task.fromJSON(current.task);
+      const notification = this.notificationOf(d.event, env.kind === 'task.status' ? projected.status : undefined);
+      if (notification) pushes.push(notification);
+      decided.push({ event: d.event, projected });
+    }
+    if (!decided.some((d) => 'event' in d)) return decided as ProjectionOutcome[];
+    // One statement (shared with concurrent tasks' writes) for task, execution and push deliveries,
+    // only if nobody wrote the task since it was read; the status timestamp moves only with the status.
+    const deliveries = await this.writes.submit({
+      id: row.id,
+      state: stateName(current.state),
+      task: current.task,
+      status_changed: current.statusChanged,
+      execution_id: id.executionId,
+      seq: current.lastSeq,
+      artifact_count: current.artifacts,
+      closed: current.closed,
+      version: row.version,
+      tenant: id.tenant,
+      pushes,
+    });
+    if (deliveries === undefined) return 'conflict';
+    this.remember(id.executionId, {
+      ...row,
+      state: stateName(current.state),
+      task: current.task,
+      version: row.version + 1,
+      last_seq: current.lastSeq,
+      artifact_count: current.artifacts,
+      closed: current.closed,
+    });
+    // The run's deliveries are reported with its last applied event (the one that wakes the sender).
+    const lastApplied = decided.findLastIndex((d) => 'event' in d);
+    return decided.map((d, k) =>
+      'event' in d ? { applied: true, task: d.projected, event: d.event, deliveries: k === lastApplied ? deliveries : 0 } : d,
+    );
   }
+}
+
+/** A task's projected state while a run of events is decided (mutated by {@link decide}). */
+interface Decided {
+  state: TaskState;
+  task: Json;
+  lastSeq: number;
+  artifacts: number;
+  closed: boolean;
+  statusChanged: boolean;
+}
+
+/**
+ * Decides one event against the task as projected so far (`row` as read, `cur` with the run's
+ * earlier events applied): either why it is ignored, or applied — `cur` changed, and the event as
+ * projected (a COMPLETED without an artifact of the turn is rewritten to FAILED).
+ */
+function decide(
+  row: ProjectedRow,
+  cur: Decided,
+  env: TaskEvent,
+): { event: TaskEvent } | { applied: false; reason: Exclude<ProjectionOutcome, { applied: true }>['reason'] } {
+  const id = env.identity;
+  if (row.agent_id !== id.agentId || row.context_id !== id.contextId) return { applied: false, reason: 'identity-mismatch' };
+  if (row.e_turn === null) return { applied: false, reason: 'unknown-execution' };
+  if (row.e_turn !== row.turn) return { applied: false, reason: 'stale-turn' };
+  if (cur.closed) return { applied: false, reason: 'turn-closed' };
+  if (env.body.seq <= cur.lastSeq) return { applied: false, reason: 'duplicate' };
+  let event: TaskEvent = env;
+  if (env.kind === 'task.status') {
+    const next = parseState(env.body.state);
+    if (next === undefined || next === TaskState.TASK_STATE_SUBMITTED) return { applied: false, reason: 'invalid' };
+    if (stateRank(next) < stateRank(cur.state)) return { applied: false, reason: 'regression' };
+    let statusMessage: Json | undefined = env.body.message ? { ...env.body.message, taskId: row.id, contextId: row.context_id } : undefined;
+    let state = next;
+    if (state === TaskState.TASK_STATE_COMPLETED && cur.artifacts === 0) {
+      state = TaskState.TASK_STATE_FAILED;
+      statusMessage = {
+        messageId: newId(),
+        role: 'ROLE_AGENT',
+        taskId: row.id,
+        contextId: row.context_id,
+        parts: [{ text: 'The agent reported completion without producing an artifact; the task is not complete.' }],
+      };
+      event = Envelopes.status(id, { ...env.body, state: stateName(state), message: statusMessage });
+    }
+    const task: Json = { ...cur.task };
+    task.status = { state: stateName(state), timestamp: new Date().toISOString(), ...(statusMessage ? { message: statusMessage } : {}) };
+    if (statusMessage) task.history = [...((task.history as Json[]) ?? []), statusMessage];
+    cur.task = task;
+    cur.state = state;
+    cur.closed = isTerminal(state) || isInterrupted(state);
+    cur.statusChanged = true;
+  } else {
+    const incoming = env.body.artifact as Json & { artifactId?: string; parts?: unknown[] };
+    const list = [...((cur.task.artifacts as Array<Json & { artifactId?: string; parts?: unknown[] }>) ?? [])];
+    const at = list.findIndex((a) => a.artifactId && a.artifactId === incoming.artifactId);
+    if (at >= 0 && env.body.append) list[at] = { ...list[at], parts: [...(list[at].parts ?? []), ...(incoming.parts ?? [])] };
+    else if (at >= 0) list[at] = incoming;
+    else list.push(incoming);
+    cur.task = { ...cur.task, artifacts: list };
+    cur.artifacts += 1;
+  }
+  cur.lastSeq = env.body.seq;
+  return { event };
 }
