@@ -82,7 +82,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
     const relay = new OutboxRelay(ds, producer, {
       batchSize: config.OUTBOX_BATCH_SIZE,
       idleMs: config.OUTBOX_IDLE_MS,
-      lingerMs: 2,
+      lingerMs: config.OUTBOX_LINGER_MS,
       maxBackoffMs: 5000,
     });
     relay.start();
