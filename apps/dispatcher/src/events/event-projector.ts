@@ -13,8 +13,9 @@ const log = (level: string, msg: string, extra: Record<string, unknown> = {}) =>
  * Consumes the agents' event topic (key: task id) with the bus's keyed consumer: events of one
  * task are applied in offset order — those queued together in one write — different tasks in
  * parallel; the committed offset never passes an unfinished event. Events are projected into the
- * task store, then local blocking sends are woken (streams are fed by EventFanout on every replica). A failed write is retried by the consumer (then dead-lettered);
- * undecodable records go to the dead-letter topic without reaching the handler.
+ * task store, then local blocking sends are woken (streams are fed by EventFanout on every
+ * replica). A failed write is retried by the consumer (then dead-lettered); undecodable records
+ * go to the dead-letter topic without reaching the handler.
  */
 export class EventProjector {
   private consumer?: BusConsumer;

@@ -15,12 +15,6 @@ export type ProjectionOutcome =
         'unknown-task' | 'identity-mismatch' | 'unknown-execution' | 'stale-turn' | 'turn-closed' | 'duplicate' | 'regression' | 'invalid';
     };
 
-/**
- * Applies worker events to tasks: the event-stream side of the single writer (see TaskService).
- * The events of one task reach it in order, one batch at a time (the keyed consumer, and one
- * consumer per partition across replicas); API writes to the same task are detected by the
- * version check.
- */
 type ProjectedRow = TaskRow & { e_turn: number | null; last_seq: number; artifact_count: number; closed: boolean };
 /** A push notification of an event: its stable id (receivers dedup on it) and body. */
 export type PushNotification = { eventId: string; body: unknown };
@@ -96,6 +90,12 @@ async function writeProjected(ds: DataSource, writes: ProjectionWrite[]): Promis
   return writes.map((w) => written.get(w.id));
 }
 
+/**
+ * Applies worker events to tasks: the event-stream side of the single writer (see TaskService).
+ * The events of one task reach it in order, one batch at a time (the keyed consumer, and one
+ * consumer per partition across replicas); API writes to the same task are detected by the
+ * version check.
+ */
 export class TaskProjection {
   /**
    * Rows this projector wrote last, by task id: the next event of the task (usually within
