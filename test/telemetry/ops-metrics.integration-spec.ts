@@ -45,6 +45,7 @@ const agents = await startAgents(
       AGENTS_METRICS_INTERVAL_MS: '200',
       AGENTS_RECONCILE_INTERVAL_MS: '200',
       AGENTS_OPS_TOKEN: TOKEN,
+      AGENTS_GROUP: 'payments',
     }),
     AGENTS_PORT: 0,
   },
@@ -72,6 +73,14 @@ async function sample(name: string, labels: Record<string, string>): Promise<num
   }
   return undefined;
 }
+
+test('every /metrics sample carries the agent group (AGENTS_GROUP, label agent_group)', async () => {
+  const text = await (await fetch(`${agents.url}/metrics`)).text();
+  const samples = text.split('\n').filter((l) => l && !l.startsWith('#'));
+  assert.ok(samples.length > 20);
+  for (const line of samples) assert.match(line, /agent_group="payments"/, line);
+  assert.ok((await sample('mesh_agent_turns_in_flight', { agent: 'gate-agent', agent_group: 'payments' })) !== undefined);
+});
 
 test('consumer lag on /metrics grows with a backlog and drains back to 0', async () => {
   const lagLabels = { group: `${prefix}agents.gate-agent`, topic: topics.commands('gate-agent'), partition: '0' };

@@ -33,11 +33,12 @@ async function listTopics(kafka: ReturnType<typeof createKafka>): Promise<Set<st
   }
 }
 
-function logger(workerId: string) {
+function logger(workerId: string, group: string | undefined) {
   const debug = process.env.LOG_LEVEL === 'debug';
+  const base = { src: 'agents', worker: workerId, ...(group ? { agentGroup: group } : {}) };
   return (e: Record<string, unknown>) => {
     if (!debug && e.level !== 'warn' && e.level !== 'error') return;
-    process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), src: 'agents', worker: workerId, level: 'info', ...e })}\n`);
+    process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...base, level: 'info', ...e })}\n`);
   };
 }
 
@@ -56,7 +57,7 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
     return def;
   });
   const workerId = config.AGENTS_WORKER_ID;
-  const log = logger(workerId);
+  const log = logger(workerId, config.AGENTS_GROUP);
   if (config.AGENTS_DIRECTORY_URL) {
     if (!config.AGENTS_DIRECTORY_TOKEN)
       throw new MeshError('CONFIG_INVALID', 'AGENTS_DIRECTORY_URL is set but AGENTS_DIRECTORY_TOKEN is not');
@@ -74,7 +75,7 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
   const tokens = config.AGENTS_TOOL_TOKEN_SECRET ? new HmacToolTokenMinter(config.AGENTS_TOOL_TOKEN_SECRET) : undefined;
   const gateways: ToolGateway[] = [];
   const workers: AgentWorker[] = [];
-  const metrics = new AgentsMetrics();
+  const metrics = new AgentsMetrics(config.AGENTS_GROUP);
   const reconciler = new Reconciler(effects, () => gateways, {
     intervalMs: config.AGENTS_RECONCILE_INTERVAL_MS,
     onUnknownCount: (n) => {

@@ -63,6 +63,8 @@ export const agentsConfigSpec = {
   AGENTS_OPS_TOKEN: z.string().min(8).optional(),
   /** The chart's name for AGENTS_RUN (comma-separated agent ids); wins when both are set. */
   AGENTS_AGENT_IDS: z.string().optional(),
+  /** The agent group this process belongs to (the chart sets it): `agentGroup` on log lines, label `agent_group` on /metrics. */
+  AGENTS_GROUP: z.string().min(1).max(63).optional(),
 };
 
 export type AgentsConfig = ConfigOf<typeof agentsConfigSpec>;

@@ -44,8 +44,10 @@ export class AgentsMetrics {
     registers: [this.own],
   });
 
-  constructor() {
+  /** `group`: the process's agent group (AGENTS_GROUP), label `agent_group` on every sample when set (`group` is the consumer group's). */
+  constructor(group?: string) {
     collectDefaultMetrics({ register: this.own });
     this.registry = Registry.merge([this.own, this.mesh.registry]);
+    if (group) this.registry.setDefaultLabels({ agent_group: group });
   }
 }
