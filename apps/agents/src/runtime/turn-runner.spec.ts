@@ -94,6 +94,36 @@ test('a handler ignoring its signal cannot hold a canceled turn', async () => {
   assert.deepEqual(states(sink.sent), ['TASK_STATE_WORKING', 'TASK_STATE_CANCELED']);
 });
 
+test('a turn revoked while its history is read never starts the handler, reports nothing and ends no process', async () => {
+  // Found by the 5,000-task chaos run: the command was revoked (rebalance) during the history read,
+  // the handler started anyway with an aborted signal, and its tool call's CANCELLED rejection went
+  // unobserved, which ended the worker process.
+  let started = 0;
+  const { ledger, sink, runner } = setup(async () => {
+    started++;
+    await new Promise((r) => setTimeout(r, 5));
+    throw new Error('CANCELLED by the aborted signal');
+  });
+  const revoke = new AbortController();
+  const history = ledger.history.bind(ledger);
+  ledger.history = async (...args) => {
+    revoke.abort(new Error('revoked'));
+    return history(...args);
+  };
+  const unhandled: unknown[] = [];
+  const onUnhandled = (err: unknown) => unhandled.push(err);
+  process.on('unhandledRejection', onUnhandled);
+  try {
+    await runner.run(cmd('x', 1), never, revoke.signal);
+    await new Promise((r) => setTimeout(r, 30));
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+  }
+  assert.equal(started, 0, 'the handler did not start');
+  assert.deepEqual(unhandled, []);
+  assert.deepEqual(states(sink.sent), ['TASK_STATE_WORKING'], 'nothing but the WORKING sent before the revocation');
+});
+
 test('the deadline aborts a running turn and fails it', async () => {
   const { sink, runner } = setup(
     (task) => new Promise((_, reject) => task.signal.addEventListener('abort', () => reject(task.signal.reason))),

@@ -205,6 +205,8 @@ export class TurnRunner {
           budget: new RetryBudget(this.o.retryBudget),
         };
         const ctx = this.context(turn, scope, ac.signal);
+        // Revoked, canceled or past the deadline while the history was read: the handler never starts.
+        if (ac.signal.aborted) throw ac.signal.reason;
         outcome = await raceAbort(this.o.agent.handler(task, ctx), ac.signal);
       } catch (err) {
         if (!ac.signal.aborted && isTransientInfrastructureError(err)) unavailable = err;
@@ -350,7 +352,11 @@ class TurnEmitter {
 
 /** Resolves with `p`, or rejects with the signal's reason as soon as it aborts (a handler ignoring its signal cannot hold the turn). */
 function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
+  if (signal.aborted) {
+    // `p` runs on; its rejection must not go unobserved (an unhandled rejection ends the process).
+    p.catch(() => undefined);
+    return Promise.reject(signal.reason);
+  }
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
