@@ -6,20 +6,26 @@ import { cleanup, runCommand, testKafka } from '../support/bus.js';
 
 const kafka = testKafka('ordering');
 
-test('tasks interleaved on one partition: each task in order, never two of a task at once, tasks overlap', async () => {
-  const topic = `${uniquePrefix('ordering')}commands`;
+/** A one-partition topic holding `perTask` commands of each of `tasks` tasks, interleaved (turn = seq). */
+async function interleavedTopic(label: string, tasks: number, perTask: number): Promise<{ topic: string; admin: BusAdmin }> {
+  const topic = `${uniquePrefix(label)}commands`;
   const admin = new BusAdmin(kafka);
   cleanup(() => admin.close());
   await admin.ensureTopic(topic, { partitions: 1 });
   const producer = new BusProducer(kafka);
   cleanup(() => producer.disconnect());
-  const tasks = 20;
-  const perTask = 25;
   const sends: Promise<void>[] = [];
   for (let seq = 0; seq < perTask; seq++) {
     for (let t = 0; t < tasks; t++) sends.push(producer.send(topic, 'acme:echo', runCommand('acme', `task-${t}`, seq)));
   }
   await Promise.all(sends);
+  return { topic, admin };
+}
+
+test('tasks interleaved on one partition: each task in order, never two of a task at once, tasks overlap', async () => {
+  const tasks = 20;
+  const perTask = 25;
+  const { topic, admin } = await interleavedTopic('ordering', tasks, perTask);
 
   const seen = new Map<string, number[]>();
   const running = new Set<string>();
@@ -54,20 +60,10 @@ test('tasks interleaved on one partition: each task in order, never two of a tas
 });
 
 test('startBatches: queued records of a key come together, in order; a failing batch is handled one at a time; all committed', async () => {
-  const topic = `${uniquePrefix('batches')}commands`;
-  const admin = new BusAdmin(kafka);
-  cleanup(() => admin.close());
-  await admin.ensureTopic(topic, { partitions: 1 });
-  const producer = new BusProducer(kafka);
-  cleanup(() => producer.disconnect());
   const tasks = 10;
   const perTask = 30;
   // Everything is on the broker before the consumer starts, so keys have records queued behind them.
-  const sends: Promise<void>[] = [];
-  for (let seq = 0; seq < perTask; seq++) {
-    for (let t = 0; t < tasks; t++) sends.push(producer.send(topic, 'acme:echo', runCommand('acme', `task-${t}`, seq)));
-  }
-  await Promise.all(sends);
+  const { topic, admin } = await interleavedTopic('batches', tasks, perTask);
 
   const seen = new Map<string, number[]>();
   const running = new Set<string>();
