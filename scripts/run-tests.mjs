@@ -91,6 +91,7 @@ process.on('SIGTERM', forward);
 const passes = [files.filter((f) => !isLast(f)), files.filter(isLast)].filter((l) => l.length > 0);
 let code = 0;
 for (const list of passes) if (!interrupted) code = (await pass(list)) || code;
+// Clean-up, whatever the outcome: the run's databases and topics go, the broker stops if this run started it.
 {
   if (testDb) {
     // Tests create databases named after the run; drop them all so nothing accumulates.

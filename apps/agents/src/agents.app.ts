@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import type { AgentDefinition, McpServerSpec } from '@mesh/agent-sdk';
 import { assertKafkaReachable, BusAdmin, BusConsumer, BusProducer, createKafka, KafkaProbe } from '@mesh/bus';
-import { MeshError, TopicNames, type AgentHeartbeat } from '@mesh/contract';
+import { DIRECTORY_TOPICS, MeshError, TopicNames, type AgentHeartbeat } from '@mesh/contract';
 import { openServiceDatabase, PostgresProbe } from '@mesh/database';
 import { ServiceLifecycle, startHttpService } from '@mesh/service';
 import { OpsSampler, splitToolName, type WorkerView } from './ops/ops-sampler.js';
@@ -102,13 +102,16 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
     // Topics are created when missing, never grown: their consumers (the dispatcher for events) own
     // the partition count, and growing a topic under a running consumer strands the new partitions.
     const existing = await listTopics(kafka);
-    const ensureMissing = async (name: string, partitions: number) => {
-      if (!existing.has(name)) await admin.ensureTopic(name, { partitions });
+    const ensureMissing = async (
+      name: string,
+      settings: { partitions: number; configEntries?: Array<{ name: string; value: string }> },
+    ) => {
+      if (!existing.has(name)) await admin.ensureTopic(name, settings);
     };
-    await ensureMissing(topics.events(), config.AGENTS_EVENTS_PARTITIONS);
-    await ensureMissing(topics.heartbeats(), 1);
+    await ensureMissing(topics.events(), { partitions: config.AGENTS_EVENTS_PARTITIONS });
+    await ensureMissing(topics.heartbeats(), DIRECTORY_TOPICS.heartbeats);
     for (const agent of selected) {
-      await ensureMissing(topics.commands(agent.id), agent.channel.partitions);
+      await ensureMissing(topics.commands(agent.id), { partitions: agent.channel.partitions });
       const gateway = new ToolGateway({
         servers: serversOf(agent, config.AGENTS_MCP_SERVERS),
         ledger: effects,

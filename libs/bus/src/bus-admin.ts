@@ -8,6 +8,8 @@ export interface TopicOptions {
   retentionMs?: number;
   /** Defaults to the broker's `default.replication.factor`. */
   replicationFactor?: number;
+  /** Further topic-level configs (e.g. `DIRECTORY_TOPICS` of `@mesh/contract`). */
+  configEntries?: Array<{ name: string; value: string }>;
 }
 
 /** Lag of one consumer group on one topic partition; offsets are decimal strings as Kafka gives them. */
@@ -49,7 +51,7 @@ export class BusAdmin {
    */
   async ensureTopic(name: string, opts: TopicOptions): Promise<void> {
     await this.connect();
-    const configEntries: ITopicConfig['configEntries'] = [];
+    const configEntries: ITopicConfig['configEntries'] = [...(opts.configEntries ?? [])];
     if (opts.compacted) configEntries.push({ name: 'cleanup.policy', value: 'compact' });
     if (opts.retentionMs !== undefined) configEntries.push({ name: 'retention.ms', value: String(opts.retentionMs) });
     const exists = (await this.admin.listTopics()).includes(name);

@@ -36,3 +36,28 @@ export class TopicNames {
     return `${sourceTopic}.dlq`;
   }
 }
+
+/** How a topic is created: partitions and topic-level configs. */
+export interface TopicSettings {
+  partitions: number;
+  configEntries: Array<{ name: string; value: string }>;
+}
+
+/**
+ * The directory's topics, created by whichever service starts first (the directory, the
+ * dispatcher's catalog, the agents, the demo): one definition, so no service waits for partitions
+ * another one created differently (the directory once waited 60 s for a 3rd partition of a cards
+ * topic the dispatcher had created with 1). Existing topics are never grown: the cards topic is
+ * compacted by key and a new partition count would move keys.
+ */
+export const DIRECTORY_TOPICS: { cards: TopicSettings; heartbeats: TopicSettings } = {
+  cards: {
+    partitions: 3,
+    configEntries: [
+      { name: 'cleanup.policy', value: 'compact' },
+      { name: 'min.compaction.lag.ms', value: '0' },
+    ],
+  },
+  // Heartbeats are worthless after a few TTLs: short retention.
+  heartbeats: { partitions: 3, configEntries: [{ name: 'retention.ms', value: '3600000' }] },
+};

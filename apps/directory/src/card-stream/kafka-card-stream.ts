@@ -1,5 +1,5 @@
 import type { Admin, Kafka, Producer } from 'kafkajs';
-import { TopicNames, type AgentHeartbeat, type AgentRecord } from '@mesh/contract';
+import { DIRECTORY_TOPICS, TopicNames, type AgentHeartbeat, type AgentRecord } from '@mesh/contract';
 import type { CardStream } from './card-stream.port.js';
 import { awaitTopicLeaders } from './topic-leaders.js';
 
@@ -39,16 +39,8 @@ export class KafkaCardStream implements CardStream {
   async start(): Promise<void> {
     await this.admin.connect();
     await this.producer.connect();
-    await this.createTopics([
-      {
-        topic: this.opts.topics.cards(),
-        numPartitions: 3,
-        configEntries: [
-          { name: 'cleanup.policy', value: 'compact' },
-          { name: 'min.compaction.lag.ms', value: '0' },
-        ],
-      },
-    ]);
+    const { partitions, configEntries } = DIRECTORY_TOPICS.cards;
+    await this.createTopics([{ topic: this.opts.topics.cards(), numPartitions: partitions, configEntries }]);
   }
 
   async stop(): Promise<void> {
@@ -106,11 +98,12 @@ export class KafkaCardStream implements CardStream {
   private async createTopics(
     topics: Array<{ topic: string; numPartitions: number; configEntries?: Array<{ name: string; value: string }> }>,
   ) {
-    // Resolves false when they already exist (another replica, an earlier start).
-    await this.admin.createTopics({
+    // Resolves false when one already exists (another replica, another service, an earlier start):
+    // then its leaders are awaited for the partitions it has, whatever count it was created with.
+    const created = await this.admin.createTopics({
       waitForLeaders: false,
       topics: topics.map((t) => ({ ...t, replicationFactor: this.opts.replicationFactor })),
     });
-    for (const t of topics) await awaitTopicLeaders(this.admin, t.topic, t.numPartitions);
+    for (const t of topics) await awaitTopicLeaders(this.admin, t.topic, created ? t.numPartitions : 1);
   }
 }

@@ -1,5 +1,5 @@
 import type { Consumer, Kafka } from 'kafkajs';
-import type { AgentHeartbeat } from '@mesh/contract';
+import { DIRECTORY_TOPICS, type AgentHeartbeat } from '@mesh/contract';
 import type { LivenessService } from './liveness.service.js';
 import { awaitTopicLeaders } from '../card-stream/topic-leaders.js';
 
@@ -38,17 +38,11 @@ export class HeartbeatConsumer {
     const admin = this.kafka.admin();
     await admin.connect();
     try {
-      // Heartbeats are worthless after a few TTLs: short retention. Resolves false when it exists.
+      // Resolves false when it exists (created by another service: DIRECTORY_TOPICS is the one definition).
+      const { partitions, configEntries } = DIRECTORY_TOPICS.heartbeats;
       await admin.createTopics({
         waitForLeaders: false,
-        topics: [
-          {
-            topic: this.topic,
-            numPartitions: 3,
-            replicationFactor: this.replicationFactor,
-            configEntries: [{ name: 'retention.ms', value: '3600000' }],
-          },
-        ],
+        topics: [{ topic: this.topic, numPartitions: partitions, replicationFactor: this.replicationFactor, configEntries }],
       });
       await awaitTopicLeaders(admin, this.topic, 1);
     } finally {

@@ -1,6 +1,6 @@
 import type { Kafka } from 'kafkajs';
 import { AgentCatalog } from '@mesh/agent-directory';
-import { canSee, type AgentRecord, type TopicNames } from '@mesh/contract';
+import { canSee, DIRECTORY_TOPICS, type AgentRecord, type TopicNames } from '@mesh/contract';
 import { ensureTopic } from '../kafka/kafka.adapter.js';
 
 /** Where agents come from: the directory's live records. */
@@ -56,8 +56,8 @@ export class DirectoryAgentLookup implements AgentLookup {
   }
 
   async start(): Promise<void> {
-    await ensureTopic(this.kafka, this.topics.cards(), 1, [{ name: 'cleanup.policy', value: 'compact' }]);
-    await ensureTopic(this.kafka, this.topics.heartbeats(), 1, []);
+    await ensureTopic(this.kafka, this.topics.cards(), DIRECTORY_TOPICS.cards);
+    await ensureTopic(this.kafka, this.topics.heartbeats(), DIRECTORY_TOPICS.heartbeats);
     await this.catalog.start();
   }
 

@@ -1,6 +1,7 @@
 import type { Kafka } from 'kafkajs';
 import {
   decodeEnvelope,
+  DIRECTORY_TOPICS,
   encodeEnvelope,
   Envelopes,
   newId,
@@ -40,7 +41,7 @@ export function demoAgentRecord(): AgentRecord {
 
 /** Publishes the demo record to the cards topic (what the directory does for registered agents). */
 export async function registerDemoAgent(kafka: Kafka, topics: TopicNames): Promise<void> {
-  await ensureTopic(kafka, topics.cards(), 1, [{ name: 'cleanup.policy', value: 'compact' }]);
+  await ensureTopic(kafka, topics.cards(), DIRECTORY_TOPICS.cards);
   const producer = kafka.producer();
   await producer.connect();
   try {
@@ -56,7 +57,7 @@ export async function registerDemoAgent(kafka: Kafka, topics: TopicNames): Promi
  * received, then COMPLETED. The worker issue replaces it with the SDK-based echo-agent.
  */
 export async function startDemoEchoWorker(kafka: Kafka, topics: TopicNames): Promise<RunningConsumer> {
-  await ensureTopic(kafka, topics.commands(DEMO_AGENT_ID), demoAgentRecord().channel.partitions);
+  await ensureTopic(kafka, topics.commands(DEMO_AGENT_ID), { partitions: demoAgentRecord().channel.partitions, configEntries: [] });
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   const consumer = kafka.consumer({ groupId: `${topics.prefix}demo-echo-worker`, maxWaitTimeInMs: 100 });

@@ -1,5 +1,6 @@
 import type { Admin, Consumer, EachMessagePayload, Kafka, Producer } from 'kafkajs';
 import { startProducerSpans, untracedProducer } from '@mesh/telemetry';
+import type { TopicSettings } from '@mesh/contract';
 
 /**
  * A small adapter over kafkajs until `@mesh/bus` offers its producer/consumer: the dispatcher's
@@ -114,18 +115,13 @@ export async function runConsumer(
   };
 }
 
-/** Creates a topic if missing (start-up of the topics this service reads). */
-export async function ensureTopic(
-  kafka: Kafka,
-  topic: string,
-  numPartitions: number,
-  configEntries?: Array<{ name: string; value: string }>,
-): Promise<void> {
+/** Creates a topic if missing (start-up of the topics this service reads); never grows one. */
+export async function ensureTopic(kafka: Kafka, topic: string, { partitions, configEntries }: TopicSettings): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
   try {
     if ((await admin.listTopics()).includes(topic)) return;
-    await admin.createTopics({ topics: [{ topic, numPartitions, configEntries }], waitForLeaders: true }).catch(ignoreExists);
+    await admin.createTopics({ topics: [{ topic, numPartitions: partitions, configEntries }], waitForLeaders: true }).catch(ignoreExists);
   } finally {
     await admin.disconnect().catch(() => undefined);
   }
