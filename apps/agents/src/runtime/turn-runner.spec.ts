@@ -124,6 +124,34 @@ test('a turn revoked while its history is read never starts the handler, reports
   assert.deepEqual(states(sink.sent), ['TASK_STATE_WORKING'], 'nothing but the WORKING sent before the revocation');
 });
 
+test('a command revoked before its turn started runs nothing, sends nothing and releases its lease', async () => {
+  let started = 0;
+  const { ledger, sink, runner } = setup(async (_task, ctx) => {
+    started++;
+    return ctx.complete('ran anyway');
+  });
+  const revoke = new AbortController();
+  revoke.abort(new Error('revoked'));
+  await runner.run(cmd('x', 1), never, revoke.signal);
+  assert.equal(started, 0);
+  assert.deepEqual(sink.sent, []);
+  // Released: the next owner claims it at once instead of waiting for the lease to expire.
+  const next = await ledger.claim(
+    {
+      executionId: executionId('acme', 't1', 1),
+      tenant: 'acme',
+      agentId: 'unit-agent',
+      taskId: 't1',
+      contextId: 'c1',
+      turn: 1,
+      input: { role: 'user', parts: [] },
+    },
+    'w2/next',
+    5000,
+  );
+  assert.equal(next.kind, 'claimed');
+});
+
 test('the deadline aborts a running turn and fails it', async () => {
   const { sink, runner } = setup(
     (task) => new Promise((_, reject) => task.signal.addEventListener('abort', () => reject(task.signal.reason))),

@@ -156,6 +156,8 @@ export class TurnRunner {
         ac.abort(new MeshError('REVOKED', 'this worker no longer owns the command'));
       };
       revoked.addEventListener('abort', onRevoked, { once: true });
+      // Abort events do not replay: a command revoked while it was being claimed stops here too.
+      if (revoked.aborted) onRevoked();
       const deadlineTimer =
         id.deadlineUnixMs === undefined
           ? undefined
@@ -178,6 +180,7 @@ export class TurnRunner {
       let outcome: TurnOutcome;
       let unavailable: unknown; // a dependency went away mid-turn (Postgres restart): not the task's outcome
       try {
+        if (ac.signal.aborted) throw ac.signal.reason;
         turn.emit(turn.status(WireState.working, undefined, false));
         const task: AgentTask = {
           agentId: this.o.agent.id,
