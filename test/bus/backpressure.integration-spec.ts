@@ -1,19 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BusAdmin, BusConsumer, BusProducer } from '@mesh/bus';
+import { BusConsumer } from '@mesh/bus';
 import { eventually, uniquePrefix } from '../support/infra.js';
-import { cleanup, runCommand, testKafka } from '../support/bus.js';
+import { cleanup, runCommand, testKafka, testTopic } from '../support/bus.js';
 
 const kafka = testKafka('backpressure');
 
 test('slow handler, big backlog: in-flight and per-tenant limits hold, partitions pause and resume, buffer and heap stay bounded', async () => {
   const topic = `${uniquePrefix('backpressure')}commands`;
-  const admin = new BusAdmin(kafka);
-  cleanup(() => admin.close());
-  await admin.ensureTopic(topic, { partitions: 2 });
   // Small record batches: a fetch returns at least one whole record batch whatever maxBytesPerPartition says.
-  const producer = new BusProducer(kafka, { maxBatchBytes: 32 * 1024 });
-  cleanup(() => producer.disconnect());
+  const { producer } = await testTopic(kafka, topic, 2, { maxBatchBytes: 32 * 1024 });
   const total = 3000;
   const padding = 'x'.repeat(1000);
   await Promise.all(

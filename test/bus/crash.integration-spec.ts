@@ -4,9 +4,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BusAdmin, BusProducer } from '@mesh/bus';
 import { eventually, testRun, uniquePrefix } from '../support/infra.js';
-import { cleanup, runCommand, testKafka } from '../support/bus.js';
+import { cleanup, runCommand, testKafka, testTopic } from '../support/bus.js';
 
 const kafka = testKafka('crash');
 const worker = new URL('./fixtures/crash-worker.js', import.meta.url).pathname;
@@ -32,11 +31,7 @@ function readLog(path: string): { started: Map<number, number>; done: Map<number
 test('SIGKILL mid-batch: the committed offset never passed unfinished work, and a restart finishes everything', async () => {
   const topic = `${uniquePrefix('crash')}commands`;
   const group = `${topic}.workers`;
-  const admin = new BusAdmin(kafka);
-  cleanup(() => admin.close());
-  await admin.ensureTopic(topic, { partitions: 1 });
-  const producer = new BusProducer(kafka);
-  cleanup(() => producer.disconnect());
+  const { admin, producer } = await testTopic(kafka, topic, 1);
   const total = 1000;
   await Promise.all(Array.from({ length: total }, (_, i) => producer.send(topic, 'acme:echo', runCommand('acme', `task-${i % 50}`, i))));
 

@@ -2,9 +2,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { KafkaMessage } from 'kafkajs';
 import { Headers, MeshError, normalizeHeaders, TopicNames } from '@mesh/contract';
-import { BusAdmin, BusConsumer, BusProducer, DeadLetterHeaders, replayDeadLetters } from '@mesh/bus';
+import { BusConsumer, DeadLetterHeaders, replayDeadLetters } from '@mesh/bus';
 import { eventually, uniquePrefix } from '../support/infra.js';
-import { cleanup, runCommand, testKafka } from '../support/bus.js';
+import { cleanup, runCommand, testKafka, testTopic } from '../support/bus.js';
 
 const kafka = testKafka('dead-letters');
 
@@ -27,11 +27,7 @@ test('poison, non-retryable and exhausted messages go to the DLQ with their head
   const prefix = uniquePrefix('dlq');
   const topic = `${prefix}mesh.agent.echo.commands`;
   const dlq = new TopicNames(prefix).deadLetters(topic);
-  const admin = new BusAdmin(kafka);
-  cleanup(() => admin.close());
-  await admin.ensureTopic(topic, { partitions: 1 });
-  const producer = new BusProducer(kafka);
-  cleanup(() => producer.disconnect());
+  const { producer } = await testTopic(kafka, topic, 1);
 
   await producer.send(topic, 'acme:echo', runCommand('acme', 'good', 0));
   await producer.sendRecord(topic, 'acme:echo', '{"not":"an envelope"}', { tenant: 'acme', note: 'poison' });
@@ -105,11 +101,7 @@ test('poison, non-retryable and exhausted messages go to the DLQ with their head
 test('a dead letter that cannot be written keeps its record unfinished until the write succeeds', async () => {
   const topic = `${uniquePrefix('dlq-down')}commands`;
   const dlq = new TopicNames().deadLetters(topic);
-  const admin = new BusAdmin(kafka);
-  cleanup(() => admin.close());
-  await admin.ensureTopic(topic, { partitions: 1 });
-  const producer = new BusProducer(kafka);
-  cleanup(() => producer.disconnect());
+  const { admin, producer } = await testTopic(kafka, topic, 1);
   await producer.sendRecord(topic, 'acme:echo', 'not an envelope');
   await producer.send(topic, 'acme:echo', runCommand('acme', 'after', 0));
 
@@ -150,11 +142,7 @@ test('a dead letter that cannot be written keeps its record unfinished until the
 test('a dependency that is briefly unreachable (e.g. Postgres restarting) never sends good work to the DLQ', async () => {
   const prefix = uniquePrefix('dlq-transient');
   const topic = `${prefix}mesh.agent.echo.commands`;
-  const admin = new BusAdmin(kafka);
-  cleanup(() => admin.close());
-  await admin.ensureTopic(topic, { partitions: 1 });
-  const producer = new BusProducer(kafka);
-  cleanup(() => producer.disconnect());
+  const { producer } = await testTopic(kafka, topic, 1);
   await producer.send(topic, 'acme:echo', runCommand('acme', 'db-down', 0));
   await producer.send(topic, 'acme:echo', runCommand('acme', 'next', 0));
 

@@ -1,18 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BusAdmin, BusConsumer, BusProducer, createKafka, type BusConsumerOptions } from '@mesh/bus';
+import { BusConsumer, createKafka, type BusConsumerOptions } from '@mesh/bus';
 import { eventually, uniquePrefix } from '../support/infra.js';
-import { cleanup, runCommand, testKafka } from '../support/bus.js';
+import { cleanup, runCommand, testKafka, testTopic } from '../support/bus.js';
 
 const kafka = testKafka('drain');
 
 test('stop() lets running work finish within the drain timeout, aborts the rest and commits only below it', async () => {
   const topic = `${uniquePrefix('drain')}commands`;
-  const admin = new BusAdmin(kafka);
-  cleanup(() => admin.close());
-  await admin.ensureTopic(topic, { partitions: 1 });
-  const producer = new BusProducer(kafka);
-  cleanup(() => producer.disconnect());
+  const { admin, producer } = await testTopic(kafka, topic, 1);
   // offsets: 0 quick, 1 slow-but-within-drain, 2 stuck until aborted, 3 quick
   for (const task of ['quick-a', 'slow', 'stuck', 'quick-b']) await producer.send(topic, 'acme:echo', runCommand('acme', task, 0));
 

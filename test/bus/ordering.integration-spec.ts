@@ -1,19 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BusAdmin, BusConsumer, BusProducer } from '@mesh/bus';
+import { BusAdmin, BusConsumer } from '@mesh/bus';
 import { eventually, uniquePrefix } from '../support/infra.js';
-import { cleanup, runCommand, testKafka } from '../support/bus.js';
+import { cleanup, runCommand, testKafka, testTopic } from '../support/bus.js';
 
 const kafka = testKafka('ordering');
 
 /** A one-partition topic holding `perTask` commands of each of `tasks` tasks, interleaved (turn = seq). */
 async function interleavedTopic(label: string, tasks: number, perTask: number): Promise<{ topic: string; admin: BusAdmin }> {
   const topic = `${uniquePrefix(label)}commands`;
-  const admin = new BusAdmin(kafka);
-  cleanup(() => admin.close());
-  await admin.ensureTopic(topic, { partitions: 1 });
-  const producer = new BusProducer(kafka);
-  cleanup(() => producer.disconnect());
+  const { admin, producer } = await testTopic(kafka, topic, 1);
   const sends: Promise<void>[] = [];
   for (let seq = 0; seq < perTask; seq++) {
     for (let t = 0; t < tasks; t++) sends.push(producer.send(topic, 'acme:echo', runCommand('acme', `task-${t}`, seq)));

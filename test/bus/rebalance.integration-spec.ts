@@ -1,18 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BusAdmin, BusConsumer, BusProducer, type BusConsumerOptions, type EnvelopeHandler } from '@mesh/bus';
+import { BusConsumer, type BusConsumerOptions, type EnvelopeHandler } from '@mesh/bus';
 import { eventually, uniquePrefix } from '../support/infra.js';
-import { cleanup, runCommand, testKafka } from '../support/bus.js';
+import { cleanup, runCommand, testKafka, testTopic } from '../support/bus.js';
 
 const kafka = testKafka('rebalance');
 
 test('a second consumer joins mid-stream: nothing is lost, both get work, the group ends fully committed', async () => {
   const topic = `${uniquePrefix('rebalance')}commands`;
-  const admin = new BusAdmin(kafka);
-  cleanup(() => admin.close());
-  await admin.ensureTopic(topic, { partitions: 4 });
-  const producer = new BusProducer(kafka);
-  cleanup(() => producer.disconnect());
+  const { admin, producer } = await testTopic(kafka, topic, 4);
   const total = 2000;
   const produce = (from: number, to: number) =>
     Promise.all(

@@ -1,7 +1,7 @@
 import { after } from 'node:test';
 import type { Kafka } from 'kafkajs';
 import { Envelopes, type Identity, type TaskRunCommand } from '@mesh/contract';
-import { createKafka } from '@mesh/bus';
+import { BusAdmin, BusProducer, createKafka, type BusProducerOptions } from '@mesh/bus';
 import { testRun } from './infra.js';
 
 /** A kafkajs client on the test broker; `label` names it in broker logs. */
@@ -33,4 +33,22 @@ export function cleanup(fn: () => Promise<unknown>): void {
   after(async () => {
     await fn().catch(() => undefined);
   });
+}
+
+/**
+ * Creates `topic` with `partitions` and returns an admin and a producer for it; both are closed
+ * when the spec file ends.
+ */
+export async function testTopic(
+  kafka: Kafka,
+  topic: string,
+  partitions: number,
+  producerOptions?: BusProducerOptions,
+): Promise<{ admin: BusAdmin; producer: BusProducer }> {
+  const admin = new BusAdmin(kafka);
+  cleanup(() => admin.close());
+  await admin.ensureTopic(topic, { partitions });
+  const producer = new BusProducer(kafka, producerOptions);
+  cleanup(() => producer.disconnect());
+  return { admin, producer };
 }
