@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import type { AgentDefinition, McpServerSpec } from '@mesh/agent-sdk';
-import { assertKafkaReachable, BusAdmin, BusConsumer, BusProducer, createKafka, KafkaProbe } from '@mesh/bus';
+import { assertKafkaReachable, BusAdmin, BusConsumer, BusProducer, createKafka, KafkaProbe, type TopicOptions } from '@mesh/bus';
 import { DIRECTORY_TOPICS, MeshError, TopicNames, type AgentHeartbeat } from '@mesh/contract';
 import { openServiceDatabase, PostgresProbe } from '@mesh/database';
 import { ServiceLifecycle, startHttpService } from '@mesh/service';
@@ -102,10 +102,7 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
     // Topics are created when missing, never grown: their consumers (the dispatcher for events) own
     // the partition count, and growing a topic under a running consumer strands the new partitions.
     const existing = await listTopics(kafka);
-    const ensureMissing = async (
-      name: string,
-      settings: { partitions: number; configEntries?: Array<{ name: string; value: string }> },
-    ) => {
+    const ensureMissing = async (name: string, settings: TopicOptions) => {
       if (!existing.has(name)) await admin.ensureTopic(name, settings);
     };
     await ensureMissing(topics.events(), { partitions: config.AGENTS_EVENTS_PARTITIONS });
