@@ -3,6 +3,7 @@ export * from './bus-admin.js';
 export * from './bus-producer.js';
 export * from './consumer-types.js';
 export * from './bus-consumer.js';
+export * from './interval-committer.js';
 export * from './dead-letters.js';
 export * from './offset-tracker.js';
 export * from './key-queues.js';

@@ -11,6 +11,7 @@ import {
   type JsonObject,
   type TopicNames,
 } from '@mesh/contract';
+import { IntervalCommitter } from '@mesh/bus';
 import { ensureTopic, type RunningConsumer } from '../kafka/kafka.adapter.js';
 
 /** Id of the demo agent `npm start` registers. */
@@ -63,8 +64,10 @@ export async function startDemoEchoWorker(kafka: Kafka, topics: TopicNames): Pro
   const consumer = kafka.consumer({ groupId: `${topics.prefix}demo-echo-worker`, maxWaitTimeInMs: 100 });
   await consumer.connect();
   await consumer.subscribe({ topic: topics.commands(DEMO_AGENT_ID), fromBeginning: true });
+  const committer = new IntervalCommitter(consumer, 1000);
   // One produce per fetched batch: the events of every command in it go out together.
   await consumer.run({
+    autoCommit: false,
     partitionsConsumedConcurrently: 3,
     eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
       const out: Array<{ key: string; value: Buffer; headers: Record<string, string> }> = [];
@@ -83,7 +86,10 @@ export async function startDemoEchoWorker(kafka: Kafka, topics: TopicNames): Pro
       }
       if (out.length > 0) await producer.send({ topic: topics.events(), acks: -1, messages: out });
       const last = batch.messages[batch.messages.length - 1];
-      if (last) resolveOffset(last.offset);
+      if (last) {
+        resolveOffset(last.offset);
+        committer.processed(batch.topic, batch.partition, last.offset);
+      }
       await heartbeat();
     },
   });
@@ -105,6 +111,7 @@ export async function startDemoEchoWorker(kafka: Kafka, topics: TopicNames): Pro
   return {
     async stop() {
       clearInterval(beating);
+      await committer.stop();
       await consumer.disconnect().catch(() => undefined);
       await producer.disconnect().catch(() => undefined);
     },

@@ -3,6 +3,7 @@ import { AgentEvent } from '@a2a-js/sdk/server';
 import { Artifact, TaskStatus } from '@a2a-js/sdk';
 import { decodeEnvelope, newId, type TaskEvent } from '@mesh/contract';
 import type { TaskEventBusManager } from './task-event-bus.manager.js';
+import { IntervalCommitter } from '@mesh/bus';
 
 const log = (level: string, msg: string, extra: Record<string, unknown> = {}) =>
   process.stderr.write(`${JSON.stringify({ level, src: 'event-fanout', msg, ...extra })}\n`);
@@ -15,6 +16,7 @@ const log = (level: string, msg: string, extra: Record<string, unknown> = {}) =>
  */
 export class EventFanout {
   private consumer?: Consumer;
+  private committer?: IntervalCommitter;
   private readonly groupId: string;
 
   constructor(
@@ -33,9 +35,14 @@ export class EventFanout {
     await consumer.connect();
     await consumer.subscribe({ topic: this.topic, fromBeginning: false });
     const joined = new Promise<void>((resolve) => consumer.on(consumer.events.GROUP_JOIN, () => resolve()));
+    // Commits (every 5 s, not per fetched batch) let a consumer that rejoins after a broker outage
+    // resume where it was instead of at the end of the topic.
+    const committer = new IntervalCommitter(consumer, 5000);
+    this.committer = committer;
     await consumer.run({
-      autoCommitInterval: 5000,
-      eachMessage: async ({ message }) => {
+      autoCommit: false,
+      eachMessage: async ({ topic, partition, message }) => {
+        committer.processed(topic, partition, message.offset);
         // Events are keyed by task id (the contract): most are of tasks nobody here follows.
         if (message.key && !this.buses.isFollowed(message.key.toString())) return;
         let env;
@@ -55,6 +62,7 @@ export class EventFanout {
 
   async stop(): Promise<void> {
     if (!this.consumer) return;
+    await this.committer?.stop();
     await this.consumer.disconnect().catch(() => undefined);
     // The group is this process's alone: leave nothing behind on the broker.
     const admin = this.kafka.admin();
