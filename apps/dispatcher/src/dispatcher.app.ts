@@ -102,18 +102,15 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
     );
     push.start();
     stops.push(() => push.stop());
-    const projector = new EventProjector(
-      kafka,
-      topics.events(),
-      `${config.TOPIC_PREFIX}mesh.dispatcher.projector`,
-      projection,
-      buses,
-      config.EVENTS_TOPIC_PARTITIONS,
-      push,
-    );
+    const projectorGroup = `${config.TOPIC_PREFIX}mesh.dispatcher.projector`;
+    const projector = new EventProjector(kafka, topics.events(), projectorGroup, projection, buses, config.EVENTS_TOPIC_PARTITIONS, push);
     await projector.start();
     stops.push(() => projector.stop());
-    const fanout = new EventFanout(kafka, topics.events(), `${config.TOPIC_PREFIX}mesh.dispatcher.fanout`, buses);
+    const fanout = new EventFanout(kafka, topics.events(), `${config.TOPIC_PREFIX}mesh.dispatcher.fanout`, buses, {
+      projectorGroup,
+      idleMs: config.DISPATCHER_FANOUT_IDLE_MS,
+    });
+    buses.feedFrom(fanout);
     await fanout.start();
     stops.push(() => fanout.stop());
     const signals = new KafkaWorkerSignals(

@@ -221,8 +221,8 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
   /**
    * A task's stream on this replica: subscribe to the local bus (fed from Kafka by EventFanout)
    * first, then read the snapshot, so nothing falls in between. First event = the Task; then
-   * status and artifact updates in event order, duplicates (same execution, seq not above the last)
-   * dropped and no status ranked below the last one sent; the end is the settled state *as
+   * status and artifact updates in event order, duplicates (same execution, seq not above the last
+   * one shown or stored with the snapshot) dropped and no status ranked below the last one sent; the end is the settled state *as
    * stored* (the projection is the authority: cancel won, COMPLETED without artifact is FAILED),
    * read when a settling event arrives or on the poll, which also covers changes that produced no
    * Kafka event (a cancel on another replica).
@@ -230,18 +230,20 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
   private async *follow(taskId: string, tenant: string): AsyncGenerator<StreamResponse, void, undefined> {
     const queue: Array<{ event: AgentExecutionEvent; source?: TaskEvent }> = [];
     let wake: (() => void) | undefined;
-    const unsubscribe = this.buses.subscribe(taskId, (event, source) => {
+    const unsubscribe = await this.buses.subscribe(taskId, (event, source) => {
       queue.push({ event, source });
       wake?.();
     });
     const endAt = Date.now() + this.opts.streamMaxMs;
     try {
-      const snapshot = await this.tasks.load(taskId, tenant, this.agent.id);
-      if (!snapshot) throw new TaskNotFoundError(`Task not found: ${taskId}`);
+      const stored = await this.tasks.loadWithProgress(taskId, tenant, this.agent.id);
+      if (!stored) throw new TaskNotFoundError(`Task not found: ${taskId}`);
+      const snapshot = stored.task;
       yield { payload: { $case: 'task', value: snapshot } };
       let state = snapshot.status?.state ?? TaskState.TASK_STATE_SUBMITTED;
       if (isSettled(state)) return;
-      const lastSeq = new Map<string, number>();
+      // Events the snapshot already holds (the feed may deliver them again) are not shown twice.
+      const lastSeq = new Map<string, number>(Object.entries(stored.lastSeq));
       let settling = false;
       while (Date.now() < endAt) {
         if (queue.length === 0) {

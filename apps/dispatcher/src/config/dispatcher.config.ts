@@ -23,6 +23,11 @@ export const dispatcherConfigSpec = {
   EVENTS_TOPIC_PARTITIONS: positiveInt(6),
   /** SSE: re-read the task this often when no event arrives (cancel on another replica, lost events). */
   DISPATCHER_STREAM_POLL_MS: positiveInt(1000),
+  /**
+   * How long the event fan-out reads on after the last stream or subscription on this replica
+   * closed; then it rests (reads nothing) until the next one.
+   */
+  DISPATCHER_FANOUT_IDLE_MS: positiveInt(5000),
   /** SSE: longest a stream stays open. */
   DISPATCHER_STREAM_MAX_MS: positiveInt(3_600_000),
   /** Deadline of tasks whose caller gives none (0 = none). */

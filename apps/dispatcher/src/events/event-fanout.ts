@@ -1,38 +1,59 @@
-import type { Consumer, Kafka } from 'kafkajs';
+import type { Admin, Consumer, Kafka } from 'kafkajs';
 import { AgentEvent } from '@a2a-js/sdk/server';
 import { Artifact, TaskStatus } from '@a2a-js/sdk';
 import { decodeEnvelope, newId, type TaskEvent } from '@mesh/contract';
-import type { TaskEventBusManager } from './task-event-bus.manager.js';
 import { IntervalCommitter } from '@mesh/bus';
+import type { EventFeed, TaskEventBusManager } from './task-event-bus.manager.js';
 
 const log = (level: string, msg: string, extra: Record<string, unknown> = {}) =>
   process.stderr.write(`${JSON.stringify({ level, src: 'event-fanout', msg, ...extra })}\n`);
 
+export interface EventFanoutOptions {
+  /** The projector's consumer group: its committed offsets mark what is stored. */
+  projectorGroup: string;
+  /** How long the fan-out goes on reading after the last follower here left. */
+  idleMs: number;
+}
+
 /**
  * Every replica reads the whole events topic under a consumer group of its own (a fresh id per
- * process, starting at the end of the topic, deleted on stop) and hands each event to the local
- * buses, so a stream can be served by any replica whichever one accepted the task or projects
- * its events. Nothing here writes: the projector (one shared group) stays the only writer.
+ * process, deleted on stop) and hands each event to the local buses, so a stream can be served by
+ * any replica whichever one accepted the task or projects its events. Nothing here writes: the
+ * projector (one shared group) stays the only writer.
+ *
+ * It reads only while a task is followed here (a stream or a subscription): otherwise it rests
+ * (the partitions are paused), since decoding every event of the topic on every replica for nobody
+ * costs each replica as much as the projection's own fetches. Waking, it seeks to the projector's
+ * committed offsets: every event below them is stored, so a follower that reads its snapshot after
+ * `wake()` resolved misses nothing (it may see an event twice; streams drop what they have shown).
  */
-export class EventFanout {
+export class EventFanout implements EventFeed {
   private consumer?: Consumer;
   private committer?: IntervalCommitter;
+  private admin?: Admin;
   private readonly groupId: string;
+  private resting = false;
+  /** Whether someone here follows a task (the manager says so through wake/idle). */
+  private wanted = false;
+  private waking?: Promise<void>;
+  private idleTimer?: NodeJS.Timeout;
 
   constructor(
     private readonly kafka: Kafka,
     private readonly topic: string,
     groupPrefix: string,
     private readonly buses: TaskEventBusManager,
+    private readonly opts: EventFanoutOptions,
   ) {
     this.groupId = `${groupPrefix}.${newId()}`;
   }
 
-  /** Resolves once the group has joined, so subscribers attached afterwards miss nothing new. */
+  /** Resolves once the group has joined; the fan-out then rests until the first follower. */
   async start(): Promise<void> {
     const consumer = this.kafka.consumer({ groupId: this.groupId, maxWaitTimeInMs: 50, sessionTimeout: 10000, heartbeatInterval: 1000 });
     this.consumer = consumer;
-    await consumer.connect();
+    this.admin = this.kafka.admin();
+    await Promise.all([consumer.connect(), this.admin.connect()]);
     await consumer.subscribe({ topic: this.topic, fromBeginning: false });
     const joined = new Promise<void>((resolve) => consumer.on(consumer.events.GROUP_JOIN, () => resolve()));
     // Commits (every 5 s, not per fetched batch) let a consumer that rejoins after a broker outage
@@ -58,12 +79,65 @@ export class EventFanout {
       },
     });
     await joined;
+    if (!this.wanted) this.rest();
+  }
+
+  /** Someone here follows a task: reading from what is not stored yet on, before this resolves. Never rejects. */
+  wake(): Promise<void> {
+    this.wanted = true;
+    clearTimeout(this.idleTimer);
+    if (this.waking) return this.waking;
+    if (!this.resting) return Promise.resolve();
+    this.waking = this.resume().finally(() => {
+      this.waking = undefined;
+    });
+    return this.waking;
+  }
+
+  /** Nobody here follows a task any more: rest after the idle time unless someone comes back. */
+  idle(): void {
+    this.wanted = false;
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => this.rest(), this.opts.idleMs);
+    this.idleTimer.unref();
+  }
+
+  private rest(): void {
+    if (this.wanted || this.resting || this.waking || !this.consumer) return;
+    this.consumer.pause([{ topic: this.topic }]);
+    this.resting = true;
+  }
+
+  private async resume(): Promise<void> {
+    const consumer = this.consumer!;
+    try {
+      for (const { partition, offset } of await this.storedFrontier()) consumer.seek({ topic: this.topic, partition, offset });
+    } catch (err) {
+      // Reading on from where it rested misses only events that were not stored when it rested.
+      log('warn', 'cannot read the projector offsets; the fan-out reads on from where it rested', { err: String(err) });
+    }
+    consumer.resume([{ topic: this.topic }]);
+    this.resting = false;
+    if (!this.wanted) this.idle();
+  }
+
+  /** Per partition, the projector group's committed offset (the low watermark where it has none). */
+  private async storedFrontier(): Promise<Array<{ partition: number; offset: string }>> {
+    const admin = this.admin!;
+    const [committed] = await admin.fetchOffsets({ groupId: this.opts.projectorGroup, topics: [this.topic] });
+    const partitions = committed?.partitions ?? [];
+    const low = partitions.some((p) => BigInt(p.offset) < 0n)
+      ? new Map((await admin.fetchTopicOffsets(this.topic)).map((o) => [o.partition, o.low]))
+      : undefined;
+    return partitions.map((p) => ({ partition: p.partition, offset: BigInt(p.offset) >= 0n ? p.offset : (low?.get(p.partition) ?? '0') }));
   }
 
   async stop(): Promise<void> {
+    clearTimeout(this.idleTimer);
     if (!this.consumer) return;
     await this.committer?.stop();
     await this.consumer.disconnect().catch(() => undefined);
+    await this.admin?.disconnect().catch(() => undefined);
     // The group is this process's alone: leave nothing behind on the broker.
     const admin = this.kafka.admin();
     await admin

@@ -9,12 +9,20 @@ import {
 import type { Task, TaskState } from '@a2a-js/sdk';
 import type { TaskEvent } from '@mesh/contract';
 
+/** Where a replica's buses get worker events from (its EventFanout); it may rest while nobody here follows a task. */
+export interface EventFeed {
+  /** Resolves once every event not stored when it was called will reach the buses; never rejects. */
+  wake(): Promise<void>;
+  /** Nobody here follows a task any more. */
+  idle(): void;
+}
+
 /** A stream event with the worker envelope it came from (absent for events made here, e.g. a cancel). */
 export type BusListener = (event: AgentExecutionEvent, source?: TaskEvent) => void;
 
 /**
  * One in-process bus per task, fed from the Kafka event stream by this replica's EventFanout
- * (every replica sees every event) and by local API changes (CancelTask) — never by an
+ * (every replica sees every event while it follows a task) and by local API changes (CancelTask) — never by an
  * executor, so `settleByTaskId` always claims the bus. SSE subscribers listen here. Separately,
  * the projector signals each committed change (`notifyCommitted`), which wakes blocking sends to
  * answer with the committed task. Buses are keyed by task id only: tenant scoping happens before anyone may
@@ -23,6 +31,13 @@ export type BusListener = (event: AgentExecutionEvent, source?: TaskEvent) => vo
 export class TaskEventBusManager implements ExecutionEventBusManager {
   private readonly buses = new Map<string, { bus: DefaultExecutionEventBus; raw: EventEmitter; listeners: number }>();
   private readonly committed = new EventEmitter().setMaxListeners(0);
+  private feed?: EventFeed;
+  private followers = 0;
+
+  /** Connects the feed; it is woken by the first follower and told when the last one leaves. */
+  feedFrom(feed: EventFeed): void {
+    this.feed = feed;
+  }
 
   createOrGetByTaskId(taskId: string, _context?: ServerCallContext): ExecutionEventBus {
     let entry = this.buses.get(taskId);
@@ -68,20 +83,29 @@ export class TaskEventBusManager implements ExecutionEventBusManager {
     entry?.bus.publish(event);
   }
 
-  /** Listens to one task; the returned function detaches and drops the bus when nobody is left. */
-  subscribe(taskId: string, listener: BusListener): () => void {
+  /**
+   * Listens to one task. Resolves once the feed delivers every event not stored yet, so a snapshot
+   * read afterwards misses nothing; the returned function detaches and drops the bus when nobody
+   * is left.
+   */
+  async subscribe(taskId: string, listener: BusListener): Promise<() => void> {
     this.createOrGetByTaskId(taskId);
     const entry = this.buses.get(taskId)!;
     entry.listeners += 1;
     entry.raw.on('event', listener);
+    this.followers += 1;
     let done = false;
-    return () => {
+    const unsubscribe = () => {
       if (done) return;
       done = true;
       entry.raw.off('event', listener);
       entry.listeners -= 1;
       if (entry.listeners === 0 && this.buses.get(taskId) === entry) this.buses.delete(taskId);
+      this.followers -= 1;
+      if (this.followers === 0) this.feed?.idle();
     };
+    await this.feed?.wake();
+    return unsubscribe;
   }
 
   /**

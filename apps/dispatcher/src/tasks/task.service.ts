@@ -302,6 +302,26 @@ export class TaskService {
     return rows[0] ? Task.fromJSON(rows[0].task) : undefined;
   }
 
+  /**
+   * A task with, per execution, the seq of the last worker event its stored state includes (one
+   * consistent read: the projection writes both in one statement), for a stream that must not show
+   * an event twice.
+   */
+  async loadWithProgress(
+    taskId: string,
+    tenant: string,
+    agentId: string,
+  ): Promise<{ task: Task; lastSeq: Record<string, number> } | undefined> {
+    const rows: Array<{ task: Json; last_seq: Record<string, number> }> = await this.ds.query(
+      `SELECT t.task, coalesce(jsonb_object_agg(e.execution_id, e.last_seq) FILTER (WHERE e.execution_id IS NOT NULL), '{}') AS last_seq
+         FROM dispatcher.tasks t LEFT JOIN dispatcher.executions e ON e.task_id = t.id
+        WHERE t.id = $1 AND t.tenant = $2 AND t.agent_id = $3
+        GROUP BY t.id`,
+      [taskId, tenant, agentId],
+    );
+    return rows[0] ? { task: Task.fromJSON(rows[0].task), lastSeq: rows[0].last_seq } : undefined;
+  }
+
   /** Newest status first, keyset pagination on (status_timestamp, id). */
   list(params: ListTasksRequest, tenant: string, agentId: string): Promise<ListTasksResponse> {
     return listTasks(this.ds, params, tenant, agentId);
