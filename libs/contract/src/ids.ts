@@ -37,6 +37,12 @@ export function slugify(name: string): string {
 }
 
 /**
+ * The number of a task's first turn: the dispatcher numbers turns from 1 (a follow-up message to
+ * an interrupted task is turn 2, …); execution ids carry it. No turn before it has history.
+ */
+export const FIRST_TURN = 1;
+
+/**
  * Execution id of one turn of a task (DESIGN.md §4.3): derived from the task side, never from
  * the transport, so every redelivery of the same command carries the same id.
  */

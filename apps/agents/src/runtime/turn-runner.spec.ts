@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { defineAgent, type AgentHandler, type ToolObservation } from '@mesh/agent-sdk';
-import { Envelopes, executionId, TopicNames, type Envelope, type TaskEvent, type TaskRunCommand } from '@mesh/contract';
+import { Envelopes, executionId, FIRST_TURN, TopicNames, type Envelope, type TaskEvent, type TaskRunCommand } from '@mesh/contract';
 import { InMemoryExecutionLedger } from './execution-ledger.js';
 import { TurnRunner, type ToolCaller, type UnknownOutcomeWaiter } from './turn-runner.js';
 
@@ -36,7 +36,7 @@ function setup(
   return { ledger, sink, runner };
 }
 
-function cmd(text: string, turn = 0, taskId = 't1', deadlineUnixMs?: number): TaskRunCommand {
+function cmd(text: string, turn = FIRST_TURN, taskId = 't1', deadlineUnixMs?: number): TaskRunCommand {
   return Envelopes.run(
     {
       tenant: 'acme',
@@ -70,19 +70,33 @@ test('a finished execution is re-emitted, not run again; history carries earlier
   let runs = 0;
   const { sink, runner } = setup(async (task, ctx) => {
     runs++;
-    if (task.turn === 0) return ctx.askForInput('which one?');
-    assert.equal(task.history.length, 2, 'user message and the question of turn 0');
+    if (task.turn === FIRST_TURN) return ctx.askForInput('which one?');
+    assert.equal(task.history.length, 2, 'user message and the question of the first turn');
     assert.equal(task.history[1].role, 'agent');
     return ctx.complete('done');
   });
-  await runner.run(cmd('hi', 0), never);
-  await runner.run(cmd('hi', 0), never);
+  await runner.run(cmd('hi'), never);
+  await runner.run(cmd('hi'), never);
   assert.equal(runs, 1);
   assert.deepEqual(states(sink.sent), ['TASK_STATE_WORKING', 'TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_INPUT_REQUIRED']);
   assert.equal(sink.sent[1].body.seq, sink.sent[2].body.seq);
-  await runner.run(cmd('INV-1', 1), never);
+  await runner.run(cmd('INV-1', FIRST_TURN + 1), never);
   assert.equal(runs, 2);
   assert.equal(states(sink.sent).at(-1), 'TASK_STATE_COMPLETED');
+});
+
+test('a first turn (numbered as the dispatcher does) does not read the history; a later turn does', async () => {
+  const { ledger, runner } = setup(async (_t, ctx) => ctx.complete());
+  const reads: number[] = [];
+  const history = ledger.history.bind(ledger);
+  ledger.history = async (tenant, taskId, beforeTurn) => {
+    reads.push(beforeTurn);
+    return history(tenant, taskId, beforeTurn);
+  };
+  await runner.run(cmd('first', FIRST_TURN, 't-first'), never);
+  assert.deepEqual(reads, []);
+  await runner.run(cmd('second', FIRST_TURN + 1, 't-first'), never);
+  assert.deepEqual(reads, [FIRST_TURN + 1]);
 });
 
 test('a handler ignoring its signal cannot hold a canceled turn', async () => {
@@ -114,7 +128,8 @@ test('a turn revoked while its history is read never starts the handler, reports
   const onUnhandled = (err: unknown) => unhandled.push(err);
   process.on('unhandledRejection', onUnhandled);
   try {
-    await runner.run(cmd('x', 1), never, revoke.signal);
+    // A later turn: only those read the history.
+    await runner.run(cmd('x', FIRST_TURN + 1), never, revoke.signal);
     await new Promise((r) => setTimeout(r, 30));
   } finally {
     process.off('unhandledRejection', onUnhandled);
@@ -156,7 +171,7 @@ test('the deadline aborts a running turn and fails it', async () => {
   const { sink, runner } = setup(
     (task) => new Promise((_, reject) => task.signal.addEventListener('abort', () => reject(task.signal.reason))),
   );
-  await runner.run(cmd('x', 0, 't-deadline', Date.now() + 50), never);
+  await runner.run(cmd('x', FIRST_TURN, 't-deadline', Date.now() + 50), never);
   assert.deepEqual(states(sink.sent), ['TASK_STATE_WORKING', 'TASK_STATE_FAILED']);
   assert.match(JSON.stringify(sink.sent[1].body), /deadline/);
 });
@@ -173,7 +188,7 @@ test('an owner that lost its lease reports nothing; a busy execution is waited f
   );
   const first = runner.run(cmd('x'), never);
   await new Promise((r) => setTimeout(r, 20));
-  ledger.expire('acme:t1:0');
+  ledger.expire(executionId('acme', 't1', FIRST_TURN));
   // A second delivery takes the expired execution over and runs it to the end.
   const second = runner.run(cmd('x'), never);
   await new Promise((r) => setTimeout(r, 100));
@@ -236,19 +251,19 @@ test('a revoked command stops the turn without reporting and releases its lease 
     (task) => new Promise((_, reject) => task.signal.addEventListener('abort', () => reject(task.signal.reason))),
   );
   const revoked = new AbortController();
-  const first = runner.run(cmd('x', 0, 't-revoked'), never, revoked.signal);
+  const first = runner.run(cmd('x', FIRST_TURN, 't-revoked'), never, revoked.signal);
   await new Promise((r) => setTimeout(r, 20));
   revoked.abort();
   await first;
   assert.equal(sink.sent.filter((e) => e.kind === 'task.status' && e.body.final).length, 0);
   const again = await ledger.claim(
     {
-      executionId: 'acme:t-revoked:0',
+      executionId: 'acme:t-revoked:1',
       tenant: 'acme',
       agentId: 'unit-agent',
       taskId: 't-revoked',
       contextId: 'c1',
-      turn: 0,
+      turn: FIRST_TURN,
       input: { role: 'user', parts: [] },
     },
     'other',
@@ -264,10 +279,10 @@ test('a dependency lost mid-turn (a Postgres restart) fails nothing: the turn is
     if (runs === 1) throw Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
     return ctx.complete('done');
   });
-  await assert.rejects(runner.run(cmd('x', 0, 't-db'), never), /administrator command/);
+  await assert.rejects(runner.run(cmd('x', FIRST_TURN, 't-db'), never), /administrator command/);
   assert.deepEqual(states(sink.sent), ['TASK_STATE_WORKING'], 'no outcome reported');
   // Given up, not held: the redelivery (the bus retries it) takes it over at once.
-  await runner.run(cmd('x', 0, 't-db'), never);
+  await runner.run(cmd('x', FIRST_TURN, 't-db'), never);
   assert.equal(runs, 2);
   assert.equal(states(sink.sent).at(-1), 'TASK_STATE_COMPLETED');
   assert.equal(sink.sent.filter((e) => e.kind === 'task.status' && e.body.final).length, 1);

@@ -12,6 +12,7 @@ import {
 } from '@mesh/agent-sdk';
 import {
   Envelopes,
+  FIRST_TURN,
   isTransientInfrastructureError,
   MeshError,
   type Envelope,
@@ -192,8 +193,8 @@ export class TurnRunner {
           actor: id.actor,
           message: input,
           parts: input.parts,
-          // Turn 0 has no history: skip the query on the hot path.
-          history: cmd.body.turn > 0 ? await this.o.ledger.history(id.tenant, id.taskId, cmd.body.turn) : [],
+          // A first turn has no history: skip the query on the hot path.
+          history: cmd.body.turn > FIRST_TURN ? await this.o.ledger.history(id.tenant, id.taskId, cmd.body.turn) : [],
           ...(id.deadlineUnixMs !== undefined ? { deadline: new Date(id.deadlineUnixMs) } : {}),
           signal: ac.signal,
         };

@@ -9,6 +9,7 @@ import {
   encodeEnvelope,
   Envelopes,
   executionId,
+  FIRST_TURN,
   newId,
   type AgentRecord,
   type Envelope,
@@ -184,8 +185,8 @@ export class TaskService {
     const status = { state: stateName(TaskState.TASK_STATE_SUBMITTED), timestamp: now.toISOString() };
     const message = { ...incoming, taskId, contextId };
     const task: Json = { id: taskId, contextId, status, history: [message] };
-    const identity = this.identity(input, taskId, contextId, 1);
-    const cmd = this.command(agent, Envelopes.run(identity, { turn: 1, message }));
+    const identity = this.identity(input, taskId, contextId, FIRST_TURN);
+    const cmd = this.command(agent, Envelopes.run(identity, { turn: FIRST_TURN, message }));
     const created = await this.newTasks.submit({
       tenant: principal.tenant,
       agent_id: agent.id,
@@ -217,7 +218,7 @@ export class TaskService {
         agent_id: agent.id,
         context_id: contextId,
         state: status.state,
-        turn: 1,
+        turn: FIRST_TURN,
         version: 0,
         status_timestamp: now,
         task,
