@@ -7,6 +7,7 @@ import type { MeshMetrics } from '@mesh/telemetry';
 import { StatementBatcher } from '@mesh/database';
 import { toAgentEvent } from '../events/event-fanout.js';
 import type { PushNotification } from '../tasks/task-projection.js';
+import { UPSERT_PUSH_CONFIG, type ValidPushConfig } from './push-config.js';
 
 /** Header carrying the stable id of the event a push notification is about (receivers dedup on it). */
 export const PUSH_EVENT_ID_HEADER = 'x-a2a-event-id';
@@ -21,21 +22,6 @@ export interface PushOptions {
   timeoutMs: number;
   pollMs: number;
 }
-
-/** A push config that passed `validate`, ready to be stored with a task id. */
-export interface ValidPushConfig {
-  id: string;
-  url: string;
-  token: string;
-  authScheme: string | null;
-  authCredentials: string | null;
-}
-
-/** Stores a config ($1 tenant, $2 task id, $3 id, $4 url, $5 token, $6 auth scheme, $7 credentials); the same id replaces it. */
-export const UPSERT_PUSH_CONFIG = `INSERT INTO dispatcher.push_configs (tenant, task_id, id, url, token, auth_scheme, auth_credentials)
-       VALUES ($1, $2, $3, $4, $5, $6, $7)
-       ON CONFLICT (tenant, task_id, id) DO UPDATE SET url = EXCLUDED.url, token = EXCLUDED.token,
-         auth_scheme = EXCLUDED.auth_scheme, auth_credentials = EXCLUDED.auth_credentials`;
 
 interface ConfigRow {
   tenant: string;

@@ -21,7 +21,7 @@ import { messageIdConflict } from './task.errors.js';
 import { StatementBatcher } from '@mesh/database';
 import { inTransaction, insertNewTasks, lockTask, type Json, type NewTaskRow, type TaskRow } from './task-db.js';
 import { listTasks } from './task-list.query.js';
-import { UPSERT_PUSH_CONFIG, type ValidPushConfig } from '../push/push.service.js';
+import { UPSERT_PUSH_CONFIG, type ValidPushConfig } from '../push/push-config.js';
 import { isInterrupted, isTerminal, parseState, stateName } from './task-state.js';
 
 /** What SendMessage asks for, after authentication and agent resolution. */
