@@ -15,16 +15,24 @@ import { startEchoWorker } from '../support/echo-worker.js';
 class GatedProducer implements MessageProducer {
   down = false;
   attempts = 0;
+  probes = 0;
   constructor(private readonly inner: MessageProducer) {}
   async send(messages: OutgoingMessage[]): Promise<void> {
     this.attempts += 1;
-    if (this.down) throw new Error('KafkaJSConnectionError: Connection error: connect ECONNREFUSED (simulated outage)');
+    if (this.down) throw refused();
     await this.inner.send(messages);
+  }
+  async ready(): Promise<void> {
+    this.probes += 1;
+    if (this.down) throw refused();
+    await this.inner.ready();
   }
   close(): Promise<void> {
     return this.inner.close();
   }
 }
+
+const refused = () => new Error('KafkaJSConnectionError: Connection error: connect ECONNREFUSED (simulated outage)');
 
 let gate: GatedProducer | undefined;
 const env = await startTestDispatcher('durability', { wrapProducer: (p) => (gate = new GatedProducer(p)) });
@@ -79,6 +87,12 @@ test('Kafka unavailable during accept: tasks are accepted, and delivered once it
   )) as Task[];
   assert.ok(accepted.every((t) => t.status?.state === TaskState.TASK_STATE_SUBMITTED));
   await eventually('relay tried and failed', () => gate!.attempts > before);
+  // Once a send failed, the relay asks Kafka before claiming again: no more sends (each would hold
+  // a claim transaction for the client's whole retry) until Kafka answers.
+  const sends = gate.attempts;
+  const probes = gate.probes;
+  await eventually('relay probed Kafka twice more', () => gate!.probes >= probes + 2, 10000);
+  assert.equal(gate.attempts, sends, 'no send while Kafka does not answer');
   assert.equal(await outboxSize(), 20, 'commands wait in the outbox');
   assert.ok(!worker.commands.some((c) => accepted.some((t) => t.id === c.identity.taskId)));
   gate.down = false;

@@ -16,6 +16,8 @@ export interface OutgoingMessage {
 /** Produces batches with acks from all in-sync replicas; resolves only when Kafka acknowledged. */
 export interface MessageProducer {
   send(messages: OutgoingMessage[]): Promise<void>;
+  /** Resolves once Kafka answers a metadata request (nothing is produced); rejects while it does not. */
+  ready(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -60,6 +62,11 @@ export class KafkaMessageProducer implements MessageProducer {
     if (!existing.includes(topic))
       await this.admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true }).catch(ignoreExists);
     this.ensured.add(topic);
+  }
+
+  async ready(): Promise<void> {
+    await this.connect();
+    await this.admin.describeCluster();
   }
 
   async send(messages: OutgoingMessage[]): Promise<void> {

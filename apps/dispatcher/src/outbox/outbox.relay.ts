@@ -15,8 +15,9 @@ export interface OutboxRelayOptions {
 
 /**
  * Moves committed outbox rows to Kafka: claim and delete a batch (SKIP LOCKED, so replicas share
- * the work), produce it, commit. If Kafka is down the rows stay and are retried with backoff;
- * a crash between produce and commit re-produces them, which workers absorb by execution id.
+ * the work), produce it, commit. If Kafka is down the rows stay and are retried with backoff (and
+ * only once Kafka answers again); a crash between produce and commit re-produces them, which
+ * workers absorb by execution id.
  */
 export class OutboxRelay {
   private running = false;
@@ -58,6 +59,9 @@ export class OutboxRelay {
     while (this.running) {
       let moved: number;
       try {
+        // After a failed send, claim nothing until Kafka answers again: a claim transaction stays
+        // open for as long as its send takes, which during an outage is the client's whole retry.
+        if (this.failures > 0) await this.producer.ready();
         if (this.kicked && this.opts.lingerMs) await new Promise((r) => setTimeout(r, this.opts.lingerMs));
         this.kicked = false;
         moved = await this.drainOnce();
