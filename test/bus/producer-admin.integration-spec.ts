@@ -9,7 +9,7 @@ const kafka = testKafka('producer-admin');
 const admin = new BusAdmin(kafka);
 cleanup(() => admin.close());
 
-test('ensureTopic creates once, is idempotent, grows partitions and applies compaction', async () => {
+test('ensureTopic creates once, is idempotent, grows partitions unless told not to, and applies compaction', async () => {
   const topic = `${uniquePrefix('admin')}cards`;
   await admin.ensureTopic(topic, { partitions: 2, compacted: true, retentionMs: 3_600_000 });
   await admin.ensureTopic(topic, { partitions: 2, compacted: true });
@@ -19,6 +19,9 @@ test('ensureTopic creates once, is idempotent, grows partitions and applies comp
   try {
     const meta = await raw.fetchTopicMetadata({ topics: [topic] });
     assert.equal(meta.topics[0].partitions.length, 3);
+    // A keyed topic is never grown when asked not to (its keys would move to other partitions).
+    await admin.ensureTopic(topic, { partitions: 5, grow: false });
+    assert.equal((await raw.fetchTopicMetadata({ topics: [topic] })).topics[0].partitions.length, 3);
     const cfg = await raw.describeConfigs({ includeSynonyms: false, resources: [{ type: 2, name: topic }] });
     const entries = Object.fromEntries(cfg.resources[0].configEntries.map((e) => [e.configName, e.configValue]));
     assert.equal(entries['cleanup.policy'], 'compact');

@@ -23,16 +23,6 @@ export interface RunningAgents {
   stop(): Promise<void>;
 }
 
-async function listTopics(kafka: ReturnType<typeof createKafka>): Promise<Set<string>> {
-  const a = kafka.admin();
-  await a.connect();
-  try {
-    return new Set(await a.listTopics());
-  } finally {
-    await a.disconnect().catch(() => undefined);
-  }
-}
-
 function logger(workerId: string, group: string | undefined) {
   const debug = process.env.LOG_LEVEL === 'debug';
   const base = { src: 'agents', worker: workerId, ...(group ? { agentGroup: group } : {}) };
@@ -101,10 +91,7 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
     await producer.connect();
     // Topics are created when missing, never grown: their consumers (the dispatcher for events) own
     // the partition count, and growing a topic under a running consumer strands the new partitions.
-    const existing = await listTopics(kafka);
-    const ensureMissing = async (name: string, settings: TopicOptions) => {
-      if (!existing.has(name)) await admin.ensureTopic(name, settings);
-    };
+    const ensureMissing = (name: string, settings: TopicOptions) => admin.ensureTopic(name, { ...settings, grow: false });
     await ensureMissing(topics.events(), { partitions: config.AGENTS_EVENTS_PARTITIONS });
     await ensureMissing(topics.heartbeats(), DIRECTORY_TOPICS.heartbeats);
     for (const agent of selected) {

@@ -10,6 +10,11 @@ export interface TopicOptions {
   replicationFactor?: number;
   /** Further topic-level configs (e.g. `DIRECTORY_TOPICS` of `@mesh/contract`). */
   configEntries?: Array<{ name: string; value: string }>;
+  /**
+   * Whether an existing topic with fewer partitions is grown (default true). False for keyed
+   * topics whose readers rely on per-key order: growing moves keys to other partitions.
+   */
+  grow?: boolean;
 }
 
 /** Lag of one consumer group on one topic partition; offsets are decimal strings as Kafka gives them. */
@@ -45,9 +50,15 @@ export class BusAdmin {
     return this.connected;
   }
 
+  /** Resolves once the cluster answers a metadata request; rejects while it does not. */
+  async ping(): Promise<void> {
+    await this.connect();
+    await this.admin.describeCluster();
+  }
+
   /**
-   * Creates the topic when missing and grows its partition count when it has fewer than asked.
-   * Idempotent and safe to race with other processes doing the same.
+   * Creates the topic when missing and (unless `grow: false`) grows its partition count when it
+   * has fewer than asked. Idempotent and safe to race with other processes doing the same.
    */
   async ensureTopic(name: string, opts: TopicOptions): Promise<void> {
     await this.connect();
@@ -67,6 +78,7 @@ export class BusAdmin {
       // Another process created it between our metadata view and the request: fine.
       if (!isAlreadyExists(err)) throw err;
     }
+    if (opts.grow === false) return;
     const meta = await this.admin.fetchTopicMetadata({ topics: [name] });
     const have = meta.topics[0]?.partitions.length ?? 0;
     if (have < opts.partitions) {
@@ -128,4 +140,14 @@ function errorText(err: unknown): string {
 
 function isAlreadyExists(err: unknown): boolean {
   return /TOPIC_ALREADY_EXISTS|already exists/i.test(errorText(err));
+}
+
+/** {@link BusAdmin.ensureTopic} for each topic, on an admin client of its own (a service's start-up). */
+export async function ensureTopics(kafka: Kafka, topics: Array<{ name: string } & TopicOptions>): Promise<void> {
+  const admin = new BusAdmin(kafka);
+  try {
+    for (const { name, ...opts } of topics) await admin.ensureTopic(name, opts);
+  } finally {
+    await admin.close();
+  }
 }

@@ -1,7 +1,7 @@
 import type { Kafka } from 'kafkajs';
 import { AgentCatalog } from '@mesh/agent-directory';
+import { ensureTopics } from '@mesh/bus';
 import { canSee, DIRECTORY_TOPICS, type AgentRecord, type TopicNames } from '@mesh/contract';
-import { ensureTopic } from '../kafka/kafka.adapter.js';
 
 /** Where agents come from: the directory's live records. */
 export interface AgentLookup {
@@ -56,8 +56,11 @@ export class DirectoryAgentLookup implements AgentLookup {
   }
 
   async start(): Promise<void> {
-    await ensureTopic(this.kafka, this.topics.cards(), DIRECTORY_TOPICS.cards);
-    await ensureTopic(this.kafka, this.topics.heartbeats(), DIRECTORY_TOPICS.heartbeats);
+    // Created here too (the directory may start later); never grown: both are keyed by agent id.
+    await ensureTopics(this.kafka, [
+      { name: this.topics.cards(), ...DIRECTORY_TOPICS.cards, grow: false },
+      { name: this.topics.heartbeats(), ...DIRECTORY_TOPICS.heartbeats, grow: false },
+    ]);
     await this.catalog.start();
   }
 

@@ -11,8 +11,8 @@ import {
   type JsonObject,
   type TopicNames,
 } from '@mesh/contract';
-import { IntervalCommitter } from '@mesh/bus';
-import { ensureTopic, type RunningConsumer } from '../kafka/kafka.adapter.js';
+import { ensureTopics, IntervalCommitter } from '@mesh/bus';
+import type { RunningConsumer } from '../kafka/kafka.adapter.js';
 
 /** Id of the demo agent `npm start` registers. */
 export const DEMO_AGENT_ID = 'echo-agent';
@@ -42,7 +42,7 @@ export function demoAgentRecord(): AgentRecord {
 
 /** Publishes the demo record to the cards topic (what the directory does for registered agents). */
 export async function registerDemoAgent(kafka: Kafka, topics: TopicNames): Promise<void> {
-  await ensureTopic(kafka, topics.cards(), DIRECTORY_TOPICS.cards);
+  await ensureTopics(kafka, [{ name: topics.cards(), ...DIRECTORY_TOPICS.cards, grow: false }]);
   const producer = kafka.producer();
   await producer.connect();
   try {
@@ -58,7 +58,7 @@ export async function registerDemoAgent(kafka: Kafka, topics: TopicNames): Promi
  * received, then COMPLETED. The worker issue replaces it with the SDK-based echo-agent.
  */
 export async function startDemoEchoWorker(kafka: Kafka, topics: TopicNames): Promise<RunningConsumer> {
-  await ensureTopic(kafka, topics.commands(DEMO_AGENT_ID), { partitions: demoAgentRecord().channel.partitions, configEntries: [] });
+  await ensureTopics(kafka, [{ name: topics.commands(DEMO_AGENT_ID), partitions: demoAgentRecord().channel.partitions, grow: false }]);
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   const consumer = kafka.consumer({ groupId: `${topics.prefix}demo-echo-worker`, maxWaitTimeInMs: 100 });

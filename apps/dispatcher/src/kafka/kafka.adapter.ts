@@ -1,6 +1,6 @@
-import type { Admin, Consumer, EachMessagePayload, Kafka, Producer } from 'kafkajs';
+import type { Kafka, Producer } from 'kafkajs';
+import { BusAdmin } from '@mesh/bus';
 import { startProducerSpans, untracedProducer } from '@mesh/telemetry';
-import type { TopicSettings } from '@mesh/contract';
 
 /**
  * A small adapter over kafkajs until `@mesh/bus` offers its producer/consumer: the dispatcher's
@@ -29,7 +29,7 @@ export interface RunningConsumer {
 /** kafkajs producer (idempotent) that creates missing topics before the first send to them. */
 export class KafkaMessageProducer implements MessageProducer {
   private readonly producer: Producer;
-  private readonly admin: Admin;
+  private readonly admin: BusAdmin;
   private connected?: Promise<void>;
   private readonly ensured = new Set<string>();
 
@@ -40,33 +40,26 @@ export class KafkaMessageProducer implements MessageProducer {
     // Each message is traced as part of the request that wrote it (its headers' traceparent), not
     // of whatever context the batch happens to be sent in.
     this.producer = untracedProducer(kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false }));
-    this.admin = kafka.admin();
+    this.admin = new BusAdmin(kafka);
   }
 
   private connect(): Promise<void> {
-    this.connected ??= Promise.all([this.producer.connect(), this.admin.connect()]).then(
-      () => undefined,
-      (err: unknown) => {
-        this.connected = undefined;
-        throw err;
-      },
-    );
+    this.connected ??= this.producer.connect().catch((err: unknown) => {
+      this.connected = undefined;
+      throw err;
+    });
     return this.connected;
   }
 
+  /** Command topics are keyed by the agent's channel key: created, never grown (that would reorder keys). */
   async ensureTopic(topic: string, partitions = this.partitionsFor(topic)): Promise<void> {
     if (this.ensured.has(topic)) return;
-    await this.connect();
-    const existing = await this.admin.listTopics();
-    // createTopics answers false when the topic already exists: both mean it is there now.
-    if (!existing.includes(topic))
-      await this.admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true }).catch(ignoreExists);
+    await this.admin.ensureTopic(topic, { partitions, grow: false });
     this.ensured.add(topic);
   }
 
-  async ready(): Promise<void> {
-    await this.connect();
-    await this.admin.describeCluster();
+  ready(): Promise<void> {
+    return this.admin.ping();
   }
 
   async send(messages: OutgoingMessage[]): Promise<void> {
@@ -92,51 +85,6 @@ export class KafkaMessageProducer implements MessageProducer {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.producer.disconnect().catch(() => undefined), this.admin.disconnect().catch(() => undefined)]);
+    await Promise.all([this.producer.disconnect().catch(() => undefined), this.admin.close()]);
   }
-}
-
-export interface ConsumerOptions {
-  groupId: string;
-  topic: string;
-  fromBeginning: boolean;
-  /** Partitions processed in parallel; messages of one partition stay in order. */
-  partitionsConsumedConcurrently?: number;
-}
-
-/** Runs a kafkajs consumer; a handler that throws makes kafkajs retry the message (no commit). */
-export async function runConsumer(
-  kafka: Kafka,
-  opts: ConsumerOptions,
-  handler: (payload: EachMessagePayload) => Promise<void>,
-): Promise<RunningConsumer & { consumer: Consumer }> {
-  const consumer = kafka.consumer({ groupId: opts.groupId, allowAutoTopicCreation: false, maxWaitTimeInMs: 100 });
-  await consumer.connect();
-  await consumer.subscribe({ topic: opts.topic, fromBeginning: opts.fromBeginning });
-  await consumer.run({ partitionsConsumedConcurrently: opts.partitionsConsumedConcurrently ?? 1, eachMessage: handler });
-  return {
-    consumer,
-    async stop() {
-      await consumer.disconnect().catch(() => undefined);
-    },
-  };
-}
-
-/** Creates a topic if missing (start-up of the topics this service reads); never grows one. */
-export async function ensureTopic(kafka: Kafka, topic: string, { partitions, configEntries }: TopicSettings): Promise<void> {
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    if ((await admin.listTopics()).includes(topic)) return;
-    await admin.createTopics({ topics: [{ topic, numPartitions: partitions, configEntries }], waitForLeaders: true }).catch(ignoreExists);
-  } finally {
-    await admin.disconnect().catch(() => undefined);
-  }
-}
-
-/** Another process created the topic between our check and our create: that is success. */
-function ignoreExists(err: unknown): boolean {
-  const errors = (err as { errors?: Array<{ type?: string }> }).errors;
-  if (Array.isArray(errors) && errors.every((e) => e.type === 'TOPIC_ALREADY_EXISTS')) return false;
-  throw err;
 }
