@@ -159,15 +159,17 @@ test('an unknown agent in AGENTS_RUN stops the start with a clear error', async 
   );
 });
 
-test('metrics count dedup hits, unknown tool outcomes (and their resolution) and finished turns', async () => {
-  // The reconciler settles the canceled refund's unknown outcome in the background: wait for the gauge.
+test('metrics count dedup hits, unknown tool outcomes, tool latency and finished turns', async () => {
+  // The reconciler settles the canceled refund's unknown outcome in the background: wait until no
+  // tool has an open one (the gauge is by tool; a tool appears once the sampler saw an unknown).
+  const open = /^mesh_unknown_outcomes_open\{[^}]*\} [1-9]/m;
   const text = await eventually('no unresolved unknown outcomes', async () => {
     const t = await (await fetch(`${agents.url}/metrics`)).text();
-    return /mesh_tool_unknown_outcomes 0/.test(t) ? t : undefined;
+    return open.test(t) ? undefined : t;
   });
-  assert.match(text, /mesh_agent_dedup_hits_total\{agent="refund-agent"\} 2/);
+  assert.match(text, /mesh_dedup_hits_total\{kind="execution_id",agent="refund-agent"\} 2/);
   assert.match(text, /mesh_tool_calls_total\{agent="refund-agent",tool="mcp__billing__issue_refund",outcome="unknown"\} [1-9]/);
-  assert.match(text, /mesh_tool_unknown_outcomes 0/);
+  assert.match(text, /mesh_tool_call_duration_seconds_count\{server="billing",tool="issue_refund",result="unknown"\} [1-9]/);
   assert.match(text, /mesh_agent_turns_total\{agent="refund-agent",state="completed"\} [1-9]/);
 });
 

@@ -68,10 +68,8 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
   const metrics = new AgentsMetrics(config.AGENTS_GROUP);
   const reconciler = new Reconciler(effects, () => gateways, {
     intervalMs: config.AGENTS_RECONCILE_INTERVAL_MS,
-    onUnknownCount: (n) => {
-      metrics.unknownOutcomes.set(n);
-      void sampler.unknowns().catch(() => undefined);
-    },
+    // Refreshes mesh_unknown_outcomes_open (by tool) whenever the reconciler's count changes.
+    onUnknownCount: () => void sampler.unknowns().catch(() => undefined),
     onResolved: (tool, obs) => metrics.mesh.unknownOutcomesResolved.inc({ agent: '*', ...splitToolName(tool), resolution: obs.status }),
   });
   const views: WorkerView[] = [];
@@ -105,7 +103,9 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
         tracePayloads: config.AGENTS_TRACE_TOOL_PAYLOADS,
         onCall: ({ tool, outcome, ms }) => {
           metrics.toolCalls.inc({ agent: agent.id, tool, outcome });
-          metrics.toolLatency.observe({ agent: agent.id, tool }, ms / 1000);
+          metrics.mesh.toolLatency.observe({ ...splitToolName(tool), result: outcome }, ms / 1000);
+          // A side effect answered from the effect ledger instead of being done again.
+          if (outcome === 'replayed') metrics.mesh.dedupHits.inc({ kind: 'effect_key', agent: agent.id });
         },
       });
       gateways.push(gateway);
@@ -124,7 +124,7 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
         log,
         observe: {
           turnFinished: (state) => metrics.turns.inc({ agent: agent.id, state }),
-          dedupHit: () => metrics.dedupHits.inc({ agent: agent.id }),
+          dedupHit: () => metrics.mesh.dedupHits.inc({ kind: 'execution_id', agent: agent.id }),
         },
       });
       const groupId = `${config.TOPIC_PREFIX}agents.${agent.id}`;

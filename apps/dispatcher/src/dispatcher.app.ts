@@ -10,7 +10,7 @@ import { dispatcherMigrations, DISPATCHER_SCHEMA } from './database/migrations/i
 import { dispatcherEntities } from './tasks/task.entity.js';
 import { TaskService } from './tasks/task.service.js';
 import { TaskProjection } from './tasks/task-projection.js';
-import type { MeshMetrics } from '@mesh/telemetry';
+import { MeshMetrics } from '@mesh/telemetry';
 import { PushService, pushNotificationOf } from './push/push.service.js';
 import { DirectoryAgentLookup } from './catalog/agent-catalog.js';
 import { EventFanout } from './events/event-fanout.js';
@@ -36,7 +36,7 @@ export interface DispatcherOverrides {
   auth?: AuthenticatorOptions;
   /** Wraps the command producer (tests use it to make Kafka unavailable for the relay). */
   wrapProducer?: (producer: MessageProducer) => MessageProducer;
-  /** Metrics catalog (push deliveries are counted in `pushDeliveries`). */
+  /** Metrics catalog served on /metrics (tasks by outcome, dedup hits, push deliveries). */
   metrics?: MeshMetrics;
 }
 
@@ -51,6 +51,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
   const kafkaOpts = { brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-dispatcher` };
   await assertKafkaReachable(kafkaOpts);
   const kafka = createKafka(kafkaOpts);
+  const metrics = overrides.metrics ?? new MeshMetrics();
   const topics = new TopicNames(config.TOPIC_PREFIX);
   const ds = await openServiceDatabase({
     url: config.DATABASE_URL,
@@ -98,12 +99,21 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
         timeoutMs: config.PUSH_TIMEOUT_MS,
         pollMs: config.PUSH_POLL_MS,
       },
-      overrides.metrics,
+      metrics,
     );
     push.start();
     stops.push(() => push.stop());
     const projectorGroup = `${config.TOPIC_PREFIX}mesh.dispatcher.projector`;
-    const projector = new EventProjector(kafka, topics.events(), projectorGroup, projection, buses, config.EVENTS_TOPIC_PARTITIONS, push);
+    const projector = new EventProjector(
+      kafka,
+      topics.events(),
+      projectorGroup,
+      projection,
+      buses,
+      config.EVENTS_TOPIC_PARTITIONS,
+      push,
+      metrics,
+    );
     await projector.start();
     stops.push(() => projector.stop());
     const fanout = new EventFanout(kafka, topics.events(), `${config.TOPIC_PREFIX}mesh.dispatcher.fanout`, buses, {
@@ -140,6 +150,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
     let publicUrl = config.DISPATCHER_PUBLIC_URL ?? `http://localhost:${config.DISPATCHER_PORT}`;
     const authenticator = new Authenticator(overrides.auth ?? loadAuthOptions());
     const app = await startHttpService({
+      metrics,
       module: AppModule.forRoot([new PostgresProbe(ds), kafkaProbe]),
       port: config.DISPATCHER_PORT,
       bodyLimit: config.DISPATCHER_BODY_LIMIT,
@@ -163,6 +174,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
                 streamMaxMs: config.DISPATCHER_STREAM_MAX_MS,
                 defaultDeadlineMs: config.DISPATCHER_DEFAULT_DEADLINE_MS,
                 maxDeadlineMs: config.DISPATCHER_MAX_DEADLINE_MS,
+                metrics,
               }),
             admit: (tenant, record) => admission.check(tenant, record),
           }),

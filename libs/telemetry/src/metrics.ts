@@ -8,7 +8,7 @@ export class MeshMetrics {
   readonly registry = new Registry();
   readonly tasks = new Counter({
     name: 'mesh_tasks_total',
-    help: 'Tasks by outcome: accepted, completed, failed, canceled, rejected, input_required',
+    help: 'Tasks (turns) by outcome: accepted, then completed, failed, canceled, rejected, input_required, auth_required',
     labelNames: ['tenant', 'agent', 'outcome'] as const,
     registers: [this.registry],
   });
@@ -26,8 +26,8 @@ export class MeshMetrics {
   });
   readonly dedupHits = new Counter({
     name: 'mesh_dedup_hits_total',
-    help: 'Duplicates absorbed, by kind: message_id, execution_id, effect_key',
-    labelNames: ['kind'] as const,
+    help: 'Duplicates absorbed, by kind (message_id, same_work: the dispatcher; execution_id, effect_key: workers) and agent',
+    labelNames: ['kind', 'agent'] as const,
     registers: [this.registry],
   });
   readonly consumerLag = new Gauge({

@@ -35,6 +35,7 @@ import { isSettled, isTerminal, stateRank } from '../tasks/task-state.js';
 import type { TaskEventBusManager } from '../events/task-event-bus.manager.js';
 import { principalOf } from './principal-user.js';
 import type { PushService } from '../push/push.service.js';
+import type { MeshMetrics } from '@mesh/telemetry';
 
 /** Header a caller may use to shorten how long a blocking SendMessage waits (milliseconds). */
 export const REQUEST_TIMEOUT_HEADER = 'x-request-timeout-ms';
@@ -52,6 +53,8 @@ export interface DispatcherHandlerOptions {
   defaultDeadlineMs: number;
   /** Longest deadline a caller may ask for (0: unbounded). */
   maxDeadlineMs: number;
+  /** Where accepted tasks, API cancels and dedup hits are counted. */
+  metrics?: MeshMetrics;
 }
 
 /** Relative deadline header (milliseconds from now); message metadata `deadlineUnixMs` is absolute. */
@@ -137,6 +140,8 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     // A retry of an accepted message (or the same work already running) stores the config now,
     // from here on; the same id replaces it.
     if (pushConfig && duplicate) await this.push.create(principal.tenant, task.id, { ...pushConfig, taskId: task.id });
+    if (duplicate) this.opts.metrics?.dedupHits.inc({ kind: duplicate, agent: this.agent.id });
+    else this.opts.metrics?.tasks.inc({ tenant: principal.tenant, agent: this.agent.id, outcome: 'accepted' });
     this.relay.kick();
     return task;
   }
@@ -310,6 +315,7 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     const { task, changed } = await this.tasks.cancel(params.id, principal, this.agent);
     if (changed) {
       this.relay.kick();
+      this.opts.metrics?.tasks.inc({ tenant: principal.tenant, agent: this.agent.id, outcome: 'canceled' });
       if (task.status) await this.push.enqueueStatus(principal.tenant, task.id, task.contextId, `${task.id}:cancel`, task.status);
       if (task.status)
         this.buses.publish(

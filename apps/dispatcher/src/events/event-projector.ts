@@ -5,6 +5,8 @@ import type { TaskEvent } from '@mesh/contract';
 import type { TaskProjection } from '../tasks/task-projection.js';
 import type { TaskEventBusManager } from './task-event-bus.manager.js';
 import type { PushService } from '../push/push.service.js';
+import type { MeshMetrics } from '@mesh/telemetry';
+import { isSettled, outcomeLabel } from '../tasks/task-state.js';
 
 const log = (level: string, msg: string, extra: Record<string, unknown> = {}) =>
   process.stderr.write(`${JSON.stringify({ level, src: 'event-projector', msg, ...extra })}\n`);
@@ -28,6 +30,8 @@ export class EventProjector {
     private readonly buses: TaskEventBusManager,
     private readonly partitions: number,
     private readonly push?: PushService,
+    /** Settled turns are counted here (`mesh_tasks_total`). */
+    private readonly metrics?: MeshMetrics,
   ) {}
 
   async start(): Promise<void> {
@@ -72,6 +76,12 @@ export class EventProjector {
       if (outcome.applied) {
         committed = outcome.task;
         deliveries += outcome.deliveries;
+        // The state as stored (a COMPLETED without artifact is FAILED), once per settling event.
+        const state = outcome.task.status?.state;
+        if (outcome.event.kind === 'task.status' && state !== undefined && isSettled(state)) {
+          const { tenant, agentId } = outcome.event.identity;
+          this.metrics?.tasks.inc({ tenant, agent: agentId, outcome: outcomeLabel(state) });
+        }
       } else if (outcome.reason === 'duplicate') {
         // A re-consumed event (e.g. after a crash between projection and recording its pushes):
         // recording is idempotent per event id, so nothing is lost and nothing doubles.

@@ -36,5 +36,8 @@ export function parseState(raw: string | number): TaskState | undefined {
   return s === TaskState.UNRECOGNIZED || s === TaskState.TASK_STATE_UNSPECIFIED ? undefined : s;
 }
 
+/** A settled state as the `outcome` label of `mesh_tasks_total` (`completed`, `input_required` …). */
+export const outcomeLabel = (s: TaskState): string => taskStateToJSON(s).replace('TASK_STATE_', '').toLowerCase();
+
 /** TaskState → its A2A 1.0 JSON name, as stored in the `state` column. */
 export const stateName = (s: TaskState): string => taskStateToJSON(s);

@@ -35,10 +35,13 @@ export interface AcceptInput {
   push?: ValidPushConfig;
 }
 
-/** Outcome of accepting a message: the task, and whether this was a retry of an accepted one. */
+/**
+ * Outcome of accepting a message: the task, and whether nothing new was accepted — a retry of an
+ * accepted message (`message_id`) or the same work still running (`same_work`).
+ */
 export interface AcceptResult {
   task: Task;
-  duplicate: boolean;
+  duplicate: false | 'message_id' | 'same_work';
 }
 
 class DedupHit extends Error {}
@@ -84,7 +87,7 @@ export class TaskService {
       if (work) {
         // Same work (tenant, context, parts) still running: that task, not a second one.
         const running = await this.findRunningWork(tenant, agent.id, input.message.contextId, work);
-        if (running) return { task: running, duplicate: true };
+        if (running) return { task: running, duplicate: 'same_work' };
       }
       const created = await this.acceptNew(input, incoming, hash, work);
       if (created) return { task: created, duplicate: false };
@@ -254,7 +257,7 @@ export class TaskService {
     if (known.content_hash !== hash) throw messageIdConflict(messageId);
     const task = await this.load(known.task_id, tenant, agentId);
     if (!task) throw new TaskNotFoundError(`Task not found: ${known.task_id}`);
-    return { task, duplicate: true };
+    return { task, duplicate: 'message_id' };
   }
 
   private async findDedup(
