@@ -53,3 +53,12 @@ test('a card the directory refuses, or a missing token, stops the start with a c
   );
   await assert.rejects(startAgents(config({ AGENTS_DIRECTORY_TOKEN: undefined })), /AGENTS_DIRECTORY_TOKEN/);
 });
+
+test("an agent id that another tenant's public agent holds stops the start: the runtime never consumes its commands", async () => {
+  // acme registered refund-agent (public) above; globex sees it with the very same card, so nothing
+  // would have looked changed.
+  await assert.rejects(
+    startAgents(config({ AGENTS_RUN: ['refund-agent'], AGENTS_DIRECTORY_TOKEN: KEYS.globex })),
+    /agent "refund-agent" is registered in the directory by another tenant \(acme\)/,
+  );
+});

@@ -11,6 +11,9 @@ export interface DirectoryRegistrationOptions {
 }
 
 interface AgentView {
+  tenant: string;
+  /** Shown to the owning tenant only. */
+  registeredBy?: string;
   version: number;
   visibility: string;
   card: { version?: string };
@@ -20,7 +23,8 @@ interface AgentView {
 /**
  * Registers each agent's card with the directory at start: created when missing, updated when its
  * card version, visibility or channel changed (teams bump `card.version` to publish a new card), left
- * alone otherwise so restarts add no versions. A refused card (validation, id taken) stops the start.
+ * alone otherwise so restarts add no versions. A refused card (validation, id taken — also by another
+ * tenant's public agent, which this token can see but not own) stops the start.
  */
 export async function registerWithDirectory(agents: AgentDefinition[], opts: DirectoryRegistrationOptions): Promise<void> {
   for (const agent of agents) await withRetries(() => registerOne(agent, opts), opts);
@@ -42,6 +46,14 @@ async function registerOne(agent: AgentDefinition, opts: DirectoryRegistrationOp
   }
   if (current.status !== 200) throw refused(agent.id, current);
   const view = current.body as AgentView;
+  // Another tenant's public agent is visible to this token too: running it would consume the
+  // commands of that tenant's callers.
+  if (view.registeredBy === undefined) {
+    throw new MeshError(
+      'CONFIG_INVALID',
+      `agent "${agent.id}" is registered in the directory by another tenant (${view.tenant}); this runtime's token does not own it`,
+    );
+  }
   const unchanged =
     view.card?.version === agent.card.version &&
     view.visibility === agent.channel.visibility &&
