@@ -69,7 +69,10 @@ export class ChaosBroker {
  * Lag of the consumer groups that do the work: the projector, the workers, and every group with a
  * live member (dead-letter topics excluded). A SIGKILLed dispatcher leaves its per-instance groups
  * (event fan-out, catalog) behind without members; nothing reads them again and the broker expires
- * them, so their lag is returned apart (`dead`), not counted. Waits up to `timeoutMs` for 0.
+ * them, so their lag is returned apart (`dead`), not counted. A live dispatcher's event fan-out is
+ * not work either: it reads only while a stream is open on its replica (and seeks to the
+ * projector's offsets when it wakes), so its lag is expected and not counted. Waits up to
+ * `timeoutMs` for 0.
  */
 export async function workLag(kafka, prefix, timeoutMs = 60000) {
   const a = kafka.admin();
@@ -96,6 +99,8 @@ export async function workLag(kafka, prefix, timeoutMs = 60000) {
             groupLag += Math.max(0, Number(end?.offset ?? 0) - Number(p.offset));
           }
         }
+        const restingFeed = g.groupId.startsWith(`${prefix}mesh.dispatcher.fanout.`) && g.members.length > 0;
+        if (restingFeed) continue;
         if (g.members.length > 0 || workGroup(g.groupId)) total += groupLag;
         else if (groupLag > 0) dead[g.groupId] = groupLag;
       }
