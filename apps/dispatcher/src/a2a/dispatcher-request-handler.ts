@@ -227,10 +227,10 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
    * A task's stream on this replica: subscribe to the local bus (fed from Kafka by EventFanout)
    * first, then read the snapshot, so nothing falls in between. First event = the Task; then
    * status and artifact updates in event order, duplicates (same execution, seq not above the last
-   * one shown or stored with the snapshot) dropped and no status ranked below the last one sent; the end is the settled state *as
-   * stored* (the projection is the authority: cancel won, COMPLETED without artifact is FAILED),
-   * read when a settling event arrives or on the poll, which also covers changes that produced no
-   * Kafka event (a cancel on another replica).
+   * one shown or stored with the snapshot) dropped and no status ranked below the last one sent;
+   * the end is the settled state *as stored* (the projection is the authority: cancel won,
+   * COMPLETED without artifact is FAILED), read when a settling event arrives or on the poll,
+   * which also covers changes that produced no Kafka event (a cancel on another replica).
    */
   private async *follow(taskId: string, tenant: string): AsyncGenerator<StreamResponse, void, undefined> {
     const queue: Array<{ event: AgentExecutionEvent; source?: TaskEvent }> = [];

@@ -137,14 +137,9 @@ export class EventFanout implements EventFeed {
     if (!this.consumer) return;
     await this.committer?.stop();
     await this.consumer.disconnect().catch(() => undefined);
-    await this.admin?.disconnect().catch(() => undefined);
     // The group is this process's alone: leave nothing behind on the broker.
-    const admin = this.kafka.admin();
-    await admin
-      .connect()
-      .then(() => admin.deleteGroups([this.groupId]))
-      .catch(() => undefined)
-      .finally(() => admin.disconnect().catch(() => undefined));
+    await this.admin?.deleteGroups([this.groupId]).catch(() => undefined);
+    await this.admin?.disconnect().catch(() => undefined);
   }
 }
 

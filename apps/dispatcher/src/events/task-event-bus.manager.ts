@@ -22,8 +22,8 @@ export type BusListener = (event: AgentExecutionEvent, source?: TaskEvent) => vo
 
 /**
  * One in-process bus per task, fed from the Kafka event stream by this replica's EventFanout
- * (every replica sees every event while it follows a task) and by local API changes (CancelTask) — never by an
- * executor, so `settleByTaskId` always claims the bus. SSE subscribers listen here. Separately,
+ * (every replica sees every event while it follows a task) and by local API changes (CancelTask)
+ * — never by an executor, so `settleByTaskId` always claims the bus. SSE subscribers listen here. Separately,
  * the projector signals each committed change (`notifyCommitted`), which wakes blocking sends to
  * answer with the committed task. Buses are keyed by task id only: tenant scoping happens before anyone may
  * attach (the task was loaded for the caller's tenant first).
