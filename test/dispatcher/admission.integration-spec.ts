@@ -53,6 +53,9 @@ test('an agent without a healthy worker refuses new work with 503 + Retry-After;
   });
   assert.equal(rpc.status, 503);
   assert.equal((JSON.parse(rpc.body) as { error: { data: Array<{ reason: string }> } }).error.data[0].reason, 'NO_HEALTHY_WORKER');
+  // Both refusals are counted on /metrics (they never became tasks).
+  const metrics = await (await fetch(`${env.url}/metrics`)).text();
+  assert.match(metrics, /^mesh_admission_refusals_total\{tenant="globex",agent="adm",reason="NO_HEALTHY_WORKER"\} 2$/m);
   await heartbeat('adm');
   const ok = await eventually('accepted once a worker beats', async () => {
     const res = await post('adm', { message: jsonMessage('hi'), configuration: { returnImmediately: true } }, 'demo-globex');

@@ -176,7 +176,11 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
                 maxDeadlineMs: config.DISPATCHER_MAX_DEADLINE_MS,
                 metrics,
               }),
-            admit: (tenant, record) => admission.check(tenant, record),
+            admit: async (tenant, record) => {
+              const refusal = await admission.check(tenant, record);
+              if (refusal) metrics.admissionRefusals.inc({ tenant, agent: record.id, reason: refusal.reason });
+              return refusal;
+            },
           }),
         );
         nest.use('/a2a/:agentId', a2aBodyErrorHandler(config.DISPATCHER_BODY_LIMIT));

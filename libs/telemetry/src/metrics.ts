@@ -24,6 +24,12 @@ export class MeshMetrics {
     labelNames: ['agent', 'server', 'tool', 'resolution'] as const,
     registers: [this.registry],
   });
+  readonly admissionRefusals = new Counter({
+    name: 'mesh_admission_refusals_total',
+    help: 'New work refused before it became a task (429/503), by tenant, agent and reason',
+    labelNames: ['tenant', 'agent', 'reason'] as const,
+    registers: [this.registry],
+  });
   readonly dedupHits = new Counter({
     name: 'mesh_dedup_hits_total',
     help: 'Duplicates absorbed, by kind (message_id, same_work: the dispatcher; execution_id, effect_key: workers) and agent',
