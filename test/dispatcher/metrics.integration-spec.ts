@@ -5,6 +5,7 @@ import { eventually } from '../support/infra.js';
 import { a2aClient, agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { sendRequest, userMessage } from '../support/a2a-fixtures.js';
 import { startEchoWorker } from '../support/echo-worker.js';
+import { metricSample } from '../support/metrics.js';
 
 // DESIGN.md §7: the dispatcher's /metrics counts tasks by outcome and the duplicates it absorbed.
 const env = await startTestDispatcher('metrics');
@@ -13,16 +14,9 @@ const worker = await startEchoWorker(env.kafka, env.topics, 'counted');
 after(() => worker.stop());
 await eventually('the agent is served', async () => (await fetch(`${env.url}/a2a/counted/.well-known/agent-card.json`)).ok);
 
-/** The value of one sample on the dispatcher's /metrics (0 when absent). */
-async function sample(name: string, labels: string): Promise<number> {
-  const text = await (await fetch(`${env.url}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}} `));
-  return line ? Number(line.split(' ').at(-1)) : 0;
-}
-
 test('/metrics: accepted, completed, failed, input_required and canceled tasks, and message_id dedup hits', async () => {
   const client = await a2aClient(env.url, 'counted', 'JSONRPC');
-  const outcome = (o: string) => sample('mesh_tasks_total', `tenant="acme",agent="counted",outcome="${o}"`);
+  const outcome = (o: string) => metricSample(env.url, 'mesh_tasks_total', { tenant: 'acme', agent: 'counted', outcome: o });
 
   const retried = userMessage('counted once');
   const done = (await client.sendMessage(sendRequest(retried))) as Task;
@@ -34,7 +28,7 @@ test('/metrics: accepted, completed, failed, input_required and canceled tasks, 
   await client.cancelTask({ tenant: '', id: silent.id, metadata: undefined });
 
   assert.equal(await outcome('accepted'), 4, 'four tasks accepted; the retry is not a new one');
-  assert.equal(await sample('mesh_dedup_hits_total', 'kind="message_id",agent="counted"'), 1);
+  assert.equal(await metricSample(env.url, 'mesh_dedup_hits_total', { kind: 'message_id', agent: 'counted' }), 1);
   await eventually('settled turns counted', async () => (await outcome('completed')) === 1 && (await outcome('failed')) === 1);
   assert.equal(await outcome('input_required'), 1);
   assert.equal(await outcome('canceled'), 1);

@@ -6,6 +6,7 @@ import { defineAgent } from '@mesh/agent-sdk';
 import { loadAgentsConfig, startAgents } from '@mesh/app-agents';
 import { TopicNames } from '@mesh/contract';
 import { eventually, testRun, uniquePrefix } from '../support/infra.js';
+import { metricSample } from '../support/metrics.js';
 import { ledgerDatabase } from '../agents/agents-fixtures.js';
 import { BusProducer } from '@mesh/bus';
 import { runTask, sendCommand } from '../agents/runtime-fixtures.js';
@@ -62,17 +63,8 @@ after(() => producer.disconnect());
 const ops = (path: string, init: RequestInit = {}) =>
   fetch(`${agents.url}/ops${path}`, { ...init, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' } });
 
-/** The value of one sample of `/metrics`, by metric name and a label subset. */
-async function sample(name: string, labels: Record<string, string>): Promise<number | undefined> {
-  const text = await (await fetch(`${agents.url}/metrics`)).text();
-  for (const line of text.split('\n')) {
-    const m = /^([a-z_]+)\{([^}]*)\} (\S+)$/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const have = Object.fromEntries([...m[2]!.matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
-    if (Object.entries(labels).every(([k, v]) => have[k] === v)) return Number(m[3]);
-  }
-  return undefined;
-}
+/** The value of one sample of the agents' `/metrics`, by metric name and a label subset. */
+const sample = (name: string, labels: Record<string, string>) => metricSample(agents.url, name, labels);
 
 test('every /metrics sample carries the agent group (AGENTS_GROUP, label agent_group)', async () => {
   const text = await (await fetch(`${agents.url}/metrics`)).text();
