@@ -118,6 +118,13 @@ export class BusAdmin {
     return out.sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);
   }
 
+  /** The group's committed offset and its metadata per partition of `topic` (offset -1: none). */
+  async committedOffsets(groupId: string, topic: string): Promise<Array<{ partition: number; offset: number; metadata: string | null }>> {
+    await this.connect();
+    const [found] = await this.admin.fetchOffsets({ groupId, topics: [topic] });
+    return (found?.partitions ?? []).map((p) => ({ partition: p.partition, offset: Number(p.offset), metadata: p.metadata }));
+  }
+
   /** Nest lifecycle hook, so an instance registered as a provider disconnects on shutdown. */
   onModuleDestroy(): Promise<void> {
     return this.close();

@@ -6,6 +6,7 @@ import { BusProducer } from './bus-producer.js';
 import type { BusConsumerOptions, BusConsumerStats, EnvelopeHandler, KeyedBatchHandler } from './consumer-types.js';
 import { RecordContext } from './record-context.js';
 import { deadLetterHeaders, deadLetterTopic } from './dead-letters.js';
+import { FinishedOffsets } from './finished-offsets.js';
 import { InFlightSlots } from './in-flight-slots.js';
 import { KeyQueues } from './key-queues.js';
 import { partitionId, PartitionState } from './partition-state.js';
@@ -49,6 +50,9 @@ export class BusConsumer {
   private readonly initialBackoffMs: number;
   private readonly maxBackoffMs: number;
   private readonly drainTimeoutMs: number;
+  private readonly metadataChars: number;
+  /** The group's commits (with their metadata) per epoch and topic, read once per assignment. */
+  private readonly commitsRead = new Map<string, Promise<Map<number, FinishedOffsets | null>>>();
   /** Calls the user's handler with one record (start) or a key's records (startBatches). */
   private handle?: (items: WorkItem[], attempt: number, signal: AbortSignal) => Promise<void>;
   /** Records of one key handed over at once: 1, or maxBatchPerKey with startBatches. */
@@ -63,7 +67,7 @@ export class BusConsumer {
   private stopping?: Promise<void>;
   private idleWaiters: Array<() => void> = [];
   private roomWaiters: Array<() => void> = [];
-  private readonly counters = { processed: 0, retried: 0, deadLettered: 0, commits: 0, rebalances: 0 };
+  private readonly counters = { processed: 0, retried: 0, deadLettered: 0, commits: 0, rebalances: 0, skippedFinished: 0 };
 
   constructor(
     kafka: Kafka,
@@ -78,6 +82,7 @@ export class BusConsumer {
     this.initialBackoffMs = opts.retry?.initialBackoffMs ?? 200;
     this.maxBackoffMs = opts.retry?.maxBackoffMs ?? 30_000;
     this.drainTimeoutMs = opts.drainTimeoutMs ?? 10_000;
+    this.metadataChars = opts.commitMetadataMaxChars ?? 4000;
     this.consumer = kafka.consumer({
       // kafkajs sleeps this long when every assigned partition is paused; 5 s (its default) stalls resumes.
       maxWaitTimeInMs: 500,
@@ -117,7 +122,6 @@ export class BusConsumer {
     if (this.opts.ensureDeadLetterTopics ?? true) {
       for (const topic of this.opts.topics) await this.admin.ensureTopic(deadLetterTopic(topic), { partitions: 1 });
     }
-    await this.admin.close();
     await this.producer.connect();
     const { GROUP_JOIN, REBALANCING } = this.consumer.events;
     // kafkajs has no "partitions revoked" callback: REBALANCING marks the start of a rejoin and
@@ -176,11 +180,21 @@ export class BusConsumer {
     // past messages we dropped, so committing them would skip those. The next assignment refetches.
     if (this.stopping || this.rejoining || batch.messages.length === 0) return;
     const state = this.stateFor(batch.topic, batch.partition);
+    if (state.restored === undefined) {
+      state.restored = await this.finishedByPreviousOwner(state);
+      if (this.stopping || state.revoked) return; // refetched by whoever owns it next
+    }
     for (const message of batch.messages) {
       const offset = Number(message.offset);
       // A refetch after pause/resume may repeat records we already hold.
       if (offset <= state.tracker.lastReceived) continue;
       state.tracker.add(offset);
+      if (state.restored?.has(offset)) {
+        // Finished before the last commit by the previous owner (or by us before a restart).
+        state.tracker.complete(offset);
+        this.counters.skippedFinished++;
+        continue;
+      }
       this.queues.push(this.workItem(state, offset, message));
       state.buffered++;
       this.bufferedCount++;
@@ -235,6 +249,30 @@ export class BusConsumer {
       // Undecodable: no ordering key to honour; it only has to reach the dead-letter topic.
       const tenant = normalizeHeaders(message.headers).tenant ?? '';
       return { state, offset, message, decodeError, queueKey: `${base}\u0001${offset}`, tenant };
+    }
+  }
+
+  /**
+   * What the partition's last commit says finished above it (null: nothing, or not readable —
+   * then those records simply run again, as they would without the metadata).
+   */
+  private async finishedByPreviousOwner(state: PartitionState): Promise<FinishedOffsets | null> {
+    if (this.metadataChars <= 0) return null;
+    const key = `${state.epoch}\u0000${state.topic}`;
+    let read = this.commitsRead.get(key);
+    if (!read) {
+      for (const k of this.commitsRead.keys()) if (!k.startsWith(`${state.epoch}\u0000`)) this.commitsRead.delete(k);
+      read = this.admin
+        .committedOffsets(this.opts.groupId, state.topic)
+        .then((rows) => new Map(rows.map((r) => [r.partition, FinishedOffsets.decode(r.offset, r.metadata) ?? null])));
+      this.commitsRead.set(key, read);
+    }
+    try {
+      return (await read).get(state.partition) ?? null;
+    } catch (err) {
+      this.commitsRead.delete(key);
+      this.opts.onError?.(err, 'reading the offsets finished above the last commit');
+      return null;
     }
   }
 
@@ -402,17 +440,24 @@ export class BusConsumer {
 
   // ---- commits ------------------------------------------------------------------------------
 
-  /** Commits each given state's lowest unfinished offset; commits run one after another. */
+  /**
+   * Commits each given state's lowest unfinished offset, with the offsets finished above it as the
+   * commit's metadata; commits run one after another.
+   */
   private commit(states: PartitionState[]): Promise<void> {
     const run = async () => {
-      const marks = states.filter((s) => !s.stale).map((s) => ({ s, offset: s.pendingCommit() }));
-      const todo = marks.filter((m): m is { s: PartitionState; offset: number } => m.offset !== undefined);
+      const todo = states
+        .filter((s) => !s.stale)
+        .flatMap((s) => {
+          const mark = s.pendingCommit(this.metadataChars);
+          return mark ? [{ s, mark }] : [];
+        });
       if (todo.length === 0) return;
       try {
         await this.consumer.commitOffsets(
-          todo.map(({ s, offset }) => ({ topic: s.topic, partition: s.partition, offset: String(offset) })),
+          todo.map(({ s, mark }) => ({ topic: s.topic, partition: s.partition, offset: String(mark.offset), metadata: mark.metadata })),
         );
-        for (const { s, offset } of todo) s.committed = Math.max(s.committed, offset);
+        for (const { s, mark } of todo) s.committedTo(mark);
         this.counters.commits++;
       } catch (err) {
         this.opts.onError?.(err, 'commit');

@@ -62,6 +62,12 @@ export interface BusConsumerOptions {
   fromBeginning?: boolean;
   /** How often finished offsets are committed (default 500 ms). */
   commitIntervalMs?: number;
+  /**
+   * Longest commit metadata (default 4000; Kafka's `offset.metadata.max.bytes` is 4096): the
+   * offsets finished above the committed one travel with each commit, so the next owner of the
+   * partition skips them instead of running them again. 0: no metadata written or read.
+   */
+  commitMetadataMaxChars?: number;
   /** Create each source topic's dead-letter topic at start (default true; its partition count: 1). */
   ensureDeadLetterTopics?: boolean;
   /** Options of the producer that writes dead letters. */
@@ -86,6 +92,8 @@ export interface BusConsumerStats {
   deadLettered: number;
   commits: number;
   rebalances: number;
+  /** Records skipped on arrival because the partition's last commit says they finished. */
+  skippedFinished: number;
   partitions: Array<{
     topic: string;
     partition: number;

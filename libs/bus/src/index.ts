@@ -6,6 +6,7 @@ export * from './bus-consumer.js';
 export * from './interval-committer.js';
 export * from './dead-letters.js';
 export * from './offset-tracker.js';
+export * from './finished-offsets.js';
 export * from './key-queues.js';
 export * from './in-flight-slots.js';
 export * from './bus-transport.js';

@@ -10,6 +10,7 @@ export class OffsetTracker {
   private head = 0;
   private readonly finished = new Set<number>();
   private last = -1;
+  private completions = 0;
 
   /** Registers a received offset; offsets must arrive in ascending order (gaps are fine). */
   add(offset: number): void {
@@ -24,6 +25,7 @@ export class OffsetTracker {
       throw new RangeError(`offset ${offset} is not outstanding`);
     }
     this.finished.add(offset);
+    this.completions++;
     while (this.head < this.pending.length && this.finished.delete(this.pending[this.head])) this.head++;
     // Compact now and then so the array does not grow with the partition's history.
     if (this.head > 1024 && this.head * 2 > this.pending.length) {
@@ -36,6 +38,16 @@ export class OffsetTracker {
   committable(): number | undefined {
     if (this.last < 0) return undefined;
     return this.head < this.pending.length ? this.pending[this.head] : this.last + 1;
+  }
+
+  /** Finished offsets above the commit point (the lowest unfinished one), in no particular order. */
+  finishedAbove(): Iterable<number> {
+    return this.finished.values();
+  }
+
+  /** Completions so far: unchanged means neither the commit point nor {@link finishedAbove} moved. */
+  get completed(): number {
+    return this.completions;
   }
 
   /** Highest offset received so far (-1 before any). */

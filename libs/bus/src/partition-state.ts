@@ -1,5 +1,14 @@
 import { setMaxListeners } from 'node:events';
+import { FinishedOffsets } from './finished-offsets.js';
 import { OffsetTracker } from './offset-tracker.js';
+
+/** A commit of one partition: the offset and what finished above it (see FinishedOffsets). */
+export interface CommitMark {
+  offset: number;
+  metadata: string | null;
+  /** `tracker.completed` when the mark was taken. */
+  completed: number;
+}
 
 /**
  * What the consumer knows about one assigned partition during one assignment epoch. A new epoch
@@ -20,6 +29,13 @@ export class PartitionState {
   stale = false;
   /** Last offset committed by this epoch (-1 before any). */
   committed = -1;
+  private committedMetadata: string | null = null;
+  private committedAt = -1;
+  /**
+   * Offsets the previous owner finished above its commit, skipped on arrival; undefined until read
+   * at the assignment's first batch, null when there is nothing to skip.
+   */
+  restored?: FinishedOffsets | null;
 
   constructor(
     readonly topic: string,
@@ -30,10 +46,26 @@ export class PartitionState {
     setMaxListeners(0, this.abort.signal);
   }
 
-  /** The offset worth committing now, if it moved since the last commit. */
-  pendingCommit(): number | undefined {
-    const c = this.tracker.committable();
-    return c !== undefined && c > this.committed ? c : undefined;
+  /**
+   * The commit worth making now: when the commit point moved, or (with `maxMetadataChars` > 0)
+   * when what finished above it changed.
+   */
+  pendingCommit(maxMetadataChars: number): CommitMark | undefined {
+    const offset = this.tracker.committable();
+    const completed = this.tracker.completed;
+    if (offset === undefined || offset < this.committed) return undefined;
+    if (offset === this.committed && (maxMetadataChars <= 0 || completed === this.committedAt)) return undefined;
+    const metadata = maxMetadataChars > 0 ? FinishedOffsets.encode(offset, this.tracker.finishedAbove(), maxMetadataChars) : null;
+    if (offset === this.committed && metadata === this.committedMetadata) return undefined;
+    return { offset, metadata, completed };
+  }
+
+  /** Records a successful commit (commits of one consumer run one after another). */
+  committedTo(mark: CommitMark): void {
+    if (mark.offset < this.committed) return;
+    this.committed = mark.offset;
+    this.committedMetadata = mark.metadata;
+    this.committedAt = mark.completed;
   }
 
   /** True when nothing of this epoch is running any more. */
