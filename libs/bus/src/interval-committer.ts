@@ -9,6 +9,8 @@ import type { Consumer } from 'kafkajs';
  */
 export class IntervalCommitter {
   private pending = new Map<string, { topic: string; partition: number; offset: string }>();
+  /** Bumped by every rebalance: a failed commit's offsets go back only within the same assignment. */
+  private assignment = 0;
   private readonly timer: NodeJS.Timeout;
 
   constructor(
@@ -18,7 +20,10 @@ export class IntervalCommitter {
     this.timer = setInterval(() => void this.flush(), intervalMs);
     this.timer.unref();
     // Offsets read before a rebalance may belong to partitions another member owns afterwards.
-    consumer.on(consumer.events.REBALANCING, () => this.pending.clear());
+    consumer.on(consumer.events.REBALANCING, () => {
+      this.pending.clear();
+      this.assignment++;
+    });
   }
 
   /** The message at `offset` of the partition is done. */
@@ -26,12 +31,21 @@ export class IntervalCommitter {
     this.pending.set(`${topic}/${partition}`, { topic, partition, offset: (BigInt(offset) + 1n).toString() });
   }
 
-  /** Commits what is pending now; a failed commit is dropped (the next one carries newer offsets). */
+  /**
+   * Commits what is pending now. After a failed commit its offsets are pending again, unless a
+   * newer one of the partition arrived meanwhile or the group rebalanced.
+   */
   async flush(): Promise<void> {
     if (this.pending.size === 0) return;
-    const offsets = [...this.pending.values()];
+    const taken = this.pending;
+    const assignment = this.assignment;
     this.pending = new Map();
-    await this.consumer.commitOffsets(offsets).catch(() => undefined);
+    try {
+      await this.consumer.commitOffsets([...taken.values()]);
+    } catch {
+      if (assignment !== this.assignment) return;
+      for (const [key, offset] of taken) if (!this.pending.has(key)) this.pending.set(key, offset);
+    }
   }
 
   /** Stops the timer after a last commit; call before disconnecting the consumer. */
