@@ -1,4 +1,5 @@
 import type { Admin, Kafka, ITopicConfig } from 'kafkajs';
+import { awaitTopicLeaders } from './topic-leaders.js';
 
 /** How a topic is created by {@link BusAdmin.ensureTopic}. */
 export interface TopicOptions {
@@ -58,27 +59,31 @@ export class BusAdmin {
 
   /**
    * Creates the topic when missing and (unless `grow: false`) grows its partition count when it
-   * has fewer than asked. Idempotent and safe to race with other processes doing the same.
+   * has fewer than asked; returns once every partition it has has a leader (a topic another
+   * process has just created may not have them yet). Idempotent and safe to race with other
+   * processes doing the same.
    */
   async ensureTopic(name: string, opts: TopicOptions): Promise<void> {
     await this.connect();
     const configEntries: ITopicConfig['configEntries'] = [...(opts.configEntries ?? [])];
     if (opts.compacted) configEntries.push({ name: 'cleanup.policy', value: 'compact' });
     if (opts.retentionMs !== undefined) configEntries.push({ name: 'retention.ms', value: String(opts.retentionMs) });
-    const exists = (await this.admin.listTopics()).includes(name);
-    try {
-      if (!exists) {
-        const created = await this.admin.createTopics({
-          waitForLeaders: true,
+    let created = false;
+    if (!(await this.admin.listTopics()).includes(name)) {
+      try {
+        // Leaders are awaited below: kafkajs' own wait fails on a transient "unknown topic" under load.
+        created = await this.admin.createTopics({
+          waitForLeaders: false,
           topics: [{ topic: name, numPartitions: opts.partitions, replicationFactor: opts.replicationFactor ?? -1, configEntries }],
         });
-        if (created) return;
+      } catch (err) {
+        // Another process created it between our metadata view and the request: fine.
+        if (!isAlreadyExists(err)) throw err;
       }
-    } catch (err) {
-      // Another process created it between our metadata view and the request: fine.
-      if (!isAlreadyExists(err)) throw err;
     }
-    if (opts.grow === false) return;
+    // Created here: all of its partitions; created elsewhere: those it has, whatever their count.
+    await awaitTopicLeaders(this.admin, name, created ? opts.partitions : 1);
+    if (created || opts.grow === false) return;
     const meta = await this.admin.fetchTopicMetadata({ topics: [name] });
     const have = meta.topics[0]?.partitions.length ?? 0;
     if (have < opts.partitions) {

@@ -1,5 +1,6 @@
 export * from './kafka-client.js';
 export * from './bus-admin.js';
+export * from './topic-leaders.js';
 export * from './bus-producer.js';
 export * from './consumer-types.js';
 export * from './bus-consumer.js';

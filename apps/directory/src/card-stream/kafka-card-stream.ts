@@ -1,7 +1,7 @@
-import type { Admin, Kafka, Producer } from 'kafkajs';
+import type { Kafka, Producer } from 'kafkajs';
+import { BusAdmin } from '@mesh/bus';
 import { DIRECTORY_TOPICS, TopicNames, type AgentHeartbeat, type AgentRecord } from '@mesh/contract';
 import type { CardStream } from './card-stream.port.js';
-import { awaitTopicLeaders } from './topic-leaders.js';
 
 /** Options of the Kafka card stream. */
 export interface KafkaCardStreamOptions {
@@ -15,62 +15,41 @@ export interface KafkaCardStreamOptions {
   adminKafka?: Kafka;
 }
 
-// Kafka error kafkajs surfaces when a topic already has at least the partitions asked for.
-const INVALID_PARTITIONS = 'INVALID_PARTITIONS';
-
-/**
- * CardStream over kafkajs. Kept behind the port so it can switch to `@mesh/bus`'s
- * BusAdmin.ensureTopic / BusProducer.sendRecord once those exist.
- */
+/** CardStream over kafkajs: topics through `@mesh/bus`'s BusAdmin, records through an idempotent producer. */
 export class KafkaCardStream implements CardStream {
-  private readonly admin: Admin;
+  private readonly admin: BusAdmin;
   private readonly producer: Producer;
 
   constructor(
     kafka: Kafka,
     private readonly opts: KafkaCardStreamOptions,
   ) {
-    this.admin = (opts.adminKafka ?? kafka).admin();
+    this.admin = new BusAdmin(opts.adminKafka ?? kafka);
     // Idempotent producer: a retried send never duplicates or reorders records of one key.
     this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
   }
 
-  /** Connects and creates the compacted cards topic. */
+  /** Connects and creates the compacted cards topic (DIRECTORY_TOPICS is the one definition every service uses). */
   async start(): Promise<void> {
-    await this.admin.connect();
     await this.producer.connect();
-    const { partitions, configEntries } = DIRECTORY_TOPICS.cards;
-    await this.createTopics([{ topic: this.opts.topics.cards(), numPartitions: partitions, configEntries }]);
+    await this.admin.ensureTopic(this.opts.topics.cards(), {
+      ...DIRECTORY_TOPICS.cards,
+      replicationFactor: this.opts.replicationFactor,
+      grow: false,
+    });
   }
 
   async stop(): Promise<void> {
     await this.producer.disconnect().catch(() => undefined);
-    await this.admin.disconnect().catch(() => undefined);
+    await this.admin.close();
   }
 
   async ensureCommandTopic(agentId: string, partitions: number): Promise<void> {
-    const topic = this.opts.topics.commands(agentId);
-    // kafkajs resolves false (no throw) when the topic exists; only then can it be too small.
-    // Leaders are awaited separately: kafkajs' own wait surfaces a transient "unknown topic" under load.
-    const created = await this.admin.createTopics({
-      waitForLeaders: false,
-      topics: [{ topic, numPartitions: partitions, replicationFactor: this.opts.replicationFactor }],
-    });
-    if (!created) await this.growCommandTopic(agentId, partitions);
-    else await awaitTopicLeaders(this.admin, topic, partitions);
+    await this.admin.ensureTopic(this.opts.topics.commands(agentId), { partitions, replicationFactor: this.opts.replicationFactor });
   }
 
   async growCommandTopic(agentId: string, partitions: number): Promise<void> {
-    const topic = this.opts.topics.commands(agentId);
-    const [meta] = (await this.admin.fetchTopicMetadata({ topics: [topic] })).topics;
-    if (!meta) return this.ensureCommandTopic(agentId, partitions);
-    if (meta.partitions.length >= partitions) return;
-    try {
-      await this.admin.createPartitions({ topicPartitions: [{ topic, count: partitions }] });
-    } catch (err) {
-      // Another replica grew it first.
-      if ((err as { type?: string }).type !== INVALID_PARTITIONS) throw err;
-    }
+    await this.ensureCommandTopic(agentId, partitions);
   }
 
   async publish(record: AgentRecord): Promise<void> {
@@ -93,17 +72,5 @@ export class KafkaCardStream implements CardStream {
       acks: -1,
       messages: [{ key: heartbeat.agentId, value: JSON.stringify(heartbeat) }],
     });
-  }
-
-  private async createTopics(
-    topics: Array<{ topic: string; numPartitions: number; configEntries?: Array<{ name: string; value: string }> }>,
-  ) {
-    // Resolves false when one already exists (another replica, another service, an earlier start):
-    // then its leaders are awaited for the partitions it has, whatever count it was created with.
-    const created = await this.admin.createTopics({
-      waitForLeaders: false,
-      topics: topics.map((t) => ({ ...t, replicationFactor: this.opts.replicationFactor })),
-    });
-    for (const t of topics) await awaitTopicLeaders(this.admin, t.topic, created ? t.numPartitions : 1);
   }
 }

@@ -1,7 +1,7 @@
 import type { Consumer, Kafka } from 'kafkajs';
+import { ensureTopics } from '@mesh/bus';
 import { DIRECTORY_TOPICS, type AgentHeartbeat } from '@mesh/contract';
 import type { LivenessService } from './liveness.service.js';
-import { awaitTopicLeaders } from '../card-stream/topic-leaders.js';
 
 /** Parses a heartbeat value; malformed ones are skipped (a heartbeat is advisory, never dead-lettered). */
 export function parseHeartbeat(value: Buffer | null): AgentHeartbeat | undefined {
@@ -35,19 +35,10 @@ export class HeartbeatConsumer {
 
   /** Creates the heartbeats topic when missing, joins the group and starts applying heartbeats. */
   async start(): Promise<void> {
-    const admin = this.kafka.admin();
-    await admin.connect();
-    try {
-      // Resolves false when it exists (created by another service: DIRECTORY_TOPICS is the one definition).
-      const { partitions, configEntries } = DIRECTORY_TOPICS.heartbeats;
-      await admin.createTopics({
-        waitForLeaders: false,
-        topics: [{ topic: this.topic, numPartitions: partitions, replicationFactor: this.replicationFactor, configEntries }],
-      });
-      await awaitTopicLeaders(admin, this.topic, 1);
-    } finally {
-      await admin.disconnect();
-    }
+    // Maybe created by another service first: DIRECTORY_TOPICS is the one definition.
+    await ensureTopics(this.kafka, [
+      { name: this.topic, ...DIRECTORY_TOPICS.heartbeats, replicationFactor: this.replicationFactor, grow: false },
+    ]);
     await this.consumer.connect();
     await this.consumer.subscribe({ topic: this.topic, fromBeginning: false });
     await this.consumer.run({

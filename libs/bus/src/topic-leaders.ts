@@ -1,7 +1,7 @@
 import type { Admin } from 'kafkajs';
 
 /**
- * Polls metadata until a new topic has `partitions` partitions, each with a leader. kafkajs'
+ * Polls metadata until a topic has at least `partitions` partitions, each with a leader. kafkajs'
  * `waitForLeaders` (and a subscribe right after creation) can fail with a transient
  * UNKNOWN_TOPIC_OR_PARTITION on a busy KRaft broker; this retries those, for up to a minute
  * (a broker holding thousands of partitions can take that long under load).
