@@ -58,7 +58,12 @@ test('A2A-Version: 1.0, a 1.0 patch and the query parameter are accepted', async
   }
 });
 
-test('an unsupported or missing A2A-Version is VersionNotSupported on both bindings (0.3 compat is off)', async () => {
+test('an unsupported or missing A2A-Version is VersionNotSupported on both bindings (0.3 compat is off), and not logged as an error', async () => {
+  // The SDK's JSON-RPC handler logs each of these with a stack trace: one log flood per 0.3 client.
+  const logged: unknown[][] = [];
+  const consoleError = console.error;
+  console.error = (...args: unknown[]) => void logged.push(args);
+  after(() => void (console.error = consoleError));
   for (const version of ['2.0', '0.3', undefined]) {
     const headers: Record<string, string> = { ...auth, 'content-type': 'application/json', ...(version ? { 'a2a-version': version } : {}) };
     const r = await rpc({ jsonrpc: '2.0', id: 7, method: 'GetTask', params: { id: 'x' } }, headers);
@@ -70,7 +75,14 @@ test('an unsupported or missing A2A-Version is VersionNotSupported on both bindi
     assert.equal(s.status, 400);
     assert.equal(s.body.error?.status, 'FAILED_PRECONDITION');
     assert.deepEqual(s.body.error?.details[0], errorInfo('VERSION_NOT_SUPPORTED'));
+    assert.match(r.body.error?.message ?? '', new RegExp(`version '${version ?? '0.3'}' is not supported\\. Supported versions: 1\\.0`));
   }
+  console.error = consoleError;
+  assert.deepEqual(
+    logged.map((args) => String(args[0])),
+    [],
+    'nothing logged as an error',
+  );
 });
 
 test('TaskNotFound: -32001 and HTTP 404 with ErrorInfo', async () => {

@@ -1,7 +1,14 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { AgentCard } from '@a2a-js/sdk';
 import { agentCardHandler, jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
-import { A2A_ERROR_CODE, ContentTypeNotSupportedError, RequestMalformedError, toJsonRpcError, toRestErrorBody } from '@a2a-js/sdk/errors';
+import {
+  A2A_ERROR_CODE,
+  ContentTypeNotSupportedError,
+  RequestMalformedError,
+  toJsonRpcError,
+  toRestErrorBody,
+  VersionNotSupportedError,
+} from '@a2a-js/sdk/errors';
 import type { Authenticator, Principal } from '@mesh/auth';
 import { context, propagation, trace, ROOT_CONTEXT, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { SpanAttr, tracer } from '@mesh/telemetry';
@@ -102,6 +109,29 @@ const validJsonRpcEnvelope: RequestHandler = (req, res, next) => {
   next();
 };
 
+/** What a request without A2A-Version asks for (the spec's rule; the SDK's too). */
+const VERSION_WITHOUT_HEADER = '0.3';
+
+/**
+ * The SDK's JSON-RPC handler refuses an unsupported A2A-Version too, but it logs each refusal as an
+ * "Unhandled error" with a stack trace — one per request of any 0.3 client, a log flood anyone
+ * can cause. Refused here with the same answer (-32009 with ErrorInfo), and nothing logged.
+ */
+function jsonRpcVersionGate(card: AgentCard): RequestHandler {
+  const supported = new Set(
+    card.supportedInterfaces.filter((i) => i.protocolBinding === 'JSONRPC' && i.protocolVersion).map((i) => i.protocolVersion),
+  );
+  return (req, res, next) => {
+    if (req.body === undefined) return next(); // not parsed (wrong content type): the SDK's guard answers
+    const requested = req.header('A2A-Version') || VERSION_WITHOUT_HEADER;
+    if (supported.has(requested)) return next();
+    const err = new VersionNotSupportedError(
+      `The requested A2A protocol version '${requested}' is not supported. Supported versions: ${[...supported].join(', ')}`,
+    );
+    sendError(req, res, 200, A2A_ERROR_CODE.VERSION_NOT_SUPPORTED, err);
+  };
+}
+
 /**
  * `/a2a/:agentId/...`: version normalisation, authentication and agent resolution in front of
  * the SDK's own express handlers (JSON-RPC at the base URL, HTTP+JSON routes, the card), one set
@@ -126,7 +156,7 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
       agentCardHandler({ agentCardProvider: async () => cardJson as unknown as AgentCard, cache: { maxAge: opts.cardMaxAgeSeconds } }),
     );
     // Mounted on the exact base path only, so its content-type guard never sees REST routes.
-    agentRouter.post('/', validJsonRpcEnvelope, jsonRpcHandler({ requestHandler: handler, userBuilder }));
+    agentRouter.post('/', validJsonRpcEnvelope, jsonRpcVersionGate(card), jsonRpcHandler({ requestHandler: handler, userBuilder }));
     agentRouter.use(restHandler({ requestHandler: handler, userBuilder }));
     agentRouter.use((req: Request, res: Response) =>
       sendError(req, res, 404, A2A_ERROR_CODE.METHOD_NOT_FOUND, new Error(`no A2A route ${req.method} ${req.path}`)),
