@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import { AgentEvent } from '@a2a-js/sdk/server';
 import { assertKafkaReachable, createKafka, KafkaProbe } from '@mesh/bus';
 import { openServiceDatabase, PostgresProbe } from '@mesh/database';
 import { startHttpService } from '@mesh/service';
@@ -10,6 +11,7 @@ import { dispatcherMigrations, DISPATCHER_SCHEMA } from './database/migrations/i
 import { dispatcherEntities } from './tasks/task.entity.js';
 import { TaskService } from './tasks/task.service.js';
 import { TaskProjection } from './tasks/task-projection.js';
+import { TaskLifecycle } from './tasks/task-lifecycle.js';
 import { MeshMetrics } from '@mesh/telemetry';
 import { PushService, pushNotificationOf } from './push/push.service.js';
 import { DirectoryAgentLookup } from './catalog/agent-catalog.js';
@@ -116,6 +118,28 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
     );
     await projector.start();
     stops.push(() => projector.stop());
+    const lifecycle = new TaskLifecycle(
+      tasks,
+      (agentId, tenant) => catalog.recordFor(agentId, tenant),
+      {
+        deadlineGraceMs: config.DISPATCHER_DEADLINE_GRACE_MS,
+        retentionMs: config.DISPATCHER_TASK_RETENTION_MS,
+        sweepMs: config.DISPATCHER_LIFECYCLE_SWEEP_MS,
+      },
+      ({ tenant, agentId, task }) => {
+        // Stored with its cancel command and push deliveries already: wake their senders.
+        relay.kick();
+        push.kick();
+        metrics.tasks.inc({ tenant, agent: agentId, outcome: 'expired' });
+        if (task.status)
+          buses.publish(
+            task.id,
+            AgentEvent.statusUpdate({ taskId: task.id, contextId: task.contextId, status: task.status, metadata: undefined }),
+          );
+      },
+    );
+    lifecycle.start();
+    stops.push(() => lifecycle.stop());
     const fanout = new EventFanout(kafka, topics.events(), `${config.TOPIC_PREFIX}mesh.dispatcher.fanout`, buses, {
       projectorGroup,
       idleMs: config.DISPATCHER_FANOUT_IDLE_MS,

@@ -72,6 +72,11 @@ export class DirectoryAgentLookup implements AgentLookup {
     return r;
   }
 
+  /** The agent's record as `tenant` sees it, a retired one included (undefined: unknown or not visible). */
+  recordFor(agentId: string, tenant: string): AgentRecord | undefined {
+    return this.catalog.get(agentId, tenant);
+  }
+
   get(agentId: string): AgentRecord | undefined {
     const owner = this.owners.get(agentId);
     return owner === undefined ? undefined : this.catalog.get(agentId, owner);

@@ -34,6 +34,19 @@ export const dispatcherConfigSpec = {
   DISPATCHER_DEFAULT_DEADLINE_MS: z.coerce.number().int().min(0).default(0),
   /** Longest deadline a caller may ask for (0 = unbounded). */
   DISPATCHER_MAX_DEADLINE_MS: z.coerce.number().int().min(0).default(0),
+  /**
+   * After a task's deadline, how long its worker's own report (it stops at the deadline and says
+   * so) may still arrive before the dispatcher fails the task itself.
+   */
+  DISPATCHER_DEADLINE_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+  /** Settled tasks (and their dedup rows, push configs and deliveries) are deleted this long after their last change; 0 keeps them. */
+  DISPATCHER_TASK_RETENTION_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(30 * 86_400_000),
+  /** Pause between the lifecycle sweeps (deadlines passed, retention). */
+  DISPATCHER_LIFECYCLE_SWEEP_MS: positiveInt(5000),
   /** New-work requests per second per tenant, per replica (token bucket). */
   DISPATCHER_TENANT_RATE_PER_S: positiveInt(50),
   /** Bucket size of the tenant rate limit. */

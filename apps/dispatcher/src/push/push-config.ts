@@ -1,6 +1,7 @@
-// A push config as stored with a task: shared by the push feature (CRUD) and the task service (a
-// config given with SendMessage is stored in the accept transaction), without either importing
+// Push records the task service writes in its own transactions (a config given with SendMessage,
+// the notification of a deadline passing), shared with the push feature without either importing
 // the other.
+import { StreamResponse, type TaskStatus } from '@a2a-js/sdk';
 
 /** A push config that passed `PushService.validate`, ready to be stored with a task id. */
 export interface ValidPushConfig {
@@ -16,3 +17,16 @@ export const UPSERT_PUSH_CONFIG = `INSERT INTO dispatcher.push_configs (tenant, 
        VALUES ($1, $2, $3, $4, $5, $6, $7)
        ON CONFLICT (tenant, task_id, id) DO UPDATE SET url = EXCLUDED.url, token = EXCLUDED.token,
          auth_scheme = EXCLUDED.auth_scheme, auth_credentials = EXCLUDED.auth_credentials`;
+
+/** The push body of a status change the dispatcher makes itself (CancelTask, a deadline passing): a StreamResponse as JSON. */
+export function statusChangeBody(taskId: string, contextId: string, status: TaskStatus): unknown {
+  return StreamResponse.toJSON({ payload: { $case: 'statusUpdate', value: { taskId, contextId, status, metadata: undefined } } });
+}
+
+/**
+ * Records a notification for every push config of a task ($1 event id, $2 body, $3 tenant,
+ * $4 task id); an event already recorded adds nothing.
+ */
+export const INSERT_TASK_DELIVERIES = `INSERT INTO dispatcher.push_deliveries (event_id, tenant, task_id, config_id, body)
+       SELECT $1, c.tenant, c.task_id, c.id, $2 FROM dispatcher.push_configs c WHERE c.tenant = $3 AND c.task_id = $4
+       ORDER BY c.created_at, c.id ON CONFLICT DO NOTHING`;

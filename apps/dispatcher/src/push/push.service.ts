@@ -7,7 +7,7 @@ import type { MeshMetrics } from '@mesh/telemetry';
 import { StatementBatcher } from '@mesh/database';
 import { toAgentEvent } from '../events/event-fanout.js';
 import type { PushNotification } from '../tasks/task-projection.js';
-import { UPSERT_PUSH_CONFIG, type ValidPushConfig } from './push-config.js';
+import { statusChangeBody, UPSERT_PUSH_CONFIG, type ValidPushConfig } from './push-config.js';
 
 /** Header carrying the stable id of the event a push notification is about (receivers dedup on it). */
 export const PUSH_EVENT_ID_HEADER = 'x-a2a-event-id';
@@ -184,12 +184,7 @@ export class PushService {
 
   /** Records the deliveries of a status change made here (CancelTask), under its own stable id. */
   async enqueueStatus(tenant: string, taskId: string, contextId: string, eventId: string, status: TaskStatus): Promise<void> {
-    await this.enqueue(
-      tenant,
-      taskId,
-      eventId,
-      StreamResponse.toJSON({ payload: { $case: 'statusUpdate', value: { taskId, contextId, status, metadata: undefined } } }),
-    );
+    await this.enqueue(tenant, taskId, eventId, statusChangeBody(taskId, contextId, status));
   }
 
   private async enqueue(tenant: string, taskId: string, eventId: string, body: unknown): Promise<void> {

@@ -15,6 +15,12 @@ export const isInterrupted = (s: TaskState): boolean => INTERRUPTED.has(s);
 /** A blocking SendMessage returns at these states. */
 export const isSettled = (s: TaskState): boolean => isTerminal(s) || isInterrupted(s);
 
+/** Stored names of the terminal states, and of the states a task can still change from. */
+export const TERMINAL_STATE_NAMES: readonly string[] = [...TERMINAL].map((s) => taskStateToJSON(s));
+export const OPEN_STATE_NAMES: readonly string[] = [TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING, ...INTERRUPTED].map((s) =>
+  taskStateToJSON(s),
+);
+
 /**
  * Order of states within one turn: a later event may only keep or raise the rank, so a late
  * WORKING never overwrites COMPLETED.

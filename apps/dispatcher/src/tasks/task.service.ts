@@ -21,8 +21,8 @@ import { messageIdConflict } from './task.errors.js';
 import { StatementBatcher } from '@mesh/database';
 import { inTransaction, insertNewTasks, lockTask, type Json, type NewTaskRow, type TaskRow } from './task-db.js';
 import { listTasks } from './task-list.query.js';
-import { UPSERT_PUSH_CONFIG, type ValidPushConfig } from '../push/push-config.js';
-import { isInterrupted, isTerminal, parseState, stateName } from './task-state.js';
+import { INSERT_TASK_DELIVERIES, statusChangeBody, UPSERT_PUSH_CONFIG, type ValidPushConfig } from '../push/push-config.js';
+import { isInterrupted, isTerminal, OPEN_STATE_NAMES, parseState, stateName, TERMINAL_STATE_NAMES } from './task-state.js';
 
 /** What SendMessage asks for, after authentication and agent resolution. */
 export interface AcceptInput {
@@ -47,6 +47,17 @@ export interface AcceptResult {
 class DedupHit extends Error {}
 
 const hashMessage = (m: Json) => createHash('sha256').update(canonicalJson(m)).digest('hex');
+
+/** A task the platform failed because its deadline passed (see {@link TaskService.failPastDeadline}). */
+export interface ExpiredTask {
+  tenant: string;
+  agentId: string;
+  task: Task;
+}
+
+/** Who stands behind a change the platform makes on its own (a deadline passing), in the command's identity. */
+const PLATFORM_PRINCIPAL = 'mesh:dispatcher';
+const sqlList = (names: readonly string[]) => names.map((n) => `'${n}'`).join(', ');
 
 /**
  * Tasks as the API changes and reads them. With TaskProjection it is the only code that writes
@@ -329,6 +340,107 @@ export class TaskService {
   /** Newest status first, keyset pagination on (status_timestamp, id). */
   list(params: ListTasksRequest, tenant: string, agentId: string): Promise<ListTasksResponse> {
     return listTasks(this.ds, params, tenant, agentId);
+  }
+
+  /**
+   * Fails up to `limit` tasks whose deadline passed more than `graceMs` ago while they were still
+   * open (no worker reported in time — none running, a backlog, a worker that died): FAILED with a
+   * message saying why, the turn closed (a late worker event is ignored), its push deliveries,
+   * and, for an agent known here, a cancel command so a worker that still runs or later receives
+   * the turn stops — all in one transaction. Expired
+   * work is failed explicitly, never left SUBMITTED forever. Replicas share the work (SKIP LOCKED).
+   */
+  async failPastDeadline(
+    graceMs: number,
+    limit: number,
+    agentOf: (agentId: string, tenant: string) => AgentRecord | undefined,
+  ): Promise<ExpiredTask[]> {
+    return this.tx(async (q) => {
+      // The state list is written out so the partial index tasks_open_deadline_idx applies.
+      const rows: TaskRow[] = await q.query(
+        `SELECT * FROM dispatcher.tasks
+          WHERE deadline_at IS NOT NULL AND deadline_at < now() - make_interval(secs => $1::double precision / 1000)
+            AND state IN (${sqlList(OPEN_STATE_NAMES)})
+          ORDER BY deadline_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
+        [graceMs, limit],
+      );
+      const expired: ExpiredTask[] = [];
+      for (const row of rows) {
+        const now = new Date();
+        const deadline = new Date(row.deadline_at!).toISOString();
+        const message = {
+          messageId: newId(),
+          role: 'ROLE_AGENT',
+          taskId: row.id,
+          contextId: row.context_id,
+          parts: [{ text: `The task's deadline (${deadline}) passed before the agent reported a result; the platform failed it.` }],
+          metadata: { 'mesh/reason': 'DEADLINE_EXCEEDED' },
+        };
+        const status = { state: stateName(TaskState.TASK_STATE_FAILED), timestamp: now.toISOString(), message };
+        const task = { ...row.task, status, history: [...((row.task.history as Json[]) ?? []), message] };
+        await q.query(
+          `UPDATE dispatcher.tasks SET state = $2, status_timestamp = $3, task = $4, version = version + 1, updated_at = now() WHERE id = $1`,
+          [row.id, status.state, now, task],
+        );
+        const exec = executionId(row.tenant, row.id, row.turn);
+        // Structured: TypeORM answers a bare UPDATE … RETURNING with [rows, count].
+        const closed = (
+          await q.query(`UPDATE dispatcher.executions SET closed = true WHERE execution_id = $1 RETURNING message_id`, [exec], true)
+        ).records as Array<{ message_id: string }>;
+        const agent = agentOf(row.agent_id, row.tenant);
+        // Without the agent's record there is no channel to address (and maybe no topic: a send
+        // there would hold up the outbox); its workers refuse the expired turn by its deadline anyway.
+        if (agent && closed[0]) {
+          const identity: Identity = {
+            tenant: row.tenant,
+            agentId: row.agent_id,
+            taskId: row.id,
+            contextId: row.context_id,
+            messageId: closed[0].message_id,
+            executionId: exec,
+            subject: PLATFORM_PRINCIPAL,
+            actor: PLATFORM_PRINCIPAL,
+          };
+          await this.enqueue(q, agent, Envelopes.cancel(identity, { reason: `deadline ${deadline} passed` }));
+        }
+        const failed = Task.fromJSON(task);
+        // Push subscribers learn of it with the change itself, as with every projected event.
+        await q.query(INSERT_TASK_DELIVERIES, [
+          `${row.id}:deadline`,
+          statusChangeBody(row.id, row.context_id, failed.status!),
+          row.tenant,
+          row.id,
+        ]);
+        expired.push({ tenant: row.tenant, agentId: row.agent_id, task: failed });
+      }
+      return expired;
+    });
+  }
+
+  /**
+   * Deletes up to `limit` settled (terminal) tasks unchanged for `retentionMs`, with everything
+   * stored for them: executions, message dedup rows (a retry of one of their messages after this
+   * starts a new task), push configs and deliveries. Returns how many tasks went.
+   */
+  async deleteSettled(retentionMs: number, limit: number): Promise<number> {
+    return this.tx(async (q) => {
+      const deleted = await q.query(
+        `WITH old AS (
+         SELECT id, tenant, agent_id FROM dispatcher.tasks
+          WHERE state IN (${sqlList(TERMINAL_STATE_NAMES)})
+            AND updated_at < now() - make_interval(secs => $1::double precision / 1000)
+          ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED),
+       dedup AS (
+         DELETE FROM dispatcher.message_dedup m USING old JOIN dispatcher.executions e ON e.task_id = old.id
+          WHERE m.tenant = old.tenant AND m.agent_id = old.agent_id AND m.message_id = e.message_id),
+       deliveries AS (
+         DELETE FROM dispatcher.push_deliveries p USING old WHERE p.tenant = old.tenant AND p.task_id = old.id)
+       DELETE FROM dispatcher.tasks t USING old WHERE t.id = old.id RETURNING t.id`,
+        [retentionMs, limit],
+        true, // structured, as above
+      );
+      return (deleted.records as unknown[]).length;
+    });
   }
 
   /** CancelTask: CANCELED at once (terminal), plus a cancel command so the worker stops. */

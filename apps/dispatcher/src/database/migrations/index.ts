@@ -3,6 +3,7 @@ import { CreateTasks1764500000000 } from './1764500000000-create-tasks.js';
 import { WorkHashAndDeadline1764600000000 } from './1764600000000-work-hash.js';
 import { PushNotifications1764700000000 } from './1764700000000-push.js';
 import { PushDeliveryOrder1764810000000 } from './1764810000000-push-order.js';
+import { TaskLifecycle1764900000000 } from './1764900000000-task-lifecycle.js';
 
 /** Postgres schema owned by the dispatcher. */
 export const DISPATCHER_SCHEMA = 'dispatcher';
@@ -13,4 +14,5 @@ export const dispatcherMigrations: Array<new () => MigrationInterface> = [
   WorkHashAndDeadline1764600000000,
   PushNotifications1764700000000,
   PushDeliveryOrder1764810000000,
+  TaskLifecycle1764900000000,
 ];

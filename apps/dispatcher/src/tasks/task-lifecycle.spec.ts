@@ -1,0 +1,80 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Task } from '@a2a-js/sdk';
+import { TaskLifecycle } from './task-lifecycle.js';
+import type { ExpiredTask, TaskService } from './task.service.js';
+
+/** The two TaskService calls the sweeps make, answered from scripted lists (a throw: the database is down). */
+function fakeTasks(expiredBatches: Array<ExpiredTask[] | Error>, deletedBatches: number[]) {
+  const calls = { expire: 0, delete: 0 };
+  const tasks = {
+    async failPastDeadline() {
+      calls.expire++;
+      const next = expiredBatches.shift() ?? [];
+      if (next instanceof Error) throw next;
+      return next;
+    },
+    async deleteSettled() {
+      calls.delete++;
+      return deletedBatches.shift() ?? 0;
+    },
+  };
+  return { tasks: tasks as unknown as TaskService, calls };
+}
+
+const expired = (id: string): ExpiredTask => ({ tenant: 'acme', agentId: 'a', task: { id } as Task });
+
+test('a sweep repeats while batches come back full, and tells of every task it failed', async () => {
+  const { tasks, calls } = fakeTasks([[expired('1'), expired('2')], [expired('3')]], [2, 2, 1]);
+  const told: string[] = [];
+  const lifecycle = new TaskLifecycle(
+    tasks,
+    () => undefined,
+    { deadlineGraceMs: 0, retentionMs: 1000, sweepMs: 60_000, batch: 2 },
+    (t) => told.push(t.task.id),
+  );
+  assert.deepEqual(await lifecycle.sweep(), { expired: 3, deleted: 5 });
+  assert.deepEqual(told, ['1', '2', '3']);
+  assert.deepEqual(calls, { expire: 2, delete: 3 });
+});
+
+test('retention 0 keeps settled tasks: nothing is deleted', async () => {
+  const { tasks, calls } = fakeTasks([], [5]);
+  const lifecycle = new TaskLifecycle(
+    tasks,
+    () => undefined,
+    { deadlineGraceMs: 0, retentionMs: 0, sweepMs: 60_000 },
+    () => undefined,
+  );
+  assert.deepEqual(await lifecycle.sweep(), { expired: 0, deleted: 0 });
+  assert.equal(calls.delete, 0);
+});
+
+test('a failed sweep (database down) is logged and the next one runs; stop() ends the loop', async () => {
+  const { tasks, calls } = fakeTasks([new Error('connection refused'), [expired('9')]], []);
+  const told: string[] = [];
+  const lines: string[] = [];
+  const write = process.stderr.write.bind(process.stderr);
+  process.stderr.write = ((chunk: string) => (lines.push(String(chunk)), true)) as typeof process.stderr.write;
+  const lifecycle = new TaskLifecycle(
+    tasks,
+    () => undefined,
+    { deadlineGraceMs: 0, retentionMs: 0, sweepMs: 20 },
+    (t) => told.push(t.task.id),
+  );
+  try {
+    lifecycle.start();
+    for (let i = 0; i < 100 && told.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    await lifecycle.stop();
+  } finally {
+    process.stderr.write = write;
+  }
+  assert.deepEqual(told, ['9'], 'the sweep after the failure failed the task');
+  assert.ok(
+    lines.some((l) => /lifecycle sweep failed; will retry.*connection refused/.test(l)),
+    lines.join(''),
+  );
+  const after = calls.expire;
+  await new Promise((r) => setTimeout(r, 100));
+  assert.equal(calls.expire, after, 'no sweep after stop()');
+});

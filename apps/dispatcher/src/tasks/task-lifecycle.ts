@@ -1,0 +1,79 @@
+import type { AgentRecord } from '@mesh/contract';
+import type { ExpiredTask, TaskService } from './task.service.js';
+
+export interface TaskLifecycleOptions {
+  /** How long after a task's deadline its worker's own report may still arrive before the platform fails it. */
+  deadlineGraceMs: number;
+  /** Settled tasks are deleted this long after their last change; 0 keeps them forever. */
+  retentionMs: number;
+  /** Pause between sweeps. */
+  sweepMs: number;
+  /** Tasks per statement (default 100); a sweep repeats while batches come back full. */
+  batch?: number;
+}
+
+const log = (level: string, msg: string, extra: Record<string, unknown> = {}): void =>
+  void process.stderr.write(`${JSON.stringify({ level, src: 'task-lifecycle', msg, ...extra })}\n`);
+
+/**
+ * The two ends of a task's life the API never touches (DESIGN §4, lifecycle): a task whose
+ * deadline passed with no result from its worker is failed explicitly, and settled tasks leave
+ * the store after the retention period. Runs on every replica; the statements share the work.
+ */
+export class TaskLifecycle {
+  private timer?: NodeJS.Timeout;
+  private sweeping?: Promise<void>;
+  private readonly batch: number;
+
+  constructor(
+    private readonly tasks: TaskService,
+    private readonly agentOf: (agentId: string, tenant: string) => AgentRecord | undefined,
+    private readonly opts: TaskLifecycleOptions,
+    /** Told of each task failed here, after the commit (streams, metrics; waking the relay and push). */
+    private readonly expired: (t: ExpiredTask) => void,
+  ) {
+    this.batch = opts.batch ?? 100;
+  }
+
+  start(): void {
+    const tick = () => {
+      this.sweeping = this.sweep()
+        .then(
+          () => undefined,
+          (err: unknown) => log('warn', 'lifecycle sweep failed; will retry', { err: String(err) }),
+        )
+        .finally(() => {
+          this.sweeping = undefined;
+          if (this.timer) this.timer = setTimeout(tick, this.opts.sweepMs);
+        });
+    };
+    this.timer = setTimeout(tick, this.opts.sweepMs);
+  }
+
+  /** One pass of both sweeps; returns how many tasks each touched. */
+  async sweep(): Promise<{ expired: number; deleted: number }> {
+    let expired = 0;
+    for (;;) {
+      const batch = await this.tasks.failPastDeadline(this.opts.deadlineGraceMs, this.batch, this.agentOf);
+      for (const t of batch) this.expired(t);
+      expired += batch.length;
+      if (batch.length < this.batch) break;
+    }
+    let deleted = 0;
+    if (this.opts.retentionMs > 0) {
+      for (;;) {
+        const n = await this.tasks.deleteSettled(this.opts.retentionMs, this.batch);
+        deleted += n;
+        if (n < this.batch) break;
+      }
+    }
+    if (expired > 0 || deleted > 0) log('info', 'lifecycle sweep', { expired, deleted });
+    return { expired, deleted };
+  }
+
+  async stop(): Promise<void> {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.sweeping;
+  }
+}

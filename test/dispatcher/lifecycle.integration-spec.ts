@@ -1,0 +1,137 @@
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pg from 'pg';
+import { TaskState, type Task } from '@a2a-js/sdk';
+import { eventually } from '../support/infra.js';
+import { a2aClient, agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
+import { sendRequest, userMessage } from '../support/a2a-fixtures.js';
+import { startManualWorker } from '../support/manual-worker.js';
+import { metricSample } from '../support/metrics.js';
+
+// Deadlines: no grace, quick sweeps. Retention is tested on a dispatcher of its own below.
+const env = await startTestDispatcher(
+  'lifecycle',
+  {},
+  { DISPATCHER_DEADLINE_GRACE_MS: '0', DISPATCHER_LIFECYCLE_SWEEP_MS: '200', PUSH_EGRESS_ALLOW_CIDRS: '127.0.0.0/8' },
+);
+await publishAgents(env.kafka, env.topics, [agentRecord('slow')]);
+const worker = await startManualWorker(env.kafka, env.topics, 'slow');
+after(() => worker.stop());
+await eventually('agent served', async () => (await fetch(`${env.url}/a2a/slow/.well-known/agent-card.json`)).ok);
+
+/** Push webhook: bodies by event id. */
+const pushed = new Map<string, { statusUpdate?: { status?: { state?: string } } }>();
+const hook = createServer((req, res) => {
+  let data = '';
+  req.on('data', (c) => (data += c));
+  req.on('end', () => {
+    pushed.set(String(req.headers['x-a2a-event-id']), JSON.parse(data));
+    res.writeHead(204).end();
+  });
+});
+await new Promise<void>((resolve) => hook.listen(0, '127.0.0.1', resolve));
+after(() => new Promise<void>((resolve) => hook.close(() => resolve())));
+const hookUrl = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook`;
+
+test('a task whose deadline passes with no result is FAILED by the platform, its turn closed and its worker told to stop', async () => {
+  const client = await a2aClient(env.url, 'slow', 'JSONRPC');
+  const send = async (text: string, deadlineMs?: number, push = false) => {
+    const request = sendRequest(userMessage(text), { returnImmediately: true });
+    if (push) {
+      request.configuration!.taskPushNotificationConfig = {
+        tenant: '',
+        id: 'w',
+        taskId: '',
+        url: hookUrl,
+        token: '',
+        authentication: undefined,
+      };
+    }
+    return (await client.sendMessage(request, deadlineMs ? { serviceParameters: { 'A2A-Deadline-Ms': String(deadlineMs) } } : {})) as Task;
+  };
+  const late = await send('late', 800, true);
+  const patient = await send('patient', 600_000);
+  const unbounded = await send('unbounded');
+  const get = (id: string) => client.getTask({ tenant: '', id, historyLength: 10 });
+
+  const failed = await eventually('the overdue task failed', async () => {
+    const t = await get(late.id);
+    return t.status?.state === TaskState.TASK_STATE_FAILED ? t : undefined;
+  });
+  const text = failed.status?.message?.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('') ?? '';
+  assert.match(text, /deadline \(.+\) passed before the agent reported a result/);
+  assert.equal((failed.status?.message?.metadata as Record<string, unknown> | undefined)?.['mesh/reason'], 'DEADLINE_EXCEEDED');
+  assert.equal((await get(patient.id)).status?.state, TaskState.TASK_STATE_SUBMITTED, 'a deadline still ahead: untouched');
+  assert.equal((await get(unbounded.id)).status?.state, TaskState.TASK_STATE_SUBMITTED, 'no deadline: untouched');
+  const note = await eventually('push subscriber told', () => pushed.get(`${late.id}:deadline`));
+  assert.equal(note.statusUpdate?.status?.state, 'TASK_STATE_FAILED');
+
+  // The worker's channel gets a cancel for the very turn it was given.
+  const run = await worker.run(late.id);
+  const cancel = await eventually('cancel command', () =>
+    worker.commands.find((c) => c.kind === 'task.cancel' && c.identity.taskId === late.id),
+  );
+  assert.equal(cancel.identity.executionId, run.identity.executionId);
+  assert.equal(cancel.identity.subject, 'mesh:dispatcher', 'the platform, not a caller, stands behind it');
+
+  // A report arriving after that changes nothing: the turn is closed.
+  await worker.emit(run, [
+    { seq: 0, artifact: 'too late' },
+    { seq: 1, state: 'COMPLETED' },
+  ]);
+  await new Promise((r) => setTimeout(r, 1000));
+  assert.equal((await get(late.id)).status?.state, TaskState.TASK_STATE_FAILED);
+  assert.equal(await metricSample(env.url, 'mesh_tasks_total', { tenant: 'acme', agent: 'slow', outcome: 'expired' }), 1);
+});
+
+test('settled tasks leave the store after the retention period, with their dedup rows; open tasks stay', async () => {
+  const kept = await startTestDispatcher('retention', {}, { DISPATCHER_TASK_RETENTION_MS: '1500', DISPATCHER_LIFECYCLE_SWEEP_MS: '200' });
+  await publishAgents(kept.kafka, kept.topics, [agentRecord('short')]);
+  const w = await startManualWorker(kept.kafka, kept.topics, 'short');
+  after(() => w.stop());
+  await eventually('agent served', async () => (await fetch(`${kept.url}/a2a/short/.well-known/agent-card.json`)).ok);
+  const client = await a2aClient(kept.url, 'short', 'HTTP+JSON');
+  const message = userMessage('done soon');
+  const done = (await client.sendMessage(sendRequest(message, { returnImmediately: true }))) as Task;
+  const open = (await client.sendMessage(sendRequest(userMessage('never answered'), { returnImmediately: true }))) as Task;
+  await w.emit(await w.run(done.id), [
+    { seq: 0, artifact: 'ok' },
+    { seq: 1, state: 'COMPLETED' },
+  ]);
+  await eventually(
+    'completed',
+    async () => (await client.getTask({ tenant: '', id: done.id, historyLength: 0 })).status?.state === TaskState.TASK_STATE_COMPLETED,
+  );
+  await eventually(
+    'the settled task is gone',
+    async () => {
+      try {
+        await client.getTask({ tenant: '', id: done.id, historyLength: 0 });
+        return false;
+      } catch (err) {
+        return /not found/i.test(String(err));
+      }
+    },
+    15_000,
+  );
+  assert.equal((await client.getTask({ tenant: '', id: open.id, historyLength: 0 })).status?.state, TaskState.TASK_STATE_SUBMITTED);
+
+  const db = new pg.Client({ connectionString: kept.databaseUrl });
+  await db.connect();
+  try {
+    const left = await db.query(
+      `SELECT (SELECT count(*) FROM dispatcher.executions WHERE task_id = $1)::int AS executions,
+              (SELECT count(*) FROM dispatcher.message_dedup WHERE task_id = $1)::int AS dedup,
+              (SELECT count(*) FROM dispatcher.message_dedup WHERE task_id = $2)::int AS open_dedup`,
+      [done.id, open.id],
+    );
+    assert.deepEqual(left.rows[0], { executions: 0, dedup: 0, open_dedup: 1 });
+  } finally {
+    await db.end();
+  }
+  // Past retention a retry of the same message is new work: the dedup window is the retention period.
+  const again = (await client.sendMessage(sendRequest(message, { returnImmediately: true }))) as Task;
+  assert.notEqual(again.id, done.id);
+});
