@@ -87,8 +87,8 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
 
   try {
     await producer.connect();
-    // Topics are created when missing, never grown: their consumers (the dispatcher for events) own
-    // the partition count, and growing a topic under a running consumer strands the new partitions.
+    // Topics are created when missing, never grown: they are keyed, and growing one under running
+    // producers and consumers moves keys to other partitions mid-task (see docs/operations.md).
     const ensureMissing = (name: string, settings: TopicOptions) => admin.ensureTopic(name, { ...settings, grow: false });
     await ensureMissing(topics.events(), { partitions: config.AGENTS_EVENTS_PARTITIONS });
     await ensureMissing(topics.heartbeats(), DIRECTORY_TOPICS.heartbeats);

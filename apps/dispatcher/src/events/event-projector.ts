@@ -36,7 +36,9 @@ export class EventProjector {
 
   async start(): Promise<void> {
     const admin = new BusAdmin(this.kafka);
-    await admin.ensureTopic(this.topic, { partitions: this.partitions }).finally(() => admin.close());
+    // Never grown: the topic is keyed by task, and growing it under running workers can split one
+    // task's events over two partitions (a COMPLETED projected before its artifact reads as FAILED).
+    await admin.ensureTopic(this.topic, { partitions: this.partitions, grow: false }).finally(() => admin.close());
     this.consumer = new BusConsumer(this.kafka, {
       groupId: this.groupId,
       topics: [this.topic],
