@@ -86,6 +86,12 @@ test('consumer lag on /metrics grows with a backlog and drains back to 0', async
   assert.ok(lag.agents.find((a) => a.agentId === 'gate-agent')!.lag > 0);
   open();
   await eventually('lag back to 0 after the drain', async () => (await sample('mesh_consumer_lag', lagLabels)) === 0, 30000);
+  const workers = (await (await ops('/workers')).json()) as {
+    agents: Array<{ agentId: string; processed: number; deadLettered: number; skippedFinished: number }>;
+  };
+  const gate = workers.agents.find((a) => a.agentId === 'gate-agent')!;
+  assert.ok(gate.processed >= 5, JSON.stringify(gate));
+  assert.deepEqual([gate.deadLettered, gate.skippedFinished], [0, 0], 'nothing dead-lettered, nothing handed over');
 });
 
 test('an unknown outcome is open on /metrics and /ops until resolved, then 0', async () => {

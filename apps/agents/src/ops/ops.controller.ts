@@ -65,6 +65,7 @@ export class OpsController {
           inFlightByTenant: s.inFlightByTenant,
           processed: s.processed,
           deadLettered: s.deadLettered,
+          skippedFinished: s.skippedFinished,
         };
       }),
     };
