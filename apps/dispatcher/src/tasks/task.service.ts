@@ -347,8 +347,8 @@ export class TaskService {
    * open (no worker reported in time — none running, a backlog, a worker that died): FAILED with a
    * message saying why, the turn closed (a late worker event is ignored), its push deliveries,
    * and, for an agent known here, a cancel command so a worker that still runs or later receives
-   * the turn stops — all in one transaction. Expired
-   * work is failed explicitly, never left SUBMITTED forever. Replicas share the work (SKIP LOCKED).
+   * the turn stops — all in one transaction. Expired work is failed explicitly, never left
+   * SUBMITTED forever. Replicas share the work (SKIP LOCKED).
    */
   async failPastDeadline(
     graceMs: number,
