@@ -51,6 +51,34 @@ test('stop() lets running work finish within the drain timeout, aborts the rest 
   assert.equal(after.committed, '4');
 });
 
+test('a handler that returns (not throws) after its signal was aborted has not finished: not counted, and the next owner runs it', async () => {
+  // The agents' turn runner does this on a revocation: it gives the execution up and returns.
+  const topic = `${uniquePrefix('drain-return')}commands`;
+  const { admin, producer } = await testTopic(kafka, topic, 1);
+  for (const task of ['gives-up', 'quick']) await producer.send(topic, 'acme:echo', runCommand('acme', task, 0));
+  const options: BusConsumerOptions = { groupId: `${topic}.workers`, topics: [topic], fromBeginning: true, drainTimeoutMs: 300 };
+  const ran: string[] = [];
+  const first = new BusConsumer(kafka, options);
+  cleanup(() => first.stop());
+  await first.start(async (env, ctx) => {
+    ran.push(env.identity.taskId);
+    if (env.identity.taskId === 'gives-up') await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+  });
+  await eventually('both started', () => ran.length === 2);
+  await first.stop();
+  assert.equal(first.stats().processed, 1, 'only the record that finished before the abort counts');
+  const [lag] = await admin.consumerLag(options.groupId, [topic]);
+  assert.equal(lag.committed, '0');
+
+  const again: string[] = [];
+  const second = new BusConsumer(kafka, options);
+  cleanup(() => second.stop());
+  await second.start(async (env) => void again.push(env.identity.taskId));
+  await eventually('the abandoned record again, and only it', () => again.length === 1 && second.stats().skippedFinished === 1);
+  await second.stop();
+  assert.deepEqual(again, ['gives-up']);
+});
+
 test('start() fails clearly when no broker answers, and stop() after that still resolves', async () => {
   const nowhere = createKafka({ brokers: ['127.0.0.1:1'], clientId: 'test-nowhere', retries: 0, connectionTimeoutMs: 300 });
   const consumer = new BusConsumer(nowhere, { groupId: 'g', topics: ['nowhere.commands'] });

@@ -335,6 +335,7 @@ export class BusConsumer {
     if (signal.aborted || state.stale) return [];
     try {
       await this.traced(group, 1, () => this.handle!(group, 1, signal));
+      if (signal.aborted || state.stale) return []; // cut short (see process)
       this.counters.processed += group.length;
       return group;
     } catch (err) {
@@ -374,6 +375,12 @@ export class BusConsumer {
       if (signal.aborted || state.stale) return 'abandoned';
       try {
         await this.traced([item], attempt, () => this.handle!([item], attempt, signal));
+        // A handler that returns after its signal was aborted (a drain ran out of time, the
+        // partition went elsewhere) may have stopped half-way — the agents' turn runner gives its
+        // execution up and returns. Not finished, so never committed: the next owner runs it. A
+        // commit still queued behind a slow coordinator would otherwise carry it (and, in the
+        // commit metadata, tell the next owner to skip it).
+        if (signal.aborted || state.stale) return 'abandoned';
         this.counters.processed++;
         return 'done';
       } catch (err) {

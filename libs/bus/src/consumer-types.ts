@@ -10,7 +10,10 @@ export interface MessageContext {
   key: string | null;
   /** 1 on the first delivery to the handler, 2 on the first retry, … */
   attempt: number;
-  /** Aborted when the partition is revoked or the consumer stops and the drain timeout passed. */
+  /**
+   * Aborted when the partition is revoked or the consumer stops and the drain timeout passed. A
+   * handler that returns after it was aborted counts as not finished: the record is delivered again.
+   */
   signal: AbortSignal;
   /** The record's headers as strings. */
   headers: Record<string, string>;
