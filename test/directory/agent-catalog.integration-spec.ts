@@ -39,3 +39,31 @@ test('AgentCatalog rebuilds the directory from the compacted topic and follows c
     await catalog.stop();
   }
 });
+
+test('a catalog started after a heartbeat knows the agent is healthy once start() resolves, not only after the next heartbeat', async () => {
+  assert.equal((await api(KEYS.acme, 'POST', '/v1/agents', { id: 'cat-beating', card: card('Cat Beating') })).status, 201);
+  assert.equal((await api(KEYS.acme, 'POST', '/v1/agents/cat-beating/heartbeat', { ttlMs: 60_000 })).status, 200);
+  // An older heartbeat whose TTL has passed counts for nothing.
+  assert.equal((await api(KEYS.acme, 'POST', '/v1/agents', { id: 'cat-gone-quiet', card: card('Cat Gone Quiet') })).status, 201);
+  const producer = kafka.producer();
+  await producer.connect();
+  await producer.send({
+    topic: new TopicNames(prefix).heartbeats(),
+    messages: [
+      {
+        key: 'cat-gone-quiet',
+        value: JSON.stringify({ agentId: 'cat-gone-quiet', workerId: 'w', atUnixMs: Date.now() - 120_000, ttlMs: 60_000 }),
+      },
+    ],
+  });
+  await producer.disconnect();
+
+  const restarted = new AgentCatalog({ kafka, topics: new TopicNames(prefix), defaultTtlMs: 30_000 });
+  await restarted.start();
+  try {
+    assert.equal(restarted.healthy('cat-beating'), true);
+    assert.equal(restarted.healthy('cat-gone-quiet'), false);
+  } finally {
+    await restarted.stop();
+  }
+});

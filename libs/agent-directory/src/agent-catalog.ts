@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Consumer, Kafka } from 'kafkajs';
+import type { Admin, Consumer, Kafka } from 'kafkajs';
 import type { AgentHeartbeat, AgentRecord, TopicNames } from '@mesh/contract';
 import { CatalogState } from './catalog-state.js';
 
@@ -15,8 +15,8 @@ export interface AgentCatalogOptions {
 }
 
 /**
- * A live, in-memory cache of the directory: reads the compacted cards topic from the beginning and
- * the heartbeats topic from now, so a service (the dispatcher) answers "who is agent X, may tenant
+ * A live, in-memory cache of the directory: reads the compacted cards topic and the heartbeats
+ * topic from the beginning, so a service (the dispatcher) answers "who is agent X, may tenant
  * T use it, is it healthy" without calling the directory. Every instance uses its own consumer
  * groups and commits nothing, so each replica holds the whole catalog.
  */
@@ -24,7 +24,6 @@ export class AgentCatalog {
   private readonly state: CatalogState;
   private readonly cards: Consumer;
   private readonly heartbeats: Consumer;
-  private caughtUp?: Promise<void>;
 
   constructor(private readonly opts: AgentCatalogOptions) {
     this.state = new CatalogState(opts.defaultTtlMs ?? 30_000);
@@ -33,21 +32,23 @@ export class AgentCatalog {
     this.heartbeats = opts.kafka.consumer({ groupId: `${group}-heartbeats`, maxWaitTimeInMs: 250 });
   }
 
-  /** Starts consuming; resolves once the cards topic has been read up to its end at start time. */
+  /**
+   * Starts consuming; resolves once both topics have been read up to their end at start time. The
+   * heartbeats are read from the start of their retention too (1 h; expired ones count for
+   * nothing), so a replica that just started knows which agents are healthy instead of refusing
+   * their work (503) until each worker's next heartbeat.
+   */
   async start(): Promise<void> {
     const admin = this.opts.kafka.admin();
     await admin.connect();
-    let targets: Map<number, bigint>;
+    let cardsRead: CaughtUp;
+    let heartbeatsRead: CaughtUp;
     try {
-      const offsets = await admin.fetchTopicOffsets(this.opts.topics.cards());
-      targets = new Map(offsets.filter((o) => BigInt(o.high) > BigInt(o.low)).map((o) => [o.partition, BigInt(o.high)]));
+      cardsRead = await caughtUp(admin, this.opts.topics.cards());
+      heartbeatsRead = await caughtUp(admin, this.opts.topics.heartbeats());
     } finally {
       await admin.disconnect();
     }
-    let resolveCaughtUp!: () => void;
-    this.caughtUp = new Promise((r) => (resolveCaughtUp = r));
-    const check = () => targets.size === 0 && resolveCaughtUp();
-    check();
 
     await this.cards.connect();
     await this.cards.subscribe({ topic: this.opts.topics.cards(), fromBeginning: true });
@@ -56,29 +57,26 @@ export class AgentCatalog {
       eachMessage: async ({ partition, message }) => {
         const id = message.key?.toString();
         if (id) this.state.applyRecord(id, message.value ? (JSON.parse(message.value.toString('utf8')) as AgentRecord) : null);
-        const target = targets.get(partition);
-        if (target !== undefined && BigInt(message.offset) + 1n >= target) {
-          targets.delete(partition);
-          check();
-        }
+        cardsRead.seen(partition, message.offset);
       },
     });
     // Each completed fetch: the catalog can hear heartbeats (see CatalogState.heard).
     this.heartbeats.on(this.heartbeats.events.FETCH, () => this.state.heard());
     await this.heartbeats.connect();
-    await this.heartbeats.subscribe({ topic: this.opts.topics.heartbeats(), fromBeginning: false });
+    await this.heartbeats.subscribe({ topic: this.opts.topics.heartbeats(), fromBeginning: true });
     await this.heartbeats.run({
       autoCommit: false,
-      eachMessage: async ({ message }) => {
+      eachMessage: async ({ partition, message }) => {
         try {
           const hb = JSON.parse(message.value?.toString('utf8') ?? '') as AgentHeartbeat;
           if (typeof hb.agentId === 'string' && typeof hb.atUnixMs === 'number') this.state.applyHeartbeat(hb);
         } catch {
           // A malformed heartbeat is advisory data: skip it.
         }
+        heartbeatsRead.seen(partition, message.offset);
       },
     });
-    await this.caughtUp;
+    await Promise.all([cardsRead.done, heartbeatsRead.done]);
   }
 
   /** The agent as `viewerTenant` may see it (own or public; retired included), else undefined. */
@@ -102,4 +100,27 @@ export class AgentCatalog {
   async stop(): Promise<void> {
     await Promise.all([this.cards.disconnect(), this.heartbeats.disconnect()]);
   }
+}
+
+/** Resolves `done` once every partition of a topic was read up to its end offset at creation. */
+interface CaughtUp {
+  done: Promise<void>;
+  seen(partition: number, offset: string): void;
+}
+
+async function caughtUp(admin: Admin, topic: string): Promise<CaughtUp> {
+  const offsets = await admin.fetchTopicOffsets(topic);
+  const targets = new Map(offsets.filter((o) => BigInt(o.high) > BigInt(o.low)).map((o) => [o.partition, BigInt(o.high)]));
+  let resolve!: () => void;
+  const done = new Promise<void>((r) => (resolve = r));
+  if (targets.size === 0) resolve();
+  return {
+    done,
+    seen(partition, offset) {
+      const target = targets.get(partition);
+      if (target === undefined || BigInt(offset) + 1n < target) return;
+      targets.delete(partition);
+      if (targets.size === 0) resolve();
+    },
+  };
 }
