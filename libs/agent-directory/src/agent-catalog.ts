@@ -109,7 +109,7 @@ interface CaughtUp {
 }
 
 async function caughtUp(admin: Admin, topic: string): Promise<CaughtUp> {
-  const offsets = await admin.fetchTopicOffsets(topic);
+  const offsets = await endOffsets(admin, topic);
   const targets = new Map(offsets.filter((o) => BigInt(o.high) > BigInt(o.low)).map((o) => [o.partition, BigInt(o.high)]));
   let resolve!: () => void;
   const done = new Promise<void>((r) => (resolve = r));
@@ -123,4 +123,21 @@ async function caughtUp(admin: Admin, topic: string): Promise<CaughtUp> {
       if (targets.size === 0) resolve();
     },
   };
+}
+
+/**
+ * The topic's offsets, retrying what the broker calls retriable for up to 30 s: a topic another
+ * service has just created can have leaders in the metadata and still answer ListOffsets with
+ * NOT_LEADER_FOR_PARTITION for a moment.
+ */
+export async function endOffsets(admin: Admin, topic: string): Promise<Awaited<ReturnType<Admin['fetchTopicOffsets']>>> {
+  const until = Date.now() + 30_000;
+  for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
+    try {
+      return await admin.fetchTopicOffsets(topic);
+    } catch (err) {
+      if (!(err as { retriable?: boolean }).retriable || Date.now() > until) throw err;
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
 }
