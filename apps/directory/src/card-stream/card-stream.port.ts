@@ -5,10 +5,8 @@ import type { AgentHeartbeat, AgentRecord } from '@mesh/contract';
  * The Kafka adapter is beside it; tests of other parts may use an in-memory one.
  */
 export interface CardStream {
-  /** Creates the agent's command topic (or grows it to `partitions`); idempotent. */
+  /** Creates the agent's command topic, or grows it to `partitions` (never shrinks); idempotent. */
   ensureCommandTopic(agentId: string, partitions: number): Promise<void>;
-  /** Grows an existing command topic to `partitions` (Kafka partitions never shrink). */
-  growCommandTopic(agentId: string, partitions: number): Promise<void>;
   /** Writes one record to the compacted cards topic, keyed by agent id; resolves once acknowledged. */
   publish(record: AgentRecord): Promise<void>;
   /** Forwards an HTTP heartbeat to the heartbeats topic, so live caches (dispatchers) see it too. */
@@ -24,10 +22,6 @@ export class InMemoryCardStream implements CardStream {
 
   async ensureCommandTopic(agentId: string, partitions: number): Promise<void> {
     this.topics.set(agentId, Math.max(partitions, this.topics.get(agentId) ?? 0));
-  }
-
-  async growCommandTopic(agentId: string, partitions: number): Promise<void> {
-    return this.ensureCommandTopic(agentId, partitions);
   }
 
   async publish(record: AgentRecord): Promise<void> {

@@ -48,10 +48,6 @@ export class KafkaCardStream implements CardStream {
     await this.admin.ensureTopic(this.opts.topics.commands(agentId), { partitions, replicationFactor: this.opts.replicationFactor });
   }
 
-  async growCommandTopic(agentId: string, partitions: number): Promise<void> {
-    await this.ensureCommandTopic(agentId, partitions);
-  }
-
   async publish(record: AgentRecord): Promise<void> {
     await this.producer.send({
       topic: this.opts.topics.cards(),

@@ -144,7 +144,7 @@ export class RegistryService {
           { field: 'channel.partitions', message: `cannot shrink from ${current.partitions} (Kafka partitions only grow)` },
         ]);
       }
-      if (partitions > current.partitions) await this.topicStep(id, () => this.stream.growCommandTopic(id, partitions));
+      if (partitions > current.partitions) await this.topicStep(id, () => this.stream.ensureCommandTopic(id, partitions));
       const visibility = req.visibility ?? current.visibility;
       const version = current.version + 1;
       const d = derived(req.card);
