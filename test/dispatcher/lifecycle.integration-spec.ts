@@ -86,6 +86,30 @@ test('a task whose deadline passes with no result is FAILED by the platform, its
   assert.equal(await metricSample(env.url, 'mesh_tasks_total', { tenant: 'acme', agent: 'slow', outcome: 'expired' }), 1);
 });
 
+test('CancelTask ends the turn the same way: CANCELED, push subscribers told, the worker told to stop', async () => {
+  const client = await a2aClient(env.url, 'slow', 'HTTP+JSON');
+  const request = sendRequest(userMessage('cancel me'), { returnImmediately: true });
+  request.configuration!.taskPushNotificationConfig = {
+    tenant: '',
+    id: 'w',
+    taskId: '',
+    url: hookUrl,
+    token: '',
+    authentication: undefined,
+  };
+  const task = (await client.sendMessage(request)) as Task;
+  const run = await worker.run(task.id);
+  const canceled = await client.cancelTask({ tenant: '', id: task.id, metadata: undefined });
+  assert.equal(canceled.status?.state, TaskState.TASK_STATE_CANCELED);
+  const note = await eventually('push subscriber told', () => pushed.get(`${task.id}:cancel`));
+  assert.equal(note.statusUpdate?.status?.state, 'TASK_STATE_CANCELED');
+  const cancel = await eventually('cancel command', () =>
+    worker.commands.find((c) => c.kind === 'task.cancel' && c.identity.taskId === task.id),
+  );
+  assert.equal(cancel.identity.executionId, run.identity.executionId);
+  assert.equal(cancel.identity.subject, 'alice', 'the caller who canceled');
+});
+
 test('settled tasks leave the store after the retention period, with their dedup rows; open tasks stay', async () => {
   const kept = await startTestDispatcher('retention', {}, { DISPATCHER_TASK_RETENTION_MS: '1500', DISPATCHER_LIFECYCLE_SWEEP_MS: '200' });
   await publishAgents(kept.kafka, kept.topics, [agentRecord('short')]);

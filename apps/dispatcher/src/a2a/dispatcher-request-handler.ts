@@ -316,7 +316,7 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     if (changed) {
       this.relay.kick();
       this.opts.metrics?.tasks.inc({ tenant: principal.tenant, agent: this.agent.id, outcome: 'canceled' });
-      if (task.status) await this.push.enqueueStatus(principal.tenant, task.id, task.contextId, `${task.id}:cancel`, task.status);
+      this.push.kick(); // its deliveries were stored with the change
       if (task.status)
         this.buses.publish(
           task.id,

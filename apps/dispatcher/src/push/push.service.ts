@@ -7,7 +7,7 @@ import type { MeshMetrics } from '@mesh/telemetry';
 import { StatementBatcher } from '@mesh/database';
 import { toAgentEvent } from '../events/event-fanout.js';
 import type { PushNotification } from '../tasks/task-projection.js';
-import { statusChangeBody, UPSERT_PUSH_CONFIG, type ValidPushConfig } from './push-config.js';
+import { UPSERT_PUSH_CONFIG, type ValidPushConfig } from './push-config.js';
 
 /** Header carrying the stable id of the event a push notification is about (receivers dedup on it). */
 export const PUSH_EVENT_ID_HEADER = 'x-a2a-event-id';
@@ -180,11 +180,6 @@ export class PushService {
   async enqueueEvent(env: TaskEvent, status?: TaskStatus): Promise<void> {
     const n = pushNotificationOf(env, status);
     if (n) await this.enqueue(env.identity.tenant, env.identity.taskId, n.eventId, n.body);
-  }
-
-  /** Records the deliveries of a status change made here (CancelTask), under its own stable id. */
-  async enqueueStatus(tenant: string, taskId: string, contextId: string, eventId: string, status: TaskStatus): Promise<void> {
-    await this.enqueue(tenant, taskId, eventId, statusChangeBody(taskId, contextId, status));
   }
 
   private async enqueue(tenant: string, taskId: string, eventId: string, body: unknown): Promise<void> {

@@ -55,6 +55,18 @@ export interface ExpiredTask {
   task: Task;
 }
 
+/** How {@link TaskService.endTurn} ends a turn. */
+interface TurnEnd {
+  state: TaskState;
+  /** The status message (also appended to the history). */
+  message?: Json;
+  /** Names the push event: `{taskId}:{event}`. */
+  event: string;
+  /** Subject and actor of the cancel command. */
+  by: { subject: string; actor: string };
+  reason?: string;
+}
+
 /** Who stands behind a change the platform makes on its own (a deadline passing), in the command's identity. */
 const PLATFORM_PRINCIPAL = 'mesh:dispatcher';
 const sqlList = (names: readonly string[]) => names.map((n) => `'${n}'`).join(', ');
@@ -366,7 +378,6 @@ export class TaskService {
       );
       const expired: ExpiredTask[] = [];
       for (const row of rows) {
-        const now = new Date();
         const deadline = new Date(row.deadline_at!).toISOString();
         const message = {
           messageId: newId(),
@@ -376,42 +387,21 @@ export class TaskService {
           parts: [{ text: `The task's deadline (${deadline}) passed before the agent reported a result; the platform failed it.` }],
           metadata: { 'mesh/reason': 'DEADLINE_EXCEEDED' },
         };
-        const status = { state: stateName(TaskState.TASK_STATE_FAILED), timestamp: now.toISOString(), message };
-        const task = { ...row.task, status, history: [...((row.task.history as Json[]) ?? []), message] };
-        await q.query(
-          `UPDATE dispatcher.tasks SET state = $2, status_timestamp = $3, task = $4, version = version + 1, updated_at = now() WHERE id = $1`,
-          [row.id, status.state, now, task],
-        );
-        const exec = executionId(row.tenant, row.id, row.turn);
-        // Structured: TypeORM answers a bare UPDATE … RETURNING with [rows, count].
-        const closed = (
-          await q.query(`UPDATE dispatcher.executions SET closed = true WHERE execution_id = $1 RETURNING message_id`, [exec], true)
-        ).records as Array<{ message_id: string }>;
-        const agent = agentOf(row.agent_id, row.tenant);
         // Without the agent's record there is no channel to address (and maybe no topic: a send
         // there would hold up the outbox); its workers refuse the expired turn by its deadline anyway.
-        if (agent && closed[0]) {
-          const identity: Identity = {
-            tenant: row.tenant,
-            agentId: row.agent_id,
-            taskId: row.id,
-            contextId: row.context_id,
-            messageId: closed[0].message_id,
-            executionId: exec,
-            subject: PLATFORM_PRINCIPAL,
-            actor: PLATFORM_PRINCIPAL,
-          };
-          await this.enqueue(q, agent, Envelopes.cancel(identity, { reason: `deadline ${deadline} passed` }));
-        }
-        const failed = Task.fromJSON(task);
-        // Push subscribers learn of it with the change itself, as with every projected event.
-        await q.query(INSERT_TASK_DELIVERIES, [
-          `${row.id}:deadline`,
-          statusChangeBody(row.id, row.context_id, failed.status!),
-          row.tenant,
-          row.id,
-        ]);
-        expired.push({ tenant: row.tenant, agentId: row.agent_id, task: failed });
+        const task = await this.endTurn(
+          q,
+          row,
+          {
+            state: TaskState.TASK_STATE_FAILED,
+            message,
+            event: 'deadline',
+            by: { subject: PLATFORM_PRINCIPAL, actor: PLATFORM_PRINCIPAL },
+            reason: `deadline ${deadline} passed`,
+          },
+          agentOf(row.agent_id, row.tenant),
+        );
+        expired.push({ tenant: row.tenant, agentId: row.agent_id, task });
       }
       return expired;
     });
@@ -451,28 +441,60 @@ export class TaskService {
       const state = parseState(row.state)!;
       if (state === TaskState.TASK_STATE_CANCELED) return { task: Task.fromJSON(row.task), changed: false };
       if (isTerminal(state)) throw new TaskNotCancelableError(`Task not cancelable: ${taskId} is ${row.state}`);
-      const now = new Date();
-      const status = { state: stateName(TaskState.TASK_STATE_CANCELED), timestamp: now.toISOString() };
-      const task = { ...row.task, status };
-      await q.query(
-        `UPDATE dispatcher.tasks SET state = $2, status_timestamp = $3, task = $4, version = version + 1, updated_at = now() WHERE id = $1`,
-        [taskId, status.state, now, task],
+      const task = await this.endTurn(
+        q,
+        row,
+        { state: TaskState.TASK_STATE_CANCELED, event: 'cancel', by: { subject: principal.subject, actor: principal.actor }, reason },
+        agent,
       );
-      const exec = executionId(row.tenant, row.id, row.turn);
-      await q.query(`UPDATE dispatcher.executions SET closed = true WHERE execution_id = $1`, [exec]);
-      const [{ message_id }] = await q.query(`SELECT message_id FROM dispatcher.executions WHERE execution_id = $1`, [exec]);
+      return { task, changed: true };
+    });
+  }
+
+  /**
+   * Ends a task's open turn with a state the dispatcher sets itself (CancelTask, a deadline
+   * passing), under the task row lock `q` holds: the task (with `message` as its status message
+   * and last history entry), the turn's execution closed (a late worker event is ignored), the
+   * push deliveries of the change (event id `{taskId}:{event}`, with the change itself, as for
+   * projected events) and, when the agent's channel is known, a cancel command so a worker still
+   * running the turn stops.
+   */
+  private async endTurn(q: QueryRunner, row: TaskRow, end: TurnEnd, agent: AgentRecord | undefined): Promise<Task> {
+    const now = new Date();
+    const status = { state: stateName(end.state), timestamp: now.toISOString(), ...(end.message ? { message: end.message } : {}) };
+    const task: Json = {
+      ...row.task,
+      status,
+      ...(end.message ? { history: [...((row.task.history as Json[]) ?? []), end.message] } : {}),
+    };
+    await q.query(
+      `UPDATE dispatcher.tasks SET state = $2, status_timestamp = $3, task = $4, version = version + 1, updated_at = now() WHERE id = $1`,
+      [row.id, status.state, now, task],
+    );
+    const exec = executionId(row.tenant, row.id, row.turn);
+    // Structured: TypeORM answers a bare UPDATE … RETURNING with [rows, count].
+    const closed = (
+      await q.query(`UPDATE dispatcher.executions SET closed = true WHERE execution_id = $1 RETURNING message_id`, [exec], true)
+    ).records as Array<{ message_id: string }>;
+    if (agent && closed[0]) {
       const identity: Identity = {
         tenant: row.tenant,
-        agentId: agent.id,
-        taskId,
+        agentId: row.agent_id,
+        taskId: row.id,
         contextId: row.context_id,
-        messageId: message_id,
+        messageId: closed[0].message_id,
         executionId: exec,
-        subject: principal.subject,
-        actor: principal.actor,
+        ...end.by,
       };
-      await this.enqueue(q, agent, Envelopes.cancel(identity, reason ? { reason } : {}));
-      return { task: Task.fromJSON(task), changed: true };
-    });
+      await this.enqueue(q, agent, Envelopes.cancel(identity, end.reason ? { reason: end.reason } : {}));
+    }
+    const ended = Task.fromJSON(task);
+    await q.query(INSERT_TASK_DELIVERIES, [
+      `${row.id}:${end.event}`,
+      statusChangeBody(row.id, row.context_id, ended.status!),
+      row.tenant,
+      row.id,
+    ]);
+    return ended;
   }
 }
