@@ -4,6 +4,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { TaskState, type Task } from '@a2a-js/sdk';
+import type { Client } from '@a2a-js/sdk/client';
 import { eventually } from '../support/infra.js';
 import { a2aClient, agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { sendRequest, userMessage } from '../support/a2a-fixtures.js';
@@ -35,25 +36,28 @@ await new Promise<void>((resolve) => hook.listen(0, '127.0.0.1', resolve));
 after(() => new Promise<void>((resolve) => hook.close(() => resolve())));
 const hookUrl = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook`;
 
+/** SendMessage (returnImmediately) to `slow`, with a deadline and a push config to the webhook when asked. */
+async function send(client: Client, text: string, opts: { deadlineMs?: number; push?: boolean } = {}): Promise<Task> {
+  const request = sendRequest(userMessage(text), { returnImmediately: true });
+  if (opts.push) {
+    request.configuration!.taskPushNotificationConfig = {
+      tenant: '',
+      id: 'w',
+      taskId: '',
+      url: hookUrl,
+      token: '',
+      authentication: undefined,
+    };
+  }
+  const deadline = opts.deadlineMs ? { serviceParameters: { 'A2A-Deadline-Ms': String(opts.deadlineMs) } } : {};
+  return (await client.sendMessage(request, deadline)) as Task;
+}
+
 test('a task whose deadline passes with no result is FAILED by the platform, its turn closed and its worker told to stop', async () => {
   const client = await a2aClient(env.url, 'slow', 'JSONRPC');
-  const send = async (text: string, deadlineMs?: number, push = false) => {
-    const request = sendRequest(userMessage(text), { returnImmediately: true });
-    if (push) {
-      request.configuration!.taskPushNotificationConfig = {
-        tenant: '',
-        id: 'w',
-        taskId: '',
-        url: hookUrl,
-        token: '',
-        authentication: undefined,
-      };
-    }
-    return (await client.sendMessage(request, deadlineMs ? { serviceParameters: { 'A2A-Deadline-Ms': String(deadlineMs) } } : {})) as Task;
-  };
-  const late = await send('late', 800, true);
-  const patient = await send('patient', 600_000);
-  const unbounded = await send('unbounded');
+  const late = await send(client, 'late', { deadlineMs: 800, push: true });
+  const patient = await send(client, 'patient', { deadlineMs: 600_000 });
+  const unbounded = await send(client, 'unbounded');
   const get = (id: string) => client.getTask({ tenant: '', id, historyLength: 10 });
 
   const failed = await eventually('the overdue task failed', async () => {
@@ -88,16 +92,7 @@ test('a task whose deadline passes with no result is FAILED by the platform, its
 
 test('CancelTask ends the turn the same way: CANCELED, push subscribers told, the worker told to stop', async () => {
   const client = await a2aClient(env.url, 'slow', 'HTTP+JSON');
-  const request = sendRequest(userMessage('cancel me'), { returnImmediately: true });
-  request.configuration!.taskPushNotificationConfig = {
-    tenant: '',
-    id: 'w',
-    taskId: '',
-    url: hookUrl,
-    token: '',
-    authentication: undefined,
-  };
-  const task = (await client.sendMessage(request)) as Task;
+  const task = await send(client, 'cancel me', { push: true });
   const run = await worker.run(task.id);
   const canceled = await client.cancelTask({ tenant: '', id: task.id, metadata: undefined });
   assert.equal(canceled.status?.state, TaskState.TASK_STATE_CANCELED);
