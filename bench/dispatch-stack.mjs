@@ -28,7 +28,7 @@ export async function startDispatchStack(topicPrefix) {
       process.execPath,
       [
         // BENCH_CPU_PROFILE_DIR=dir: a V8 CPU profile of the servers process (open it in Chrome DevTools).
-        ...(process.env.BENCH_CPU_PROFILE_DIR && script.includes('servers')
+        ...(process.env.BENCH_CPU_PROFILE_DIR && script.includes(process.env.BENCH_CPU_PROFILE_OF ?? 'servers')
           ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE_DIR}`]
           : []),
         `${root}bench/${script}`,

@@ -6,7 +6,9 @@
 //   (b) blocking SendMessage (dispatcher: through Kafka to the demo echo worker, in its own
 //       process, and back)
 // plus, not a target, (a) again with the echo worker paused: the accept path alone on this machine.
-// Writes bench/results/dispatch.json. Needs the local Kafka and Postgres (see README).
+// BENCH_ROUNDS rounds (default 3) of all of them, each dispatcher run right after its reference run;
+// the figures are medians of the per-round ratios. Writes bench/results/dispatch.json. Needs the
+// local Kafka and Postgres (see README).
 import { execSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -146,54 +148,101 @@ async function drained(timeoutMs = 300_000) {
   }
 }
 
-const rows = {};
+// The VM's speed drifts by tens of percent within minutes (seen: the reference at 1,100 and at
+// 2,000 req/s ten minutes apart), so one reference run against one dispatcher run says little.
+// Each round runs every scenario back to back with its reference; the ratios are per round, and
+// the figures are the medians over the rounds (the spread is reported with them).
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+const perRound = [];
 try {
   for (const url of [urls.reference, urls.dispatcher]) for (const ri of [true, false]) await warmup(url, ri);
   await drained();
-  rows.a_reference = await load('(a) reference, returnImmediately', urls.reference, true);
-  rows.a_dispatcher = await load('(a) dispatcher, returnImmediately', urls.dispatcher, true);
-  // Not part of (a)'s figures: how long the worker and the projection took to finish its backlog.
-  rows.a_dispatcher.backlogDrainedAfterMs = await drained();
-  console.error(`(a) dispatcher: backlog of accepted tasks completed ${rows.a_dispatcher.backlogDrainedAfterMs} ms after the load stopped`);
-  // Not a target: the same load with the echo worker paused (SIGSTOP) for its 10 s, so the
-  // dispatcher's accept path (dedup, Postgres commit, relay produce) has the 2 cores to itself,
-  // without the worker and the projection of its events competing for them. It says how much of
-  // (a)'s gap is the front door and how much is co-locating the rest of the pipeline on this machine.
-  worker.kill('SIGSTOP');
-  try {
-    rows.a_dispatcher_workerPaused = await load('(a) dispatcher, returnImmediately, worker paused', urls.dispatcher, true);
-  } finally {
-    worker.kill('SIGCONT');
+  for (let round = 1; round <= rounds; round++) {
+    console.error(`round ${round} of ${rounds}`);
+    const rows = {};
+    rows.a_reference = await load('(a) reference, returnImmediately', urls.reference, true);
+    rows.a_dispatcher = await load('(a) dispatcher, returnImmediately', urls.dispatcher, true);
+    // Not part of (a)'s figures: how long the worker and the projection took to finish its backlog.
+    rows.a_dispatcher.backlogDrainedAfterMs = await drained();
+    console.error(
+      `(a) dispatcher: backlog of accepted tasks completed ${rows.a_dispatcher.backlogDrainedAfterMs} ms after the load stopped`,
+    );
+    // Not a target: the same load with the echo worker paused (SIGSTOP for its duration), so the
+    // dispatcher's accept path (dedup, Postgres commit, relay produce) has the 2 cores to itself,
+    // without the worker and the projection of its events competing for them. It says how much of
+    // (a)'s gap is the front door and how much is co-locating the rest of the pipeline on this machine.
+    worker.kill('SIGSTOP');
+    try {
+      rows.a_dispatcher_workerPaused = await load('(a) dispatcher, returnImmediately, worker paused', urls.dispatcher, true);
+    } finally {
+      worker.kill('SIGCONT');
+    }
+    rows.a_dispatcher_workerPaused.backlogDrainedAfterMs = await drained();
+    console.error(
+      `(a) dispatcher, worker paused: backlog of accepted tasks completed ${rows.a_dispatcher_workerPaused.backlogDrainedAfterMs} ms after the worker resumed`,
+    );
+    rows.b_reference = await load('(b) reference, blocking', urls.reference, false);
+    rows.b_dispatcher = await load('(b) dispatcher, blocking via Kafka', urls.dispatcher, false);
+    perRound.push(rows);
   }
-  rows.a_dispatcher_workerPaused.backlogDrainedAfterMs = await drained();
-  console.error(
-    `(a) dispatcher, worker paused: backlog of accepted tasks completed ${rows.a_dispatcher_workerPaused.backlogDrainedAfterMs} ms after the worker resumed`,
-  );
-  rows.b_reference = await load('(b) reference, blocking', urls.reference, false);
-  rows.b_dispatcher = await load('(b) dispatcher, blocking via Kafka', urls.dispatcher, false);
 } finally {
   await stack.stop();
 }
 
-const ratio = (x, y) => Math.round((x / y) * 100) / 100;
+const round2 = (x) => Math.round(x * 100) / 100;
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+/** Median and range over the rounds of dispatcher/reference for one figure. */
+function ratio(disp, ref, pick) {
+  const each = perRound.map((r) => round2(pick(r[disp]) / pick(r[ref])));
+  return { median: round2(median(each)), min: Math.min(...each), max: Math.max(...each), perRound: each };
+}
+const rps = (row) => row.reqPerSec;
+const p99 = (row) => row.latencyMs.p99;
+const a = ratio('a_dispatcher', 'a_reference', rps);
+const aP99 = ratio('a_dispatcher', 'a_reference', p99);
+const b = ratio('b_dispatcher', 'b_reference', rps);
+const paused = ratio('a_dispatcher_workerPaused', 'a_reference', rps);
+const pausedP99 = ratio('a_dispatcher_workerPaused', 'a_reference', p99);
 const summary = {
   date: new Date().toISOString(),
   machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
-  load: { tool: 'autocannon', connections, durationSeconds: duration, warmupSeconds: warmupS, binding: 'JSON-RPC SendMessage' },
-  results: rows,
+  load: {
+    tool: 'autocannon',
+    connections,
+    durationSeconds: duration,
+    warmupSeconds: warmupS,
+    rounds,
+    binding: 'JSON-RPC SendMessage',
+  },
+  // Medians over the rounds of the per-round ratios; ranges and per-round values in `spread`.
   targets: {
-    a_reqPerSecRatio: ratio(rows.a_dispatcher.reqPerSec, rows.a_reference.reqPerSec),
+    a_reqPerSecRatio: a.median,
     a_reqPerSecTarget: 0.8,
-    a_p99Ratio: ratio(rows.a_dispatcher.latencyMs.p99, rows.a_reference.latencyMs.p99),
+    a_p99Ratio: aP99.median,
     a_p99Target: 2,
-    b_reqPerSecRatio: ratio(rows.b_dispatcher.reqPerSec, rows.b_reference.reqPerSec),
+    b_reqPerSecRatio: b.median,
     b_reqPerSecTarget: 0.5,
   },
   // Not targets: (a) with the worker paused (the accept path alone on this machine).
   decomposition: {
-    a_workerPaused_reqPerSecRatio: ratio(rows.a_dispatcher_workerPaused.reqPerSec, rows.a_reference.reqPerSec),
-    a_workerPaused_p99Ratio: ratio(rows.a_dispatcher_workerPaused.latencyMs.p99, rows.a_reference.latencyMs.p99),
+    a_workerPaused_reqPerSecRatio: paused.median,
+    a_workerPaused_p99Ratio: pausedP99.median,
   },
+  spread: { a_reqPerSec: a, a_p99: aP99, b_reqPerSec: b, a_workerPaused_reqPerSec: paused, a_workerPaused_p99: pausedP99 },
+  rounds: perRound,
 };
 writeFileSync(`${root}bench/results/dispatch.json`, `${JSON.stringify(summary, null, 2)}\n`);
-console.log(JSON.stringify({ ...summary.targets, ...summary.decomposition }, null, 2));
+console.log(
+  JSON.stringify(
+    {
+      ...summary.targets,
+      ...summary.decomposition,
+      spread: Object.fromEntries(Object.entries(summary.spread).map(([k, v]) => [k, v.perRound])),
+    },
+    null,
+    2,
+  ),
+);
