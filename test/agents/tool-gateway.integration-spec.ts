@@ -1,5 +1,6 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { getEventListeners } from 'node:events';
 import { HmacToolTokenMinter, Reconciler, RetryBudget, type ToolCallScope } from '@mesh/tool-gateway';
 import { startBillingTools } from '@mesh/app-agents';
 import { newId } from '@mesh/contract';
@@ -128,6 +129,30 @@ test('a cancelled read-only call rejects with CANCELLED and leaves nothing recor
   await eventually('the server saw the cancellation', () => billing.hooks.aborted('get_invoice') === 1);
   assert.equal(await ledger.countUnknown(), 0);
   billing.hooks.clear();
+});
+
+test("a turn's signal outlives its calls: they leave no listener on it (the SDK's would stay)", async () => {
+  const ac = new AbortController();
+  const s = scope({ signal: ac.signal });
+  const warnings: Error[] = [];
+  const onWarning = (w: Error) => warnings.push(w);
+  process.on('warning', onWarning);
+  try {
+    for (let i = 0; i < 12; i++) {
+      const read = await gateway.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2292' } }, s);
+      assert.equal(read.status, 'ok');
+    }
+    await Promise.all(
+      Array.from({ length: 12 }, () => gateway.call({ tool: 'mcp__everything__echo', args: { message: 'concurrent' } }, s)),
+    );
+  } finally {
+    process.off('warning', onWarning);
+  }
+  assert.deepEqual(getEventListeners(ac.signal, 'abort').map(String), []);
+  assert.deepEqual(
+    warnings.filter((w) => w.name === 'MaxListenersExceededWarning').map((w) => w.message),
+    [],
+  );
 });
 
 test('a read-only call past the deadline is not made', async () => {

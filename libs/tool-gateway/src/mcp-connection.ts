@@ -73,10 +73,12 @@ export class McpConnection {
     return withSpan(`tools/call ${name}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
       try {
         // The server may continue the trace: W3C trace context travels in `_meta` (MCP has no headers over stdio).
-        const result = (await client.callTool({ name, arguments: args, _meta: { ...meta, ...traceHeaders() } }, undefined, {
-          signal: options.signal,
-          timeout: options.timeoutMs,
-        })) as CallToolResult;
+        const result = (await whileRequest(options.signal, (signal) =>
+          client.callTool({ name, arguments: args, _meta: { ...meta, ...traceHeaders() } }, undefined, {
+            signal,
+            timeout: options.timeoutMs,
+          }),
+        )) as CallToolResult;
         if (result.isError) span.setAttribute('error.type', 'tool_error');
         return result;
       } catch (err) {
@@ -145,7 +147,7 @@ export class McpConnection {
             stderr: this.opts.stderr ?? 'inherit',
           })
         : new StreamableHTTPClientTransport(new URL(this.spec.url));
-    await client.connect(transport, { signal, timeout: this.spec.requestTimeoutMs ?? 10000 });
+    await whileRequest(signal, (s) => client.connect(transport, { signal: s, timeout: this.spec.requestTimeoutMs ?? 10000 }));
     this.connects++;
     this.client = client;
     this.toolCache = undefined;
@@ -168,4 +170,23 @@ function isConnectionFailure(err: unknown): boolean {
   if (err instanceof TypeError) return true; // fetch failed
   const name = (err as { name?: string }).name;
   return name === 'StreamableHTTPError';
+}
+
+/**
+ * Runs one SDK request with a signal of its own that follows `outer` only while the request runs.
+ * The SDK adds an abort listener to the signal it is given and never removes it: handed a turn's
+ * signal directly, every call of the turn left one behind (a MaxListeners warning past ten), and
+ * aborting the turn later ran them all, sending `notifications/cancelled` for requests long answered.
+ */
+async function whileRequest<T>(outer: AbortSignal | undefined, request: (signal?: AbortSignal) => Promise<T>): Promise<T> {
+  if (!outer) return request(undefined);
+  const own = new AbortController();
+  const follow = () => own.abort(outer.reason);
+  if (outer.aborted) follow();
+  else outer.addEventListener('abort', follow, { once: true });
+  try {
+    return await request(own.signal);
+  } finally {
+    outer.removeEventListener('abort', follow);
+  }
 }
