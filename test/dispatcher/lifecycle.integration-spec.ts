@@ -11,11 +11,17 @@ import { sendRequest, userMessage } from '../support/a2a-fixtures.js';
 import { startManualWorker } from '../support/manual-worker.js';
 import { metricSample } from '../support/metrics.js';
 
-// Deadlines: no grace, quick sweeps. Retention is tested on a dispatcher of its own below.
+// Deadlines: no grace, quick sweeps. Retention is tested on a dispatcher of its own below. Blocking
+// sends re-read their task only once a minute: what wakes them sooner is the change committed here.
 const env = await startTestDispatcher(
   'lifecycle',
   {},
-  { DISPATCHER_DEADLINE_GRACE_MS: '0', DISPATCHER_LIFECYCLE_SWEEP_MS: '200', PUSH_EGRESS_ALLOW_CIDRS: '127.0.0.0/8' },
+  {
+    DISPATCHER_DEADLINE_GRACE_MS: '0',
+    DISPATCHER_LIFECYCLE_SWEEP_MS: '200',
+    DISPATCHER_WAIT_POLL_MS: '60000',
+    PUSH_EGRESS_ALLOW_CIDRS: '127.0.0.0/8',
+  },
 );
 await publishAgents(env.kafka, env.topics, [agentRecord('slow')]);
 const worker = await startManualWorker(env.kafka, env.topics, 'slow');
@@ -103,6 +109,19 @@ test('CancelTask ends the turn the same way: CANCELED, push subscribers told, th
   );
   assert.equal(cancel.identity.executionId, run.identity.executionId);
   assert.equal(cancel.identity.subject, 'alice', 'the caller who canceled');
+});
+
+test('a blocking send waiting on a task answers as soon as CancelTask on this replica ends it', { timeout: 20000 }, async () => {
+  const client = await a2aClient(env.url, 'slow', 'JSONRPC');
+  const before = worker.commands.length;
+  const blocking = client.sendMessage(sendRequest(userMessage('wait for me')));
+  const run = await eventually('the command reached the worker', () => worker.commands.slice(before).find((c) => c.kind === 'task.run'));
+  const canceled = await client.cancelTask({ tenant: '', id: run.identity.taskId, metadata: undefined });
+  assert.equal(canceled.status?.state, TaskState.TASK_STATE_CANCELED);
+  // Without the wake it would answer at its next re-read, a minute on.
+  const answered = (await blocking) as Task;
+  assert.equal(answered.id, run.identity.taskId);
+  assert.equal(answered.status?.state, TaskState.TASK_STATE_CANCELED);
 });
 
 test('settled tasks leave the store after the retention period, with their dedup rows; open tasks stay', async () => {

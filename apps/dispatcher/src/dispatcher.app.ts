@@ -1,5 +1,4 @@
 import 'reflect-metadata';
-import { AgentEvent } from '@a2a-js/sdk/server';
 import { assertKafkaReachable, createKafka, KafkaProbe } from '@mesh/bus';
 import { openServiceDatabase, PostgresProbe } from '@mesh/database';
 import { startHttpService } from '@mesh/service';
@@ -131,11 +130,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
         relay.kick();
         push.kick();
         metrics.tasks.inc({ tenant, agent: agentId, outcome: 'expired' });
-        if (task.status)
-          buses.publish(
-            task.id,
-            AgentEvent.statusUpdate({ taskId: task.id, contextId: task.contextId, status: task.status, metadata: undefined }),
-          );
+        buses.committedHere(task);
       },
     );
     lifecycle.start();

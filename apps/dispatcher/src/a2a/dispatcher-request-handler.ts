@@ -20,7 +20,6 @@ import type {
 } from '@a2a-js/sdk';
 import { TaskState } from '@a2a-js/sdk';
 import {
-  AgentEvent,
   DefaultRequestHandler,
   STATE_HEADERS_KEY,
   type A2ARequestHandler,
@@ -317,11 +316,7 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
       this.relay.kick();
       this.opts.metrics?.tasks.inc({ tenant: principal.tenant, agent: this.agent.id, outcome: 'canceled' });
       this.push.kick(); // its deliveries were stored with the change
-      if (task.status)
-        this.buses.publish(
-          task.id,
-          AgentEvent.statusUpdate({ taskId: task.id, contextId: task.contextId, status: task.status, metadata: undefined }),
-        );
+      this.buses.committedHere(task);
     }
     return task;
   }

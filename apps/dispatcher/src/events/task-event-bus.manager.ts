@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import {
+  AgentEvent,
   DefaultExecutionEventBus,
   type AgentExecutionEvent,
   type ExecutionEventBus,
@@ -114,6 +115,19 @@ export class TaskEventBusManager implements ExecutionEventBusManager {
    */
   notifyCommitted(task: Task): void {
     this.committed.emit(task.id, task);
+  }
+
+  /**
+   * A change this process committed itself (CancelTask, a deadline passing): its status goes to
+   * the task's streams here, and blocking sends waiting on it here answer with it at once.
+   */
+  committedHere(task: Task): void {
+    if (task.status)
+      this.publish(
+        task.id,
+        AgentEvent.statusUpdate({ taskId: task.id, contextId: task.contextId, status: task.status, metadata: undefined }),
+      );
+    this.notifyCommitted(task);
   }
 
   /** Calls `listener` with each committed change of the task in this process. */
