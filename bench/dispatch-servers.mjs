@@ -4,6 +4,7 @@
 // event loop.
 import express from 'express';
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { TaskState, Role } from '@a2a-js/sdk';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
@@ -96,7 +97,17 @@ await new Promise((r) => server.once('listening', r));
 process.stdout.write(
   `${JSON.stringify({ dispatcher: `${dispatcher.url}/a2a/echo-agent`, reference: `http://localhost:${server.address().port}` })}\n`,
 );
+// The event loop's utilization, twice a second, one JSON line each: whether the servers' one thread
+// is what bounds a scenario (both servers share it; only one is under load at a time).
+let elu = performance.eventLoopUtilization();
+const sampling = setInterval(() => {
+  const now = performance.eventLoopUtilization();
+  process.stdout.write(`${JSON.stringify({ atMs: Date.now(), elu: performance.eventLoopUtilization(now, elu).utilization })}\n`);
+  elu = now;
+}, 500);
+sampling.unref();
 const stop = async () => {
+  clearInterval(sampling);
   server.close();
   await dispatcher.stop();
   process.exit(0);

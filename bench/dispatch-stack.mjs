@@ -35,13 +35,23 @@ export async function startDispatchStack(topicPrefix) {
       ],
       { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] },
     );
+    const lines = createInterface({ input: c.stdout });
     const line = await new Promise((resolve, reject) => {
       c.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
-      createInterface({ input: c.stdout }).once('line', resolve);
+      lines.once('line', resolve);
     });
-    return { c, line };
+    return { c, line, lines };
   }
   const servers = await startChild('dispatch-servers.mjs');
+  /** The servers' event-loop utilization samples (see dispatch-servers.mjs). */
+  const elu = [];
+  servers.lines.on('line', (l) => {
+    try {
+      elu.push(JSON.parse(l));
+    } catch {
+      // not a sample
+    }
+  });
   const worker = (await startChild('dispatch-worker.mjs')).c;
   return {
     /** `{ dispatcher, reference }` base URLs. */
@@ -49,6 +59,11 @@ export async function startDispatchStack(topicPrefix) {
     servers: servers.c,
     worker,
     dbUrl,
+    /** Mean event-loop utilization of the servers process over the samples taken after `sinceMs` (undefined: none). */
+    eventLoopUtilization(sinceMs) {
+      const xs = elu.filter((s) => s.atMs > sinceMs).map((s) => s.elu);
+      return xs.length ? Math.round((xs.reduce((a, b) => a + b, 0) / xs.length) * 100) / 100 : undefined;
+    },
     async stop() {
       for (const c of [worker, servers.c]) {
         c.kill('SIGTERM');

@@ -78,6 +78,8 @@ async function load(name, url, returnImmediately) {
   const infra = infraPids();
   const cpuBefore = [cpuMs(child.pid), cpuMs(worker.pid), sumCpu(infra.postgres, infra.postmaster), sumCpu(infra.kafka)];
   let wrong = 0;
+  // Samples from the second after the start on: the first may still hold the quiet before it.
+  const eluFrom = Date.now() + 1000;
   const result = await autocannon({
     url,
     method: 'POST',
@@ -103,6 +105,8 @@ async function load(name, url, returnImmediately) {
     errors: result.errors,
     timeouts: result.timeouts,
     wrongAnswers: wrong,
+    // 1 means the servers' one thread was busy the whole time: that thread bounds the scenario.
+    serverEventLoopUtilization: stack.eventLoopUtilization(eluFrom),
   };
   const cpuAfter = [cpuMs(child.pid), cpuMs(worker.pid), sumCpu(infra.postgres, infra.postmaster), sumCpu(infra.kafka)];
   if (cpuBefore[0] !== undefined && result.requests.total > 0) {
@@ -110,7 +114,7 @@ async function load(name, url, returnImmediately) {
     out.cpuMsPerRequest = { server: per(0), echoWorker: per(1), postgres: per(2), kafka: per(3) };
   }
   console.error(
-    `${name}: ${out.reqPerSec.toFixed(0)} req/s, p50 ${out.latencyMs.p50} ms, p99 ${out.latencyMs.p99} ms, wrong ${wrong}, non2xx ${out.non2xx}, errors ${out.errors}, CPU ms/request ${JSON.stringify(out.cpuMsPerRequest)}`,
+    `${name}: ${out.reqPerSec.toFixed(0)} req/s, p50 ${out.latencyMs.p50} ms, p99 ${out.latencyMs.p99} ms, wrong ${wrong}, non2xx ${out.non2xx}, errors ${out.errors}, CPU ms/request ${JSON.stringify(out.cpuMsPerRequest)}, event loop ${out.serverEventLoopUtilization}`,
   );
   return out;
 }
