@@ -173,3 +173,38 @@ test('settled tasks leave the store after the retention period, with their dedup
   const again = (await client.sendMessage(sendRequest(message, { returnImmediately: true }))) as Task;
   assert.notEqual(again.id, done.id);
 });
+
+test('a turn no worker started by its start-by time is FAILED (NOT_STARTED); its command carried that time; a started one is left alone', async () => {
+  const strict = await startTestDispatcher(
+    'start-by',
+    {},
+    { DISPATCHER_START_TIMEOUT_MS: '1500', DISPATCHER_DEADLINE_GRACE_MS: '0', DISPATCHER_LIFECYCLE_SWEEP_MS: '200' },
+  );
+  await publishAgents(strict.kafka, strict.topics, [agentRecord('idle')]);
+  const w = await startManualWorker(strict.kafka, strict.topics, 'idle');
+  after(() => w.stop());
+  await eventually('agent served', async () => (await fetch(`${strict.url}/a2a/idle/.well-known/agent-card.json`)).ok);
+  const client = await a2aClient(strict.url, 'idle', 'JSONRPC');
+  const before = Date.now();
+  const unstarted = (await client.sendMessage(sendRequest(userMessage('nobody takes me'), { returnImmediately: true }))) as Task;
+  const started = (await client.sendMessage(sendRequest(userMessage('taken'), { returnImmediately: true }))) as Task;
+  const run = await w.run(unstarted.id);
+  const startBy = run.identity.startByUnixMs;
+  assert.ok(startBy !== undefined && startBy >= before + 1500 && startBy <= Date.now() + 1500, `start_by_unix_ms ${startBy}`);
+  await w.emit(await w.run(started.id), [{ seq: 0, state: 'WORKING' }]);
+
+  const failed = await eventually('the unstarted task failed', async () => {
+    const t = await client.getTask({ tenant: '', id: unstarted.id, historyLength: 0 });
+    return t.status?.state === TaskState.TASK_STATE_FAILED ? t : undefined;
+  });
+  assert.equal((failed.status?.message?.metadata as Record<string, unknown> | undefined)?.['mesh/reason'], 'NOT_STARTED');
+  const cancel = await eventually('cancel command', () =>
+    w.commands.find((c) => c.kind === 'task.cancel' && c.identity.taskId === unstarted.id),
+  );
+  assert.equal(cancel.identity.executionId, run.identity.executionId);
+  assert.equal(await metricSample(strict.url, 'mesh_tasks_total', { tenant: 'acme', agent: 'idle', outcome: 'not_started' }), 1);
+  // Past its start-by time too, but a worker reported it started: it is the worker's to finish.
+  await new Promise((r) => setTimeout(r, 2000 - (Date.now() - before)));
+  await new Promise((r) => setTimeout(r, 600));
+  assert.equal((await client.getTask({ tenant: '', id: started.id, historyLength: 0 })).status?.state, TaskState.TASK_STATE_WORKING);
+});

@@ -93,7 +93,10 @@ test('the command carries every identity header, the channel key and never the b
       executionId: `acme:${task.id}:1`,
       subject: 'alice',
       actor: cmd.identity.actor,
+      // DISPATCHER_START_TIMEOUT_MS (24 h) after the accept.
+      startByUnixMs: cmd.identity.startByUnixMs,
     },
   );
+  assert.ok(Math.abs(cmd.identity.startByUnixMs! - (Date.now() + 86_400_000)) < 60_000);
   assert.ok(!JSON.stringify(cmd).includes('demo-acme'), 'the caller token never travels on Kafka');
 });

@@ -73,7 +73,12 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
     await catalog.start();
 
     const projection = new TaskProjection(ds, pushNotificationOf);
-    const tasks = new TaskService(ds, topics, (row, executionId) => projection.primeNew(row, executionId));
+    const tasks = new TaskService(
+      ds,
+      topics,
+      (row, executionId) => projection.primeNew(row, executionId),
+      config.DISPATCHER_START_TIMEOUT_MS,
+    );
     const buses = new TaskEventBusManager();
     const realProducer = new KafkaMessageProducer(kafka, (topic) => {
       const agentId = /\.agent\.([a-z0-9-]+)\.commands$/.exec(topic)?.[1];
@@ -125,11 +130,11 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
         retentionMs: config.DISPATCHER_TASK_RETENTION_MS,
         sweepMs: config.DISPATCHER_LIFECYCLE_SWEEP_MS,
       },
-      ({ tenant, agentId, task }) => {
+      ({ tenant, agentId, task, reason }) => {
         // Stored with its cancel command and push deliveries already: wake their senders.
         relay.kick();
         push.kick();
-        metrics.tasks.inc({ tenant, agent: agentId, outcome: 'expired' });
+        metrics.tasks.inc({ tenant, agent: agentId, outcome: reason === 'NOT_STARTED' ? 'not_started' : 'expired' });
         buses.committedHere(task);
       },
     );

@@ -13,6 +13,7 @@ const identity: Identity = {
   subject: 'alice',
   actor: 'console',
   deadlineUnixMs: 1700000000000,
+  startByUnixMs: 1700000001000,
   traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
 };
 
@@ -27,6 +28,7 @@ test('encode → decode round-trips every envelope kind', () => {
     const wire = encodeEnvelope(env);
     assert.equal(wire.headers[Headers.tenant], 'acme');
     assert.equal(wire.headers[Headers.deadlineUnixMs], '1700000000000');
+    assert.equal(wire.headers[Headers.startByUnixMs], '1700000001000');
     const headersAsKafka = Object.fromEntries(Object.entries(wire.headers).map(([k, v]) => [k, Buffer.from(v)]));
     assert.deepEqual(decodeEnvelope({ headers: headersAsKafka, value: wire.value }), env);
   }
@@ -44,6 +46,7 @@ test('missing headers, bad kinds, bad JSON and bad bodies are DECODE_FAILED with
     /invalid task.run body: turn/,
   );
   assert.throws(() => decodeEnvelope({ headers: { ...wire.headers, deadline_unix_ms: 'soon' }, value: wire.value }), /deadline_unix_ms/);
+  assert.throws(() => decodeEnvelope({ headers: { ...wire.headers, start_by_unix_ms: '-5' }, value: wire.value }), /start_by_unix_ms "-5"/);
   assert.throws(() => decodeEnvelope({ headers: wire.headers, value: null }), /empty/);
   assert.throws(
     () => decodeEnvelope({ headers: { ...wire.headers, execution_id: '9999' }, value: wire.value }),

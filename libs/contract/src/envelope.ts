@@ -18,6 +18,11 @@ export interface Identity {
   /** Calling client or agent. */
   actor: string;
   deadlineUnixMs?: number;
+  /**
+   * On a run command: the turn is not started after this time (the dispatcher fails turns no worker
+   * started by then, so a late start would contradict it). A header, so older workers ignore it.
+   */
+  startByUnixMs?: number;
   /** W3C trace context: observability data, never authority. */
   traceparent?: string;
   tracestate?: string;
@@ -118,6 +123,7 @@ export function encodeEnvelope(env: Envelope): WireMessage {
     [Headers.schemaVersion]: String(SCHEMA_VERSION),
   };
   if (id.deadlineUnixMs !== undefined) headers[Headers.deadlineUnixMs] = String(id.deadlineUnixMs);
+  if (id.startByUnixMs !== undefined) headers[Headers.startByUnixMs] = String(id.startByUnixMs);
   if (id.traceparent) headers[Headers.traceparent] = id.traceparent;
   if (id.tracestate) headers[Headers.tracestate] = id.tracestate;
   return { headers, value: Buffer.from(JSON.stringify(env.body), 'utf8') };
@@ -134,6 +140,14 @@ export function normalizeHeaders(raw: Record<string, unknown> | undefined): Reco
   return out;
 }
 
+/** An optional time header: absent, or a non-negative integer of milliseconds since the epoch. */
+function unixMsHeader(h: Record<string, string>, name: string): number | undefined {
+  if (h[name] === undefined) return undefined;
+  const ms = Number(h[name]);
+  if (!Number.isSafeInteger(ms) || ms < 0) throw new MeshError('DECODE_FAILED', `invalid ${name} "${h[name]}"`);
+  return ms;
+}
+
 /**
  * Kafka headers and value → Envelope. Anything missing or malformed is a DECODE_FAILED error
  * naming the problem: such a message goes to the dead-letter topic, never to a handler.
@@ -148,13 +162,8 @@ export function decodeEnvelope(msg: { headers: Record<string, unknown> | undefin
   const kind = h[Headers.kind] as EnvelopeKind;
   const schema = bodySchemas[kind];
   if (!schema) throw new MeshError('DECODE_FAILED', `unknown kind "${h[Headers.kind]}"`);
-  let deadlineUnixMs: number | undefined;
-  if (h[Headers.deadlineUnixMs] !== undefined) {
-    deadlineUnixMs = Number(h[Headers.deadlineUnixMs]);
-    if (!Number.isSafeInteger(deadlineUnixMs) || deadlineUnixMs < 0) {
-      throw new MeshError('DECODE_FAILED', `invalid deadline_unix_ms "${h[Headers.deadlineUnixMs]}"`);
-    }
-  }
+  const deadlineUnixMs = unixMsHeader(h, Headers.deadlineUnixMs);
+  const startByUnixMs = unixMsHeader(h, Headers.startByUnixMs);
   if (!msg.value) throw new MeshError('DECODE_FAILED', 'empty message value');
   let json: unknown;
   try {
@@ -177,6 +186,7 @@ export function decodeEnvelope(msg: { headers: Record<string, unknown> | undefin
     subject: h[Headers.subject],
     actor: h[Headers.actor],
     ...(deadlineUnixMs !== undefined ? { deadlineUnixMs } : {}),
+    ...(startByUnixMs !== undefined ? { startByUnixMs } : {}),
     ...(h[Headers.traceparent] ? { traceparent: h[Headers.traceparent] } : {}),
     ...(h[Headers.tracestate] ? { tracestate: h[Headers.tracestate] } : {}),
   };

@@ -12,6 +12,8 @@ export const Headers = {
   subject: 'subject',
   actor: 'actor',
   deadlineUnixMs: 'deadline_unix_ms',
+  /** On `task.run` only: a worker that reads the command after this time does not start the turn. */
+  startByUnixMs: 'start_by_unix_ms',
   traceparent: 'traceparent',
   tracestate: 'tracestate',
   /** Discriminator of the envelope kind, e.g. `task.run`. */
@@ -22,7 +24,7 @@ export const Headers = {
 
 export type HeaderName = (typeof Headers)[keyof typeof Headers];
 
-/** Headers every envelope must carry; `traceparent` and `deadline_unix_ms` are optional. */
+/** Headers every envelope must carry; `traceparent`, `deadline_unix_ms` and `start_by_unix_ms` are optional. */
 export const REQUIRED_HEADERS: readonly HeaderName[] = [
   Headers.tenant,
   Headers.agentId,

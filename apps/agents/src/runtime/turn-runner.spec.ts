@@ -176,6 +176,23 @@ test('the deadline aborts a running turn and fails it', async () => {
   assert.match(JSON.stringify(sink.sent[1].body), /deadline/);
 });
 
+test('a run command read after its start-by time is not started: FAILED, the handler never called', async () => {
+  let called = 0;
+  const { sink, runner } = setup(async (_t, ctx) => {
+    called++;
+    return ctx.complete();
+  });
+  const late = cmd('x', FIRST_TURN, 't-late');
+  await runner.run({ ...late, identity: { ...late.identity, startByUnixMs: Date.now() - 1 } }, never);
+  assert.equal(called, 0);
+  assert.deepEqual(states(sink.sent), ['TASK_STATE_FAILED']);
+  assert.match(JSON.stringify(sink.sent[0].body), /start-by/);
+  // Before its start-by time it runs as usual.
+  const timely = cmd('y', FIRST_TURN, 't-timely');
+  await runner.run({ ...timely, identity: { ...timely.identity, startByUnixMs: Date.now() + 60_000 } }, never);
+  assert.equal(called, 1);
+});
+
 test('an owner that lost its lease reports nothing; a busy execution is waited for and taken over', async () => {
   let release!: () => void;
   const { ledger, sink, runner } = setup(

@@ -146,6 +146,11 @@ export class TurnRunner {
       if (id.deadlineUnixMs !== undefined && id.deadlineUnixMs <= Date.now()) {
         return finish(Outcomes.failed('The deadline passed before the task was started.'));
       }
+      // The dispatcher fails a turn nobody started by then; starting it now would contradict that.
+      // A takeover (attempt > 1) continues a turn that was started.
+      if (attempt === 1 && id.startByUnixMs !== undefined && id.startByUnixMs <= Date.now()) {
+        return finish(Outcomes.failed('No worker started the task by its start-by time; it is not started now.'));
+      }
       if (cancel.aborted) return finish(Outcomes.canceled('Canceled before it started.'));
 
       const ac = new AbortController();

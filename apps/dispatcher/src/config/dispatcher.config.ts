@@ -32,6 +32,13 @@ export const dispatcherConfigSpec = {
   DISPATCHER_STREAM_MAX_MS: positiveInt(3_600_000),
   /** Deadline of tasks whose caller gives none (0 = none). */
   DISPATCHER_DEFAULT_DEADLINE_MS: z.coerce.number().int().min(0).default(0),
+  /**
+   * A turn no worker has started (still SUBMITTED) this long after it was accepted is FAILED
+   * (reason NOT_STARTED); its run command carries the time (`start_by_unix_ms`) and workers do not
+   * start it later. Keep it below the command topics' retention: a command the broker deleted unread
+   * can never start. 0 = never (such a task waits for its deadline, if it has one).
+   */
+  DISPATCHER_START_TIMEOUT_MS: z.coerce.number().int().min(0).default(86_400_000),
   /** Longest deadline a caller may ask for (0 = unbounded). */
   DISPATCHER_MAX_DEADLINE_MS: z.coerce.number().int().min(0).default(0),
   /**

@@ -17,6 +17,8 @@ export interface TaskRow {
   task: Json;
   /** The task's deadline budget: every turn and retry draws from it. */
   deadline_at?: Date | null;
+  /** The current turn is failed if no worker has started it by then (see TaskService.failOverdue). */
+  start_by_at?: Date | null;
 }
 
 /** Runs `work` in one transaction; rolls back on any error. */
@@ -73,6 +75,7 @@ export interface NewTaskRow {
   value: string;
   work_hash: string | null;
   deadline_at: string | null;
+  start_by_at: string | null;
   /** The push config given with the message (null: none), stored with the task. */
   push_id: string | null;
   push_url: string | null;
@@ -96,15 +99,15 @@ export async function insertNewTasks(ds: DataSource, rows: NewTaskRow[]): Promis
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(
          tenant text, agent_id text, message_id text, content_hash text, task_id text, context_id text, state text,
          status_timestamp timestamptz, task jsonb, execution_id text, topic text, key text, headers jsonb, value text,
-         work_hash text, deadline_at timestamptz, push_id text, push_url text, push_token text, push_auth_scheme text,
+         work_hash text, deadline_at timestamptz, start_by_at timestamptz, push_id text, push_url text, push_token text, push_auth_scheme text,
          push_auth_credentials text, ord int)),
      d AS (
        INSERT INTO dispatcher.message_dedup (tenant, agent_id, message_id, content_hash, task_id, turn)
        SELECT tenant, agent_id, message_id, content_hash, task_id, 1 FROM v ORDER BY ord
        ON CONFLICT DO NOTHING RETURNING task_id),
      t AS (
-       INSERT INTO dispatcher.tasks (id, tenant, agent_id, context_id, state, turn, status_timestamp, task, work_hash, deadline_at)
-       SELECT v.task_id, v.tenant, v.agent_id, v.context_id, v.state, 1, v.status_timestamp, v.task, v.work_hash, v.deadline_at
+       INSERT INTO dispatcher.tasks (id, tenant, agent_id, context_id, state, turn, status_timestamp, task, work_hash, deadline_at, start_by_at)
+       SELECT v.task_id, v.tenant, v.agent_id, v.context_id, v.state, 1, v.status_timestamp, v.task, v.work_hash, v.deadline_at, v.start_by_at
        FROM v JOIN d ON d.task_id = v.task_id RETURNING id),
      e AS (
        INSERT INTO dispatcher.executions (execution_id, task_id, tenant, turn, message_id)

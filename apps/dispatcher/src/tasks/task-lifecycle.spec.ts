@@ -8,7 +8,7 @@ import type { ExpiredTask, TaskService } from './task.service.js';
 function fakeTasks(expiredBatches: Array<ExpiredTask[] | Error>, deletedBatches: number[]) {
   const calls = { expire: 0, delete: 0 };
   const tasks = {
-    async failPastDeadline() {
+    async failOverdue() {
       calls.expire++;
       const next = expiredBatches.shift() ?? [];
       if (next instanceof Error) throw next;
@@ -22,7 +22,7 @@ function fakeTasks(expiredBatches: Array<ExpiredTask[] | Error>, deletedBatches:
   return { tasks: tasks as unknown as TaskService, calls };
 }
 
-const expired = (id: string): ExpiredTask => ({ tenant: 'acme', agentId: 'a', task: { id } as Task });
+const expired = (id: string): ExpiredTask => ({ tenant: 'acme', agentId: 'a', task: { id } as Task, reason: 'DEADLINE_EXCEEDED' });
 
 test('a sweep repeats while batches come back full, and tells of every task it failed', async () => {
   const { tasks, calls } = fakeTasks([[expired('1'), expired('2')], [expired('3')]], [2, 2, 1]);

@@ -54,7 +54,7 @@ export class TaskLifecycle {
   async sweep(): Promise<{ expired: number; deleted: number }> {
     let expired = 0;
     for (;;) {
-      const batch = await this.tasks.failPastDeadline(this.opts.deadlineGraceMs, this.batch, this.agentOf);
+      const batch = await this.tasks.failOverdue(this.opts.deadlineGraceMs, this.batch, this.agentOf);
       for (const t of batch) this.expired(t);
       expired += batch.length;
       if (batch.length < this.batch) break;

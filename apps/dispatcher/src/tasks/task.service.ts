@@ -48,11 +48,12 @@ class DedupHit extends Error {}
 
 const hashMessage = (m: Json) => createHash('sha256').update(canonicalJson(m)).digest('hex');
 
-/** A task the platform failed because its deadline passed (see {@link TaskService.failPastDeadline}). */
+/** A task the platform failed because its deadline or its turn's start-by time passed (see {@link TaskService.failOverdue}). */
 export interface ExpiredTask {
   tenant: string;
   agentId: string;
   task: Task;
+  reason: 'DEADLINE_EXCEEDED' | 'NOT_STARTED';
 }
 
 /** How {@link TaskService.endTurn} ends a turn. */
@@ -87,6 +88,8 @@ export class TaskService {
     private readonly topics: TopicNames,
     /** Told of each task created here, as stored (the projection primes its cache with it). */
     private readonly created?: (row: TaskRow, executionId: string) => void,
+    /** A turn no worker started this long after its accept is failed (0: never); see failOverdue. */
+    private readonly startTimeoutMs = 0,
   ) {
     this.newTasks = new StatementBatcher((rows) => insertNewTasks(ds, rows), { maxBatch: 256, maxInFlight: 4 });
   }
@@ -155,10 +158,6 @@ export class TaskService {
         const message = { ...incoming, taskId, contextId };
         const status = { state: stateName(TaskState.TASK_STATE_SUBMITTED), timestamp: now.toISOString() };
         const task: Json = { ...row.task, status, history: [...((row.task.history as Json[]) ?? []), message] };
-        await q.query(
-          `UPDATE dispatcher.tasks SET state = $2, turn = $3, status_timestamp = $4, task = $5, version = version + 1, updated_at = now() WHERE id = $1`,
-          [taskId, status.state, turn, now, task],
-        );
         // One budget per task: a later turn never gets more time than the task was given.
         const budget = row.deadline_at ? new Date(row.deadline_at).getTime() : undefined;
         const deadlineUnixMs =
@@ -166,6 +165,10 @@ export class TaskService {
             ? Math.min(budget, input.deadlineUnixMs)
             : (budget ?? input.deadlineUnixMs);
         const identity = this.identity({ ...input, deadlineUnixMs }, taskId, contextId, turn);
+        await q.query(
+          `UPDATE dispatcher.tasks SET state = $2, turn = $3, status_timestamp = $4, task = $5, start_by_at = $6, version = version + 1, updated_at = now() WHERE id = $1`,
+          [taskId, status.state, turn, now, task, identity.startByUnixMs !== undefined ? new Date(identity.startByUnixMs) : null],
+        );
         await q.query(`INSERT INTO dispatcher.executions (execution_id, task_id, tenant, turn, message_id) VALUES ($1, $2, $3, $4, $5)`, [
           identity.executionId,
           taskId,
@@ -230,6 +233,7 @@ export class TaskService {
       value: cmd.value,
       work_hash: work ?? null,
       deadline_at: input.deadlineUnixMs !== undefined ? new Date(input.deadlineUnixMs).toISOString() : null,
+      start_by_at: identity.startByUnixMs !== undefined ? new Date(identity.startByUnixMs).toISOString() : null,
       push_id: input.push?.id ?? null,
       push_url: input.push?.url ?? null,
       push_token: input.push?.token ?? null,
@@ -249,6 +253,7 @@ export class TaskService {
         status_timestamp: now,
         task,
         deadline_at: input.deadlineUnixMs !== undefined ? new Date(input.deadlineUnixMs) : null,
+        start_by_at: identity.startByUnixMs !== undefined ? new Date(identity.startByUnixMs) : null,
       },
       identity.executionId,
     );
@@ -266,6 +271,8 @@ export class TaskService {
       subject: input.principal.subject,
       actor: input.principal.actor,
       ...(input.deadlineUnixMs !== undefined ? { deadlineUnixMs: input.deadlineUnixMs } : {}),
+      // Every turn gets its own start-by time, from its accept.
+      ...(this.startTimeoutMs > 0 ? { startByUnixMs: Date.now() + this.startTimeoutMs } : {}),
       ...(input.traceparent ? { traceparent: input.traceparent } : {}),
     };
   }
@@ -361,47 +368,66 @@ export class TaskService {
    * and, for an agent known here, a cancel command so a worker that still runs or later receives
    * the turn stops — all in one transaction. Expired work is failed explicitly, never left
    * SUBMITTED forever. Replicas share the work (SKIP LOCKED).
+   *
+   * The same for a turn still SUBMITTED more than `graceMs` after its start-by time (no worker
+   * started it: none running, a backlog, or a command the broker deleted unread). Its run command
+   * carries that time, and workers do not start it afterwards, so the FAILED stays true.
    */
-  async failPastDeadline(
+  async failOverdue(
     graceMs: number,
     limit: number,
     agentOf: (agentId: string, tenant: string) => AgentRecord | undefined,
   ): Promise<ExpiredTask[]> {
     return this.tx(async (q) => {
-      // The state list is written out so the partial index tasks_open_deadline_idx applies.
+      // The state lists are written out so the partial indexes tasks_open_deadline_idx and
+      // tasks_not_started_idx apply.
       const rows: TaskRow[] = await q.query(
-        `SELECT * FROM dispatcher.tasks
-          WHERE deadline_at IS NOT NULL AND deadline_at < now() - make_interval(secs => $1::double precision / 1000)
-            AND state IN (${sqlList(OPEN_STATE_NAMES)})
-          ORDER BY deadline_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
+        `SELECT * FROM dispatcher.tasks WHERE id IN (
+           (SELECT id FROM dispatcher.tasks
+             WHERE deadline_at IS NOT NULL AND deadline_at < now() - make_interval(secs => $1::double precision / 1000)
+               AND state IN (${sqlList(OPEN_STATE_NAMES)})
+             ORDER BY deadline_at LIMIT $2)
+           UNION
+           (SELECT id FROM dispatcher.tasks
+             WHERE start_by_at IS NOT NULL AND start_by_at < now() - make_interval(secs => $1::double precision / 1000)
+               AND state = 'TASK_STATE_SUBMITTED'
+             ORDER BY start_by_at LIMIT $2))
+         FOR UPDATE SKIP LOCKED`,
         [graceMs, limit],
       );
       const expired: ExpiredTask[] = [];
       for (const row of rows) {
-        const deadline = new Date(row.deadline_at!).toISOString();
+        // Under the lock: past its deadline (whatever its state), else a turn no worker started.
+        const overdue = (at: Date | null | undefined) => !!at && new Date(at).getTime() < Date.now() - graceMs;
+        const pastDeadline = overdue(row.deadline_at);
+        const at = new Date((pastDeadline ? row.deadline_at : row.start_by_at)!).toISOString();
+        const reason = pastDeadline ? 'DEADLINE_EXCEEDED' : 'NOT_STARTED';
+        const text = pastDeadline
+          ? `The task's deadline (${at}) passed before the agent reported a result; the platform failed it.`
+          : `No worker of the agent started the task by ${at}; the platform failed it, and the agent will not start it later.`;
         const message = {
           messageId: newId(),
           role: 'ROLE_AGENT',
           taskId: row.id,
           contextId: row.context_id,
-          parts: [{ text: `The task's deadline (${deadline}) passed before the agent reported a result; the platform failed it.` }],
-          metadata: { 'mesh/reason': 'DEADLINE_EXCEEDED' },
+          parts: [{ text }],
+          metadata: { 'mesh/reason': reason },
         };
         // Without the agent's record there is no channel to address (and maybe no topic: a send
-        // there would hold up the outbox); its workers refuse the expired turn by its deadline anyway.
+        // there would hold up the outbox); its workers refuse the turn by its deadline or start-by anyway.
         const task = await this.endTurn(
           q,
           row,
           {
             state: TaskState.TASK_STATE_FAILED,
             message,
-            event: 'deadline',
+            event: pastDeadline ? 'deadline' : 'not-started',
             by: { subject: PLATFORM_PRINCIPAL, actor: PLATFORM_PRINCIPAL },
-            reason: `deadline ${deadline} passed`,
+            reason: pastDeadline ? `deadline ${at} passed` : `not started by ${at}`,
           },
           agentOf(row.agent_id, row.tenant),
         );
-        expired.push({ tenant: row.tenant, agentId: row.agent_id, task });
+        expired.push({ tenant: row.tenant, agentId: row.agent_id, task, reason });
       }
       return expired;
     });

@@ -4,6 +4,7 @@ import { WorkHashAndDeadline1764600000000 } from './1764600000000-work-hash.js';
 import { PushNotifications1764700000000 } from './1764700000000-push.js';
 import { PushDeliveryOrder1764810000000 } from './1764810000000-push-order.js';
 import { TaskLifecycle1764900000000 } from './1764900000000-task-lifecycle.js';
+import { StartBy1765000000000 } from './1765000000000-start-by.js';
 
 /** Postgres schema owned by the dispatcher. */
 export const DISPATCHER_SCHEMA = 'dispatcher';
@@ -15,4 +16,5 @@ export const dispatcherMigrations: Array<new () => MigrationInterface> = [
   PushNotifications1764700000000,
   PushDeliveryOrder1764810000000,
   TaskLifecycle1764900000000,
+  StartBy1765000000000,
 ];
