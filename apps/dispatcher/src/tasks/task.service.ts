@@ -381,8 +381,10 @@ export class TaskService {
     return this.tx(async (q) => {
       // The state lists are written out so the partial indexes tasks_open_deadline_idx and
       // tasks_not_started_idx apply.
-      const rows: TaskRow[] = await q.query(
-        `SELECT * FROM dispatcher.tasks WHERE id IN (
+      // Which of the two passed is decided by the database's clock, as the selection was.
+      const rows: Array<TaskRow & { past_deadline: boolean }> = await q.query(
+        `SELECT *, (deadline_at IS NOT NULL AND deadline_at < now() - make_interval(secs => $1::double precision / 1000)) AS past_deadline
+         FROM dispatcher.tasks WHERE id IN (
            (SELECT id FROM dispatcher.tasks
              WHERE deadline_at IS NOT NULL AND deadline_at < now() - make_interval(secs => $1::double precision / 1000)
                AND state IN (${sqlList(OPEN_STATE_NAMES)})
@@ -397,9 +399,8 @@ export class TaskService {
       );
       const expired: ExpiredTask[] = [];
       for (const row of rows) {
-        // Under the lock: past its deadline (whatever its state), else a turn no worker started.
-        const overdue = (at: Date | null | undefined) => !!at && new Date(at).getTime() < Date.now() - graceMs;
-        const pastDeadline = overdue(row.deadline_at);
+        // Past its deadline (whatever its state), else a turn no worker started.
+        const pastDeadline = row.past_deadline;
         const at = new Date((pastDeadline ? row.deadline_at : row.start_by_at)!).toISOString();
         const reason = pastDeadline ? 'DEADLINE_EXCEEDED' : 'NOT_STARTED';
         const text = pastDeadline
