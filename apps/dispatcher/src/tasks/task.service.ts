@@ -394,6 +394,11 @@ export class TaskService {
              WHERE start_by_at IS NOT NULL AND start_by_at < now() - make_interval(secs => $1::double precision / 1000)
                AND state = 'TASK_STATE_SUBMITTED'
              ORDER BY start_by_at LIMIT $2))
+           -- Again here: locking re-checks these on a row changed since (a WORKING just projected).
+           AND ((deadline_at IS NOT NULL AND deadline_at < now() - make_interval(secs => $1::double precision / 1000)
+                 AND state IN (${sqlList(OPEN_STATE_NAMES)}))
+             OR (start_by_at IS NOT NULL AND start_by_at < now() - make_interval(secs => $1::double precision / 1000)
+                 AND state = 'TASK_STATE_SUBMITTED'))
          FOR UPDATE SKIP LOCKED`,
         [graceMs, limit],
       );
