@@ -379,27 +379,18 @@ export class TaskService {
     agentOf: (agentId: string, tenant: string) => AgentRecord | undefined,
   ): Promise<ExpiredTask[]> {
     return this.tx(async (q) => {
-      // The state lists are written out so the partial indexes tasks_open_deadline_idx and
-      // tasks_not_started_idx apply.
-      // Which of the two passed is decided by the database's clock, as the selection was.
+      // One scan (a BitmapOr over the partial indexes tasks_open_deadline_idx and
+      // tasks_not_started_idx: the state lists are written out so they apply), so locking re-checks
+      // the conditions on a row changed since (a WORKING just projected). Which of the two passed is
+      // decided by the database's clock, as the selection was.
       const rows: Array<TaskRow & { past_deadline: boolean }> = await q.query(
-        `SELECT *, (deadline_at IS NOT NULL AND deadline_at < now() - make_interval(secs => $1::double precision / 1000)) AS past_deadline
-         FROM dispatcher.tasks WHERE id IN (
-           (SELECT id FROM dispatcher.tasks
-             WHERE deadline_at IS NOT NULL AND deadline_at < now() - make_interval(secs => $1::double precision / 1000)
-               AND state IN (${sqlList(OPEN_STATE_NAMES)})
-             ORDER BY deadline_at LIMIT $2)
-           UNION
-           (SELECT id FROM dispatcher.tasks
-             WHERE start_by_at IS NOT NULL AND start_by_at < now() - make_interval(secs => $1::double precision / 1000)
-               AND state = 'TASK_STATE_SUBMITTED'
-             ORDER BY start_by_at LIMIT $2))
-           -- Again here: locking re-checks these on a row changed since (a WORKING just projected).
-           AND ((deadline_at IS NOT NULL AND deadline_at < now() - make_interval(secs => $1::double precision / 1000)
-                 AND state IN (${sqlList(OPEN_STATE_NAMES)}))
-             OR (start_by_at IS NOT NULL AND start_by_at < now() - make_interval(secs => $1::double precision / 1000)
-                 AND state = 'TASK_STATE_SUBMITTED'))
-         FOR UPDATE SKIP LOCKED`,
+        `SELECT *, (deadline_at < now() - make_interval(secs => $1::double precision / 1000)) IS TRUE AS past_deadline
+         FROM dispatcher.tasks
+         WHERE (deadline_at IS NOT NULL AND deadline_at < now() - make_interval(secs => $1::double precision / 1000)
+                AND state IN (${sqlList(OPEN_STATE_NAMES)}))
+            OR (start_by_at IS NOT NULL AND start_by_at < now() - make_interval(secs => $1::double precision / 1000)
+                AND state = 'TASK_STATE_SUBMITTED')
+         ORDER BY LEAST(deadline_at, start_by_at) LIMIT $2 FOR UPDATE SKIP LOCKED`,
         [graceMs, limit],
       );
       const expired: ExpiredTask[] = [];
