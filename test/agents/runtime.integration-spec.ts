@@ -129,6 +129,34 @@ test('cancel during a slow tool call aborts the call and cancels the task', asyn
   billing.hooks.clear();
 });
 
+test('a cancel read before its run is recorded in the ledger: the run read later makes no refund and reports CANCELED', async () => {
+  // Commands reordered across dispatcher replicas, or the cancel read by a worker that died since:
+  // the cancel must hold without anything in memory.
+  await addDuplicateInvoice(db, 'acme', 'INV-9110');
+  const calls = billing.hooks.calls('issue_refund');
+  const reads = billing.hooks.calls('get_invoice');
+  const cmd = runTask('refund-agent', 'acme', 'Refund INV-9110');
+  await sendCommand(producer, topics, Envelopes.cancel(cmd.identity, { reason: 'caller gave up' }));
+  const recorded = await eventually('the cancel is recorded', async () => {
+    const rows = await sql<{ reason: string }>(db, `SELECT reason FROM agents.cancellations WHERE execution_id = $1`, [
+      cmd.identity.executionId,
+    ]);
+    return rows[0];
+  });
+  assert.equal(recorded.reason, 'caller gave up');
+  await sendCommand(producer, topics, cmd);
+  const done = await events.final(cmd.identity.taskId);
+  assert.equal(done.body.state, 'TASK_STATE_CANCELED');
+  assert.deepEqual(
+    events.events(cmd.identity.taskId).map((e) => e.kind),
+    ['task.status'],
+    'no WORKING status, no artifact',
+  );
+  assert.equal(billing.hooks.calls('get_invoice'), reads, 'the handler never ran');
+  assert.equal(billing.hooks.calls('issue_refund'), calls);
+  assert.equal(await refundCount(db, 'acme', 'INV-9110'), 0);
+});
+
 test('a command whose deadline has passed is not started', async () => {
   const reads = billing.hooks.calls('get_invoice');
   const cmd = runTask('refund-agent', 'acme', 'Refund INV-2292', { deadlineUnixMs: Date.now() - 1000 });

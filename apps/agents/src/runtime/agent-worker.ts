@@ -5,11 +5,11 @@ import type { TurnRunner } from './turn-runner.js';
 
 /**
  * One agent's worker: takes commands from its channel, runs turns within its in-flight limit, and
- * routes cancels to the running turn (or remembers them for a turn that has not started yet).
+ * routes cancels to the running turn here; every cancel is also recorded in the execution ledger,
+ * so a turn whose run is read later (or by another process) is not started.
  */
 export class AgentWorker {
   private readonly running = new Map<string, AbortController>();
-  private readonly canceled = new Map<string, number>();
   private readonly tenantSlots = new Map<string, SemaphoreSlotSupplier>();
   readonly slots: SlotSupplier;
 
@@ -43,7 +43,6 @@ export class AgentWorker {
     switch (env.kind) {
       case 'task.run': {
         const cancel = new AbortController();
-        if (this.canceled.delete(key)) cancel.abort(new MeshError('CANCELLED', 'canceled before start'));
         // Registered before waiting for a slot, so a cancel that arrives meanwhile still reaches it.
         this.running.set(key, cancel);
         const tenantSlots = this.tenantSlotsOf(env.identity.tenant);
@@ -60,9 +59,9 @@ export class AgentWorker {
         return;
       }
       case 'task.cancel': {
-        const running = this.running.get(key);
-        if (running) running.abort(new MeshError('CANCELLED', env.body.reason ?? 'canceled'));
-        else this.remember(key);
+        this.running.get(key)?.abort(new MeshError('CANCELLED', env.body.reason ?? 'canceled'));
+        // Durable: a failed write throws, and the bus delivers the cancel again.
+        await this.runner.recordCancel(env);
         return;
       }
       case 'task.status':
@@ -83,11 +82,5 @@ export class AgentWorker {
   /** Turns of `tenant` running now (0 when no tenant limit is configured). */
   tenantInFlight(tenant: string): number {
     return this.tenantSlots.get(tenant)?.inUse ?? 0;
-  }
-
-  private remember(key: string): void {
-    const now = Date.now();
-    this.canceled.set(key, now + 10 * 60_000);
-    for (const [k, until] of this.canceled) if (until < now) this.canceled.delete(k);
   }
 }

@@ -13,18 +13,39 @@ export interface ExecutionClaim {
 }
 
 /**
- * - claimed: run it (`attempt` counts takeovers; event seqs of an attempt start above the previous one's).
+ * - claimed: run it (`attempt` counts takeovers; event seqs of an attempt start above the previous one's);
+ *   `canceled`: a cancel of the execution was recorded (report CANCELED without running it).
  * - finished: already ran; re-emit `events` instead of running again.
  * - busy: another live owner runs it now.
  */
 export type ClaimOutcome =
-  { kind: 'claimed'; attempt: number } | { kind: 'finished'; events: TaskEvent[] } | { kind: 'busy'; leaseRemainingMs: number };
+  | { kind: 'claimed'; attempt: number; canceled: boolean }
+  | { kind: 'finished'; events: TaskEvent[] }
+  | { kind: 'busy'; leaseRemainingMs: number };
 
-/** Execution dedup: one row per execution id under a unique constraint, owned through a lease. */
+/** What a renewal found: still ours, lost to another owner, or ours but canceled meanwhile. */
+export type RenewOutcome = 'renewed' | 'lost' | 'canceled';
+
+/** A cancel of one execution, recorded whether or not a turn of it runs anywhere yet. */
+export interface ExecutionCancel {
+  executionId: string;
+  tenant: string;
+  taskId: string;
+  reason?: string;
+}
+
+/**
+ * Execution dedup: one row per execution id under a unique constraint, owned through a lease.
+ * Cancels are recorded here too, so a cancel read before its run (commands reordered across
+ * dispatcher replicas, or read by a process that died or lost the partition since) still stops
+ * the turn wherever and whenever its run is read.
+ */
 export interface ExecutionLedger {
   claim(c: ExecutionClaim, owner: string, leaseMs: number): Promise<ClaimOutcome>;
-  /** Extends the lease; false when `owner` lost the execution (its lease expired and someone took over). */
-  renew(executionId: string, owner: string, leaseMs: number): Promise<boolean>;
+  /** Extends the lease; `lost` when `owner` lost the execution (its lease expired and someone took over). */
+  renew(executionId: string, owner: string, leaseMs: number): Promise<RenewOutcome>;
+  /** Records a cancel of the execution (idempotent): later claims see it, and so do renewals of a running turn. */
+  cancel(c: ExecutionCancel): Promise<void>;
   /** Gives the execution up without an outcome: its lease ends now, so the next delivery takes it over at once. */
   abandon(executionId: string, owner: string): Promise<void>;
   /** Records the outcome and the final events; false when `owner` no longer owns the execution. */
@@ -50,18 +71,18 @@ export class PostgresExecutionLedger implements ExecutionLedger {
 
   async claim(c: ExecutionClaim, owner: string, leaseMs: number): Promise<ClaimOutcome> {
     // Insert, or take over a running execution whose lease expired; a finished one is never re-run.
-    const claimed = rows<{ attempt: number }>(
+    const claimed = rows<{ attempt: number; canceled: boolean }>(
       await this.sql.query(
         `INSERT INTO agents.executions AS e (execution_id, tenant, agent_id, task_id, context_id, turn, state, owner, lease_until, input_message)
          VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, now() + $8 * interval '1 millisecond', $9)
          ON CONFLICT (execution_id) DO UPDATE
            SET owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until, attempt = e.attempt + 1, updated_at = now()
          WHERE e.state = 'running' AND e.lease_until < now()
-         RETURNING attempt`,
+         RETURNING attempt, EXISTS (SELECT 1 FROM agents.cancellations c WHERE c.execution_id = e.execution_id) AS canceled`,
         [c.executionId, c.tenant, c.agentId, c.taskId, c.contextId, c.turn, owner, leaseMs, JSON.stringify(c.input)],
       ),
     );
-    if (claimed.length > 0) return { kind: 'claimed', attempt: claimed[0].attempt };
+    if (claimed.length > 0) return { kind: 'claimed', attempt: claimed[0].attempt, canceled: claimed[0].canceled };
     const existing = rows<{ state: string; final_events: TaskEvent[] | null; remaining_ms: number }>(
       await this.sql.query(
         `SELECT state, final_events, GREATEST(0, EXTRACT(EPOCH FROM (lease_until - now())) * 1000)::int AS remaining_ms
@@ -75,15 +96,25 @@ export class PostgresExecutionLedger implements ExecutionLedger {
     return { kind: 'busy', leaseRemainingMs: row.remaining_ms };
   }
 
-  async renew(executionId: string, owner: string, leaseMs: number): Promise<boolean> {
-    const r = rows(
+  async renew(executionId: string, owner: string, leaseMs: number): Promise<RenewOutcome> {
+    const r = rows<{ canceled: boolean }>(
       await this.sql.query(
-        `UPDATE agents.executions SET lease_until = now() + $3 * interval '1 millisecond', updated_at = now()
-         WHERE execution_id = $1 AND owner = $2 AND state = 'running' RETURNING 1`,
+        `UPDATE agents.executions e SET lease_until = now() + $3 * interval '1 millisecond', updated_at = now()
+         WHERE execution_id = $1 AND owner = $2 AND state = 'running'
+         RETURNING EXISTS (SELECT 1 FROM agents.cancellations c WHERE c.execution_id = e.execution_id) AS canceled`,
         [executionId, owner, leaseMs],
       ),
     );
-    return r.length > 0;
+    if (r.length === 0) return 'lost';
+    return r[0].canceled ? 'canceled' : 'renewed';
+  }
+
+  async cancel(c: ExecutionCancel): Promise<void> {
+    await this.sql.query(
+      `INSERT INTO agents.cancellations (execution_id, tenant, task_id, reason) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (execution_id) DO NOTHING`,
+      [c.executionId, c.tenant, c.taskId, c.reason ?? null],
+    );
   }
 
   async abandon(executionId: string, owner: string): Promise<void> {
@@ -130,27 +161,33 @@ export class InMemoryExecutionLedger implements ExecutionLedger {
       events: TaskEvent[];
     }
   >();
+  private readonly canceled = new Set<string>();
 
   async claim(c: ExecutionClaim, owner: string, leaseMs: number): Promise<ClaimOutcome> {
     const now = Date.now();
     const row = this.rows.get(c.executionId);
+    const canceled = this.canceled.has(c.executionId);
     if (!row) {
       this.rows.set(c.executionId, { ...c, owner, attempt: 1, leaseUntil: now + leaseMs, state: 'running', events: [] });
-      return { kind: 'claimed', attempt: 1 };
+      return { kind: 'claimed', attempt: 1, canceled };
     }
     if (row.state === 'finished') return { kind: 'finished', events: structuredClone(row.events) };
     if (row.leaseUntil < now) {
       Object.assign(row, { owner, attempt: row.attempt + 1, leaseUntil: now + leaseMs });
-      return { kind: 'claimed', attempt: row.attempt };
+      return { kind: 'claimed', attempt: row.attempt, canceled };
     }
     return { kind: 'busy', leaseRemainingMs: row.leaseUntil - now };
   }
 
-  async renew(executionId: string, owner: string, leaseMs: number): Promise<boolean> {
+  async renew(executionId: string, owner: string, leaseMs: number): Promise<RenewOutcome> {
     const row = this.rows.get(executionId);
-    if (!row || row.owner !== owner || row.state !== 'running') return false;
+    if (!row || row.owner !== owner || row.state !== 'running') return 'lost';
     row.leaseUntil = Date.now() + leaseMs;
-    return true;
+    return this.canceled.has(executionId) ? 'canceled' : 'renewed';
+  }
+
+  async cancel(c: ExecutionCancel): Promise<void> {
+    this.canceled.add(c.executionId);
   }
 
   async abandon(executionId: string, owner: string): Promise<void> {

@@ -108,6 +108,36 @@ test('a handler ignoring its signal cannot hold a canceled turn', async () => {
   assert.deepEqual(states(sink.sent), ['TASK_STATE_WORKING', 'TASK_STATE_CANCELED']);
 });
 
+test('a cancel recorded before the run (by any worker) ends the turn CANCELED without running the handler', async () => {
+  let called = 0;
+  const { sink, runner } = setup(async (_t, ctx) => {
+    called++;
+    return ctx.complete('refunded');
+  });
+  const c = cmd('x', FIRST_TURN, 't-canceled-first');
+  await runner.recordCancel(Envelopes.cancel(c.identity, { reason: 'caller gave up' }));
+  await runner.run(c, never);
+  assert.equal(called, 0);
+  assert.deepEqual(states(sink.sent), ['TASK_STATE_CANCELED']);
+  // Another execution of the same task (a later turn) is not affected.
+  await runner.run(cmd('y', FIRST_TURN + 1, 't-canceled-first'), never);
+  assert.equal(called, 1);
+});
+
+test('a cancel recorded while the turn runs elsewhere aborts it at the next lease renewal', async () => {
+  const { sink, runner } = setup(
+    (task) => new Promise((_, reject) => task.signal.addEventListener('abort', () => reject(task.signal.reason))),
+    undefined,
+    150, // renewals every 50 ms
+  );
+  const c = cmd('x', FIRST_TURN, 't-canceled-running');
+  const running = runner.run(c, never); // no cancel reaches this signal: only the ledger knows
+  await new Promise((r) => setTimeout(r, 20));
+  await runner.recordCancel(Envelopes.cancel(c.identity));
+  await running;
+  assert.deepEqual(states(sink.sent), ['TASK_STATE_WORKING', 'TASK_STATE_CANCELED']);
+});
+
 test('a turn revoked while its history is read never starts the handler, reports nothing and ends no process', async () => {
   // Found by the 5,000-task chaos run: the command was revoked (rebalance) during the history read,
   // the handler started anyway with an aborted signal, and its tool call's CANCELLED rejection went
@@ -286,7 +316,7 @@ test('a revoked command stops the turn without reporting and releases its lease 
     'other',
     1000,
   );
-  assert.deepEqual(again, { kind: 'claimed', attempt: 2 });
+  assert.deepEqual(again, { kind: 'claimed', attempt: 2, canceled: false });
 });
 
 test('a dependency lost mid-turn (a Postgres restart) fails nothing: the turn is given up and runs again', async () => {

@@ -18,6 +18,7 @@ import {
   type Envelope,
   type Identity,
   type JsonObject,
+  type TaskCancelCommand,
   type TaskEvent,
   type TaskRunCommand,
   type TopicNames,
@@ -91,6 +92,7 @@ export class TurnRunner {
     };
 
     let attempt: number;
+    let canceledBefore = false;
     for (;;) {
       const c = await this.o.ledger.claim(claim, owner, this.o.leaseMs);
       if (c.kind === 'finished') {
@@ -102,6 +104,7 @@ export class TurnRunner {
       }
       if (c.kind === 'claimed') {
         attempt = c.attempt;
+        canceledBefore = c.canceled;
         break;
       }
       // Someone else runs it now: wait for it to finish, or for its lease to expire and take over.
@@ -151,7 +154,8 @@ export class TurnRunner {
       if (attempt === 1 && id.startByUnixMs !== undefined && id.startByUnixMs <= Date.now()) {
         return finish(Outcomes.failed('No worker started the task by its start-by time; it is not started now.'));
       }
-      if (cancel.aborted) return finish(Outcomes.canceled('Canceled before it started.'));
+      // A cancel read here, or recorded by any worker before this claim (see ExecutionLedger).
+      if (cancel.aborted || canceledBefore) return finish(Outcomes.canceled('Canceled before it started.'));
 
       const ac = new AbortController();
       const onCancel = () => ac.abort(new MeshError('CANCELLED', 'the task was canceled'));
@@ -171,11 +175,13 @@ export class TurnRunner {
       const renewTimer = setInterval(
         () => {
           this.o.ledger.renew(id.executionId, owner, this.o.leaseMs).then(
-            (ok) => {
-              if (!ok && !leaseLost) {
+            (renewal) => {
+              if (renewal === 'lost' && !leaseLost) {
                 leaseLost = true;
                 ac.abort(new MeshError('LEASE_LOST', 'another worker took this execution over'));
               }
+              // A cancel another process recorded (the cancel command was read there).
+              if (renewal === 'canceled') ac.abort(new MeshError('CANCELLED', 'the task was canceled'));
             },
             () => undefined, // a failed renewal is retried on the next tick; the lease covers a few misses
           );
@@ -245,6 +251,21 @@ export class TurnRunner {
         throw unavailable;
       }
       await finish(outcome);
+    });
+  }
+
+  /**
+   * Records a cancel so it holds wherever and whenever its run is read: a later claim reports
+   * CANCELED without running the turn, and a turn running in another process is aborted at its
+   * next lease renewal (this process's own running turn is aborted by AgentWorker at once).
+   */
+  async recordCancel(cmd: TaskCancelCommand): Promise<void> {
+    const id = cmd.identity;
+    await this.o.ledger.cancel({
+      executionId: id.executionId,
+      tenant: id.tenant,
+      taskId: id.taskId,
+      ...(cmd.body.reason ? { reason: cmd.body.reason } : {}),
     });
   }
 
