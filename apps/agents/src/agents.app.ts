@@ -12,6 +12,7 @@ import { agentsMigrations, AGENTS_SCHEMA } from './database/migrations/index.js'
 import { AgentWorker } from './runtime/agent-worker.js';
 import { PostgresExecutionLedger } from './runtime/execution-ledger.js';
 import { TurnRunner } from './runtime/turn-runner.js';
+import { LedgerRetention } from './retention/ledger-retention.js';
 import { sampleAgents } from './sample-agents/index.js';
 import { AgentsMetrics } from './metrics/agents.metrics.js';
 import { registerWithDirectory } from './registration/directory-registration.js';
@@ -37,6 +38,22 @@ function serversOf(agent: AgentDefinition, overrides: AgentsConfig['AGENTS_MCP_S
   const out: Record<string, McpServerSpec> = {};
   for (const [name, spec] of Object.entries(agent.mcpServers)) out[name] = { ...spec, ...(overrides[name] ?? {}) } as McpServerSpec;
   return out;
+}
+
+/**
+ * Refuses a ledger retention the command topic outlives: a command redelivered after its
+ * execution row was deleted would run its turn (and its side effects) again.
+ */
+async function assertLedgerOutlivesCommands(admin: BusAdmin, topic: string, ledgerRetentionMs: number): Promise<void> {
+  if (ledgerRetentionMs === 0) return;
+  const topicMs = await admin.retentionMs(topic);
+  if (topicMs < 0 || topicMs >= ledgerRetentionMs)
+    throw new MeshError(
+      'CONFIG_INVALID',
+      `AGENTS_LEDGER_RETENTION_MS (${ledgerRetentionMs} ms) must be longer than the retention of ${topic} ` +
+        `(${topicMs < 0 ? 'forever' : `${topicMs} ms`}): a command redelivered after its execution was deleted would run again. ` +
+        'Lower the topic retention, raise AGENTS_LEDGER_RETENTION_MS, or set it to 0 to keep the ledgers.',
+    );
 }
 
 /** Starts the agents: database (created and migrated), topics, one worker per agent in AGENTS_RUN, the reconciler, heartbeats, HTTP health. */
@@ -72,12 +89,18 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
     onUnknownCount: () => void sampler.unknowns().catch(() => undefined),
     onResolved: (tool, obs) => metrics.mesh.unknownOutcomesResolved.inc({ agent: '*', ...splitToolName(tool), resolution: obs.status }),
   });
+  const retention = new LedgerRetention(ds, {
+    retentionMs: config.AGENTS_LEDGER_RETENTION_MS,
+    sweepMs: config.AGENTS_LEDGER_SWEEP_MS,
+    log,
+  });
   const views: WorkerView[] = [];
   const sampler = new OpsSampler(admin, () => views, effects, metrics.mesh, config.AGENTS_METRICS_INTERVAL_MS);
   let heartbeat: NodeJS.Timeout | undefined;
   const closeAll = async () => {
     clearInterval(heartbeat);
     await sampler.stop();
+    await retention.stop();
     await Promise.allSettled(workers.map((w) => w.stop()));
     await reconciler.stop();
     await Promise.allSettled(gateways.map((g) => g.close()));
@@ -94,6 +117,7 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
     await ensureMissing(topics.heartbeats(), DIRECTORY_TOPICS.heartbeats);
     for (const agent of selected) {
       await ensureMissing(topics.commands(agent.id), { partitions: agent.channel.partitions });
+      await assertLedgerOutlivesCommands(admin, topics.commands(agent.id), config.AGENTS_LEDGER_RETENTION_MS);
       const gateway = new ToolGateway({
         servers: serversOf(agent, config.AGENTS_MCP_SERVERS),
         ledger: effects,
@@ -150,6 +174,7 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
     }
     reconciler.start();
     sampler.start();
+    retention.start();
     for (const w of workers) await w.start();
     const beat = () => {
       const now = Date.now();

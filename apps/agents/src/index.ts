@@ -8,3 +8,4 @@ export * from './billing-tools/billing-tools.app.js';
 export * from './billing-tools/billing-tools.config.js';
 export * from './billing-tools/billing-hooks.js';
 export * from './billing-tools/migrations/index.js';
+export * from './retention/ledger-retention.js';

@@ -1,4 +1,4 @@
-import type { Admin, Kafka, ITopicConfig } from 'kafkajs';
+import kafkajs, { type Admin, type Kafka, type ITopicConfig } from 'kafkajs';
 import { awaitTopicLeaders } from './topic-leaders.js';
 
 /** How a topic is created by {@link BusAdmin.ensureTopic}. */
@@ -128,6 +128,18 @@ export class BusAdmin {
     await this.connect();
     const [found] = await this.admin.fetchOffsets({ groupId, topics: [topic] });
     return (found?.partitions ?? []).map((p) => ({ partition: p.partition, offset: Number(p.offset), metadata: p.metadata }));
+  }
+
+  /** How long the broker keeps the topic's records (`retention.ms`; -1: forever). */
+  async retentionMs(topic: string): Promise<number> {
+    await this.connect();
+    const { resources } = await this.admin.describeConfigs({
+      includeSynonyms: false,
+      resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topic, configNames: ['retention.ms'] }],
+    });
+    const value = resources[0]?.configEntries.find((e) => e.configName === 'retention.ms')?.configValue;
+    if (value === undefined) throw new Error(`the broker did not say the retention of topic ${topic}`);
+    return Number(value);
   }
 
   /** Nest lifecycle hook, so an instance registered as a provider disconnects on shutdown. */

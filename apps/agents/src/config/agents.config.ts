@@ -55,6 +55,18 @@ export const agentsConfigSpec = {
   AGENTS_TOOL_TOKEN_SECRET: z.string().min(16).optional(),
   /** Record tool arguments and results on execute_tool spans (off by default: they may hold personal data). */
   AGENTS_TRACE_TOOL_PAYLOADS: flag(false),
+  /**
+   * Ledger rows of a task (executions, settled effects, cancels) are deleted this long after its
+   * last turn settled (default 30 days; 0 keeps them). Must exceed the command topics' retention:
+   * the agents refuse to start otherwise (see docs/operations.md).
+   */
+  AGENTS_LEDGER_RETENTION_MS: z.coerce
+    .number()
+    .int()
+    .nonnegative()
+    .default(30 * 24 * 3600 * 1000),
+  /** Pause between the ledger retention sweeps. */
+  AGENTS_LEDGER_SWEEP_MS: positiveInt(60_000),
   /** How often consumer lag, in-flight and open unknown outcomes are sampled into /metrics. */
   AGENTS_METRICS_INTERVAL_MS: positiveInt(5000),
   /** How long a stopping worker lets in-flight turns finish before it gives them up (the chart sets it). */

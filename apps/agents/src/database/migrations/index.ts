@@ -1,9 +1,9 @@
 import type { MigrationInterface } from 'typeorm';
 import { CreateLedgers1764490000000 } from './1764490000000-create-ledgers.js';
-import { Cancellations1765100000000 } from './1765100000000-cancellations.js';
+import { CancellationsAndRetention1765100000000 } from './1765100000000-cancellations-and-retention.js';
 
 /** Postgres schema owned by the agents. */
 export const AGENTS_SCHEMA = 'agents';
 
 /** Ordered migrations of the agents's schema. */
-export const agentsMigrations: Array<new () => MigrationInterface> = [CreateLedgers1764490000000, Cancellations1765100000000];
+export const agentsMigrations: Array<new () => MigrationInterface> = [CreateLedgers1764490000000, CancellationsAndRetention1765100000000];
