@@ -73,12 +73,10 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
     await catalog.start();
 
     const projection = new TaskProjection(ds, pushNotificationOf);
-    const tasks = new TaskService(
-      ds,
-      topics,
-      (row, executionId) => projection.primeNew(row, executionId),
-      config.DISPATCHER_START_TIMEOUT_MS,
-    );
+    const tasks = new TaskService(ds, topics, {
+      created: (row, executionId) => projection.primeNew(row, executionId),
+      startTimeoutMs: config.DISPATCHER_START_TIMEOUT_MS,
+    });
     const buses = new TaskEventBusManager();
     const realProducer = new KafkaMessageProducer(kafka, (topic) => {
       const agentId = /\.agent\.([a-z0-9-]+)\.commands$/.exec(topic)?.[1];

@@ -72,6 +72,13 @@ interface TurnEnd {
 const PLATFORM_PRINCIPAL = 'mesh:dispatcher';
 const sqlList = (names: readonly string[]) => names.map((n) => `'${n}'`).join(', ');
 
+export interface TaskServiceOptions {
+  /** Told of each task created here, as stored (the projection primes its cache with it). */
+  created?: (row: TaskRow, executionId: string) => void;
+  /** A turn no worker started this long after its accept is failed (0, the default: never); see failOverdue. */
+  startTimeoutMs?: number;
+}
+
 /**
  * Tasks as the API changes and reads them. With TaskProjection it is the only code that writes
  * tasks; every mutation of an existing task runs in a transaction holding the task row lock
@@ -83,14 +90,16 @@ export class TaskService {
   /** New tasks of concurrent requests share one statement and one commit (see insertNewTasks). */
   private readonly newTasks: StatementBatcher<NewTaskRow, boolean>;
 
+  private readonly created?: (row: TaskRow, executionId: string) => void;
+  private readonly startTimeoutMs: number;
+
   constructor(
     private readonly ds: DataSource,
     private readonly topics: TopicNames,
-    /** Told of each task created here, as stored (the projection primes its cache with it). */
-    private readonly created?: (row: TaskRow, executionId: string) => void,
-    /** A turn no worker started this long after its accept is failed (0: never); see failOverdue. */
-    private readonly startTimeoutMs = 0,
+    opts: TaskServiceOptions = {},
   ) {
+    this.created = opts.created;
+    this.startTimeoutMs = opts.startTimeoutMs ?? 0;
     this.newTasks = new StatementBatcher((rows) => insertNewTasks(ds, rows), { maxBatch: 256, maxInFlight: 4 });
   }
 
