@@ -1,6 +1,7 @@
 import type { BusAdmin, BusConsumer } from '@mesh/bus';
 import type { MeshMetrics } from '@mesh/telemetry';
 import type { EffectEntry, EffectLedger } from '@mesh/tool-gateway';
+import { PeriodicTask } from '@mesh/service';
 
 /** One agent's command consumer as operations see it. */
 export interface WorkerView {
@@ -32,8 +33,7 @@ export function splitToolName(name: string): { server: string; tool: string } {
  * open unknown outcomes by tool. Runs on an interval and on demand (the ops endpoints).
  */
 export class OpsSampler {
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<unknown>;
+  private readonly schedule: PeriodicTask;
   private lastUnknownLabels = new Set<string>();
   last: AgentLag[] = [];
 
@@ -42,24 +42,18 @@ export class OpsSampler {
     private readonly workers: () => WorkerView[],
     private readonly ledger: EffectLedger,
     private readonly metrics: MeshMetrics,
-    private readonly intervalMs: number,
-  ) {}
+    intervalMs: number,
+  ) {
+    // The broker may be briefly away: a failed sample is dropped, the next one tries again.
+    this.schedule = new PeriodicTask(() => this.sample(), { intervalMs, firstDelayMs: 0 });
+  }
 
   start(): void {
-    const tick = () => {
-      this.running = this.sample()
-        .catch(() => undefined) // the broker may be briefly away; the next tick tries again
-        .finally(() => {
-          if (this.timer) this.timer = setTimeout(tick, this.intervalMs);
-        });
-    };
-    this.timer = setTimeout(tick, 0);
+    this.schedule.start();
   }
 
   async stop(): Promise<void> {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.running;
+    await this.schedule.stop();
   }
 
   /** Lag of every agent's group, also recorded as `mesh_consumer_lag` and `mesh_agent_backlog`. */

@@ -1,3 +1,4 @@
+import { PeriodicTask } from '@mesh/service';
 import type { SqlRunner } from '../runtime/execution-ledger.js';
 
 export interface LedgerRetentionOptions {
@@ -32,8 +33,7 @@ const SETTLED = ['completed', 'failed', 'rejected', 'canceled'];
  * that at start. Runs in every process; the statements share the work.
  */
 export class LedgerRetention {
-  private timer?: NodeJS.Timeout;
-  private sweeping?: Promise<unknown>;
+  private readonly schedule: PeriodicTask;
   private readonly batch: number;
 
   constructor(
@@ -41,19 +41,14 @@ export class LedgerRetention {
     private readonly opts: LedgerRetentionOptions,
   ) {
     this.batch = opts.batch ?? 100;
+    this.schedule = new PeriodicTask(() => this.sweep(), {
+      intervalMs: opts.sweepMs,
+      onError: (err) => opts.log?.({ level: 'warn', msg: 'ledger retention sweep failed; will retry', error: String(err) }),
+    });
   }
 
   start(): void {
-    if (this.opts.retentionMs <= 0) return;
-    const tick = () => {
-      this.sweeping = this.sweep()
-        .catch((err: unknown) => this.opts.log?.({ level: 'warn', msg: 'ledger retention sweep failed; will retry', error: String(err) }))
-        .finally(() => {
-          this.sweeping = undefined;
-          if (this.timer) this.timer = setTimeout(tick, this.opts.sweepMs);
-        });
-    };
-    this.timer = setTimeout(tick, this.opts.sweepMs);
+    if (this.opts.retentionMs > 0) this.schedule.start();
   }
 
   /** One pass: deletes in batches until a batch comes back short. */
@@ -95,8 +90,6 @@ export class LedgerRetention {
   }
 
   async stop(): Promise<void> {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.sweeping;
+    await this.schedule.stop();
   }
 }

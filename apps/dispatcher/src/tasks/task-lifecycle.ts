@@ -1,4 +1,5 @@
 import type { AgentRecord } from '@mesh/contract';
+import { PeriodicTask } from '@mesh/service';
 import type { ExpiredTask, TaskService } from './task.service.js';
 
 export interface TaskLifecycleOptions {
@@ -21,8 +22,7 @@ const log = (level: string, msg: string, extra: Record<string, unknown> = {}): v
  * the store after the retention period. Runs on every replica; the statements share the work.
  */
 export class TaskLifecycle {
-  private timer?: NodeJS.Timeout;
-  private sweeping?: Promise<void>;
+  private readonly schedule: PeriodicTask;
   private readonly batch: number;
 
   constructor(
@@ -33,21 +33,14 @@ export class TaskLifecycle {
     private readonly expired: (t: ExpiredTask) => void,
   ) {
     this.batch = opts.batch ?? 100;
+    this.schedule = new PeriodicTask(() => this.sweep(), {
+      intervalMs: opts.sweepMs,
+      onError: (err) => log('warn', 'lifecycle sweep failed; will retry', { err: String(err) }),
+    });
   }
 
   start(): void {
-    const tick = () => {
-      this.sweeping = this.sweep()
-        .then(
-          () => undefined,
-          (err: unknown) => log('warn', 'lifecycle sweep failed; will retry', { err: String(err) }),
-        )
-        .finally(() => {
-          this.sweeping = undefined;
-          if (this.timer) this.timer = setTimeout(tick, this.opts.sweepMs);
-        });
-    };
-    this.timer = setTimeout(tick, this.opts.sweepMs);
+    this.schedule.start();
   }
 
   /** One pass of both sweeps; returns how many tasks each touched. */
@@ -72,8 +65,6 @@ export class TaskLifecycle {
   }
 
   async stop(): Promise<void> {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.sweeping;
+    await this.schedule.stop();
   }
 }
