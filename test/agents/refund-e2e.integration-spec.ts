@@ -4,8 +4,11 @@ import { TaskState, type Task } from '@a2a-js/sdk';
 import { a2aClient } from '../support/dispatcher-harness.js';
 import { startRefundStack, textMessage } from '../support/refund-stack.js';
 import { refundCount } from './agents-fixtures.js';
+import { addDuplicateInvoice } from './runtime-fixtures.js';
+import { textMessage as cliTextMessage } from '@mesh/cli';
+import { eventually } from '../support/infra.js';
 
-const { env } = await startRefundStack('agents-e2e');
+const { env, billing } = await startRefundStack('agents-e2e');
 const message = textMessage;
 
 test('the refund conversation end to end through the dispatcher with the official A2A client', async () => {
@@ -24,4 +27,35 @@ test('the refund conversation end to end through the dispatcher with the officia
   assert.equal(refund.state, 'refunded');
   assert.equal(typeof refund.refund_id, 'string');
   assert.equal(await refundCount(env.databaseUrl, 'acme', 'INV-2291'), 1);
+});
+
+test('a refund that went through before the cancel reached it is not hidden: the CANCELED task says it was applied', async () => {
+  await addDuplicateInvoice(env.databaseUrl, 'acme', 'INV-9120');
+  // The refund commits, then the call hangs: the cancel aborts a call whose effect already happened.
+  billing.hooks.delay('issue_refund', { phase: 'after-commit', ms: 15000 });
+  const calls = billing.hooks.calls('issue_refund');
+  const client = await a2aClient(env.url, 'refund-agent', 'JSONRPC');
+  const task = (await client.sendMessage(cliTextMessage('Please refund INV-9120', {}, false))) as Task;
+  await eventually('the refund is committed', async () => (await refundCount(env.databaseUrl, 'acme', 'INV-9120')) === 1);
+  const canceled = await client.cancelTask({ id: task.id, tenant: '', metadata: undefined });
+  assert.equal(canceled.status?.state, TaskState.TASK_STATE_CANCELED);
+  // The worker aborts the call, the reconciler finds the refund, the worker reports it.
+  const reported = await eventually(
+    "the worker's report is on the task",
+    async () => {
+      const t = await client.getTask({ id: task.id, tenant: '', historyLength: undefined });
+      return t.status?.message?.metadata?.['mesh/agent_state'] ? t : undefined;
+    },
+    30000,
+  );
+  assert.equal(reported.status?.state, TaskState.TASK_STATE_CANCELED, 'the state the caller was told stays');
+  assert.equal(reported.status?.message?.metadata?.['mesh/agent_state'], 'TASK_STATE_CANCELED');
+  const effects = reported.status?.message?.metadata?.['mesh/side_effects'] as Array<Record<string, unknown>>;
+  assert.deepEqual(
+    effects.map((e) => [e.tool, e.outcome]),
+    [['mcp__billing__issue_refund', 'applied']],
+  );
+  assert.equal(await refundCount(env.databaseUrl, 'acme', 'INV-9120'), 1);
+  assert.equal(billing.hooks.calls('issue_refund') - calls, 1, 'never called again');
+  billing.hooks.clear();
 });

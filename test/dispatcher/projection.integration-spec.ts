@@ -95,16 +95,37 @@ test('out of order: an event older than the last applied one is ignored; COMPLET
   assert.equal(artifactText(done), 'first');
 });
 
-test('a task canceled by the caller stays canceled whatever the worker reports afterwards', async () => {
+test('a task canceled by the caller stays canceled; what its worker reports afterwards is recorded, not hidden', async () => {
   const { task, id } = await newTask();
+  await publish(Envelopes.status(id, { seq: 0, state: 'TASK_STATE_WORKING', final: false }));
+  await eventually('working', async () => (await get(task.id)).status?.state === TaskState.TASK_STATE_WORKING);
   const canceled = await client.cancelTask({ id: task.id, tenant: '', metadata: undefined });
   assert.equal(canceled.status?.state, TaskState.TASK_STATE_CANCELED);
-  await publish(
-    Envelopes.artifact(id, { seq: 0, artifact: artifact('too late') }),
-    Envelopes.status(id, { seq: 1, state: 'TASK_STATE_COMPLETED', final: true }),
-  );
+  // The worker was running the turn: its refund went through before the cancel reached it.
+  const late = [
+    Envelopes.status(id, { seq: 1, state: 'TASK_STATE_WORKING', final: false }),
+    Envelopes.artifact(id, { seq: 2, artifact: artifact('refund R-1 issued') }),
+    Envelopes.status(id, {
+      seq: 3,
+      state: 'TASK_STATE_COMPLETED',
+      final: true,
+      message: { role: 'ROLE_AGENT', parts: [{ text: 'Refunded.' }], metadata: { 'mesh/side_effects': [{ tool: 'issue_refund' }] } },
+    }),
+  ];
+  await publish(...late);
   await eventually('projector caught up', projectorCaughtUp);
   const t = await get(task.id);
-  assert.equal(t.status?.state, TaskState.TASK_STATE_CANCELED);
-  assert.equal(t.artifacts.length, 0);
+  assert.equal(t.status?.state, TaskState.TASK_STATE_CANCELED, 'the state the caller was told stays');
+  assert.equal(artifactText(t), 'refund R-1 issued');
+  const report = t.status?.message;
+  assert.equal(report?.metadata?.['mesh/agent_state'], 'TASK_STATE_COMPLETED');
+  assert.deepEqual(report?.metadata?.['mesh/side_effects'], [{ tool: 'issue_refund' }]);
+  const text = (report?.parts ?? []).map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join(' ');
+  assert.match(text, /After the task was canceled \(cancel\), the agent ended its turn as completed\. Refunded\./);
+  // Delivered again (a redelivery, a re-emission by the execution ledger): nothing changes.
+  await publish(...late);
+  await eventually('projector caught up', projectorCaughtUp);
+  const again = await get(task.id);
+  assert.equal(again.artifacts.length, 1);
+  assert.equal(again.history.filter((m) => m.metadata?.['mesh/agent_state']).length, 1);
 });

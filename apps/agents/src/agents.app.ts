@@ -138,6 +138,7 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
         agent,
         ledger: executions,
         tools: gateway,
+        effects,
         reconciler,
         sink: producer,
         topics,

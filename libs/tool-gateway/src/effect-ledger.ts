@@ -55,6 +55,8 @@ export interface EffectLedger {
   /** Reconciler: settles an unknown entry. Returns false when it was not unknown any more. */
   resolve(key: string, state: 'ok' | 'error' | 'absent', result?: RecordedResult): Promise<boolean>;
   get(key: string): Promise<EffectEntry | undefined>;
+  /** Side-effecting calls one execution (turn) of a task made, oldest first. */
+  sideEffectsOf(tenant: string, taskId: string, executionId: string): Promise<EffectEntry[]>;
   /** Unknown entries, oldest first. */
   listUnknown(limit: number): Promise<EffectEntry[]>;
   countUnknown(): Promise<number>;
@@ -113,6 +115,12 @@ export class InMemoryEffectLedger implements EffectLedger {
   async get(key: string): Promise<EffectEntry | undefined> {
     const row = this.rows.get(key);
     return row ? this.copy(row) : undefined;
+  }
+
+  async sideEffectsOf(tenant: string, taskId: string, executionId: string): Promise<EffectEntry[]> {
+    return [...this.rows.values()]
+      .filter((r) => r.sideEffect && r.tenant === tenant && r.taskId === taskId && r.executionId === executionId)
+      .map((r) => this.copy(r));
   }
 
   async listUnknown(limit: number): Promise<EffectEntry[]> {

@@ -105,6 +105,16 @@ export class PostgresEffectLedger implements EffectLedger {
     return rows[0] ? toEntry(rows[0]) : undefined;
   }
 
+  async sideEffectsOf(tenant: string, taskId: string, executionId: string): Promise<EffectEntry[]> {
+    const rows = rowsOf(
+      await this.sql.query(
+        `SELECT * FROM ${this.table} WHERE tenant = $1 AND task_id = $2 AND execution_id = $3 AND side_effect ORDER BY created_at`,
+        [tenant, taskId, executionId],
+      ),
+    );
+    return rows.map(toEntry);
+  }
+
   async listUnknown(limit: number): Promise<EffectEntry[]> {
     const rows = rowsOf(await this.sql.query(`SELECT * FROM ${this.table} WHERE state = 'unknown' ORDER BY updated_at LIMIT $1`, [limit]));
     return rows.map(toEntry);

@@ -94,6 +94,7 @@ test('a cancel read by one worker process stops the run read later by another (t
       agent,
       ledger,
       tools: { call: async () => assert.fail('no tool expected') },
+      effects: { sideEffectsOf: async () => [] },
       reconciler: { waitFor: async () => undefined },
       sink: { send: async (_topic, _key, e) => void sent.push(e as TaskEvent) },
       topics: new TopicNames('unit.'),

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { defineAgent, type AgentHandler, type ToolObservation } from '@mesh/agent-sdk';
 import { Envelopes, executionId, FIRST_TURN, TopicNames, type Envelope, type TaskEvent, type TaskRunCommand } from '@mesh/contract';
 import { InMemoryExecutionLedger } from './execution-ledger.js';
-import { TurnRunner, type ToolCaller, type UnknownOutcomeWaiter } from './turn-runner.js';
+import { TurnRunner, type SideEffectReader, type ToolCaller, type UnknownOutcomeWaiter } from './turn-runner.js';
 
 class Sink {
   readonly sent: TaskEvent[] = [];
@@ -17,6 +17,7 @@ function setup(
   tools: ToolCaller = { call: async () => assert.fail('no tool expected') },
   leaseMs = 5000,
   reconciler: UnknownOutcomeWaiter = { waitFor: async () => undefined },
+  effects: SideEffectReader = { sideEffectsOf: async () => [] },
 ) {
   const ledger = new InMemoryExecutionLedger();
   const sink = new Sink();
@@ -25,6 +26,7 @@ function setup(
     agent,
     ledger,
     tools,
+    effects,
     reconciler,
     sink,
     topics: new TopicNames('unit.'),
@@ -136,6 +138,71 @@ test('a cancel recorded while the turn runs elsewhere aborts it at the next leas
   await runner.recordCancel(Envelopes.cancel(c.identity));
   await running;
   assert.deepEqual(states(sink.sent), ['TASK_STATE_WORKING', 'TASK_STATE_CANCELED']);
+});
+
+const metadataOf = (e: TaskEvent) => (e.body as { message?: { metadata?: Record<string, unknown> } }).message?.metadata;
+const textOf = (e: TaskEvent) =>
+  ((e.body as { message?: { parts?: Array<{ text?: string }> } }).message?.parts ?? []).map((p) => p.text ?? '').join(' ');
+
+test('a canceled turn says which side effects it made anyway: applied ones, and an unknown one once reconciled', async () => {
+  const waited: string[] = [];
+  const { sink, runner } = setup(
+    (task) => new Promise((_, reject) => task.signal.addEventListener('abort', () => reject(task.signal.reason))),
+    undefined,
+    5000,
+    {
+      waitFor: async (key) => {
+        waited.push(key);
+        return { status: 'ok', tool: 'mcp__billing__send_receipt', idempotencyKey: key, text: 'sent', replayed: true };
+      },
+    },
+    {
+      sideEffectsOf: async () => [
+        { key: 'k-refund', tool: 'mcp__billing__issue_refund', state: 'ok' },
+        { key: 'k-receipt', tool: 'mcp__billing__send_receipt', state: 'unknown' },
+        { key: 'k-absent', tool: 'mcp__billing__note', state: 'absent' },
+        { key: 'k-error', tool: 'mcp__billing__other', state: 'error' },
+      ],
+    },
+  );
+  const ac = new AbortController();
+  const done = runner.run(cmd('x', FIRST_TURN, 't-effects'), ac.signal);
+  setTimeout(() => ac.abort(), 20);
+  await done;
+  const final = sink.sent.at(-1)!;
+  assert.equal(final.kind === 'task.status' && final.body.state, 'TASK_STATE_CANCELED');
+  assert.deepEqual(waited, ['k-receipt'], 'only the unknown outcome is waited for');
+  assert.deepEqual(metadataOf(final)?.['mesh/side_effects'], [
+    { tool: 'mcp__billing__issue_refund', idempotency_key: 'k-refund', outcome: 'applied' },
+    { tool: 'mcp__billing__send_receipt', idempotency_key: 'k-receipt', outcome: 'applied' },
+  ]);
+  assert.match(textOf(final), /mcp__billing__issue_refund \(applied\)/);
+});
+
+test('an outcome still unknown when the wait ends is reported unknown; a completed turn is not annotated', async () => {
+  let reads = 0;
+  const effects: SideEffectReader = {
+    sideEffectsOf: async () => {
+      reads++;
+      return [{ key: 'k-refund', tool: 'mcp__billing__issue_refund', state: 'unknown' }];
+    },
+  };
+  const never: UnknownOutcomeWaiter = {
+    waitFor: (_key, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
+  };
+  // A lease of 100 ms bounds the wait to 50 ms.
+  const failing = setup(async (_t, ctx) => ctx.fail('the invoice was closed meanwhile'), undefined, 100, never, effects);
+  await failing.runner.run(cmd('x', FIRST_TURN, 't-unknown-effect'), new AbortController().signal);
+  const final = failing.sink.sent.at(-1)!;
+  assert.equal(final.kind === 'task.status' && final.body.state, 'TASK_STATE_FAILED');
+  assert.deepEqual(metadataOf(final)?.['mesh/side_effects'], [
+    { tool: 'mcp__billing__issue_refund', idempotency_key: 'k-refund', outcome: 'unknown' },
+  ]);
+  const completing = setup(async (_t, ctx) => ctx.complete('refunded'), undefined, 100, never, effects);
+  reads = 0;
+  await completing.runner.run(cmd('y', FIRST_TURN, 't-completed'), new AbortController().signal);
+  assert.equal(reads, 0, 'a completed turn does not read its effects');
+  assert.equal(metadataOf(completing.sink.sent.at(-1)!)?.['mesh/side_effects'], undefined);
 });
 
 test('a turn revoked while its history is read never starts the handler, reports nothing and ends no process', async () => {

@@ -39,6 +39,11 @@ export interface ToolCaller {
   call(intent: ToolIntent, scope: ToolCallScope): Promise<ToolObservation>;
 }
 
+/** The side-effecting calls a turn made, as the effect ledger recorded them (an EffectLedger satisfies it). */
+export interface SideEffectReader {
+  sideEffectsOf(tenant: string, taskId: string, executionId: string): Promise<Array<{ key: string; tool: string; state: string }>>;
+}
+
 /** What the runner needs from the reconciler. */
 export interface UnknownOutcomeWaiter {
   waitFor(key: string, signal: AbortSignal): Promise<ToolObservation | undefined>;
@@ -48,6 +53,8 @@ export interface TurnRunnerOptions {
   agent: AgentDefinition;
   ledger: ExecutionLedger;
   tools: ToolCaller;
+  /** Read when a turn ends without success, to say which side effects it made anyway. */
+  effects: SideEffectReader;
   reconciler: UnknownOutcomeWaiter;
   sink: EventSink;
   topics: TopicNames;
@@ -135,9 +142,11 @@ export class TurnRunner {
         // Progress and artifacts were sent without waiting (the producer keeps their order); a failed
         // one surfaces here, before the outcome is recorded, so the redelivery runs or re-emits it.
         await turn.flush();
-        const status = turn.status(wireStateOf(outcome.state), outcome.message, true);
+        const reported =
+          outcome.state === 'completed' || outcome.state === 'input-required' ? outcome : await this.withSideEffects(id, owner, outcome);
+        const status = turn.status(wireStateOf(reported.state), reported.message, true);
         const events = [...turn.artifacts, status];
-        if (!(await this.o.ledger.finish(id.executionId, owner, { state: outcome.state, reply: outcome.message, events }))) {
+        if (!(await this.o.ledger.finish(id.executionId, owner, { state: outcome.state, reply: reported.message, events }))) {
           this.o.log?.({ msg: 'lost the execution before finishing; its new owner reports it', executionId: id.executionId });
           return;
         }
@@ -252,6 +261,54 @@ export class TurnRunner {
       }
       await finish(outcome);
     });
+  }
+
+  /**
+   * A turn that ends without success (canceled, failed, rejected) may still have made side effects
+   * — a refund that went through before the cancel reached the call. Its final status says so:
+   * each side-effecting call of the turn that was applied, or whose outcome is still unknown after
+   * the reconciler had up to the unknown-wait budget to settle it, in the message text and in
+   * `metadata["mesh/side_effects"]` (`{tool, idempotency_key, outcome: applied | unknown}`). The
+   * wait is bounded by half the lease, renewed first, so the execution is not taken over meanwhile.
+   */
+  private async withSideEffects(id: Identity, owner: string, outcome: TurnOutcome): Promise<TurnOutcome> {
+    const made = await this.o.effects.sideEffectsOf(id.tenant, id.taskId, id.executionId);
+    if (made.length === 0) return outcome;
+    if (made.some((e) => e.state === 'unknown' || e.state === 'pending')) {
+      // Lost: the new owner reports the turn (our finish will find that out).
+      if ((await this.o.ledger.renew(id.executionId, owner, this.o.leaseMs)) === 'lost') return outcome;
+    }
+    // A timer of our own: AbortSignal.timeout's does not keep the process alive while it waits.
+    const waitEnd = new AbortController();
+    const timer = setTimeout(
+      () => waitEnd.abort(new MeshError('DEADLINE_EXCEEDED', 'still unknown')),
+      Math.min(this.o.unknownWaitMs, this.o.leaseMs / 2),
+    );
+    const report = await Promise.all(
+      made.map(async (e) => {
+        let applied: boolean | undefined = e.state === 'ok' ? true : e.state === 'unknown' || e.state === 'pending' ? undefined : false;
+        if (applied === undefined) {
+          const settled = await this.o.reconciler.waitFor(e.key, waitEnd.signal).then(
+            (obs) => obs?.status === 'ok',
+            () => undefined, // still unknown when the wait ended
+          );
+          applied = settled;
+        }
+        return applied === false ? undefined : { tool: e.tool, idempotency_key: e.key, outcome: applied ? 'applied' : 'unknown' };
+      }),
+    );
+    clearTimeout(timer);
+    const effects = report.filter((r) => r !== undefined);
+    if (effects.length === 0 || !outcome.message) return outcome;
+    const text = `Side effects the agent made before the task ended: ${effects.map((e) => `${e.tool} (${e.outcome})`).join(', ')}.`;
+    return {
+      ...outcome,
+      message: {
+        ...outcome.message,
+        parts: [...outcome.message.parts, { type: 'text', text }],
+        metadata: { ...(outcome.message.metadata ?? {}), 'mesh/side_effects': effects },
+      },
+    } as TurnOutcome;
   }
 
   /**

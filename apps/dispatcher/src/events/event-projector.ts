@@ -80,7 +80,8 @@ export class EventProjector {
         deliveries += outcome.deliveries;
         // The state as stored (a COMPLETED without artifact is FAILED), once per settling event.
         const state = outcome.task.status?.state;
-        if (outcome.event.kind === 'task.status' && state !== undefined && isSettled(state)) {
+        // A late report of a turn the dispatcher ended settles nothing: the task was counted then.
+        if (outcome.event.kind === 'task.status' && !outcome.late && state !== undefined && isSettled(state)) {
           const { tenant, agentId } = outcome.event.identity;
           this.metrics?.tasks.inc({ tenant, agent: agentId, outcome: outcomeLabel(state) });
         }

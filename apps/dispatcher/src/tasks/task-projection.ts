@@ -7,15 +7,26 @@ import { isInterrupted, isTerminal, parseState, stateName, stateRank } from './t
 
 /** Outcome of projecting one event. */
 export type ProjectionOutcome =
-  /** `deliveries`: push deliveries recorded with the write (counted on the last applied event of a run). */
-  | { applied: true; task: Task; event: TaskEvent; deliveries: number }
+  /**
+   * `deliveries`: push deliveries recorded with the write (counted on the last applied event of a run).
+   * `late`: an event of a turn the dispatcher had already ended (cancel, deadline): recorded on the
+   * task without changing its state (see {@link lateOfEndedTurn}).
+   */
+  | { applied: true; task: Task; event: TaskEvent; deliveries: number; late: boolean }
   | {
       applied: false;
       reason:
         'unknown-task' | 'identity-mismatch' | 'unknown-execution' | 'stale-turn' | 'turn-closed' | 'duplicate' | 'regression' | 'invalid';
     };
 
-type ProjectedRow = TaskRow & { e_turn: number | null; last_seq: number; artifact_count: number; closed: boolean };
+type ProjectedRow = TaskRow & {
+  e_turn: number | null;
+  last_seq: number;
+  artifact_count: number;
+  closed: boolean;
+  /** What ended the turn when the dispatcher did (`cancel`, `deadline`, `not-started`); null otherwise. */
+  ended_by: string | null;
+};
 /** A push notification of an event: its stable id (receivers dedup on it) and body. */
 export type PushNotification = { eventId: string; body: unknown };
 type ProjectionKey = { task_id: string; execution_id: string; tenant: string };
@@ -40,7 +51,7 @@ async function readProjected(ds: DataSource, keys: ProjectionKey[]): Promise<Arr
   const rows = await preparedQuery<ProjectedRow & { ord: number }>(
     ds,
     'dispatcher-projection-read',
-    `SELECT v.ord, t.*, e.turn AS e_turn, e.last_seq, e.artifact_count, e.closed
+    `SELECT v.ord, t.*, e.turn AS e_turn, e.last_seq, e.artifact_count, e.closed, e.ended_by
      FROM jsonb_to_recordset($1::jsonb) AS v(task_id text, execution_id text, tenant text, ord int)
      JOIN dispatcher.tasks t ON t.id = v.task_id AND t.tenant = v.tenant
      LEFT JOIN dispatcher.executions e ON e.execution_id = v.execution_id AND e.task_id = t.id`,
@@ -133,7 +144,7 @@ export class TaskProjection {
    * read. Safe for the same reason as `recent`: the write checks the version.
    */
   primeNew(row: TaskRow, executionId: string): void {
-    this.remember(executionId, { ...row, e_turn: row.turn, last_seq: -1, artifact_count: 0, closed: false });
+    this.remember(executionId, { ...row, e_turn: row.turn, last_seq: -1, artifact_count: 0, closed: false, ended_by: null });
   }
 
   /** Projects one worker event (see {@link applyEvents}). */
@@ -199,7 +210,7 @@ export class TaskProjection {
       closed: row.closed,
       statusChanged: false,
     };
-    const decided: Array<{ event: TaskEvent; projected: Task } | Exclude<ProjectionOutcome, { applied: true }>> = [];
+    const decided: Array<{ event: TaskEvent; projected: Task; late: boolean } | Exclude<ProjectionOutcome, { applied: true }>> = [];
     const pushes: PushNotification[] = [];
     for (const env of envs) {
       const d = decide(row, current, env);
@@ -210,7 +221,7 @@ export class TaskProjection {
       const projected = Task.fromJSON(current.task);
       const notification = this.notificationOf(d.event, env.kind === 'task.status' ? projected.status : undefined);
       if (notification) pushes.push(notification);
-      decided.push({ event: d.event, projected });
+      decided.push({ event: d.event, projected, late: d.late });
     }
     if (!decided.some((d) => 'event' in d)) return decided as ProjectionOutcome[];
     // One statement (shared with concurrent tasks' writes) for task, execution and push deliveries,
@@ -241,7 +252,7 @@ export class TaskProjection {
     // The run's deliveries are reported with its last applied event (the one that wakes the sender).
     const lastApplied = decided.findLastIndex((d) => 'event' in d);
     return decided.map((d, k) =>
-      'event' in d ? { applied: true, task: d.projected, event: d.event, deliveries: k === lastApplied ? deliveries : 0 } : d,
+      'event' in d ? { applied: true, task: d.projected, event: d.event, deliveries: k === lastApplied ? deliveries : 0, late: d.late } : d,
     );
   }
 }
@@ -261,16 +272,12 @@ interface Decided {
  * earlier events applied): either why it is ignored, or applied — `cur` changed, and the event as
  * projected (a COMPLETED without an artifact of the turn is rewritten to FAILED).
  */
-function decide(
-  row: ProjectedRow,
-  cur: Decided,
-  env: TaskEvent,
-): { event: TaskEvent } | { applied: false; reason: Exclude<ProjectionOutcome, { applied: true }>['reason'] } {
+function decide(row: ProjectedRow, cur: Decided, env: TaskEvent): Decision {
   const id = env.identity;
   if (row.agent_id !== id.agentId || row.context_id !== id.contextId) return { applied: false, reason: 'identity-mismatch' };
   if (row.e_turn === null) return { applied: false, reason: 'unknown-execution' };
   if (row.e_turn !== row.turn) return { applied: false, reason: 'stale-turn' };
-  if (cur.closed) return { applied: false, reason: 'turn-closed' };
+  if (cur.closed) return lateOfEndedTurn(row, cur, env);
   if (env.body.seq <= cur.lastSeq) return { applied: false, reason: 'duplicate' };
   let event: TaskEvent = env;
   if (env.kind === 'task.status') {
@@ -297,16 +304,66 @@ function decide(
     cur.state = state;
     cur.closed = isTerminal(state) || isInterrupted(state);
     cur.statusChanged = true;
-  } else {
-    const incoming = env.body.artifact as Json & { artifactId?: string; parts?: unknown[] };
-    const list = [...((cur.task.artifacts as Array<Json & { artifactId?: string; parts?: unknown[] }>) ?? [])];
-    const at = list.findIndex((a) => a.artifactId && a.artifactId === incoming.artifactId);
-    if (at >= 0 && env.body.append) list[at] = { ...list[at], parts: [...(list[at].parts ?? []), ...(incoming.parts ?? [])] };
-    else if (at >= 0) list[at] = incoming;
-    else list.push(incoming);
-    cur.task = { ...cur.task, artifacts: list };
-    cur.artifacts += 1;
-  }
+  } else addArtifact(cur, env);
   cur.lastSeq = env.body.seq;
-  return { event };
+  return { event, late: false };
+}
+
+type Decision = { event: TaskEvent; late: boolean } | { applied: false; reason: Exclude<ProjectionOutcome, { applied: true }>['reason'] };
+
+function addArtifact(cur: Decided, env: Extract<TaskEvent, { kind: 'task.artifact' }>): void {
+  const incoming = env.body.artifact as Json & { artifactId?: string; parts?: unknown[] };
+  const list = [...((cur.task.artifacts as Array<Json & { artifactId?: string; parts?: unknown[] }>) ?? [])];
+  const at = list.findIndex((a) => a.artifactId && a.artifactId === incoming.artifactId);
+  if (at >= 0 && env.body.append) list[at] = { ...list[at], parts: [...(list[at].parts ?? []), ...(incoming.parts ?? [])] };
+  else if (at >= 0) list[at] = incoming;
+  else list.push(incoming);
+  cur.task = { ...cur.task, artifacts: list };
+  cur.artifacts += 1;
+}
+
+/** `TASK_STATE_INPUT_REQUIRED` → `input required`. */
+const label = (state: string) =>
+  state
+    .replace(/^TASK_STATE_/, '')
+    .toLowerCase()
+    .replace(/_/g, ' ');
+
+/**
+ * An event of a turn that is over. Closed by its worker's final event, nothing can follow it (the
+ * execution ledger re-emits a finished turn's events with their seqs): ignored. Ended by the
+ * dispatcher (CancelTask, a deadline), the worker may still have been running it and may have made
+ * side effects — a refund that went through before the cancel reached the call. What it reports
+ * afterwards is recorded without changing the task's state: its artifacts are added, and its final
+ * status becomes the status message (`mesh/agent_state`: the state the worker ended with; its
+ * `mesh/side_effects` kept), so the caller sees what happened anyway. Other statuses are ignored.
+ */
+function lateOfEndedTurn(row: ProjectedRow, cur: Decided, env: TaskEvent): Decision {
+  if (!row.ended_by) return { applied: false, reason: 'turn-closed' };
+  if (env.body.seq <= cur.lastSeq) return { applied: false, reason: 'duplicate' };
+  if (env.kind === 'task.artifact') {
+    addArtifact(cur, env);
+    cur.lastSeq = env.body.seq;
+    return { event: env, late: true };
+  }
+  if (!env.body.final) return { applied: false, reason: 'turn-closed' };
+  const reported = env.body.message as (Json & { parts?: Json[]; metadata?: Json }) | undefined;
+  const message: Json = {
+    messageId: newId(),
+    role: 'ROLE_AGENT',
+    taskId: row.id,
+    contextId: row.context_id,
+    parts: [
+      {
+        text: `After the task was ${label(stateName(cur.state))} (${row.ended_by}), the agent ended its turn as ${label(env.body.state)}.`,
+      },
+      ...(reported?.parts ?? []),
+    ],
+    metadata: { ...(reported?.metadata ?? {}), 'mesh/agent_state': env.body.state },
+  };
+  const status = cur.task.status as Json | undefined;
+  cur.task = { ...cur.task, status: { ...status, message }, history: [...((cur.task.history as Json[]) ?? []), message] };
+  cur.lastSeq = env.body.seq;
+  // As the task now reads: its own state, the report as the message.
+  return { event: Envelopes.status(env.identity, { ...env.body, state: stateName(cur.state), message }), late: true };
 }

@@ -5,6 +5,7 @@ import { PushNotifications1764700000000 } from './1764700000000-push.js';
 import { PushDeliveryOrder1764810000000 } from './1764810000000-push-order.js';
 import { TaskLifecycle1764900000000 } from './1764900000000-task-lifecycle.js';
 import { StartBy1765000000000 } from './1765000000000-start-by.js';
+import { TurnEndedBy1765100000000 } from './1765100000000-turn-ended-by.js';
 
 /** Postgres schema owned by the dispatcher. */
 export const DISPATCHER_SCHEMA = 'dispatcher';
@@ -17,4 +18,5 @@ export const dispatcherMigrations: Array<new () => MigrationInterface> = [
   PushDeliveryOrder1764810000000,
   TaskLifecycle1764900000000,
   StartBy1765000000000,
+  TurnEndedBy1765100000000,
 ];
