@@ -86,14 +86,22 @@ test('a task whose deadline passes with no result is FAILED by the platform, its
   assert.equal(cancel.identity.executionId, run.identity.executionId);
   assert.equal(cancel.identity.subject, 'mesh:dispatcher', 'the platform, not a caller, stands behind it');
 
-  // A report arriving after that changes nothing: the turn is closed.
+  // A report arriving after that does not change the state the caller was told; it is recorded
+  // beside the platform's reason, and counted nowhere.
   await worker.emit(run, [
     { seq: 0, artifact: 'too late' },
     { seq: 1, state: 'COMPLETED' },
   ]);
-  await new Promise((r) => setTimeout(r, 1000));
-  assert.equal((await get(late.id)).status?.state, TaskState.TASK_STATE_FAILED);
+  const reported = await eventually('the late report recorded', async () => {
+    const t = await get(late.id);
+    return t.status?.message?.metadata?.['mesh/agent_state'] ? t : undefined;
+  });
+  assert.equal(reported.status?.state, TaskState.TASK_STATE_FAILED);
+  assert.equal(reported.status?.message?.metadata?.['mesh/agent_state'], 'TASK_STATE_COMPLETED');
+  assert.equal(reported.status?.message?.metadata?.['mesh/reason'], 'DEADLINE_EXCEEDED', "the platform's reason stays");
+  assert.equal(reported.artifacts.length, 1);
   assert.equal(await metricSample(env.url, 'mesh_tasks_total', { tenant: 'acme', agent: 'slow', outcome: 'expired' }), 1);
+  assert.equal(await metricSample(env.url, 'mesh_tasks_total', { tenant: 'acme', agent: 'slow', outcome: 'completed' }), undefined);
 });
 
 test('CancelTask ends the turn the same way: CANCELED, push subscribers told, the worker told to stop', async () => {

@@ -335,8 +335,8 @@ const label = (state: string) =>
  * dispatcher (CancelTask, a deadline), the worker may still have been running it and may have made
  * side effects — a refund that went through before the cancel reached the call. What it reports
  * afterwards is recorded without changing the task's state: its artifacts are added, and its final
- * status becomes the status message (`mesh/agent_state`: the state the worker ended with; its
- * `mesh/side_effects` kept), so the caller sees what happened anyway. Other statuses are ignored.
+ * settled status becomes the status message (`mesh/agent_state`: the state the worker ended with;
+ * its `mesh/side_effects` kept), so the caller sees what happened anyway. Progress is ignored.
  */
 function lateOfEndedTurn(row: ProjectedRow, cur: Decided, env: TaskEvent): Decision {
   if (!row.ended_by) return { applied: false, reason: 'turn-closed' };
@@ -346,7 +346,11 @@ function lateOfEndedTurn(row: ProjectedRow, cur: Decided, env: TaskEvent): Decis
     cur.lastSeq = env.body.seq;
     return { event: env, late: true };
   }
-  if (!env.body.final) return { applied: false, reason: 'turn-closed' };
+  // The worker's end of the turn (a settled state, as the normal path reads it); progress is dropped.
+  const reportedState = parseState(env.body.state);
+  if (reportedState === undefined || !(isTerminal(reportedState) || isInterrupted(reportedState)))
+    return { applied: false, reason: 'turn-closed' };
+  const status = cur.task.status as (Json & { message?: Json & { metadata?: Json } }) | undefined;
   const reported = env.body.message as (Json & { parts?: Json[]; metadata?: Json }) | undefined;
   const message: Json = {
     messageId: newId(),
@@ -359,9 +363,9 @@ function lateOfEndedTurn(row: ProjectedRow, cur: Decided, env: TaskEvent): Decis
       },
       ...(reported?.parts ?? []),
     ],
-    metadata: { ...(reported?.metadata ?? {}), 'mesh/agent_state': env.body.state },
+    // The dispatcher's own (`mesh/reason` of a deadline) stays beside the worker's.
+    metadata: { ...(status?.message?.metadata ?? {}), ...(reported?.metadata ?? {}), 'mesh/agent_state': env.body.state },
   };
-  const status = cur.task.status as Json | undefined;
   cur.task = { ...cur.task, status: { ...status, message }, history: [...((cur.task.history as Json[]) ?? []), message] };
   cur.lastSeq = env.body.seq;
   // As the task now reads: its own state, the report as the message.
