@@ -506,7 +506,11 @@ export class TaskService {
     const exec = executionId(row.tenant, row.id, row.turn);
     // Structured: TypeORM answers a bare UPDATE … RETURNING with [rows, count].
     const closed = (
-      await q.query(`UPDATE dispatcher.executions SET closed = true, ended_by = $2 WHERE execution_id = $1 RETURNING message_id`, [exec, end.event], true)
+      await q.query(
+        `UPDATE dispatcher.executions SET closed = true, ended_by = $2 WHERE execution_id = $1 RETURNING message_id`,
+        [exec, end.event],
+        true,
+      )
     ).records as Array<{ message_id: string }>;
     if (agent && closed[0]) {
       const identity: Identity = {
