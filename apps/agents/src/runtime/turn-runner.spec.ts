@@ -190,9 +190,26 @@ test('an outcome still unknown when the wait ends is reported unknown; a complet
   const never: UnknownOutcomeWaiter = {
     waitFor: (_key, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
   };
-  // A lease of 100 ms bounds the wait to 50 ms.
+  // The wait lasts the unknown-wait budget (1 s here), ten leases of 100 ms: renewed meanwhile, so
+  // another worker trying the execution finds it busy, and this one still records the outcome.
   const failing = setup(async (_t, ctx) => ctx.fail('the invoice was closed meanwhile'), undefined, 100, never, effects);
-  await failing.runner.run(cmd('x', FIRST_TURN, 't-unknown-effect'), new AbortController().signal);
+  const running = failing.runner.run(cmd('x', FIRST_TURN, 't-unknown-effect'), new AbortController().signal);
+  await new Promise((r) => setTimeout(r, 500));
+  const other = await failing.ledger.claim(
+    {
+      executionId: executionId('acme', 't-unknown-effect', FIRST_TURN),
+      tenant: 'acme',
+      agentId: 'unit-agent',
+      taskId: 't-unknown-effect',
+      contextId: 'c1',
+      turn: FIRST_TURN,
+      input: { role: 'user', parts: [] },
+    },
+    'w2/other',
+    100,
+  );
+  assert.equal(other.kind, 'busy', 'the lease was renewed during the wait');
+  await running;
   const final = failing.sink.sent.at(-1)!;
   assert.equal(final.kind === 'task.status' && final.body.state, 'TASK_STATE_FAILED');
   assert.deepEqual(metadataOf(final)?.['mesh/side_effects'], [

@@ -269,20 +269,25 @@ export class TurnRunner {
    * each side-effecting call of the turn that was applied, or whose outcome is still unknown after
    * the reconciler had up to the unknown-wait budget to settle it, in the message text and in
    * `metadata["mesh/side_effects"]` (`{tool, idempotency_key, outcome: applied | unknown}`). The
-   * wait is bounded by half the lease, renewed first, so the execution is not taken over meanwhile.
+   * lease is renewed while it waits, so the execution is not taken over meanwhile.
    */
   private async withSideEffects(id: Identity, owner: string, outcome: TurnOutcome): Promise<TurnOutcome> {
     const made = await this.o.effects.sideEffectsOf(id.tenant, id.taskId, id.executionId);
     if (made.length === 0) return outcome;
-    if (made.some((e) => e.state === 'unknown' || e.state === 'pending')) {
-      // Lost: the new owner reports the turn (our finish will find that out).
-      if ((await this.o.ledger.renew(id.executionId, owner, this.o.leaseMs)) === 'lost') return outcome;
-    }
-    // A timer of our own: AbortSignal.timeout's does not keep the process alive while it waits.
+    const unsettled = made.some((e) => e.state === 'unknown' || e.state === 'pending');
+    // Lost: the new owner reports the turn (our finish will find that out).
+    if (unsettled && (await this.o.ledger.renew(id.executionId, owner, this.o.leaseMs)) === 'lost') return outcome;
+    // Timers of our own (AbortSignal.timeout's does not keep the process alive): the wait ends after
+    // the unknown-wait budget, and the lease is renewed meanwhile so nobody takes the turn over.
     const waitEnd = new AbortController();
-    const timer = setTimeout(
-      () => waitEnd.abort(new MeshError('DEADLINE_EXCEEDED', 'still unknown')),
-      Math.min(this.o.unknownWaitMs, this.o.leaseMs / 2),
+    const timer = setTimeout(() => waitEnd.abort(new MeshError('DEADLINE_EXCEEDED', 'still unknown')), this.o.unknownWaitMs);
+    const renewing = setInterval(
+      () =>
+        void this.o.ledger.renew(id.executionId, owner, this.o.leaseMs).then(
+          (r) => r === 'lost' && waitEnd.abort(new MeshError('LEASE_LOST', 'another worker took this execution over')),
+          () => undefined, // retried at the next tick, as during the turn
+        ),
+      Math.max(50, Math.floor(this.o.leaseMs / 3)),
     );
     const report = await Promise.all(
       made.map(async (e) => {
@@ -298,6 +303,7 @@ export class TurnRunner {
       }),
     );
     clearTimeout(timer);
+    clearInterval(renewing);
     const effects = report.filter((r) => r !== undefined);
     if (effects.length === 0 || !outcome.message) return outcome;
     const text = `Side effects the agent made before the task ended: ${effects.map((e) => `${e.tool} (${e.outcome})`).join(', ')}.`;
