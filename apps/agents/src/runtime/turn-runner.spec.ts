@@ -222,6 +222,39 @@ test('an outcome still unknown when the wait ends is reported unknown; a complet
   assert.equal(metadataOf(completing.sink.sent.at(-1)!)?.['mesh/side_effects'], undefined);
 });
 
+test("a turn canceled before it starts keeps its lease while it waits for an earlier attempt's unknown effect", async () => {
+  const { ledger, sink, runner } = setup(
+    async () => assert.fail('a canceled turn is not run'),
+    undefined,
+    100,
+    { waitFor: (_key, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))) },
+    { sideEffectsOf: async () => [{ key: 'k-refund', tool: 'mcp__billing__issue_refund', state: 'unknown' }] },
+  );
+  const c = cmd('x', FIRST_TURN, 't-canceled-unknown');
+  await runner.recordCancel(Envelopes.cancel(c.identity));
+  const running = runner.run(c, never);
+  await new Promise((r) => setTimeout(r, 500));
+  const other = await ledger.claim(
+    {
+      executionId: c.identity.executionId,
+      tenant: 'acme',
+      agentId: 'unit-agent',
+      taskId: 't-canceled-unknown',
+      contextId: 'c1',
+      turn: FIRST_TURN,
+      input: { role: 'user', parts: [] },
+    },
+    'w2/other',
+    100,
+  );
+  assert.equal(other.kind, 'busy', 'renewed during the wait');
+  await running;
+  assert.deepEqual(states(sink.sent), ['TASK_STATE_CANCELED']);
+  assert.deepEqual(metadataOf(sink.sent[0])?.['mesh/side_effects'], [
+    { tool: 'mcp__billing__issue_refund', idempotency_key: 'k-refund', outcome: 'unknown' },
+  ]);
+});
+
 test('a turn revoked while its history is read never starts the handler, reports nothing and ends no process', async () => {
   // Found by the 5,000-task chaos run: the command was revoked (rebalance) during the history read,
   // the handler started anyway with an aborted signal, and its tool call's CANCELLED rejection went

@@ -138,12 +138,35 @@ export class TurnRunner {
     };
     return withSpan(`invoke_agent ${this.o.agent.id}`, span, async () => {
       const turn = new TurnEmitter(this, id, (attempt - 1) * SEQ_PER_ATTEMPT);
+      const ac = new AbortController();
+      // Aborted when this attempt no longer owns the execution: its lease was taken, or the command revoked.
+      const lost = new AbortController();
+      // The lease is held from the claim until the turn is finished or given up — the wait for its
+      // side effects' outcomes included — renewed every third of it.
+      const renewTimer = setInterval(
+        () => {
+          this.o.ledger.renew(id.executionId, owner, this.o.leaseMs).then(
+            (renewal) => {
+              if (renewal === 'lost' && !lost.signal.aborted) {
+                lost.abort();
+                ac.abort(new MeshError('LEASE_LOST', 'another worker took this execution over'));
+              }
+              // A cancel another process recorded (the cancel command was read there).
+              if (renewal === 'canceled') ac.abort(new MeshError('CANCELLED', 'the task was canceled'));
+            },
+            () => undefined, // a failed renewal is retried on the next tick; the lease covers a few misses
+          );
+        },
+        Math.max(50, Math.floor(this.o.leaseMs / 3)),
+      );
       const finish = async (outcome: TurnOutcome): Promise<void> => {
         // Progress and artifacts were sent without waiting (the producer keeps their order); a failed
         // one surfaces here, before the outcome is recorded, so the redelivery runs or re-emits it.
         await turn.flush();
         const reported =
-          outcome.state === 'completed' || outcome.state === 'input-required' ? outcome : await this.withSideEffects(id, owner, outcome);
+          outcome.state === 'completed' || outcome.state === 'input-required'
+            ? outcome
+            : await this.withSideEffects(id, outcome, lost.signal);
         const status = turn.status(wireStateOf(reported.state), reported.message, true);
         const events = [...turn.artifacts, status];
         if (!(await this.o.ledger.finish(id.executionId, owner, { state: outcome.state, reply: reported.message, events }))) {
@@ -155,111 +178,99 @@ export class TurnRunner {
         await this.send(status);
       };
 
-      if (id.deadlineUnixMs !== undefined && id.deadlineUnixMs <= Date.now()) {
-        return finish(Outcomes.failed('The deadline passed before the task was started.'));
-      }
-      // The dispatcher fails a turn nobody started by then; starting it now would contradict that.
-      // A takeover (attempt > 1) continues a turn that was started.
-      if (attempt === 1 && id.startByUnixMs !== undefined && id.startByUnixMs <= Date.now()) {
-        return finish(Outcomes.failed('No worker started the task by its start-by time; it is not started now.'));
-      }
-      // A cancel read here, or recorded by any worker before this claim (see ExecutionLedger).
-      if (cancel.aborted || canceledBefore) return finish(Outcomes.canceled('Canceled before it started.'));
-
-      const ac = new AbortController();
-      const onCancel = () => ac.abort(new MeshError('CANCELLED', 'the task was canceled'));
-      cancel.addEventListener('abort', onCancel, { once: true });
-      let leaseLost = false;
-      const onRevoked = () => {
-        leaseLost = true;
-        ac.abort(new MeshError('REVOKED', 'this worker no longer owns the command'));
-      };
-      revoked.addEventListener('abort', onRevoked, { once: true });
-      // Abort events do not replay: a command revoked while it was being claimed stops here too.
-      if (revoked.aborted) onRevoked();
-      const deadlineTimer =
-        id.deadlineUnixMs === undefined
-          ? undefined
-          : setTimeout(() => ac.abort(new MeshError('DEADLINE_EXCEEDED', 'the deadline passed')), id.deadlineUnixMs - Date.now());
-      const renewTimer = setInterval(
-        () => {
-          this.o.ledger.renew(id.executionId, owner, this.o.leaseMs).then(
-            (renewal) => {
-              if (renewal === 'lost' && !leaseLost) {
-                leaseLost = true;
-                ac.abort(new MeshError('LEASE_LOST', 'another worker took this execution over'));
-              }
-              // A cancel another process recorded (the cancel command was read there).
-              if (renewal === 'canceled') ac.abort(new MeshError('CANCELLED', 'the task was canceled'));
-            },
-            () => undefined, // a failed renewal is retried on the next tick; the lease covers a few misses
-          );
-        },
-        Math.max(50, Math.floor(this.o.leaseMs / 3)),
-      );
-
-      let outcome: TurnOutcome;
-      let unavailable: unknown; // a dependency went away mid-turn (Postgres restart): not the task's outcome
+      // `return await` below: the lease is renewed until finish (and its wait) has ended.
       try {
-        if (ac.signal.aborted) throw ac.signal.reason;
-        turn.emit(turn.status(WireState.working, undefined, false));
-        const task: AgentTask = {
-          agentId: this.o.agent.id,
-          tenant: id.tenant,
-          taskId: id.taskId,
-          contextId: id.contextId,
-          turn: cmd.body.turn,
-          subject: id.subject,
-          actor: id.actor,
-          message: input,
-          parts: input.parts,
-          // A first turn has no history: skip the query on the hot path.
-          history: cmd.body.turn > FIRST_TURN ? await this.o.ledger.history(id.tenant, id.taskId, cmd.body.turn) : [],
-          ...(id.deadlineUnixMs !== undefined ? { deadline: new Date(id.deadlineUnixMs) } : {}),
-          signal: ac.signal,
+        if (id.deadlineUnixMs !== undefined && id.deadlineUnixMs <= Date.now()) {
+          return await finish(Outcomes.failed('The deadline passed before the task was started.'));
+        }
+        // The dispatcher fails a turn nobody started by then; starting it now would contradict that.
+        // A takeover (attempt > 1) continues a turn that was started.
+        if (attempt === 1 && id.startByUnixMs !== undefined && id.startByUnixMs <= Date.now()) {
+          return await finish(Outcomes.failed('No worker started the task by its start-by time; it is not started now.'));
+        }
+        // A cancel read here, or recorded by any worker before this claim (see ExecutionLedger).
+        if (cancel.aborted || canceledBefore) return await finish(Outcomes.canceled('Canceled before it started.'));
+
+        const onCancel = () => ac.abort(new MeshError('CANCELLED', 'the task was canceled'));
+        cancel.addEventListener('abort', onCancel, { once: true });
+        const onRevoked = () => {
+          lost.abort();
+          ac.abort(new MeshError('REVOKED', 'this worker no longer owns the command'));
         };
-        const scope: ToolCallScope = {
-          tenant: id.tenant,
-          taskId: id.taskId,
-          executionId: id.executionId,
-          subject: id.subject,
-          owner,
-          signal: ac.signal,
-          ...(task.deadline ? { deadline: task.deadline } : {}),
-          budget: new RetryBudget(this.o.retryBudget),
-        };
-        const ctx = this.context(turn, scope, ac.signal);
-        // Revoked, canceled or past the deadline while the history was read: the handler never starts.
-        if (ac.signal.aborted) throw ac.signal.reason;
-        outcome = await raceAbort(this.o.agent.handler(task, ctx), ac.signal);
-      } catch (err) {
-        if (!ac.signal.aborted && isTransientInfrastructureError(err)) unavailable = err;
-        outcome = this.outcomeOfError(err, ac.signal);
+        revoked.addEventListener('abort', onRevoked, { once: true });
+        // Abort events do not replay: a command revoked while it was being claimed stops here too.
+        if (revoked.aborted) onRevoked();
+        const deadlineTimer =
+          id.deadlineUnixMs === undefined
+            ? undefined
+            : setTimeout(() => ac.abort(new MeshError('DEADLINE_EXCEEDED', 'the deadline passed')), id.deadlineUnixMs - Date.now());
+
+        let outcome: TurnOutcome;
+        let unavailable: unknown; // a dependency went away mid-turn (Postgres restart): not the task's outcome
+        try {
+          if (ac.signal.aborted) throw ac.signal.reason;
+          turn.emit(turn.status(WireState.working, undefined, false));
+          const task: AgentTask = {
+            agentId: this.o.agent.id,
+            tenant: id.tenant,
+            taskId: id.taskId,
+            contextId: id.contextId,
+            turn: cmd.body.turn,
+            subject: id.subject,
+            actor: id.actor,
+            message: input,
+            parts: input.parts,
+            // A first turn has no history: skip the query on the hot path.
+            history: cmd.body.turn > FIRST_TURN ? await this.o.ledger.history(id.tenant, id.taskId, cmd.body.turn) : [],
+            ...(id.deadlineUnixMs !== undefined ? { deadline: new Date(id.deadlineUnixMs) } : {}),
+            signal: ac.signal,
+          };
+          const scope: ToolCallScope = {
+            tenant: id.tenant,
+            taskId: id.taskId,
+            executionId: id.executionId,
+            subject: id.subject,
+            owner,
+            signal: ac.signal,
+            ...(task.deadline ? { deadline: task.deadline } : {}),
+            budget: new RetryBudget(this.o.retryBudget),
+          };
+          const ctx = this.context(turn, scope, ac.signal);
+          // Revoked, canceled or past the deadline while the history was read: the handler never starts.
+          if (ac.signal.aborted) throw ac.signal.reason;
+          outcome = await raceAbort(this.o.agent.handler(task, ctx), ac.signal);
+        } catch (err) {
+          if (!ac.signal.aborted && isTransientInfrastructureError(err)) unavailable = err;
+          outcome = this.outcomeOfError(err, ac.signal);
+        } finally {
+          clearTimeout(deadlineTimer);
+          cancel.removeEventListener('abort', onCancel);
+          revoked.removeEventListener('abort', onRevoked);
+        }
+        if (ac.signal.aborted && outcome.state !== 'canceled' && outcome.state !== 'failed')
+          outcome = this.outcomeOfError(ac.signal.reason, ac.signal);
+        if (lost.signal.aborted) {
+          this.o.log?.({ msg: 'lease lost or command revoked during the turn; not reporting', executionId: id.executionId });
+          trace.getActiveSpan()?.setAttribute(SpanAttr.outcome, 'abandoned');
+          clearInterval(renewTimer); // before giving the lease up: a renewal must not take it back
+          if (revoked.aborted) await this.o.ledger.abandon(id.executionId, owner).catch(() => undefined);
+          return;
+        }
+        if (unavailable !== undefined) {
+          // Failing the task for a database blip would be a wrong business fact. Give the execution up
+          // and throw: the bus delivers the command again for as long as the outage lasts (transient
+          // failures do not count towards its dead-letter limit), and the next attempt runs the turn
+          // with the effect ledger keeping every side effect single.
+          this.o.log?.({ level: 'warn', msg: 'a dependency was unavailable during the turn; it runs again', error: String(unavailable) });
+          trace.getActiveSpan()?.setAttribute(SpanAttr.outcome, 'retried');
+          clearInterval(renewTimer);
+          await this.o.ledger.abandon(id.executionId, owner).catch(() => undefined);
+          throw unavailable;
+        }
+        await finish(outcome);
       } finally {
         clearInterval(renewTimer);
-        clearTimeout(deadlineTimer);
-        cancel.removeEventListener('abort', onCancel);
-        revoked.removeEventListener('abort', onRevoked);
       }
-      if (ac.signal.aborted && outcome.state !== 'canceled' && outcome.state !== 'failed')
-        outcome = this.outcomeOfError(ac.signal.reason, ac.signal);
-      if (leaseLost) {
-        this.o.log?.({ msg: 'lease lost or command revoked during the turn; not reporting', executionId: id.executionId });
-        trace.getActiveSpan()?.setAttribute(SpanAttr.outcome, 'abandoned');
-        if (revoked.aborted) await this.o.ledger.abandon(id.executionId, owner).catch(() => undefined);
-        return;
-      }
-      if (unavailable !== undefined) {
-        // Failing the task for a database blip would be a wrong business fact. Give the execution up
-        // and throw: the bus delivers the command again for as long as the outage lasts (transient
-        // failures do not count towards its dead-letter limit), and the next attempt runs the turn
-        // with the effect ledger keeping every side effect single.
-        this.o.log?.({ level: 'warn', msg: 'a dependency was unavailable during the turn; it runs again', error: String(unavailable) });
-        trace.getActiveSpan()?.setAttribute(SpanAttr.outcome, 'retried');
-        await this.o.ledger.abandon(id.executionId, owner).catch(() => undefined);
-        throw unavailable;
-      }
-      await finish(outcome);
     });
   }
 
@@ -269,41 +280,32 @@ export class TurnRunner {
    * each side-effecting call of the turn that was applied, or whose outcome is still unknown after
    * the reconciler had up to the unknown-wait budget to settle it, in the message text and in
    * `metadata["mesh/side_effects"]` (`{tool, idempotency_key, outcome: applied | unknown}`). The
-   * lease is renewed while it waits, so the execution is not taken over meanwhile.
+   * turn's lease is still renewed while it waits, so the execution is not taken over meanwhile.
    */
-  private async withSideEffects(id: Identity, owner: string, outcome: TurnOutcome): Promise<TurnOutcome> {
+  private async withSideEffects(id: Identity, outcome: TurnOutcome, lost: AbortSignal): Promise<TurnOutcome> {
     const made = await this.o.effects.sideEffectsOf(id.tenant, id.taskId, id.executionId);
     if (made.length === 0) return outcome;
-    const unsettled = made.some((e) => e.state === 'unknown' || e.state === 'pending');
-    // Lost: the new owner reports the turn (our finish will find that out).
-    if (unsettled && (await this.o.ledger.renew(id.executionId, owner, this.o.leaseMs)) === 'lost') return outcome;
-    // Timers of our own (AbortSignal.timeout's does not keep the process alive): the wait ends after
-    // the unknown-wait budget, and the lease is renewed meanwhile so nobody takes the turn over.
+    // A timer of our own (AbortSignal.timeout's does not keep the process alive); the wait also
+    // ends when this attempt loses the execution (its new owner reports the turn).
     const waitEnd = new AbortController();
     const timer = setTimeout(() => waitEnd.abort(new MeshError('DEADLINE_EXCEEDED', 'still unknown')), this.o.unknownWaitMs);
-    const renewing = setInterval(
-      () =>
-        void this.o.ledger.renew(id.executionId, owner, this.o.leaseMs).then(
-          (r) => r === 'lost' && waitEnd.abort(new MeshError('LEASE_LOST', 'another worker took this execution over')),
-          () => undefined, // retried at the next tick, as during the turn
-        ),
-      Math.max(50, Math.floor(this.o.leaseMs / 3)),
-    );
+    const wait = AbortSignal.any([waitEnd.signal, lost]);
+    /** applied, unknown, or undefined when it did not happen (error, reconciled as absent). */
+    const outcomeOf = async (e: { key: string; state: string }): Promise<'applied' | 'unknown' | undefined> => {
+      if (e.state === 'ok') return 'applied';
+      if (e.state !== 'unknown' && e.state !== 'pending') return undefined;
+      return this.o.reconciler.waitFor(e.key, wait).then(
+        (obs) => (obs?.status === 'ok' ? 'applied' : undefined),
+        () => 'unknown' as const, // still unknown when the wait ended
+      );
+    };
     const report = await Promise.all(
       made.map(async (e) => {
-        let applied: boolean | undefined = e.state === 'ok' ? true : e.state === 'unknown' || e.state === 'pending' ? undefined : false;
-        if (applied === undefined) {
-          const settled = await this.o.reconciler.waitFor(e.key, waitEnd.signal).then(
-            (obs) => obs?.status === 'ok',
-            () => undefined, // still unknown when the wait ended
-          );
-          applied = settled;
-        }
-        return applied === false ? undefined : { tool: e.tool, idempotency_key: e.key, outcome: applied ? 'applied' : 'unknown' };
+        const o = await outcomeOf(e);
+        return o && { tool: e.tool, idempotency_key: e.key, outcome: o };
       }),
     );
     clearTimeout(timer);
-    clearInterval(renewing);
     const effects = report.filter((r) => r !== undefined);
     if (effects.length === 0 || !outcome.message) return outcome;
     const text = `Side effects the agent made before the task ended: ${effects.map((e) => `${e.tool} (${e.outcome})`).join(', ')}.`;
