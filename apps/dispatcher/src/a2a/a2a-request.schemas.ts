@@ -81,7 +81,8 @@ interface JsonProblem {
 export function jsonProblem(value: unknown, opts: { maxDepth: number; maxChars?: number; keyChars?: number }): JsonProblem | undefined {
   let chars = 0;
   const visit = (v: unknown, path: Array<string | number>, depth: number): JsonProblem | undefined => {
-    if (depth > opts.maxDepth) return { path: [], message: `must not be nested deeper than ${opts.maxDepth} levels` };
+    // Named by its top-level key: the full path would be as deep as the problem.
+    if (depth > opts.maxDepth) return { path: path.slice(0, 1), message: `must not be nested deeper than ${opts.maxDepth} levels` };
     if (typeof v === 'string') {
       chars += v.length + 2;
       const p = stringProblem(v);
@@ -188,10 +189,18 @@ export const part = z
 
 const list = <T extends z.ZodType>(item: T) => z.array(item).max(A2A_LIMITS.listItems, `must have at most ${A2A_LIMITS.listItems} entries`);
 
+/** A short description of any value (never its whole text: it may be 10,000 levels deep). */
+function describe(v: unknown): string {
+  if (typeof v === 'string') return JSON.stringify(v.slice(0, 32));
+  if (typeof v === 'number' || typeof v === 'boolean' || v === null) return String(v);
+  if (v === undefined) return 'nothing';
+  return Array.isArray(v) ? 'an array' : 'an object';
+}
+
 /** ROLE_USER, by name or by its proto3 number; the agent role is the workers' own. */
 const role = z.unknown().superRefine((r, ctx) => {
   if (r !== 'ROLE_USER' && r !== 1) {
-    ctx.addIssue({ code: 'custom', message: `must be "ROLE_USER" (callers send user messages; got ${JSON.stringify(r) ?? 'nothing'})` });
+    ctx.addIssue({ code: 'custom', message: `must be "ROLE_USER" (callers send user messages; got ${describe(r)})` });
   }
 });
 
