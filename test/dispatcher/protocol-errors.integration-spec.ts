@@ -1,12 +1,13 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { eventually } from '../support/infra.js';
+import { gzipSync } from 'node:zlib';
+import { eventually, sql } from '../support/infra.js';
 import { agentRecord, publishAgents, rawRequest, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { jsonMessage } from '../support/a2a-fixtures.js';
 import { startEchoWorker } from '../support/echo-worker.js';
 
-const env = await startTestDispatcher('protocol-errors', {}, { DISPATCHER_BODY_LIMIT: '4kb' });
+const env = await startTestDispatcher('protocol-errors', {}, { DISPATCHER_BODY_LIMIT: '64kb' });
 await publishAgents(env.kafka, env.topics, [agentRecord('echo'), agentRecord('gone', { retired: true })]);
 const worker = await startEchoWorker(env.kafka, env.topics, 'echo');
 after(() => worker.stop());
@@ -128,13 +129,13 @@ test('wrong content type: ContentTypeNotSupported on both bindings', async () =>
 });
 
 test('an oversized body is refused with 413 in the binding format, and the server keeps serving', async () => {
-  const big = jsonMessage('x'.repeat(8 * 1024));
+  const big = jsonMessage('x'.repeat(80 * 1024));
   const r = await rpc({ jsonrpc: '2.0', id: 3, method: 'SendMessage', params: { message: big } });
   assert.equal(r.status, 413);
   assert.equal(r.body.error?.code, -32600);
   const s = await rest('POST', '/message:send', { message: big });
   assert.equal(s.status, 413);
-  assert.ok(s.body.error?.message.includes('4kb'));
+  assert.ok(s.body.error?.message.includes('64kb'));
   const s2 = await rest('POST', '/message:send', { message: big }, { ...v1, 'content-type': 'application/a2a+json' });
   assert.equal(s2.status, 413);
   const ok = await rpc({ jsonrpc: '2.0', id: 4, method: 'GetTask', params: { id: 'x' } });
@@ -186,4 +187,237 @@ test('a push config for an unknown task is TaskNotFound', async () => {
     params: { taskId: 'x', url: 'http://example.invalid/hook' },
   });
   assert.equal(p.body.error?.code, -32001);
+});
+
+// Validation at the edge (A2A 1.0 shapes): each refusal is -32602 / HTTP 400 naming the field, and
+// nothing is stored for it.
+
+/** Rows a refused request must not add: tasks, dedup entries, executions (turns), push configs. */
+async function stored(): Promise<string> {
+  const [r] = await sql<Record<string, number>>(
+    env.databaseUrl,
+    `SELECT (SELECT count(*) FROM dispatcher.tasks)::int AS tasks, (SELECT count(*) FROM dispatcher.message_dedup)::int AS dedup,
+            (SELECT count(*) FROM dispatcher.executions)::int AS turns, (SELECT count(*) FROM dispatcher.push_configs)::int AS push`,
+  );
+  return JSON.stringify(r);
+}
+
+/** Headers are named as they are; params fields with the `params` prefix. */
+const rpcField = (field: string) => (/^(A2A-|x-)/.test(field) ? field : field ? `params.${field}` : 'params');
+
+/** A JSON body; `"<DEEP>"` stands for 10,000-deep nesting (beyond JSON.stringify's stack). */
+const DEEP = '<DEEP>';
+const bodyOf = (v: unknown) => JSON.stringify(v).replaceAll(JSON.stringify(DEEP), `${'['.repeat(10000)}"leaf"${']'.repeat(10000)}`);
+
+/** JSON-RPC: -32602 whose message names `params.<field>`. */
+async function rpcRefused(method: string, params: unknown, field: string, headers?: Record<string, string>) {
+  const r = await rpc(bodyOf({ jsonrpc: '2.0', id: 1, method, params }), { ...v1, 'content-type': 'application/json', ...headers });
+  assert.equal(r.status, 200, `${method} ${field}`);
+  assert.equal(r.body.error?.code, -32602, `${method} ${field}: ${JSON.stringify(r.body).slice(0, 300)}`);
+  const name = rpcField(field);
+  // The cursor is checked when decoded, where the params prefix is not known.
+  const named = r.body.error?.message.startsWith(name) || (field === 'pageToken' && r.body.error?.message.startsWith(field));
+  assert.ok(named, `names ${name}: ${r.body.error?.message}`);
+}
+
+/** HTTP+JSON: 400 INVALID_ARGUMENT whose message names `<field>`. */
+async function restRefused(method: string, path: string, body: unknown, field: string, headers?: Record<string, string>) {
+  const s = await rest(method, path, body === undefined ? undefined : bodyOf(body), {
+    ...v1,
+    'content-type': 'application/json',
+    ...headers,
+  });
+  assert.equal(s.status, 400, `${method} ${path} ${field}: ${JSON.stringify(s.body).slice(0, 300)}`);
+  assert.equal(s.body.error?.status, 'INVALID_ARGUMENT');
+  assert.ok(s.body.error?.message.startsWith(field), `names ${field}: ${s.body.error?.message}`);
+}
+
+/** SendMessage with one message field replaced, refused on both bindings. */
+async function sendRefused(patch: Record<string, unknown>, field: string, headers?: Record<string, string>) {
+  const message = { ...jsonMessage('hi'), ...patch };
+  for (const k of Object.keys(patch)) if (patch[k] === undefined) delete (message as Record<string, unknown>)[k];
+  const params = { message, configuration: { returnImmediately: true } };
+  await rpcRefused('SendMessage', params, field, headers);
+  await rpcRefused('SendStreamingMessage', params, field, headers);
+  await restRefused('POST', '/message:send', params, field, headers);
+  await restRefused('POST', '/message:stream', params, field, headers);
+}
+
+const NUL = 'a\u0000b';
+const LONE = 'a\ud800b';
+const LONG = 'x'.repeat(3000);
+
+test('a caller sends ROLE_USER only: UNRECOGNIZED, ROLE_UNSPECIFIED, none, 42 and ROLE_AGENT are refused on both bindings', async () => {
+  const before = await stored();
+  for (const role of ['UNRECOGNIZED', 'ROLE_UNSPECIFIED', undefined, 42, 'ROLE_AGENT', 2, 'role_user', null]) {
+    await sendRefused({ role }, 'message.role');
+  }
+  assert.equal(await stored(), before, 'nothing stored');
+});
+
+test('each part has exactly one content of the right type; a data part may hold any JSON value', async () => {
+  const before = await stored();
+  for (const [parts, field] of [
+    [[null], 'message.parts[0]'],
+    [[{}], 'message.parts[0]'],
+    [[{ text: null }], 'message.parts[0].text'],
+    [[1, 2], 'message.parts[0]'],
+    [[], 'message.parts'],
+    [null, 'message.parts'],
+    [[{ text: 'a', data: {} }], 'message.parts[0]'],
+    [[{ text: 5 }], 'message.parts[0].text'],
+    [[{ raw: 'not base64!' }], 'message.parts[0].raw'],
+    [[{ data: null }], 'message.parts[0].data'],
+    [[{ text: 'ok' }, { text: 'x', kind: 'text' }], 'message.parts[1]'],
+  ] as const) {
+    await sendRefused({ parts }, field);
+  }
+  assert.equal(await stored(), before, 'nothing stored');
+  for (const data of ['a string', 42, [1, 'two'], { nested: { ok: true } }, false]) {
+    const params = { message: jsonMessage('x', { parts: [{ data }] }), configuration: { returnImmediately: true } };
+    const r = await rpc({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params });
+    assert.ok(r.body.result, `data ${JSON.stringify(data)} accepted: ${JSON.stringify(r.body.error)}`);
+    const s = await rest('POST', '/message:send', { ...params, message: jsonMessage('x', { parts: [{ data }] }) });
+    assert.equal(s.status, 200, `data ${JSON.stringify(data)} accepted over HTTP+JSON`);
+  }
+});
+
+test('ids: NUL, control characters, lone surrogates, 3,000 characters and empty ids are refused wherever an id goes', async () => {
+  const before = await stored();
+  for (const bad of [NUL, LONE, LONG, '', 'a\u0085b', 'tab\there']) {
+    await sendRefused({ messageId: bad }, 'message.messageId');
+    await sendRefused({ contextId: bad }, 'message.contextId');
+    await sendRefused({ taskId: bad }, 'message.taskId');
+    await sendRefused({ referenceTaskIds: ['ok', bad] }, 'message.referenceTaskIds[1]');
+    await rpcRefused('GetTask', { id: bad }, 'id');
+    await rpcRefused('CancelTask', { id: bad }, 'id');
+    await rpcRefused('SubscribeToTask', { id: bad }, 'id');
+    await rpcRefused('ListTasks', { contextId: bad }, 'contextId');
+    await rpcRefused('GetTaskPushNotificationConfig', { taskId: bad, id: 'c' }, 'taskId');
+    await rpcRefused('DeleteTaskPushNotificationConfig', { taskId: 't', id: bad }, 'id');
+    await rpcRefused('ListTaskPushNotificationConfigs', { taskId: bad }, 'taskId');
+    await rpcRefused('CreateTaskPushNotificationConfig', { taskId: 't', id: bad, url: 'http://example.invalid/h' }, 'id');
+    // An empty path segment is another route; a lone surrogate has no URL encoding (below).
+    if (bad === '' || bad === LONE) continue;
+    const enc = encodeURIComponent(bad);
+    await restRefused('GET', `/tasks/${enc}`, undefined, 'taskId');
+    await restRefused('POST', `/tasks/${enc}:cancel`, undefined, 'taskId');
+    await restRefused('GET', `/tasks/${enc}:subscribe`, undefined, 'taskId');
+    await restRefused('GET', `/tasks/t/pushNotificationConfigs/${enc}`, undefined, 'configId');
+    await restRefused('DELETE', `/tasks/t/pushNotificationConfigs/${enc}`, undefined, 'configId');
+    await restRefused('POST', `/tasks/${enc}/pushNotificationConfigs`, { url: 'http://example.invalid/h' }, 'taskId');
+    await restRefused('POST', `/tasks/t/pushNotificationConfigs`, { id: bad, url: 'http://example.invalid/h' }, 'id');
+    await restRefused('GET', `/tasks?contextId=${enc}`, undefined, 'contextId');
+    await restRefused('GET', `/${enc}/tasks`, undefined, 'tenant');
+  }
+  // The UTF-8 bytes of a surrogate are not UTF-8: the path does not decode, 400 before any route.
+  for (const path of ['/tasks/a%ED%A0%80b', '/tasks/t/pushNotificationConfigs/%ED%A0%80']) {
+    const s = await rest('GET', path);
+    assert.equal(s.status, 400, `${path}: ${JSON.stringify(s.body)}`);
+  }
+  assert.equal(await stored(), before, 'nothing stored');
+});
+
+test('strings are well-formed Unicode without NUL: text, metadata keys and values, push URLs', async () => {
+  const before = await stored();
+  for (const bad of [NUL, LONE, '\udfff']) {
+    await sendRefused({ parts: [{ text: bad }] }, 'message.parts[0].text');
+    await sendRefused({ metadata: { [bad]: 1 } }, 'message.metadata');
+    await sendRefused({ metadata: { k: [bad] } }, 'message.metadata.k[0]');
+    await rpcRefused('SendMessage', { message: jsonMessage('x'), metadata: { a: bad } }, 'metadata.a');
+    await rpcRefused('CreateTaskPushNotificationConfig', { taskId: 't', url: `http://example.invalid/${bad}` }, 'url');
+  }
+  // Unknown fields (a snake_case alias included) are refused by name, as proto3 JSON parsers do.
+  await sendRefused({ message_id: 'm' }, 'message');
+  await rpcRefused('GetTask', { id: 't', extra: 1 }, '');
+  assert.equal(await stored(), before, 'nothing stored');
+});
+
+test('metadata is bounded: 10,000-deep nesting and more than 64 KiB are refused', async () => {
+  const before = await stored();
+  const deep = DEEP;
+  await sendRefused({ metadata: { deep } }, 'message.metadata');
+  await sendRefused({ parts: [{ data: deep }] }, 'message.parts[0].data');
+  await rpcRefused('CancelTask', { id: 't', metadata: { deep } }, 'metadata');
+  // Over 64 KiB needs a bigger body than this dispatcher takes: the check itself is in the fuzz suite's range.
+  assert.equal(await stored(), before, 'nothing stored');
+});
+
+test('deadlines: deadlineUnixMs 2^53-1, 1e15, negative or fractional, and A2A-Deadline-Ms 9999999999 are refused', async () => {
+  const before = await stored();
+  for (const d of [2 ** 53 - 1, 1e15, -5, 0, 1.5, '12x', Date.now() + 31 * 86_400_000]) {
+    await sendRefused({ metadata: { deadlineUnixMs: d } }, 'message.metadata.deadlineUnixMs');
+  }
+  for (const h of ['9999999999', '-1', '1.5', 'soon', '1000, 2000']) {
+    await sendRefused({}, 'A2A-Deadline-Ms', { 'a2a-deadline-ms': h });
+    await sendRefused({}, 'x-request-timeout-ms', { 'x-request-timeout-ms': h });
+  }
+  assert.equal(await stored(), before, 'nothing stored');
+  // Within the bound: accepted.
+  const ok = await rest('POST', '/message:send', {
+    message: jsonMessage('x', { metadata: { deadlineUnixMs: Date.now() + 60_000 } }),
+    configuration: { returnImmediately: true },
+  });
+  assert.equal(ok.status, 200);
+});
+
+test('ListTasks: a pageToken decoding to ["1","x"], bad page sizes and timestamps are refused on both bindings', async () => {
+  const token = Buffer.from(JSON.stringify(['1', 'x'])).toString('base64url');
+  const feb30 = Buffer.from(JSON.stringify(['2025-02-30T00:00:00.000000Z', 'x'])).toString('base64url');
+  for (const t of [token, feb30, 'not base64 !']) {
+    await rpcRefused('ListTasks', { pageToken: t }, 'pageToken');
+    await restRefused('GET', `/tasks?pageToken=${encodeURIComponent(t)}`, undefined, 'pageToken');
+  }
+  for (const [q, field] of [
+    ['pageSize=0', 'pageSize'],
+    ['pageSize=101', 'pageSize'],
+    ['pageSize=1e3', 'pageSize'],
+    ['historyLength=-1', 'historyLength'],
+    ['status=TASK_STATE_BOGUS', 'status'],
+    ['statusTimestampAfter=yesterday', 'statusTimestampAfter'],
+    ['includeArtifacts=yes', 'includeArtifacts'],
+    ['pageSize=5&pageSize=6', 'pageSize'],
+  ] as const) {
+    await restRefused('GET', `/tasks?${q}`, undefined, field);
+  }
+  for (const [params, field] of [
+    [{ pageSize: 0 }, 'pageSize'],
+    [{ pageSize: 2 ** 53 }, 'pageSize'],
+    [{ historyLength: -1 }, 'historyLength'],
+    [{ historyLength: 1e308 }, 'historyLength'],
+    [{ statusTimestampAfter: 'x' }, 'statusTimestampAfter'],
+    [{ status: 'UNRECOGNIZED' }, 'status'],
+  ] as const) {
+    await rpcRefused('ListTasks', params, field);
+  }
+  await restRefused('GET', `/tasks/x?historyLength=abc`, undefined, 'historyLength');
+  const ok = await rest('GET', '/tasks?pageSize=2&includeArtifacts=true&status=TASK_STATE_COMPLETED');
+  assert.equal(ok.status, 200);
+});
+
+test('a body that does not decode under its Content-Encoding (br, gzip, deflate) is a client error, never a 500', async () => {
+  const garbage = Buffer.from('this is not compressed at all');
+  for (const encoding of ['br', 'gzip', 'deflate']) {
+    const h = { ...v1, 'content-type': 'application/json', 'content-encoding': encoding };
+    const r = await rawRequest(base, { method: 'POST', headers: h, body: garbage });
+    assert.equal(r.status, 200, encoding);
+    assert.equal((JSON.parse(r.body) as { error: { code: number } }).error.code, -32700, encoding);
+    const s = await rawRequest(`${base}/message:send`, { method: 'POST', headers: h, body: garbage });
+    assert.equal(s.status, 400, `${encoding}: ${s.body}`);
+    assert.equal((JSON.parse(s.body) as { error: { status: string } }).error.status, 'INVALID_ARGUMENT');
+  }
+  const unknown = await rawRequest(`${base}/message:send`, {
+    method: 'POST',
+    headers: { ...v1, 'content-type': 'application/json', 'content-encoding': 'x-foo' },
+    body: garbage,
+  });
+  assert.ok(unknown.status === 400 || unknown.status === 415, String(unknown.status));
+  // A body that does decode is read as usual.
+  const zipped = gzipSync(JSON.stringify({ message: jsonMessage('zipped'), configuration: { returnImmediately: true } }));
+  const ok = await rawRequest(`${base}/message:send`, {
+    method: 'POST',
+    headers: { ...v1, 'content-type': 'application/json', 'content-encoding': 'gzip' },
+    body: zipped,
+  });
+  assert.equal(ok.status, 200, ok.body);
 });

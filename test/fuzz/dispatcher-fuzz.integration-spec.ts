@@ -2,6 +2,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { eventually } from '../support/infra.js';
 import { agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { jsonMessage } from '../support/a2a-fixtures.js';
@@ -15,6 +16,7 @@ import {
   printable,
   runs,
   sendRaw,
+  sendRawUntilStream,
   heapBackNear,
   settledHeap,
   wrongType,
@@ -24,13 +26,31 @@ import {
 // a documented error in the binding's format (or a success for the rare valid request); never
 // a 5xx, never a hang, and the heap must settle back near its baseline afterwards.
 
-const env = await startTestDispatcher('fuzz-dispatcher', {}, { DISPATCHER_BODY_LIMIT: '64kb' });
-await publishAgents(env.kafka, env.topics, [agentRecord('echo'), agentRecord('secret', { tenant: 'globex', visibility: 'private' })]);
+const env = await startTestDispatcher(
+  'fuzz-dispatcher',
+  {},
+  // A blocking send or a stream the generator happens to make valid ends soon (the `target` agent has no worker).
+  {
+    DISPATCHER_BODY_LIMIT: '256kb',
+    DISPATCHER_BLOCKING_TIMEOUT_MS: '200',
+    DISPATCHER_STREAM_MAX_MS: '2000',
+    PUSH_EGRESS_ALLOW_CIDRS: '127.0.0.0/8',
+  },
+);
+await publishAgents(env.kafka, env.topics, [
+  agentRecord('echo'),
+  agentRecord('secret', { tenant: 'globex', visibility: 'private' }),
+  agentRecord('target', { card: { ...agentRecord('target').card, capabilities: { streaming: true, pushNotifications: true } } }),
+]);
 // Both agents are served: a valid streaming send (or subscribe) the generator happens to build
 // stays open until its task ends, so an agent without a worker would look like a hang.
 const workers = [await startEchoWorker(env.kafka, env.topics, 'echo'), await startEchoWorker(env.kafka, env.topics, 'secret')];
 after(() => Promise.all(workers.map((w) => w.stop())));
 await eventually('echo served', async () => (await fetch(`${env.url}/a2a/echo/.well-known/agent-card.json`)).ok);
+await eventually('target served', async () => (await fetch(`${env.url}/a2a/target/.well-known/agent-card.json`)).ok);
+const db = new pg.Pool({ connectionString: env.databaseUrl, max: 2 });
+db.on('error', () => undefined); // its idle connection ends when the spec drops the database
+after(() => db.end());
 
 const send = (path: string, method: string, headers: OutgoingHttpHeaders, body?: Buffer): Promise<Answer> =>
   sendRaw(env.url, path, method, headers, body);
@@ -158,6 +178,25 @@ const body = fc
 // (No `..`: clients normalise dot segments, and `/a2a/..` is not under the A2A edge at all.)
 const agentPath = fc.constantFrom('echo', 'echo', 'echo', 'secret', 'nobody', 'Bad_Id', '%00', 'echo%2F..');
 
+/** Content encodings (bodies are never really compressed: each one is garbage to its decoder) and repeated deadline headers. */
+const extraHeaders = fc.oneof(
+  { weight: 4, arbitrary: fc.constant({}) },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom('br', 'gzip', 'deflate', 'x-foo', 'gzip, br', 'identity').map((e) => ({ 'content-encoding': e })),
+  },
+  {
+    weight: 1,
+    arbitrary: fc
+      .constantFrom('a2a-deadline-ms', 'x-request-timeout-ms')
+      .chain((name) =>
+        fc
+          .oneof(fc.constantFrom(['1000', '2000'], '9999999999', '-1', '1e3', '0x10'), fc.string({ maxLength: 20 }))
+          .map((v) => ({ [name]: v })),
+      ),
+  },
+);
+
 function headersOf(ct: string | undefined, v: string | string[] | undefined, auth: string | string[] | undefined): OutgoingHttpHeaders {
   const h: OutgoingHttpHeaders = {};
   if (ct !== undefined) h['content-type'] = ct;
@@ -227,10 +266,10 @@ test('found by this suite: an undecodable path and a primitive JSON-RPC body get
 
 test('JSON-RPC binding: hostile envelopes, params, bodies and headers get documented errors', async () => {
   await fc.assert(
-    fc.asyncProperty(agentPath, contentType, version, authorization, body, async (agent, ct, v, auth, b) => {
-      checkJsonRpc(await send(`/a2a/${agent}`, 'POST', headersOf(ct, v, auth), b));
+    fc.asyncProperty(agentPath, contentType, version, authorization, extraHeaders, body, async (agent, ct, v, auth, extra, b) => {
+      checkJsonRpc(await send(`/a2a/${agent}`, 'POST', { ...headersOf(ct, v, auth), ...extra }, b));
     }),
-    { numRuns: runs(1000) },
+    { numRuns: runs(2000) },
   );
 });
 
@@ -267,16 +306,425 @@ test('HTTP+JSON binding: hostile routes, methods, bodies and headers get documen
       contentType,
       version,
       authorization,
+      extraHeaders,
       fc.oneof(
         params.map((p) => printable(Buffer.from(JSON.stringify(p) ?? 'null'))),
         brokenBody.map(printable),
         fc.constant(undefined),
       ),
-      async (agent, method, route, q, ct, v, auth, b) => {
-        checkRest(await send(`/a2a/${agent}${route}${q}`, method, headersOf(ct, v, auth), method === 'GET' ? undefined : b));
+      async (agent, method, route, q, ct, v, auth, extra, b) => {
+        const headers = { ...headersOf(ct, v, auth), ...extra };
+        checkRest(await send(`/a2a/${agent}${route}${q}`, method, headers, method === 'GET' ? undefined : b));
       },
     ),
-    { numRuns: runs(1000) },
+    { numRuns: runs(2000) },
+  );
+});
+
+// ---------------------------------------------------------------------------------------------
+// Schema-driven: every field of every A2A operation's request shape, on both bindings, gets each
+// hostile value class. Requests go to `target` (no worker: what is stored stays as stored), on a
+// task and a push config that exist, so a refusal is the validation's and not "not found".
+
+type Kind =
+  | 'id'
+  | 'text'
+  | 'struct'
+  | 'json'
+  | 'role'
+  | 'parts'
+  | 'part'
+  | 'int'
+  | 'bool'
+  | 'url'
+  | 'state'
+  | 'time'
+  | 'token'
+  | 'deadline'
+  | 'list'
+  | 'object';
+type Seg = string | number;
+/** One field of a request shape: where it is in the JSON-RPC params, and where the HTTP+JSON binding carries it. */
+interface Field {
+  path: Seg[];
+  kind: Kind;
+  /** HTTP+JSON: in the body (same path), the URL path (parameter name) or the query (parameter name); absent = not on REST. */
+  rest?: { in: 'body' } | { in: 'path'; name: string } | { in: 'query'; name: string };
+}
+interface Operation {
+  method: string;
+  params(): Record<string, unknown>;
+  fields: Field[];
+  /** The HTTP+JSON request for the params (path values already URL-encoded by the caller). */
+  rest(p: Record<string, unknown>, enc: (v: unknown) => string): { method: string; path: string; body?: unknown };
+}
+
+const auth = { 'content-type': 'application/json', 'a2a-version': '1.0', authorization: 'Bearer demo-acme' };
+const rpcTarget = (method: string, params: unknown) =>
+  sendRawUntilStream(env.url, '/a2a/target', 'POST', auth, Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 1, method, params })));
+const created = JSON.parse(
+  (await rpcTarget('SendMessage', { message: jsonMessage('fuzz target'), configuration: { returnImmediately: true } })).body,
+) as { result: { task: { id: string; contextId: string } } };
+const T = created.result.task.id;
+const pushCreated = await rpcTarget('CreateTaskPushNotificationConfig', { taskId: T, id: 'cfg', url: 'http://127.0.0.1:9/hook' });
+assert.match(pushCreated.body, /"result"/, pushCreated.body);
+
+const inBody = (kind: Kind, rest = true) => ({ kind, ...(rest ? { rest: { in: 'body' as const } } : {}) });
+const msgFields = (prefix: Seg[]): Field[] => [
+  { path: prefix, ...inBody('object') },
+  { path: [...prefix, 'messageId'], ...inBody('id') },
+  { path: [...prefix, 'contextId'], ...inBody('id') },
+  { path: [...prefix, 'taskId'], ...inBody('id') },
+  { path: [...prefix, 'role'], ...inBody('role') },
+  { path: [...prefix, 'parts'], ...inBody('parts') },
+  { path: [...prefix, 'parts', 0], ...inBody('part') },
+  { path: [...prefix, 'parts', 0, 'text'], ...inBody('text') },
+  { path: [...prefix, 'parts', 0, 'metadata'], ...inBody('struct') },
+  { path: [...prefix, 'parts', 0, 'mediaType'], ...inBody('token') },
+  { path: [...prefix, 'metadata'], ...inBody('struct') },
+  { path: [...prefix, 'metadata', 'deadlineUnixMs'], ...inBody('deadline') },
+  { path: [...prefix, 'extensions'], ...inBody('list') },
+  { path: [...prefix, 'referenceTaskIds'], ...inBody('list') },
+  { path: [...prefix, 'referenceTaskIds', 0], ...inBody('id') },
+];
+const sendFields: Field[] = [
+  ...msgFields(['message']),
+  { path: ['message', 'parts', 1], ...inBody('part') },
+  { path: ['message', 'parts', 1, 'data'], ...inBody('json') },
+  { path: ['configuration'], ...inBody('object') },
+  { path: ['configuration', 'historyLength'], ...inBody('int') },
+  { path: ['configuration', 'returnImmediately'], ...inBody('bool') },
+  { path: ['configuration', 'acceptedOutputModes'], ...inBody('list') },
+  { path: ['configuration', 'taskPushNotificationConfig'], ...inBody('object') },
+  { path: ['configuration', 'taskPushNotificationConfig', 'url'], ...inBody('url') },
+  { path: ['configuration', 'taskPushNotificationConfig', 'id'], ...inBody('id') },
+  { path: ['metadata'], ...inBody('struct') },
+  { path: ['tenant'], ...inBody('id') },
+];
+const sendParams = () => ({
+  message: { ...jsonMessage('fuzz'), parts: [{ text: 'fuzz' }, { data: { ok: true } }], referenceTaskIds: [T], metadata: { k: 'v' } },
+  configuration: { returnImmediately: true, historyLength: 1, taskPushNotificationConfig: { url: 'http://127.0.0.1:9/hook' } },
+});
+const OPERATIONS: Operation[] = [
+  { method: 'SendMessage', params: sendParams, fields: sendFields, rest: (p) => ({ method: 'POST', path: '/message:send', body: p }) },
+  {
+    method: 'SendStreamingMessage',
+    params: sendParams,
+    fields: sendFields,
+    rest: (p) => ({ method: 'POST', path: '/message:stream', body: p }),
+  },
+  {
+    method: 'GetTask',
+    params: () => ({ id: T, historyLength: 2 }),
+    fields: [
+      { path: ['id'], kind: 'id', rest: { in: 'path', name: 'taskId' } },
+      { path: ['historyLength'], kind: 'int', rest: { in: 'query', name: 'historyLength' } },
+    ],
+    rest: (p, enc) => ({ method: 'GET', path: `/tasks/${enc(p.id)}${queryString(p, ['historyLength'])}` }),
+  },
+  {
+    method: 'ListTasks',
+    params: () => ({ contextId: created.result.task.contextId, pageSize: 5, status: 'TASK_STATE_SUBMITTED', includeArtifacts: true }),
+    fields: (
+      [
+        ['contextId', 'id'],
+        ['status', 'state'],
+        ['pageSize', 'int'],
+        ['pageToken', 'token'],
+        ['historyLength', 'int'],
+        ['statusTimestampAfter', 'time'],
+        ['includeArtifacts', 'bool'],
+      ] as const
+    ).map(([name, kind]) => ({ path: [name], kind, rest: { in: 'query' as const, name } })),
+    rest: (p) => ({
+      method: 'GET',
+      path: `/tasks${queryString(p, ['contextId', 'status', 'pageSize', 'pageToken', 'historyLength', 'statusTimestampAfter', 'includeArtifacts'])}`,
+    }),
+  },
+  {
+    method: 'CancelTask',
+    params: () => ({ id: randomUUID(), metadata: { why: 'fuzz' } }),
+    fields: [
+      { path: ['id'], kind: 'id', rest: { in: 'path', name: 'taskId' } },
+      { path: ['metadata'], kind: 'struct' },
+    ],
+    rest: (p, enc) => ({ method: 'POST', path: `/tasks/${enc(p.id)}:cancel` }),
+  },
+  {
+    method: 'SubscribeToTask',
+    params: () => ({ id: T }),
+    fields: [{ path: ['id'], kind: 'id', rest: { in: 'path', name: 'taskId' } }],
+    rest: (p, enc) => ({ method: 'GET', path: `/tasks/${enc(p.id)}:subscribe` }),
+  },
+  {
+    method: 'CreateTaskPushNotificationConfig',
+    params: () => ({
+      taskId: T,
+      id: 'cfg2',
+      url: 'http://127.0.0.1:9/hook2',
+      token: 'tok',
+      authentication: { scheme: 'Bearer', credentials: 'c' },
+    }),
+    fields: [
+      { path: ['taskId'], kind: 'id', rest: { in: 'path', name: 'taskId' } },
+      { path: ['id'], ...inBody('id') },
+      { path: ['url'], ...inBody('url') },
+      { path: ['token'], ...inBody('token') },
+      { path: ['authentication'], ...inBody('object') },
+      { path: ['authentication', 'scheme'], ...inBody('token') },
+    ],
+    rest: (p, enc) => {
+      const { taskId, ...rest } = p;
+      return { method: 'POST', path: `/tasks/${enc(taskId)}/pushNotificationConfigs`, body: rest };
+    },
+  },
+  ...(['GetTaskPushNotificationConfig', 'DeleteTaskPushNotificationConfig'] as const).map((method): Operation => ({
+    method,
+    // Delete names a config that does not exist: a valid delete must not remove `cfg`, which the other cases use.
+    params: () => ({ taskId: T, id: method === 'GetTaskPushNotificationConfig' ? 'cfg' : 'nothing' }),
+    fields: [
+      { path: ['taskId'], kind: 'id', rest: { in: 'path', name: 'taskId' } },
+      { path: ['id'], kind: 'id', rest: { in: 'path', name: 'configId' } },
+    ],
+    rest: (p, enc) => ({
+      method: method === 'GetTaskPushNotificationConfig' ? 'GET' : 'DELETE',
+      path: `/tasks/${enc(p.taskId)}/pushNotificationConfigs/${enc(p.id)}`,
+    }),
+  })),
+  {
+    method: 'ListTaskPushNotificationConfigs',
+    params: () => ({ taskId: T, pageSize: 10 }),
+    fields: [
+      { path: ['taskId'], kind: 'id', rest: { in: 'path', name: 'taskId' } },
+      { path: ['pageSize'], kind: 'int' },
+      { path: ['pageToken'], kind: 'token' },
+    ],
+    rest: (p, enc) => ({ method: 'GET', path: `/tasks/${enc(p.taskId)}/pushNotificationConfigs` }),
+  },
+];
+
+/** `?a=1&b=2` of the given params; an array value repeats the parameter. */
+function queryString(p: Record<string, unknown>, names: string[]): string {
+  const parts: string[] = [];
+  for (const n of names) {
+    const v = p[n];
+    if (v === undefined) continue;
+    for (const one of Array.isArray(v) ? v : [v])
+      parts.push(`${n}=${encodeURIComponent(typeof one === 'string' ? one : JSON.stringify(one))}`);
+  }
+  return parts.length ? `?${parts.join('&')}` : '';
+}
+
+/** A value standing for 10,000-deep nesting, spliced into the JSON text (JSON.stringify would overflow its stack). */
+const DEEP = '\u0000<10000-deep>';
+const DEEP_JSON = `${'['.repeat(10000)}{"n":1}${']'.repeat(10000)}`;
+const toJson = (v: unknown) => JSON.stringify(v).replaceAll(JSON.stringify(DEEP), DEEP_JSON);
+
+/** The hostile value classes; `always` = no field may take it. */
+type ValueClass = 'nul' | 'control' | 'surrogate' | 'long' | 'deep' | 'numeric' | 'wrongType' | 'unknownField' | 'repeat';
+const around = (core: fc.Arbitrary<string>) =>
+  fc.tuple(fc.string({ maxLength: 8 }), core, fc.string({ maxLength: 8 })).map((t) => t.join(''));
+const VALUES: Record<ValueClass, fc.Arbitrary<unknown>> = {
+  nul: around(fc.constant('\u0000')),
+  control: around(fc.constantFrom('\u0001', '\u001f', '\u007f', '\u0085', '\u009f', '\n', '\t')),
+  surrogate: around(fc.constantFrom('\ud800', '\udfff', '\udbff', '\udc00')),
+  long: fc.integer({ min: 10 * 1024, max: 40 * 1024 }).map((n) => 'x'.repeat(n)),
+  deep: fc.constant(DEEP),
+  numeric: fc.constantFrom(
+    2 ** 53,
+    -(2 ** 53),
+    2 ** 53 - 1,
+    1e308,
+    -1e308,
+    -0,
+    -1,
+    1.5,
+    1e15,
+    'NaN',
+    'Infinity',
+    '-0',
+    '1e999',
+    4294967296,
+  ),
+  wrongType: fc.constantFrom(null, true, false, 0, 1, [], {}, [1, 2], [null], { a: 1 }, 'str', ''),
+  unknownField: fc.constantFrom('extra', 'kind', 'message_id', '__proto__', '', '\u0000'),
+  repeat: fc.constant(undefined),
+};
+const CLASSES = Object.keys(VALUES) as ValueClass[];
+
+/**
+ * Must this value be refused in a field of this kind? Only the certain cases (the rest must just
+ * not break anything). `viaUrl`: the value went as a path or query string, where `0`, `true` or
+ * `[[[[` may well be valid.
+ */
+function mustRefuse(kind: Kind, cls: ValueClass, v: unknown, viaUrl: boolean): boolean {
+  if (cls === 'nul' || cls === 'surrogate' || cls === 'repeat') return true;
+  if (viaUrl) return kind === 'id' && (cls === 'control' || cls === 'long');
+  if (cls === 'deep') return true;
+  if (cls === 'unknownField') return kind !== 'struct' && kind !== 'json';
+  switch (kind) {
+    case 'id':
+      return cls === 'control' || cls === 'long' || typeof v !== 'string' || v.trim() === '';
+    case 'role':
+      return v !== 'ROLE_USER' && v !== 1;
+    case 'int':
+      return typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 2 ** 31 - 1;
+    case 'bool':
+      return typeof v !== 'boolean';
+    case 'state':
+      return !(Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 8) && !(typeof v === 'string' && v.startsWith('TASK_STATE_'));
+    case 'time':
+      return typeof v !== 'string' || !/^\d{4}-/.test(v);
+    default:
+      return false;
+  }
+}
+
+/** Sets `path` in a copy of `obj` (creating objects/arrays on the way); unknownField adds a key to the object at `path`. */
+function place(obj: Record<string, unknown>, path: Seg[], cls: ValueClass, v: unknown): Record<string, unknown> {
+  const copy = structuredClone(obj);
+  let cur: Record<string | number, unknown> = copy;
+  for (const seg of path.slice(0, -1)) {
+    if (typeof cur[seg] !== 'object' || cur[seg] === null) cur[seg] = typeof seg === 'number' ? [] : {};
+    cur = cur[seg] as Record<string | number, unknown>;
+  }
+  const last = path[path.length - 1]!;
+  if (cls === 'unknownField') {
+    const target = cur[last];
+    if (typeof target === 'object' && target !== null && !Array.isArray(target))
+      Object.defineProperty(target, String(v), { value: 1, enumerable: true });
+    else cur[last] = { [String(v)]: 1 };
+  } else cur[last] = v;
+  return copy;
+}
+
+/** The field as the binding names it: `params.a.b[0]` (JSON-RPC), `a.b[0]` or the URL parameter (HTTP+JSON). */
+function fieldName(prefix: string, path: Seg[]): string {
+  let out = prefix;
+  for (const seg of path) out += typeof seg === 'number' ? `[${seg}]` : out ? `.${seg}` : seg;
+  return out;
+}
+
+/** Rows of `target` a refused request must not change (tasks and their versions, dedup, turns, push configs). */
+async function stored(): Promise<string> {
+  const { rows } = await db.query(
+    `SELECT (SELECT count(*) || ':' || coalesce(sum(version), 0) FROM dispatcher.tasks WHERE agent_id = 'target') AS tasks,
+            (SELECT count(*) FROM dispatcher.message_dedup WHERE agent_id = 'target') AS dedup,
+            (SELECT count(*) FROM dispatcher.executions e JOIN dispatcher.tasks t ON t.id = e.task_id WHERE t.agent_id = 'target') AS turns,
+            (SELECT count(*) FROM dispatcher.push_configs WHERE task_id = $1) AS push`,
+    [T],
+  );
+  return JSON.stringify(rows[0]);
+}
+
+interface Case {
+  op: Operation;
+  field: Field;
+  cls: ValueClass;
+  value: unknown;
+}
+const caseArb = (binding: 'rpc' | 'rest'): fc.Arbitrary<Case> =>
+  fc
+    .constantFrom(...OPERATIONS)
+    .chain((op) => {
+      const fields = binding === 'rpc' ? op.fields : op.fields.filter((f) => f.rest);
+      return fc.tuple(fc.constant(op), fc.constantFrom(...fields), fc.constantFrom(...CLASSES));
+    })
+    .filter(([, field, cls]) => (binding === 'rest' && field.rest?.in === 'query') || cls !== 'repeat')
+    .filter(
+      ([, field, cls]) =>
+        cls !== 'unknownField' || field.kind === 'object' || field.kind === 'part' || field.rest?.in === 'body' || binding === 'rpc',
+    )
+    .chain(([op, field, cls]) => VALUES[cls].map((value) => ({ op, field, cls, value })))
+    .map((c) =>
+      Object.assign(c, {
+        [fc.toStringMethod]: () => `${c.op.method} ${fieldName('', c.field.path)} ${c.cls} ${JSON.stringify(c.value)?.slice(0, 80)}`,
+      }),
+    );
+
+/** Checks one answer: never a fault; a refusal names the field and left nothing behind; a must-refuse value was refused. */
+async function judge(c: Case, a: Answer, name: string, before: string, sent: unknown, viaUrl: boolean): Promise<void> {
+  assert.ok(a.status < 500, `no 5xx (got ${a.status}: ${a.body.slice(0, 300)})`);
+  if (a.status === 414 || a.status === 431) {
+    // A URL over the HTTP server's header limit: refused before any route, without a body.
+    assert.equal(await stored(), before, 'nothing stored');
+    return;
+  }
+  let refused = false;
+  let message = '';
+  if (!a.contentType.startsWith('text/event-stream') && a.body !== '') {
+    const r = JSON.parse(a.body) as { error?: { code: number | string; message: string } };
+    if (r.error) {
+      assert.notEqual(r.error.code, -32603, `no -32603: ${r.error.message}`);
+      refused = r.error.code === -32602 || a.status === 400;
+      message = r.error.message;
+    }
+  }
+  const last = name.split(/[.[]/).pop()!.replace(/\]$/, '');
+  if (refused) {
+    // Named by its path; a check made later (tenant match, push URL policy, cursor decoding) names the field itself.
+    assert.ok(
+      message.startsWith(name) || message.toLowerCase().includes(last.toLowerCase()),
+      `the error names ${name}: "${message.slice(0, 200)}"`,
+    );
+    assert.equal(await stored(), before, `nothing stored for a refused request (${message.slice(0, 120)})`);
+  } else if (mustRefuse(c.field.kind, c.cls, sent, viaUrl)) {
+    assert.fail(`a ${c.cls} value in ${name} must be refused; got ${a.status} ${a.body.slice(0, 200)}`);
+  }
+}
+
+test('schema-driven, JSON-RPC: each hostile value class in each field of each operation is refused naming the field, nothing stored', async () => {
+  await fc.assert(
+    fc.asyncProperty(caseArb('rpc'), async (c) => {
+      const before = await stored();
+      const params = place(c.op.params(), c.field.path, c.cls, c.value);
+      const a = await sendRawUntilStream(
+        env.url,
+        '/a2a/target',
+        'POST',
+        auth,
+        Buffer.from(toJson({ jsonrpc: '2.0', id: 1, method: c.op.method, params })),
+      );
+      const name = fieldName('params', c.field.path);
+      await judge(c, a, name, before, c.value, false);
+    }),
+    { numRuns: runs(2000) },
+  );
+});
+
+test('schema-driven, HTTP+JSON: the same in bodies, path and query parameters', async () => {
+  await fc.assert(
+    fc.asyncProperty(caseArb('rest'), async (c) => {
+      const before = await stored();
+      const where = c.field.rest!;
+      let value = c.value;
+      if (where.in !== 'body') {
+        // A URL carries strings: other values as their JSON text, a repeat as two values, a
+        // surrogate as the UTF-8 bytes it would have (which do not decode).
+        if (c.cls === 'repeat') value = where.in === 'query' ? ['1', '2'] : 'x';
+        else if (typeof value !== 'string') value = value === DEEP ? '[[[[' : JSON.stringify(value);
+      }
+      const params = place(c.op.params(), c.field.path, c.cls === 'unknownField' && where.in !== 'body' ? 'wrongType' : c.cls, value);
+      const enc = (v: unknown) => {
+        const s = String(v);
+        if (s === '') return '%20';
+        return /[\ud800-\udfff]/.test(s)
+          ? s.replace(/[\ud800-\udfff]/g, '%ED%A0%80').replace(/[^%\w]/g, (ch) => encodeURIComponent(ch))
+          : encodeURIComponent(s);
+      };
+      if (where.in === 'query' && typeof value === 'string' && /[\ud800-\udfff]/.test(value)) return; // a URL cannot carry one
+      const r = c.op.rest(params, enc);
+      const b = r.body === undefined ? undefined : Buffer.from(toJson(r.body));
+      const a = await sendRawUntilStream(env.url, `/a2a/target${r.path}`, r.method, auth, r.method === 'GET' ? undefined : b);
+      if (where.in === 'path' && c.cls === 'surrogate') {
+        // Undecodable percent-encoding: refused before any route, so without a field name.
+        assert.equal(a.status, 400, a.body.slice(0, 200));
+        return;
+      }
+      const name = where.in === 'body' ? fieldName('', c.field.path) : where.name;
+      await judge(c, a, name, before, value, where.in !== 'body');
+    }),
+    { numRuns: runs(2000) },
   );
 });
 

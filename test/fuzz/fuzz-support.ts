@@ -1,4 +1,5 @@
 import type { OutgoingHttpHeaders } from 'node:http';
+import { request as httpRequest } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
@@ -124,4 +125,36 @@ export async function sendRaw(base: string, path: string, method: string, header
   const framed = body ? { ...headers, 'content-length': body.length } : headers;
   const res = await rawRequest(`${base}${path}`, { method, headers: framed, body, timeoutMs: 30000 });
   return { status: res.status, contentType: String(res.headers['content-type'] ?? ''), body: res.body };
+}
+
+/**
+ * Like {@link sendRaw}, but an answer that opens an event stream (an accepted stream or
+ * subscription) is taken as soon as its headers arrive and the connection is closed: the stream
+ * itself would stay open until its task ends.
+ */
+export function sendRawUntilStream(
+  base: string,
+  path: string,
+  method: string,
+  headers: OutgoingHttpHeaders,
+  body?: Buffer,
+): Promise<Answer> {
+  const framed = body ? { ...headers, 'content-length': body.length } : headers;
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${base}${path}`, { method, headers: framed }, (res) => {
+      const contentType = String(res.headers['content-type'] ?? '');
+      if (contentType.startsWith('text/event-stream')) {
+        resolve({ status: res.statusCode ?? 0, contentType, body: '' });
+        req.destroy();
+        return;
+      }
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, contentType, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.setTimeout(30000, () => req.destroy(new Error(`no answer within 30 s: ${method} ${path}`)));
+    req.on('error', reject);
+    req.end(body);
+  });
 }

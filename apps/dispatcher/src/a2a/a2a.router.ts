@@ -18,6 +18,8 @@ import type { AgentLookup } from '../catalog/agent-catalog.js';
 import { DispatcherRequestHandler } from './dispatcher-request-handler.js';
 import { PrincipalUser } from './principal-user.js';
 import type { Refusal } from '../admission/admission.js';
+import { jsonRpcValidator, restValidator, type Refuse } from './a2a-request.validator.js';
+import { hideFaults } from './a2a-fault.guard.js';
 
 /** Everything the A2A edge needs to build one agent's handler. */
 export interface A2aRouterOptions {
@@ -86,6 +88,12 @@ function sendError(req: Request, res: Response, httpStatus: number, jsonRpcCode:
   }
 }
 
+/** A request that failed validation: JSON-RPC -32602 (HTTP 200), HTTP+JSON 400 INVALID_ARGUMENT. */
+const refuseInvalid: Refuse = (req, res, err) => sendError(req, res, isJsonRpc(req) ? 200 : 400, A2A_ERROR_CODE.INVALID_PARAMS, err);
+
+const logFault = (err: unknown) =>
+  process.stderr.write(`${JSON.stringify({ level: 'error', src: 'a2a', msg: 'request failed', err: String(err).slice(0, 2000) })}\n`);
+
 /**
  * JSON-RPC 2.0 says a parsed body that is not a Request object (batch, wrong `jsonrpc`, no
  * method, bad id type) is -32600 Invalid Request; the SDK would report -32602, so the envelope is
@@ -148,7 +156,7 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
     if (cached?.key === key) return cached;
     const card = buildServedCard(record, opts.publicUrl());
     const cardJson = AgentCard.toJSON(card);
-    const handler = opts.handlerFor(record, card);
+    const handler = hideFaults(opts.handlerFor(record, card), logFault);
     const userBuilder = async (req: Request) => new PrincipalUser((req.res!.locals as Locals).principal!);
     const agentRouter = express.Router();
     agentRouter.use(
@@ -156,8 +164,14 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
       agentCardHandler({ agentCardProvider: async () => cardJson as unknown as AgentCard, cache: { maxAge: opts.cardMaxAgeSeconds } }),
     );
     // Mounted on the exact base path only, so its content-type guard never sees REST routes.
-    agentRouter.post('/', validJsonRpcEnvelope, jsonRpcVersionGate(card), jsonRpcHandler({ requestHandler: handler, userBuilder }));
-    agentRouter.use(restHandler({ requestHandler: handler, userBuilder }));
+    agentRouter.post(
+      '/',
+      validJsonRpcEnvelope,
+      jsonRpcVersionGate(card),
+      jsonRpcValidator(refuseInvalid),
+      jsonRpcHandler({ requestHandler: handler, userBuilder }),
+    );
+    agentRouter.use(restValidator(refuseInvalid), restHandler({ requestHandler: handler, userBuilder }));
     agentRouter.use((req: Request, res: Response) =>
       sendError(req, res, 404, A2A_ERROR_CODE.METHOD_NOT_FOUND, new Error(`no A2A route ${req.method} ${req.path}`)),
     );
@@ -285,6 +299,19 @@ export function a2aBodyErrorHandler(bodyLimit: string) {
         A2A_ERROR_CODE.CONTENT_TYPE_NOT_SUPPORTED,
         new ContentTypeNotSupportedError(e.message),
       );
+    }
+    // A compressed body that does not decompress (garbage under Content-Encoding gzip/deflate/br):
+    // the caller's body is unreadable, like malformed JSON.
+    const encoding = String(req.headers['content-encoding'] ?? 'identity').toLowerCase();
+    if (encoding !== 'identity' && (e.status ?? 500) < 500) {
+      const msg = `the body could not be decoded with Content-Encoding ${JSON.stringify(encoding.slice(0, 32))}`;
+      return isJsonRpc(req)
+        ? sendError(req, res, 200, A2A_ERROR_CODE.PARSE_ERROR, new Error(`Invalid JSON payload: ${msg}.`))
+        : sendError(req, res, 400, A2A_ERROR_CODE.INVALID_PARAMS, new RequestMalformedError(msg));
+    }
+    // Any other client error of the body parser (aborted, length mismatch): a 4xx, never a 500.
+    if (e.status !== undefined && e.status >= 400 && e.status < 500) {
+      return sendError(req, res, e.status, A2A_ERROR_CODE.INVALID_REQUEST, new RequestMalformedError('the request body could not be read'));
     }
     // A path segment that is not valid percent-encoding (`/tasks/%ff`): express fails to decode the
     // route parameter before any handler ran. The caller's URL is wrong, not the server.

@@ -54,10 +54,23 @@ function encodeCursor(ts: string, id: string): string {
   return Buffer.from(JSON.stringify([ts, id]), 'utf8').toString('base64url');
 }
 
+const CURSOR_TS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+// A real instant in both JS and Postgres: no 2025-02-30, no year 0.
+const isCursorTs = (v: unknown) =>
+  typeof v === 'string' &&
+  CURSOR_TS.test(v) &&
+  !v.startsWith('0000') &&
+  !Number.isNaN(Date.parse(v)) &&
+  new Date(v).toISOString().slice(0, 19) === v.slice(0, 19);
+// eslint-disable-next-line no-control-regex
+const isCursorId = (v: unknown) => typeof v === 'string' && v.length > 0 && v.length <= 256 && !/[\u0000-\u001f\ud800-\udfff]/.test(v);
+
 function decodeCursor(token: string): [string, string] {
   try {
     const v = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'string' && !Number.isNaN(Date.parse(v[0]))) {
+    // Exactly what encodeCursor writes (to_char's format, a task id): `["1","x"]` parses as a
+    // date in JS but not in Postgres, and must be refused here, not by the database.
+    if (Array.isArray(v) && v.length === 2 && isCursorTs(v[0]) && isCursorId(v[1])) {
       return [v[0], v[1]];
     }
   } catch {

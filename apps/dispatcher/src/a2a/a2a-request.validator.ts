@@ -1,0 +1,217 @@
+import express, { type Request, type RequestHandler, type Response } from 'express';
+import type { z } from 'zod';
+import { RequestMalformedError } from '@a2a-js/sdk/errors';
+import { A2A_LIMITS, A2A_PARAMS, idProblem, TASK_STATES, type A2aMethod } from './a2a-request.schemas.js';
+
+/**
+ * Validation of every A2A request at the edge, before the SDK parses it and before anything is
+ * stored: JSON-RPC params by method, HTTP+JSON path, query and body by route, and the deadline
+ * headers of the send methods. A refusal names the field (`params.message.parts[0]: …` on
+ * JSON-RPC, `message.parts[0]: …` on HTTP+JSON) and carries it as ErrorInfo metadata `field`.
+ */
+
+/** Answers a refusal in the binding's format (JSON-RPC -32602, HTTP 400). */
+export type Refuse = (req: Request, res: Response, err: RequestMalformedError) => void;
+
+/** Header of a relative task deadline (milliseconds from now). */
+const DEADLINE_HEADER = 'a2a-deadline-ms';
+/** Header shortening a blocking SendMessage's wait (milliseconds). */
+const TIMEOUT_HEADER = 'x-request-timeout-ms';
+const HEADER_NAMES: Record<string, string> = { [DEADLINE_HEADER]: 'A2A-Deadline-Ms', [TIMEOUT_HEADER]: 'x-request-timeout-ms' };
+
+const refusal = (field: string, problem: string) =>
+  new RequestMalformedError({ message: `${field}: ${problem}`, metadata: { field: field.slice(0, 512) } });
+
+/** `a.b[0]["odd key"]`: a path as a caller would write it; odd keys quoted and shortened. */
+function fieldName(prefix: string, path: ReadonlyArray<PropertyKey>): string {
+  let out = prefix;
+  for (const seg of path) {
+    if (typeof seg === 'number') out += `[${seg}]`;
+    else if (typeof seg === 'string' && /^[A-Za-z_$][\w$]{0,63}$/.test(seg)) out += out ? `.${seg}` : seg;
+    else out += `[${JSON.stringify(String(seg).slice(0, 64))}]`;
+  }
+  return out || 'body';
+}
+
+/** The first problem zod found, as a refusal naming the field. */
+function firstIssue(error: z.ZodError, prefix: string): RequestMalformedError {
+  const issue = error.issues[0]!;
+  const field = fieldName(prefix, issue.path);
+  if (issue.code === 'unrecognized_keys') {
+    const keys = issue.keys.map((k) => JSON.stringify(k.slice(0, 64))).join(', ');
+    return refusal(field, `unknown field ${keys} (A2A 1.0 JSON uses lowerCamelCase names)`);
+  }
+  if (issue.code === 'invalid_type') {
+    return refusal(field, / received undefined$/.test(issue.message) ? 'is required' : issue.message.replace(/^Invalid input: /, ''));
+  }
+  return refusal(field, issue.message.replace(/^Invalid input: /, ''));
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** A2A-Deadline-Ms and x-request-timeout-ms: one non-negative integer, at most 30 days. */
+function headerProblem(req: Request): RequestMalformedError | undefined {
+  for (const name of [DEADLINE_HEADER, TIMEOUT_HEADER]) {
+    const raw = req.headers[name];
+    if (raw === undefined) continue;
+    // Node joins a repeated header with ", ", so a repeat fails the pattern too.
+    const value = Array.isArray(raw) ? raw.join(', ') : raw;
+    if (!/^\s*\d{1,16}\s*$/.test(value) || Number(value) > A2A_LIMITS.deadlineAheadMs) {
+      return refusal(HEADER_NAMES[name]!, `must be one integer from 0 to ${A2A_LIMITS.deadlineAheadMs} (milliseconds; at most 30 days)`);
+    }
+  }
+  return undefined;
+}
+
+const SEND_METHODS = new Set(['SendMessage', 'SendStreamingMessage']);
+
+/** Validates the params of one JSON-RPC request; undefined = valid. */
+export function checkJsonRpc(method: string, params: unknown, req?: Request): RequestMalformedError | undefined {
+  const key = method === 'SendStreamingMessage' ? 'SendMessage' : method;
+  if (!Object.hasOwn(A2A_PARAMS, key)) return undefined; // the SDK answers -32601
+  if (params === undefined && key === 'GetExtendedAgentCard') return undefined;
+  if (!isObject(params)) return refusal('params', 'must be a JSON object');
+  if (req && SEND_METHODS.has(method)) {
+    const bad = headerProblem(req);
+    if (bad) return bad;
+  }
+  const r = A2A_PARAMS[key as A2aMethod].safeParse(params);
+  return r.success ? undefined : firstIssue(r.error, 'params');
+}
+
+/** Express middleware for the JSON-RPC binding (after the envelope check). */
+export function jsonRpcValidator(refuse: Refuse): RequestHandler {
+  return (req, res, next) => {
+    const body = req.body as { method?: unknown; params?: unknown } | undefined;
+    if (!isObject(body) || typeof body.method !== 'string') return next();
+    const bad = checkJsonRpc(body.method, body.params, req);
+    if (bad) return refuse(req, res, bad);
+    next();
+  };
+}
+
+type Check = (req: Request) => RequestMalformedError | undefined;
+
+/** Path parameters that are ids (`tenant`, `taskId`, `configId`). */
+function pathIds(req: Request): RequestMalformedError | undefined {
+  for (const [name, value] of Object.entries(req.params as Record<string, string>)) {
+    const p = idProblem(value);
+    if (p) return refusal(name, p);
+  }
+  return undefined;
+}
+
+/** One value of a query parameter (a repeat is refused), or undefined when absent or empty (the SDK's reading). */
+function queryValue(req: Request, name: string): string | RequestMalformedError | undefined {
+  const v = (req.query as Record<string, unknown>)[name];
+  if (v === undefined || v === '') return undefined;
+  if (typeof v !== 'string') return refusal(name, 'must be given once');
+  return v;
+}
+
+/** Query parameters as typed params; integers and booleans are parsed strictly. */
+function queryParams(
+  req: Request,
+  spec: Record<string, 'string' | 'int' | 'bool' | 'state'>,
+): Record<string, unknown> | RequestMalformedError {
+  const out: Record<string, unknown> = {};
+  for (const [name, kind] of Object.entries(spec)) {
+    const v = queryValue(req, name);
+    if (v instanceof RequestMalformedError) return v;
+    if (v === undefined) continue;
+    if (kind === 'int') {
+      if (!/^\d{1,10}$/.test(v)) return refusal(name, 'must be a non-negative integer');
+      out[name] = Number(v);
+    } else if (kind === 'bool') {
+      if (v !== 'true' && v !== 'false') return refusal(name, 'must be true or false');
+      out[name] = v === 'true';
+    } else if (kind === 'state') {
+      out[name] = /^\d{1,2}$/.test(v) ? Number(v) : v;
+      if (typeof out[name] === 'number' && (out[name] as number) >= TASK_STATES.length) out[name] = v;
+    } else out[name] = v;
+  }
+  return out;
+}
+
+/** A body checked against a method's schema; field names relative to the body. */
+function bodyAs(method: A2aMethod, body: unknown, extra: Record<string, unknown> = {}): RequestMalformedError | undefined {
+  const value = body === undefined ? {} : body;
+  if (!isObject(value)) return refusal('body', 'must be a JSON object');
+  const r = A2A_PARAMS[method].safeParse({ ...value, ...extra });
+  return r.success ? undefined : firstIssue(r.error, '');
+}
+
+const all =
+  (...checks: Check[]): Check =>
+  (req) => {
+    for (const c of checks) {
+      const bad = c(req);
+      if (bad) return bad;
+    }
+    return undefined;
+  };
+
+const tenantQuery: Check = (req) => {
+  const v = queryValue(req, 'tenant');
+  if (typeof v !== 'string') return v;
+  const p = idProblem(v);
+  return p ? refusal('tenant', p) : undefined;
+};
+
+const LIST_QUERY = {
+  contextId: 'string',
+  status: 'state',
+  pageSize: 'int',
+  pageToken: 'string',
+  historyLength: 'int',
+  statusTimestampAfter: 'string',
+  includeArtifacts: 'bool',
+} as const;
+
+/**
+ * Express router for the HTTP+JSON binding: the SDK's own route patterns (with and without the
+ * `/{tenant}` prefix), each validated, then on to the SDK's handler. Unmatched paths pass through
+ * to its 404.
+ */
+export function restValidator(refuse: Refuse): express.Router {
+  const router = express.Router();
+  const route = (method: 'get' | 'post' | 'delete', path: string, check: Check) => {
+    const handler: RequestHandler = (req, res, next) => {
+      // A body of another media type is the SDK's ContentTypeNotSupported, whatever it holds.
+      const mediaType = req.header('content-type')?.split(';', 1)[0]!.trim().toLowerCase();
+      if (mediaType !== undefined && mediaType !== 'application/json' && mediaType !== 'application/a2a+json') return next('router');
+      const bad = all(pathIds, tenantQuery, check)(req);
+      if (bad) return refuse(req, res, bad);
+      next('router');
+    };
+    router[method](path, handler);
+    router[method](`/:tenant${path}`, handler);
+  };
+  const none: Check = () => undefined;
+  const send: Check = (req) => headerProblem(req) ?? bodyAs('SendMessage', req.body);
+  route('get', '/extendedAgentCard', none);
+  route('post', '/message\\:send', send);
+  route('post', '/message\\:stream', send);
+  route('get', '/tasks/:taskId\\:subscribe', none);
+  route('post', '/tasks/:taskId\\:subscribe', none);
+  route('post', '/tasks/:taskId\\:cancel', none);
+  route('get', '/tasks/:taskId', (req) => {
+    const q = queryParams(req, { historyLength: 'int' });
+    if (q instanceof RequestMalformedError) return q;
+    const r = A2A_PARAMS.GetTask.safeParse({ id: 'x', ...q });
+    return r.success ? undefined : firstIssue(r.error, '');
+  });
+  route('get', '/tasks', (req) => {
+    const q = queryParams(req, LIST_QUERY);
+    if (q instanceof RequestMalformedError) return q;
+    const r = A2A_PARAMS.ListTasks.safeParse(q);
+    return r.success ? undefined : firstIssue(r.error, '');
+  });
+  route('post', '/tasks/:taskId/pushNotificationConfigs', (req) =>
+    bodyAs('CreateTaskPushNotificationConfig', req.body, { taskId: req.params.taskId }),
+  );
+  route('get', '/tasks/:taskId/pushNotificationConfigs', none);
+  route('get', '/tasks/:taskId/pushNotificationConfigs/:configId', none);
+  route('delete', '/tasks/:taskId/pushNotificationConfigs/:configId', none);
+  return router;
+}
