@@ -25,6 +25,11 @@ export interface PrivateKafka {
   stop(signal?: NodeJS.Signals): Promise<void>;
   /** Starts it again on its data (`kafka.sh resume`); resolves once it answers as the same cluster. */
   resume(): Promise<void>;
+  /**
+   * Starts it again on a freshly formatted data dir (`kafka.sh start`, as `npm start` does): a new,
+   * empty cluster on the same port. Stop it first.
+   */
+  startEmpty(): Promise<void>;
   /** Kills it if it runs and deletes its home dir; safe to call more than once. */
   destroy(): Promise<void>;
 }
@@ -120,6 +125,10 @@ class Broker implements PrivateKafka {
     const meta = readFileSync(join(this.homeDir, `data-${this.port}`, 'meta.properties'), 'utf8');
     this.clusterId = /^cluster\.id=(.+)$/m.exec(meta)?.[1]?.trim();
     await this.assertOurs();
+  }
+
+  startEmpty(): Promise<void> {
+    return this.start();
   }
 
   async resume(): Promise<void> {

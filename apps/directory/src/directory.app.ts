@@ -7,6 +7,7 @@ import { openServiceDatabase, PostgresProbe } from '@mesh/database';
 import { startHttpService } from '@mesh/service';
 import { AppModule } from './app.module.js';
 import { CardOutbox } from './card-stream/card-outbox.js';
+import { CardReconciler } from './card-stream/card-reconciler.js';
 import { KafkaCardStream } from './card-stream/kafka-card-stream.js';
 import type { CardStream } from './card-stream/card-stream.port.js';
 import { bodyParserErrors, ProblemFilter } from './common/problem.filter.js';
@@ -109,6 +110,14 @@ export async function startDirectory(config: DirectoryConfig, overrides: Directo
     // Re-publishes whatever a previous process committed but did not get onto the topic.
     outbox.start();
     cleanups.push(() => outbox.stop());
+    // The database owns the agents: Kafka (a re-formatted broker, a lost topic) is brought in line
+    // with it now and whenever a check finds the cards topic behind.
+    const reconciler = new CardReconciler(ds, stream, outbox, {
+      intervalMs: config.DIRECTORY_RECONCILE_INTERVAL_MS,
+      log: (entry) => process.stderr.write(`${JSON.stringify({ src: 'card-reconciler', ...entry })}\n`),
+    });
+    cleanups.push(() => reconciler.stop());
+    await reconciler.start();
     const consumer = new HeartbeatConsumer(
       kafka,
       topics.heartbeats(),

@@ -11,6 +11,20 @@ export interface CardStream {
   publish(record: AgentRecord): Promise<void>;
   /** Forwards an HTTP heartbeat to the heartbeats topic, so live caches (dispatchers) see it too. */
   publishHeartbeat(heartbeat: AgentHeartbeat): Promise<void>;
+  /** Creates the cards and heartbeats topics when missing (never grown: both are keyed). */
+  ensureSharedTopics(): Promise<void>;
+  /** Of these agent ids, those whose command topic does not exist. */
+  missingCommandTopics(agentIds: string[]): Promise<string[]>;
+  /** What the cluster holds of the cards topic, to tell whether it lost records (see CardReconciler). */
+  cardsTopicState(): Promise<CardsTopicState>;
+}
+
+/** The cards topic as the cluster has it now. */
+export interface CardsTopicState {
+  /** Identity of the Kafka cluster: a replaced or re-formatted cluster has a new one. */
+  clusterId: string;
+  /** End offset of each partition (index = partition); null when the topic does not exist. */
+  endOffsets: number[] | null;
 }
 
 /** In-memory CardStream (unit tests). */
@@ -19,6 +33,8 @@ export class InMemoryCardStream implements CardStream {
   readonly published: AgentRecord[] = [];
   readonly heartbeats: AgentHeartbeat[] = [];
   failNext = 0;
+  /** Stands for the cluster: change it (and clear `published`) to simulate a replaced one. */
+  clusterId = 'in-memory';
 
   async ensureCommandTopic(agentId: string, partitions: number): Promise<void> {
     this.topics.set(agentId, Math.max(partitions, this.topics.get(agentId) ?? 0));
@@ -34,5 +50,15 @@ export class InMemoryCardStream implements CardStream {
 
   async publishHeartbeat(heartbeat: AgentHeartbeat): Promise<void> {
     this.heartbeats.push(heartbeat);
+  }
+
+  async ensureSharedTopics(): Promise<void> {}
+
+  async missingCommandTopics(agentIds: string[]): Promise<string[]> {
+    return agentIds.filter((id) => !this.topics.has(id));
+  }
+
+  async cardsTopicState(): Promise<CardsTopicState> {
+    return { clusterId: this.clusterId, endOffsets: [this.published.length] };
   }
 }

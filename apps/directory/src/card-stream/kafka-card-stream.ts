@@ -1,7 +1,7 @@
-import type { Kafka, Producer } from 'kafkajs';
+import type { Admin, Kafka, Producer } from 'kafkajs';
 import { BusAdmin } from '@mesh/bus';
 import { DIRECTORY_TOPICS, TopicNames, type AgentHeartbeat, type AgentRecord } from '@mesh/contract';
-import type { CardStream } from './card-stream.port.js';
+import type { CardStream, CardsTopicState } from './card-stream.port.js';
 
 /** Options of the Kafka card stream. */
 export interface KafkaCardStreamOptions {
@@ -19,29 +19,61 @@ export interface KafkaCardStreamOptions {
 export class KafkaCardStream implements CardStream {
   private readonly admin: BusAdmin;
   private readonly producer: Producer;
+  /** Plain kafkajs admin for what BusAdmin does not offer (cluster id, topic list, end offsets). */
+  private readonly inspector: Admin;
+  private inspectorConnected?: Promise<void>;
 
   constructor(
     kafka: Kafka,
     private readonly opts: KafkaCardStreamOptions,
   ) {
     this.admin = new BusAdmin(opts.adminKafka ?? kafka);
+    this.inspector = (opts.adminKafka ?? kafka).admin();
     // Idempotent producer: a retried send never duplicates or reorders records of one key.
     this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
   }
 
-  /** Connects and creates the compacted cards topic (DIRECTORY_TOPICS is the one definition every service uses). */
+  /** Connects and creates the shared topics (DIRECTORY_TOPICS is the one definition every service uses). */
   async start(): Promise<void> {
     await this.producer.connect();
-    await this.admin.ensureTopic(this.opts.topics.cards(), {
-      ...DIRECTORY_TOPICS.cards,
-      replicationFactor: this.opts.replicationFactor,
-      grow: false,
-    });
+    await this.ensureSharedTopics();
   }
 
   async stop(): Promise<void> {
     await this.producer.disconnect().catch(() => undefined);
     await this.admin.close();
+    if (this.inspectorConnected) await this.inspector.disconnect().catch(() => undefined);
+  }
+
+  async ensureSharedTopics(): Promise<void> {
+    const replicationFactor = this.opts.replicationFactor;
+    await this.admin.ensureTopic(this.opts.topics.cards(), { ...DIRECTORY_TOPICS.cards, replicationFactor, grow: false });
+    await this.admin.ensureTopic(this.opts.topics.heartbeats(), { ...DIRECTORY_TOPICS.heartbeats, replicationFactor, grow: false });
+  }
+
+  async missingCommandTopics(agentIds: string[]): Promise<string[]> {
+    const existing = new Set(await (await this.inspect()).listTopics());
+    return agentIds.filter((id) => !existing.has(this.opts.topics.commands(id)));
+  }
+
+  async cardsTopicState(): Promise<CardsTopicState> {
+    const admin = await this.inspect();
+    const { clusterId } = await admin.describeCluster();
+    const topic = this.opts.topics.cards();
+    if (!(await admin.listTopics()).includes(topic)) return { clusterId, endOffsets: null };
+    const offsets = await admin.fetchTopicOffsets(topic);
+    const endOffsets: number[] = [];
+    for (const o of offsets) endOffsets[o.partition] = Number(o.high);
+    return { clusterId, endOffsets };
+  }
+
+  private async inspect(): Promise<Admin> {
+    this.inspectorConnected ??= this.inspector.connect().catch((err: unknown) => {
+      this.inspectorConnected = undefined;
+      throw err;
+    });
+    await this.inspectorConnected;
+    return this.inspector;
   }
 
   async ensureCommandTopic(agentId: string, partitions: number): Promise<void> {

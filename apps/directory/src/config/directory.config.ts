@@ -43,6 +43,11 @@ export const directoryConfigSpec = {
   DIRECTORY_REGISTRATIONS_PER_MINUTE: positiveInt(60),
   DIRECTORY_DEFAULT_PARTITIONS: positiveInt(3),
   DIRECTORY_MAX_PARTITIONS: positiveInt(64),
+  /**
+   * How often the cards topic is compared with the database (cluster id, end offsets, record count)
+   * and republished when it is behind; every live agent's command topic is recreated if missing.
+   */
+  DIRECTORY_RECONCILE_INTERVAL_MS: positiveInt(10_000),
   /** Replication factor of the command and cards topics this service creates. */
   DIRECTORY_TOPIC_REPLICATION: positiveInt(1),
   /** Private JWK (JSON, with `kid`; alg ES256 or EdDSA) used to sign served cards. */

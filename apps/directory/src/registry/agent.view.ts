@@ -10,8 +10,10 @@ export interface AgentView {
   visibility: AgentVisibility;
   version: number;
   card: AgentRecord['card'];
-  channel: { keyTemplate: string; partitions: number };
-  commandTopic: string;
+  /** Only shown to the owning tenant (how its workers are fed is its business). */
+  channel?: { keyTemplate: string; partitions: number };
+  /** Only shown to the owning tenant. */
+  commandTopic?: string;
   retired: boolean;
   retiredAt: string | null;
   healthy: boolean;
@@ -34,8 +36,6 @@ export function agentView(a: AgentEntity, viewer: Principal, commandTopic: strin
     visibility: a.visibility,
     version: a.version,
     card: a.card as AgentRecord['card'],
-    channel: { keyTemplate: a.channelKeyTemplate, partitions: a.partitions },
-    commandTopic,
     retired: a.retiredAt !== null,
     retiredAt: iso(a.retiredAt),
     healthy: a.retiredAt === null && a.healthyUntil !== null && new Date(a.healthyUntil).getTime() > now,
@@ -43,7 +43,11 @@ export function agentView(a: AgentEntity, viewer: Principal, commandTopic: strin
     createdAt: iso(a.createdAt)!,
     updatedAt: iso(a.updatedAt)!,
   };
-  if (a.tenant === viewer.tenant) view.registeredBy = a.registeredBy;
+  if (a.tenant === viewer.tenant) {
+    view.channel = { keyTemplate: a.channelKeyTemplate, partitions: a.partitions };
+    view.commandTopic = commandTopic;
+    view.registeredBy = a.registeredBy;
+  }
   return view;
 }
 

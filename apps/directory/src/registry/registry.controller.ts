@@ -1,5 +1,6 @@
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, ParseIntPipe, Post, Put, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Put, UseGuards } from '@nestjs/common';
 import { AgentIdPipe } from '../common/agent-id.pipe.js';
+import { VersionNumberPipe } from '../common/version-number.pipe.js';
 import type { Principal } from '@mesh/auth';
 import { AuthGuard, CurrentPrincipal } from '../auth/auth.guard.js';
 import { DirectoryError } from '../common/directory.exception.js';
@@ -8,13 +9,13 @@ import { ServedCards } from './served-card.js';
 import type { AgentView } from './agent.view.js';
 import type { AgentVersionEntity } from './agent-version.entity.js';
 
-const versionView = (v: AgentVersionEntity) => ({
+/** One card version as the API returns it; who wrote it and the channel are the owner's business only. */
+const versionView = (v: AgentVersionEntity, owner: boolean) => ({
   version: v.version,
   card: v.card,
-  channel: { keyTemplate: v.channelKeyTemplate, partitions: v.partitions },
   visibility: v.visibility,
   createdAt: new Date(v.createdAt).toISOString(),
-  createdBy: v.createdBy,
+  ...(owner ? { channel: { keyTemplate: v.channelKeyTemplate, partitions: v.partitions }, createdBy: v.createdBy } : {}),
 });
 
 /** Register, read, update, retire agents; card versions; the served (rewritten, signed) card. */
@@ -49,12 +50,18 @@ export class RegistryController {
 
   @Get(':id/versions')
   async versions(@CurrentPrincipal() p: Principal, @Param('id', AgentIdPipe) id: string) {
-    return { items: (await this.registry.versions(p, id)).map(versionView) };
+    const { owner, versions } = await this.registry.versions(p, id);
+    return { items: versions.map((v) => versionView(v, owner)) };
   }
 
   @Get(':id/versions/:version')
-  async version(@CurrentPrincipal() p: Principal, @Param('id', AgentIdPipe) id: string, @Param('version', ParseIntPipe) version: number) {
-    return versionView(await this.registry.version(p, id, version));
+  async version(
+    @CurrentPrincipal() p: Principal,
+    @Param('id', AgentIdPipe) id: string,
+    @Param('version', VersionNumberPipe) version: number,
+  ) {
+    const { owner, version: v } = await this.registry.version(p, id, version);
+    return versionView(v, owner);
   }
 
   @Get(':id/card')

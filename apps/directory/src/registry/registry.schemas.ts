@@ -1,6 +1,10 @@
 import { z } from 'zod';
 import { ChannelKey, isAgentId, MeshError } from '@mesh/contract';
 import { DirectoryError, type FieldError } from '../common/directory.exception.js';
+import { fieldPath } from '../common/field-path.js';
+import { badTextFields } from '../common/input-text.js';
+
+export { fieldPath };
 
 // No trimming: the stored card must stay byte-for-byte what a signature covers.
 const text = (max: number) =>
@@ -56,7 +60,7 @@ export const agentCardSchema = z.object({
       .array(
         z.object({
           uri: text(2048),
-          description: z.string().optional(),
+          description: z.string().max(4000).optional(),
           required: z.boolean().optional(),
           params: z.record(z.string(), z.unknown()).optional(),
         }),
@@ -129,13 +133,6 @@ export type RegisterBody = z.output<ReturnType<typeof registrySchemas>['register
 export type UpdateBody = z.output<ReturnType<typeof registrySchemas>['update']>;
 export type HeartbeatBody = z.output<ReturnType<typeof registrySchemas>['heartbeat']>;
 
-/** `['card','skills',0,'tags']` → `card.skills[0].tags`. */
-export function fieldPath(path: ReadonlyArray<PropertyKey>): string {
-  let out = '';
-  for (const p of path) out += typeof p === 'number' ? `[${p}]` : out === '' ? String(p) : `.${String(p)}`;
-  return out;
-}
-
 /** zod issues → one FieldError per offending field (unknown keys each get their own entry). */
 export function fieldErrors(error: z.ZodError, prefix: PropertyKey[] = []): FieldError[] {
   const out: FieldError[] = [];
@@ -150,8 +147,20 @@ export function fieldErrors(error: z.ZodError, prefix: PropertyKey[] = []): Fiel
   return out;
 }
 
-/** Parses or throws VALIDATION_FAILED naming each offending field. */
-export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, what: string, prefix: PropertyKey[] = []): z.output<S> {
+/**
+ * Parses or throws VALIDATION_FAILED naming each offending field. Every string and key is checked
+ * first (control characters, lone surrogates, nesting depth: see `badTextFields`), so nothing that
+ * Postgres or Kafka would refuse later gets past the boundary.
+ */
+export function parseOrThrow<S extends z.ZodType>(
+  schema: S,
+  value: unknown,
+  what: string,
+  opts: { prefix?: PropertyKey[]; allowLineBreaks?: boolean } = {},
+): z.output<S> {
+  const prefix = opts.prefix ?? [];
+  const bad = badTextFields(value, prefix, { allowLineBreaks: opts.allowLineBreaks ?? true });
+  if (bad.length > 0) throw new DirectoryError('VALIDATION_FAILED', `invalid ${what}: ${bad.map((f) => f.field).join(', ')}`, bad);
   const r = schema.safeParse(value ?? {});
   if (r.success) return r.data;
   const fields = fieldErrors(r.error, prefix);

@@ -94,10 +94,10 @@ export class RegistryService {
       ]);
     if (await this.ds.getRepository(AgentEntity).existsBy({ id })) throw conflict();
 
-    // Topic first: if Kafka refuses, nothing is stored. An orphan empty topic (commit failing after
-    // this) is harmless and is reused by the next registration of the id.
-    await this.topicStep(id, () => this.stream.ensureCommandTopic(id, partitions));
-
+    // Order: everything validated above, then the rows (inside the transaction, so Postgres has
+    // accepted them), then the command topic, then the commit. A refused request creates nothing;
+    // if Kafka refuses, the rows roll back; only a failing commit could leave an empty topic,
+    // which the next registration of the id reuses.
     const d = derived(req.card);
     const saved = await this.ds.transaction(async (m) => {
       const inserted: unknown[] = await m.query(
@@ -125,6 +125,7 @@ export class RegistryService {
       );
       if (inserted.length === 0) throw conflict();
       await this.insertVersion(m, id, 1, card, keyTemplate, partitions, visibility, viewer.subject);
+      await this.topicStep(id, () => this.stream.ensureCommandTopic(id, partitions));
       return m.getRepository(AgentEntity).findOneByOrFail({ id });
     });
     await this.outbox.flush();
@@ -144,7 +145,6 @@ export class RegistryService {
           { field: 'channel.partitions', message: `cannot shrink from ${current.partitions} (Kafka partitions only grow)` },
         ]);
       }
-      if (partitions > current.partitions) await this.topicStep(id, () => this.stream.ensureCommandTopic(id, partitions));
       const visibility = req.visibility ?? current.visibility;
       const version = current.version + 1;
       const d = derived(req.card);
@@ -171,6 +171,8 @@ export class RegistryService {
         ],
       );
       await this.insertVersion(m, id, version, card, keyTemplate, partitions, visibility, viewer.subject);
+      // Grown last, once Postgres accepted the rows: a Kafka refusal rolls them back.
+      if (partitions > current.partitions) await this.topicStep(id, () => this.stream.ensureCommandTopic(id, partitions));
       return m.getRepository(AgentEntity).findOneByOrFail({ id });
     });
     await this.outbox.flush();
@@ -194,16 +196,28 @@ export class RegistryService {
     return assertVisible(id, await this.ds.getRepository(AgentEntity).findOneBy({ id }), viewer);
   }
 
-  async versions(viewer: Principal, id: string): Promise<AgentVersionEntity[]> {
-    await this.get(viewer, id);
-    return this.ds.getRepository(AgentVersionEntity).find({ where: { agentId: id }, order: { version: 'DESC' } });
+  /**
+   * The versions the viewer may see, newest first. Visibility is per version: another tenant sees
+   * only versions that were `public` when written (a card once `tenant` or `private` stays the
+   * owner's even after the agent became public), and only while the agent itself is visible to it.
+   */
+  async versions(viewer: Principal, id: string): Promise<{ owner: boolean; versions: AgentVersionEntity[] }> {
+    const agent = await this.get(viewer, id);
+    const owner = agent.tenant === viewer.tenant;
+    const versions = await this.ds
+      .getRepository(AgentVersionEntity)
+      .find({ where: owner ? { agentId: id } : { agentId: id, visibility: 'public' }, order: { version: 'DESC' } });
+    return { owner, versions };
   }
 
-  async version(viewer: Principal, id: string, version: number): Promise<AgentVersionEntity> {
-    await this.get(viewer, id);
+  /** One version, under the same per-version visibility as {@link versions}; 404 otherwise. */
+  async version(viewer: Principal, id: string, version: number): Promise<{ owner: boolean; version: AgentVersionEntity }> {
+    const agent = await this.get(viewer, id);
+    const owner = agent.tenant === viewer.tenant;
     const v = await this.ds.getRepository(AgentVersionEntity).findOneBy({ agentId: id, version });
-    if (!v) throw new DirectoryError('NOT_FOUND', `agent "${id}" has no version ${version}`);
-    return v;
+    // Another tenant cannot tell a version it may not see from one that does not exist.
+    if (!v || (!owner && v.visibility !== 'public')) throw new DirectoryError('NOT_FOUND', `agent "${id}" has no version ${version}`);
+    return { owner, version: v };
   }
 
   /** A Kafka admin step of a change: failure means 503 and nothing stored. */

@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { z } from 'zod';
 import type { DataSource } from 'typeorm';
 import type { Principal } from '@mesh/auth';
+import { isAgentId } from '@mesh/contract';
 import { DATA_SOURCE } from '../common/tokens.js';
 import { DirectoryError } from '../common/directory.exception.js';
 import { parseOrThrow } from '../registry/registry.schemas.js';
@@ -11,7 +12,7 @@ const one = z.string().min(1).max(200);
 
 /** Query parameters of `GET /v1/agents`. */
 export const searchQuerySchema = z.strictObject({
-  q: z.string().trim().min(1).max(500).optional(),
+  q: z.string().trim().min(1).max(500, 'at most 500 characters').optional(),
   skill: one.optional(),
   tag: one.optional(),
   inputMode: one.optional(),
@@ -20,7 +21,12 @@ export const searchQuerySchema = z.strictObject({
   visibility: z.enum(['private', 'tenant', 'public']).optional(),
   includeRetired: z.enum(['true', 'false']).optional(),
   cursor: z.string().max(500).optional(),
-  limit: z.coerce.number().int().min(1).max(100).default(20),
+  limit: z
+    .string()
+    .regex(/^[0-9]{1,3}$/, 'expected an integer from 1 to 100')
+    .transform(Number)
+    .pipe(z.number().int().min(1, 'expected an integer from 1 to 100').max(100, 'expected an integer from 1 to 100'))
+    .default(20),
 });
 
 export type SearchQuery = z.output<typeof searchQuerySchema>;
@@ -31,15 +37,60 @@ interface Cursor {
   id: string;
 }
 
+// Decoded cursors are validated like any input: the rank is bound as a Postgres real (a value past
+// its range, e.g. 1e39, is a database error) and the id is compared with text (a NUL is one too).
+const agentIdField = z.string().refine(isAgentId, 'not an agent id');
+const cursorSchemas = {
+  ranked: z.strictObject({ r: z.number().finite().min(0).max(1e30), id: agentIdField }),
+  plain: z.strictObject({ id: agentIdField }),
+};
+
 const encodeCursor = (c: Cursor) => Buffer.from(JSON.stringify(c)).toString('base64url');
 function decodeCursor(s: string, ranked: boolean): Cursor {
+  const invalid = () =>
+    new DirectoryError('VALIDATION_FAILED', 'invalid cursor', [{ field: 'cursor', message: 'not a cursor this search returned' }]);
+  let raw: unknown;
   try {
-    const c = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as Cursor;
-    if (typeof c.id !== 'string' || (ranked && typeof c.r !== 'number')) throw new Error('shape');
-    return c;
+    raw = JSON.parse(Buffer.from(s, 'base64url').toString('utf8'));
   } catch {
-    throw new DirectoryError('VALIDATION_FAILED', 'invalid cursor', [{ field: 'cursor', message: 'not a cursor this search returned' }]);
+    throw invalid();
   }
+  const parsed = (ranked ? cursorSchemas.ranked : cursorSchemas.plain).safeParse(raw);
+  if (!parsed.success) throw invalid();
+  return parsed.data;
+}
+
+/** Most terms of a free-text query (each term adds operators to Postgres' bounded tsquery stack). */
+export const MAX_SEARCH_TERMS = 16;
+const WORD = /[\p{L}\p{N}]+(?:[-_.@/'+][\p{L}\p{N}]+)*/gu;
+
+/**
+ * Rewrites free text into the subset of `websearch_to_tsquery` syntax it is documented with: words,
+ * `"quoted phrases"`, `or` between terms and one leading `-` to exclude a term. Anything else
+ * (runs of `-`, brackets, stray operators) is dropped, so any string is safe to search: the raw
+ * text could overflow the tsquery stack (`q` of 40 dashes was a 500). At most
+ * {@link MAX_SEARCH_TERMS} terms are kept. Returns '' when nothing searchable remains.
+ */
+export function searchText(q: string): string {
+  const out: string[] = [];
+  let terms = 0;
+  const token = /(-?)"([^"]*)"?|(-?)([^\s"]+)/gu;
+  for (const m of q.matchAll(token)) {
+    if (terms >= MAX_SEARCH_TERMS) break;
+    const negated = (m[1] || m[3]) === '-';
+    const words: string[] = (m[2] ?? m[4] ?? '').match(WORD) ?? [];
+    if (words.length === 0) continue;
+    if (m[4] !== undefined && words.length === 1 && /^or$/i.test(words[0]) && !negated) {
+      // `or` joins two terms; leading, doubled or trailing ones are dropped.
+      if (out.length > 0 && out.at(-1) !== 'or') out.push('or');
+      continue;
+    }
+    const term = m[2] !== undefined || words.length > 1 ? `"${words.join(' ')}"` : words[0];
+    out.push(negated ? `-${term}` : term);
+    terms++;
+  }
+  if (out.at(-1) === 'or') out.pop();
+  return out.join(' ');
 }
 
 /** One page of results. */
@@ -61,7 +112,8 @@ export class SearchService {
   constructor(@Inject(DATA_SOURCE) private readonly ds: DataSource) {}
 
   parse(query: unknown): SearchQuery {
-    return parseOrThrow(searchQuerySchema, query, 'search query');
+    // Query values are single-line: no control character at all.
+    return parseOrThrow(searchQuerySchema, query, 'search query', { allowLineBreaks: false });
   }
 
   async search(viewer: Principal, q: SearchQuery): Promise<SearchPage> {
@@ -86,13 +138,16 @@ export class SearchService {
 
     const ranked = q.q !== undefined;
     const cursor = q.cursor ? decodeCursor(q.cursor, ranked) : undefined;
+    const text = q.q === undefined ? undefined : searchText(q.q);
+    // Nothing searchable left (only operators or punctuation): matches nothing, like a stop word.
+    if (text === '') return { items: [], nextCursor: null };
     const meta = this.ds.getMetadata(AgentEntity);
     // Every column but the tsvector, which is large and never returned.
     const columns = meta.columns.filter((c) => c.propertyName !== 'searchDocument');
     // Two phases: find the page's ids (and ranks) over narrow rows, then fetch those rows whole.
     let page: string;
     if (ranked) {
-      const tsq = p(q.q);
+      const tsq = p(text);
       where.push(`a.search_document @@ websearch_to_tsquery('english', ${tsq})`);
       page = `SELECT h.id, h.rank FROM (
           SELECT a.id, ts_rank(a.search_document, websearch_to_tsquery('english', ${tsq})) AS rank
