@@ -1,8 +1,7 @@
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
 import { HmacToolTokenMinter, Reconciler, RetryBudget, type ToolCallScope } from '@mesh/tool-gateway';
-import { startBillingTools } from '@mesh/app-agents';
 import { newId } from '@mesh/contract';
 import { eventually, freshDatabase } from '../support/infra.js';
 import {
@@ -13,6 +12,7 @@ import {
   startTestBillingTools,
   testGateway,
 } from './agents-fixtures.js';
+import { addDuplicateInvoice } from './runtime-fixtures.js';
 
 const billingUrl = await freshDatabase('gateway-billing');
 const billing = await startTestBillingTools(billingUrl);
@@ -20,7 +20,14 @@ const { ledger } = await ledgerDatabase('gateway-ledger');
 const gateway = testGateway({
   ledger,
   servers: {
-    billing: { transport: 'http', url: billing.mcpUrl, requestTimeoutMs: 700, reconcileTool: 'refund_status', maxConcurrency: 4 },
+    billing: {
+      transport: 'http',
+      url: billing.mcpUrl,
+      requestTimeoutMs: 700,
+      reconcileTool: 'refund_status',
+      maxConcurrency: 4,
+      tokenAudience: 'billing-tools',
+    },
     everything: everythingServer(),
   },
   stderr: 'ignore',
@@ -64,13 +71,12 @@ test('the same side-effecting call three times reaches the tool once and returns
   assert.equal(first.status === 'ok' && first.data?.refund_id, second.status === 'ok' && second.data?.refund_id);
   assert.equal(billing.hooks.calls('issue_refund') - before, 1);
   assert.equal(await refundCount(billingUrl, 'acme', 'INV-2291'), 1);
-  // A different task refunding the rest is a different key and a real second call; the tool refuses the excess.
-  const other = await gateway.call(refund, scope());
-  assert.equal(other.status, 'ok');
+  // A different task refunding again is a different key and a real second call; the tool refuses
+  // it: only the duplicate charge was refundable, and it is refunded.
   const excess = await gateway.call(refund, scope());
   assert.equal(excess.status, 'error');
   assert.match(excess.status === 'error' ? excess.text : '', /refundable/);
-  assert.equal(await refundCount(billingUrl, 'acme', 'INV-2291'), 2);
+  assert.equal(await refundCount(billingUrl, 'acme', 'INV-2291'), 1);
 });
 
 test('a side-effecting call hanging past its timeout is unknown, not retried, and reconciled to the single refund', async () => {
@@ -101,20 +107,21 @@ test('cancel during a slow call aborts it on the server; an unapplied side effec
   const abortedBefore = billing.hooks.aborted('issue_refund');
   const callsBefore = billing.hooks.calls('issue_refund');
   const s = scope({ signal: ac.signal });
-  const args = { tool: refund.tool, args: { invoice_id: 'INV-2292', amount_cents: 100, reason: 'goodwill' } };
+  await addDuplicateInvoice(billingUrl, 'acme', 'INV-5101');
+  const args = { tool: refund.tool, args: { invoice_id: 'INV-5101', amount_cents: 100, reason: 'part of the duplicate charge' } };
   const pending = gateway.call(args, s);
   await eventually('the call reached the server', () => billing.hooks.calls('issue_refund') > callsBefore);
   ac.abort(new Error('task cancelled'));
   const obs = await pending;
   assert.equal(obs.status, 'unknown', 'a cancelled side effect in flight is unknown, not failed');
   await eventually('the server saw the cancellation', () => billing.hooks.aborted('issue_refund') === abortedBefore + 1);
-  assert.equal(await refundCount(billingUrl, 'acme', 'INV-2292'), 0);
+  assert.equal(await refundCount(billingUrl, 'acme', 'INV-5101'), 0);
   const settled = await gateway.reconcile(obs.idempotencyKey);
   assert.equal(settled?.status, 'unknown');
   assert.equal((await ledger.get(obs.idempotencyKey))?.state, 'absent');
   const retried = await gateway.call(args, { ...s, signal: undefined });
   assert.equal(retried.status, 'ok');
-  assert.equal(await refundCount(billingUrl, 'acme', 'INV-2292'), 1);
+  assert.equal(await refundCount(billingUrl, 'acme', 'INV-5101'), 1);
 });
 
 test('a cancelled read-only call rejects with CANCELLED and leaves nothing recorded', async () => {
@@ -179,14 +186,7 @@ test('a reference MCP server from npm over stdio: a crash is recovered by restar
 
 test('a server configured for tokens gets an audience-bound token (never a caller token) and refuses calls without one', async () => {
   const secret = 'billing-secret-for-tests-only';
-  const guarded = await startBillingTools({
-    DATABASE_URL: billingUrl,
-    BILLING_TOOLS_PORT: 0,
-    BILLING_TEST_HOOKS: false,
-    BILLING_TOKEN_SECRET: secret,
-    BILLING_TOKEN_AUDIENCE: 'billing-tools',
-  });
-  after(() => guarded.stop());
+  const guarded = await startTestBillingTools(billingUrl, { BILLING_TOKEN_SECRET: secret, BILLING_TEST_HOOKS: 'false' });
   const withToken = testGateway({
     ledger,
     tokens: new HmacToolTokenMinter(secret),
@@ -194,12 +194,25 @@ test('a server configured for tokens gets an audience-bound token (never a calle
   });
   const ok = await withToken.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2292' } }, scope());
   assert.equal(ok.status, 'ok');
-  const withoutToken = testGateway({ ledger, servers: { billing: { transport: 'http', url: guarded.mcpUrl } } });
-  const refused = await withoutToken.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2292' } }, scope());
-  assert.equal(refused.status, 'error');
-  assert.match(refused.status === 'error' ? refused.text : '', /token/);
+  // No tokenAudience: no bearer token on the connection, so the server refuses it (401) before any session.
+  const withoutToken = testGateway({ ledger, readRetries: 0, servers: { billing: { transport: 'http', url: guarded.mcpUrl } } });
+  await assert.rejects(
+    withoutToken.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2292' } }, scope()),
+    (e: { code?: string; message?: string }) => e.code === 'TOOL_UNAVAILABLE' && /token/.test(e.message ?? ''),
+  );
+  const wrongSecret = testGateway({
+    ledger,
+    readRetries: 0,
+    tokens: new HmacToolTokenMinter('a-different-secret-of-enough-length'),
+    servers: { billing: { transport: 'http', url: guarded.mcpUrl, tokenAudience: 'billing-tools' } },
+  });
+  await assert.rejects(
+    wrongSecret.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2292' } }, scope()),
+    (e: { code?: string; message?: string }) => e.code === 'TOOL_UNAVAILABLE' && /invalid tool token/.test(e.message ?? ''),
+  );
   const misconfigured = testGateway({
     ledger,
+    tokens: undefined,
     servers: { billing: { transport: 'http', url: guarded.mcpUrl, tokenAudience: 'billing-tools' } },
   });
   await assert.rejects(
@@ -233,7 +246,10 @@ test("tools see the tenant from _meta: another tenant's invoice does not exist f
 });
 
 test('a full server slot limit makes the next call wait instead of piling onto the server', async () => {
-  const narrow = testGateway({ ledger, servers: { billing: { transport: 'http', url: billing.mcpUrl, maxConcurrency: 1 } } });
+  const narrow = testGateway({
+    ledger,
+    servers: { billing: { transport: 'http', url: billing.mcpUrl, maxConcurrency: 1, tokenAudience: 'billing-tools' } },
+  });
   billing.hooks.delay('get_invoice', { phase: 'before', ms: 400, times: 1 });
   const first = narrow.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2291' } }, scope());
   await eventually('the first call holds the slot', () => narrow.slotsOf('billing').inUse === 1);
