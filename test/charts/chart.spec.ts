@@ -126,6 +126,8 @@ test('each Deployment runs its app from the one image, with probes, resources, d
   const ports: Record<string, number> = { directory: 8081, dispatcher: 8080, agents: 8082 };
   // The chart's ports are the apps' defaults (what npm start and docker-compose.yml use).
   const specs = { directory: directoryConfigSpec.DIRECTORY_PORT, dispatcher: dispatcherConfigSpec.DISPATCHER_PORT, agents: agentsConfigSpec.AGENTS_PORT };
+  // The apps bind 127.0.0.1 by default; in a pod they must listen where the Service reaches them.
+  assert.equal(config.data.HTTP_HOST, '0.0.0.0');
   for (const [app, spec] of Object.entries(specs)) {
     assert.equal(spec.parse(undefined), ports[app]);
     assert.equal((values[app] as GoMap).port, ports[app]);
