@@ -382,3 +382,14 @@ test('docs/charts.md covers install, every top-level value, sizing and drain', (
     assert.ok(docs.includes(topic), `docs/charts.md covers ${topic}`);
   }
 });
+
+test('the agents ops token and tool-token secret go to the Secret when set, and nowhere when not', () => {
+  const plain = ofKind<{ data: Record<string, string> }>(renderValid(), 'Secret').find((m) => !isHook(m))!;
+  assert.ok(!('AGENTS_OPS_TOKEN' in plain.data) && !('AGENTS_TOOL_TOKEN_SECRET' in plain.data));
+  const ms = renderValid({ secrets: { agents: { opsToken: 'ops-token-123', toolTokenSecret: 'tool-token-secret-123456' } } });
+  const secret = ofKind<{ data: Record<string, string> }>(ms, 'Secret').find((m) => !isHook(m))!;
+  assert.equal(Buffer.from(secret.data.AGENTS_OPS_TOKEN, 'base64').toString(), 'ops-token-123');
+  assert.equal(Buffer.from(secret.data.AGENTS_TOOL_TOKEN_SECRET, 'base64').toString(), 'tool-token-secret-123456');
+  // Values the apps would refuse at start are refused at render time.
+  assert.throws(() => chart.render({ secrets: { agents: { opsToken: 'short' } } }));
+});

@@ -99,6 +99,14 @@ AUTH_JWKS_URL: {{ . | b64enc | quote }}
 {{- with $a.jwksJson }}
 AUTH_JWKS_JSON: {{ . | b64enc | quote }}
 {{- end }}
+{{- with .Values.secrets.agents }}
+{{- with .opsToken }}
+AGENTS_OPS_TOKEN: {{ . | b64enc | quote }}
+{{- end }}
+{{- with .toolTokenSecret }}
+AGENTS_TOOL_TOKEN_SECRET: {{ . | b64enc | quote }}
+{{- end }}
+{{- end }}
 {{- end -}}
 
 {{/* env and envFrom of an app container; arg: dict root, app, port, env. */}}
