@@ -1,9 +1,12 @@
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
-import { HmacToolTokenMinter, Reconciler, RetryBudget, type ToolCallScope } from '@mesh/tool-gateway';
+import { HmacToolTokenMinter, McpConnection, Reconciler, RetryBudget, ToolMeta, type ToolCallScope } from '@mesh/tool-gateway';
 import { newId } from '@mesh/contract';
+import { loadBillingToolsConfig, startBillingTools } from '@mesh/app-agents';
 import { eventually, freshDatabase } from '../support/infra.js';
+import { freePort } from '../support/processes.js';
+import { TEST_TOOL_TOKEN_SECRET } from '../support/agents-runtime.js';
 import {
   everythingServer,
   ledgerDatabase,
@@ -274,4 +277,40 @@ test('the cached tool list is dropped when the server announces list_changed', a
   const obs = await gw.call({ tool: 'mcp__dyn__second' }, scope());
   assert.equal(obs.status === 'ok' && obs.text, 'second');
   assert.equal(gw.connection('dyn').connects, 1, 'same connection: the list was re-fetched, not reconnected');
+});
+
+test('a session the server no longer knows (404 after a restart) is replaced and the call sent once more', async () => {
+  const port = await freePort();
+  const start = () =>
+    startBillingTools({
+      ...loadBillingToolsConfig({ DATABASE_URL: billingUrl, BILLING_TOKEN_SECRET: TEST_TOOL_TOKEN_SECRET }),
+      BILLING_TOOLS_PORT: port,
+    });
+  const first = await start();
+  // readRetries 0: a success after the restart is the connection's own retry, not the gateway's.
+  const gw = testGateway({
+    ledger,
+    readRetries: 0,
+    servers: { billing: { transport: 'http', url: first.mcpUrl, tokenAudience: 'billing-tools' } },
+  });
+  const read = { tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2292' } };
+  assert.equal((await gw.call(read, scope())).status, 'ok');
+  // The same for a bare connection: its call itself meets the 404 (no tool listing in between).
+  const minter = new HmacToolTokenMinter(TEST_TOOL_TOKEN_SECRET);
+  const conn = new McpConnection(
+    'billing',
+    { transport: 'http', url: first.mcpUrl },
+    { clientName: 'spec', bearer: () => minter.mintConnection({ audience: 'billing-tools', subject: 'spec' }) },
+  );
+  after(() => conn.close());
+  const meta = { [ToolMeta.token]: await minter.mint({ audience: 'billing-tools', tenant: 'acme', subject: 'alice', taskId: 't' }) };
+  assert.equal((await conn.callTool('get_invoice', { invoice_id: 'INV-2292' }, meta, { timeoutMs: 5000 })).isError, undefined);
+  await first.stop();
+  const second = await start();
+  after(() => second.stop());
+  const again = await gw.call(read, scope());
+  assert.equal(again.status, 'ok');
+  assert.equal(gw.connection('billing').connects, 2, 'one new session');
+  assert.equal((await conn.callTool('get_invoice', { invoice_id: 'INV-2292' }, meta, { timeoutMs: 5000 })).isError, undefined);
+  assert.equal(conn.connects, 2);
 });

@@ -116,11 +116,24 @@ export class McpConnection {
   }
 
   private async fetchTools(): Promise<Map<string, ToolInfo>> {
+    try {
+      return await this.listOnce();
+    } catch (err) {
+      // As for calls: a session the server forgot (404) is replaced once.
+      if (!isUnknownSession(err)) throw err;
+      return this.listOnce();
+    }
+  }
+
+  private async listOnce(): Promise<Map<string, ToolInfo>> {
     const client = await this.connect();
     const out = new Map<string, ToolInfo>();
     let cursor: string | undefined;
     do {
-      const page = await client.listTools(cursor ? { cursor } : undefined);
+      const page = await client.listTools(cursor ? { cursor } : undefined).catch(async (err: unknown) => {
+        if (isConnectionFailure(err)) await this.reset(client);
+        throw err;
+      });
       for (const t of page.tools) {
         out.set(t.name, {
           name: t.name,
