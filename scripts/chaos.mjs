@@ -177,6 +177,8 @@ async function waitHttp(url, c, timeoutMs = 90000) {
   throw new Error(`${url} did not answer within ${timeoutMs} ms`);
 }
 const common = { KAFKA_BROKERS: broker.brokers, TOPIC_PREFIX: prefix, DATABASE_URL: dbUrl.toString(), LOG_LEVEL: 'warn' };
+// Shared by the workers (they mint tool tokens) and billing-tools (it verifies them).
+const toolTokenSecret = randomBytes(24).toString('base64url');
 const dispatcherPorts = [PORT_BASE, PORT_BASE + 1];
 const billingPort = PORT_BASE + 3;
 const receiverPorts = [PORT_BASE + 6, PORT_BASE + 7];
@@ -197,6 +199,7 @@ const spawnWorker = (i) =>
     ...common,
     AGENTS_PORT: String(workerPort(i)),
     AGENTS_RUN: 'refund-agent',
+    AGENTS_TOOL_TOKEN_SECRET: toolTokenSecret,
     AGENTS_WORKER_ID: `chaos-worker-${i + 1}-${Date.now()}`,
     AGENTS_MCP_SERVERS: JSON.stringify({ billing: { url: `http://127.0.0.1:${billingPort}/mcp`, requestTimeoutMs: 1500 } }),
     AGENTS_CONSUMER_SESSION_TIMEOUT_MS: '6000',
@@ -291,6 +294,7 @@ async function main() {
   const billing = child('billing-tools', 'scripts/chaos-billing.mjs', {
     DATABASE_URL: dbUrl.toString(),
     BILLING_TOOLS_PORT: String(billingPort),
+    BILLING_TOKEN_SECRET: toolTokenSecret,
     CHAOS_HANG_MS: '4000',
   });
   await waitHttp(`http://127.0.0.1:${billingPort}/healthz`, billing);

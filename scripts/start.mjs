@@ -3,13 +3,21 @@
 // already listening), then the services with the demo configuration, each line of output prefixed
 // by its service. Ctrl-C (or SIGTERM) stops every service, then the broker if this script started it.
 import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
 const root = new URL('..', import.meta.url).pathname;
 const kafkaSh = join(root, 'scripts/kafka.sh');
 
+// Secrets made for this start only (never written anywhere): the tool-token secret the agents mint
+// billing-tools' tokens with, and the bearer token of the agents' /ops endpoints (printed once below).
+const secret = () => randomBytes(24).toString('base64url');
+const toolTokenSecret = process.env.AGENTS_TOOL_TOKEN_SECRET ?? secret();
+const opsToken = process.env.AGENTS_OPS_TOKEN ?? secret();
+
 // The demo configuration (README: "Try it"). Every value can be overridden from the environment.
+// Every service listens on 127.0.0.1 (HTTP_HOST's default).
 const env = {
   AUTH_API_KEYS: 'demo-acme=acme:alice,demo-globex=globex:bob',
   ...process.env,
@@ -19,13 +27,23 @@ const env = {
 const services = [
   // DEMO: development API keys and a temporary card-signing key.
   { name: 'directory', script: 'apps/directory/dist/main.js', port: 8081, env: { DEMO: 'true' } },
-  { name: 'billing-tools', script: 'apps/agents/dist/billing-tools/billing-tools.main.js', port: 8083, env: {} },
+  {
+    name: 'billing-tools',
+    script: 'apps/agents/dist/billing-tools/billing-tools.main.js',
+    port: 8083,
+    env: { BILLING_TOKEN_SECRET: toolTokenSecret },
+  },
   // The agents app serves echo-agent and refund-agent and registers them (owned by acme, public).
   {
     name: 'agents',
     script: 'apps/agents/dist/main.js',
     port: 8082,
-    env: { AGENTS_DIRECTORY_URL: 'http://127.0.0.1:8081', AGENTS_DIRECTORY_TOKEN: 'demo-acme' },
+    env: {
+      AGENTS_DIRECTORY_URL: 'http://127.0.0.1:8081',
+      AGENTS_DIRECTORY_TOKEN: 'demo-acme',
+      AGENTS_TOOL_TOKEN_SECRET: toolTokenSecret,
+      AGENTS_OPS_TOKEN: opsToken,
+    },
   },
   { name: 'dispatcher', script: 'apps/dispatcher/dist/main.js', port: 8080, env: { DEMO: 'false' } },
 ];
@@ -102,6 +120,9 @@ if (!stopping) {
   console.log(
     'start: ready: dispatcher http://127.0.0.1:8080, directory :8081, agents :8082, billing-tools :8083/mcp (Ctrl-C stops everything)',
   );
+  // The one place the ops token is shown: the CLI and console read it from MESH_OPS_TOKEN.
+  if (!process.env.AGENTS_OPS_TOKEN)
+    console.log(`start: ops token of this start (agents /ops, mesh unknowns/console): export MESH_OPS_TOKEN=${opsToken}`);
 }
 process.on('exit', () => {
   for (const child of children.values()) child.kill('SIGKILL');

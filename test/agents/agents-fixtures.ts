@@ -6,19 +6,22 @@ import express from 'express';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { openServiceDatabase } from '@mesh/database';
-import { agentsMigrations, AGENTS_SCHEMA, startBillingTools, type RunningBillingTools } from '@mesh/app-agents';
-import { PostgresEffectLedger, ToolGateway, type ToolGatewayOptions } from '@mesh/tool-gateway';
+import { agentsMigrations, AGENTS_SCHEMA, loadBillingToolsConfig, startBillingTools, type RunningBillingTools } from '@mesh/app-agents';
+import { HmacToolTokenMinter, PostgresEffectLedger, ToolGateway, type ToolGatewayOptions } from '@mesh/tool-gateway';
 import type { McpServerSpec } from '@mesh/agent-sdk';
 import { freshDatabase, sql } from '../support/infra.js';
+import { TEST_TOOL_TOKEN_SECRET } from '../support/agents-runtime.js';
 
-/** billing-tools on a free port with test hooks on, stopped when the spec ends. */
-export async function startTestBillingTools(databaseUrl: string): Promise<RunningBillingTools> {
+/** billing-tools on a free port with test hooks on and the test tool-token secret, stopped when the spec ends. */
+export async function startTestBillingTools(databaseUrl: string, env: Record<string, string> = {}): Promise<RunningBillingTools> {
   const billing = await startBillingTools({
-    DATABASE_URL: databaseUrl,
-    BILLING_TOOLS_PORT: 0 as number,
-    BILLING_TEST_HOOKS: true,
-    BILLING_TOKEN_SECRET: undefined,
-    BILLING_TOKEN_AUDIENCE: 'billing-tools',
+    ...loadBillingToolsConfig({
+      DATABASE_URL: databaseUrl,
+      BILLING_TEST_HOOKS: 'true',
+      BILLING_TOKEN_SECRET: TEST_TOOL_TOKEN_SECRET,
+      ...env,
+    }),
+    BILLING_TOOLS_PORT: 0,
   });
   after(() => billing.stop());
   return billing;
@@ -34,7 +37,12 @@ export async function ledgerDatabase(label: string): Promise<{ url: string; ledg
 
 /** A gateway over the given servers, closed when the spec ends. */
 export function testGateway(opts: Partial<ToolGatewayOptions> & Pick<ToolGatewayOptions, 'servers' | 'ledger'>): ToolGateway {
-  const gw = new ToolGateway({ clientName: 'test-worker', retryBaseMs: 20, ...opts });
+  const gw = new ToolGateway({
+    clientName: 'test-worker',
+    retryBaseMs: 20,
+    tokens: new HmacToolTokenMinter(TEST_TOOL_TOKEN_SECRET),
+    ...opts,
+  });
   after(() => gw.close());
   return gw;
 }

@@ -172,6 +172,26 @@ test('a command whose deadline has passed is not started', async () => {
   assert.equal(billing.hooks.calls('get_invoice'), reads);
 });
 
+test('a deadline further away than a timer can wait runs the task normally (no overflow, not FAILED at once)', async () => {
+  const warnings: string[] = [];
+  const onWarning = (w: Error) => void warnings.push(w.name);
+  process.on('warning', onWarning);
+  try {
+    // 9999999999 ms from now (the A2A-Deadline-Ms of the report), past Date's range, and just past 2^31-1 ms.
+    const far = [Date.now() + 9_999_999_999, Number.MAX_SAFE_INTEGER, Date.now() + 2 ** 31 + 1000];
+    for (const [i, deadlineUnixMs] of far.entries()) {
+      await addDuplicateInvoice(db, 'acme', `INV-96${i}0`);
+      const cmd = runTask('refund-agent', 'acme', `Refund INV-96${i}0`, { deadlineUnixMs });
+      await sendCommand(producer, topics, cmd);
+      const done = await events.final(cmd.identity.taskId);
+      assert.equal(done.body.state, 'TASK_STATE_COMPLETED', `deadline ${deadlineUnixMs}: ${textOfMessage(done.body.message)}`);
+    }
+  } finally {
+    process.off('warning', onWarning);
+  }
+  assert.ok(!warnings.includes('TimeoutOverflowWarning'), `no timer overflow (${warnings.join(', ')})`);
+});
+
 test('echo-agent reaches the reference MCP server over stdio', async () => {
   const cmd = runTask('echo-agent', 'globex', '/everything ping');
   await sendCommand(producer, topics, cmd);

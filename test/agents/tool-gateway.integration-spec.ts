@@ -1,10 +1,12 @@
-import { test, after } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
-import { HmacToolTokenMinter, Reconciler, RetryBudget, type ToolCallScope } from '@mesh/tool-gateway';
-import { startBillingTools } from '@mesh/app-agents';
+import { HmacToolTokenMinter, McpConnection, Reconciler, RetryBudget, ToolMeta, type ToolCallScope } from '@mesh/tool-gateway';
 import { newId } from '@mesh/contract';
+import { loadBillingToolsConfig, startBillingTools } from '@mesh/app-agents';
 import { eventually, freshDatabase } from '../support/infra.js';
+import { freePort } from '../support/processes.js';
+import { TEST_TOOL_TOKEN_SECRET } from '../support/agents-runtime.js';
 import {
   everythingServer,
   ledgerDatabase,
@@ -13,6 +15,7 @@ import {
   startTestBillingTools,
   testGateway,
 } from './agents-fixtures.js';
+import { addDuplicateInvoice } from './runtime-fixtures.js';
 
 const billingUrl = await freshDatabase('gateway-billing');
 const billing = await startTestBillingTools(billingUrl);
@@ -20,7 +23,14 @@ const { ledger } = await ledgerDatabase('gateway-ledger');
 const gateway = testGateway({
   ledger,
   servers: {
-    billing: { transport: 'http', url: billing.mcpUrl, requestTimeoutMs: 700, reconcileTool: 'refund_status', maxConcurrency: 4 },
+    billing: {
+      transport: 'http',
+      url: billing.mcpUrl,
+      requestTimeoutMs: 700,
+      reconcileTool: 'refund_status',
+      maxConcurrency: 4,
+      tokenAudience: 'billing-tools',
+    },
     everything: everythingServer(),
   },
   stderr: 'ignore',
@@ -64,13 +74,12 @@ test('the same side-effecting call three times reaches the tool once and returns
   assert.equal(first.status === 'ok' && first.data?.refund_id, second.status === 'ok' && second.data?.refund_id);
   assert.equal(billing.hooks.calls('issue_refund') - before, 1);
   assert.equal(await refundCount(billingUrl, 'acme', 'INV-2291'), 1);
-  // A different task refunding the rest is a different key and a real second call; the tool refuses the excess.
-  const other = await gateway.call(refund, scope());
-  assert.equal(other.status, 'ok');
+  // A different task refunding again is a different key and a real second call; the tool refuses
+  // it: only the duplicate charge was refundable, and it is refunded.
   const excess = await gateway.call(refund, scope());
   assert.equal(excess.status, 'error');
   assert.match(excess.status === 'error' ? excess.text : '', /refundable/);
-  assert.equal(await refundCount(billingUrl, 'acme', 'INV-2291'), 2);
+  assert.equal(await refundCount(billingUrl, 'acme', 'INV-2291'), 1);
 });
 
 test('a side-effecting call hanging past its timeout is unknown, not retried, and reconciled to the single refund', async () => {
@@ -101,20 +110,21 @@ test('cancel during a slow call aborts it on the server; an unapplied side effec
   const abortedBefore = billing.hooks.aborted('issue_refund');
   const callsBefore = billing.hooks.calls('issue_refund');
   const s = scope({ signal: ac.signal });
-  const args = { tool: refund.tool, args: { invoice_id: 'INV-2292', amount_cents: 100, reason: 'goodwill' } };
+  await addDuplicateInvoice(billingUrl, 'acme', 'INV-5101');
+  const args = { tool: refund.tool, args: { invoice_id: 'INV-5101', amount_cents: 100, reason: 'part of the duplicate charge' } };
   const pending = gateway.call(args, s);
   await eventually('the call reached the server', () => billing.hooks.calls('issue_refund') > callsBefore);
   ac.abort(new Error('task cancelled'));
   const obs = await pending;
   assert.equal(obs.status, 'unknown', 'a cancelled side effect in flight is unknown, not failed');
   await eventually('the server saw the cancellation', () => billing.hooks.aborted('issue_refund') === abortedBefore + 1);
-  assert.equal(await refundCount(billingUrl, 'acme', 'INV-2292'), 0);
+  assert.equal(await refundCount(billingUrl, 'acme', 'INV-5101'), 0);
   const settled = await gateway.reconcile(obs.idempotencyKey);
   assert.equal(settled?.status, 'unknown');
   assert.equal((await ledger.get(obs.idempotencyKey))?.state, 'absent');
   const retried = await gateway.call(args, { ...s, signal: undefined });
   assert.equal(retried.status, 'ok');
-  assert.equal(await refundCount(billingUrl, 'acme', 'INV-2292'), 1);
+  assert.equal(await refundCount(billingUrl, 'acme', 'INV-5101'), 1);
 });
 
 test('a cancelled read-only call rejects with CANCELLED and leaves nothing recorded', async () => {
@@ -179,14 +189,7 @@ test('a reference MCP server from npm over stdio: a crash is recovered by restar
 
 test('a server configured for tokens gets an audience-bound token (never a caller token) and refuses calls without one', async () => {
   const secret = 'billing-secret-for-tests-only';
-  const guarded = await startBillingTools({
-    DATABASE_URL: billingUrl,
-    BILLING_TOOLS_PORT: 0,
-    BILLING_TEST_HOOKS: false,
-    BILLING_TOKEN_SECRET: secret,
-    BILLING_TOKEN_AUDIENCE: 'billing-tools',
-  });
-  after(() => guarded.stop());
+  const guarded = await startTestBillingTools(billingUrl, { BILLING_TOKEN_SECRET: secret, BILLING_TEST_HOOKS: 'false' });
   const withToken = testGateway({
     ledger,
     tokens: new HmacToolTokenMinter(secret),
@@ -194,12 +197,25 @@ test('a server configured for tokens gets an audience-bound token (never a calle
   });
   const ok = await withToken.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2292' } }, scope());
   assert.equal(ok.status, 'ok');
-  const withoutToken = testGateway({ ledger, servers: { billing: { transport: 'http', url: guarded.mcpUrl } } });
-  const refused = await withoutToken.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2292' } }, scope());
-  assert.equal(refused.status, 'error');
-  assert.match(refused.status === 'error' ? refused.text : '', /token/);
+  // No tokenAudience: no bearer token on the connection, so the server refuses it (401) before any session.
+  const withoutToken = testGateway({ ledger, readRetries: 0, servers: { billing: { transport: 'http', url: guarded.mcpUrl } } });
+  await assert.rejects(
+    withoutToken.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2292' } }, scope()),
+    (e: { code?: string; message?: string }) => e.code === 'TOOL_UNAVAILABLE' && /token/.test(e.message ?? ''),
+  );
+  const wrongSecret = testGateway({
+    ledger,
+    readRetries: 0,
+    tokens: new HmacToolTokenMinter('a-different-secret-of-enough-length'),
+    servers: { billing: { transport: 'http', url: guarded.mcpUrl, tokenAudience: 'billing-tools' } },
+  });
+  await assert.rejects(
+    wrongSecret.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2292' } }, scope()),
+    (e: { code?: string; message?: string }) => e.code === 'TOOL_UNAVAILABLE' && /invalid tool token/.test(e.message ?? ''),
+  );
   const misconfigured = testGateway({
     ledger,
+    tokens: undefined,
     servers: { billing: { transport: 'http', url: guarded.mcpUrl, tokenAudience: 'billing-tools' } },
   });
   await assert.rejects(
@@ -233,7 +249,10 @@ test("tools see the tenant from _meta: another tenant's invoice does not exist f
 });
 
 test('a full server slot limit makes the next call wait instead of piling onto the server', async () => {
-  const narrow = testGateway({ ledger, servers: { billing: { transport: 'http', url: billing.mcpUrl, maxConcurrency: 1 } } });
+  const narrow = testGateway({
+    ledger,
+    servers: { billing: { transport: 'http', url: billing.mcpUrl, maxConcurrency: 1, tokenAudience: 'billing-tools' } },
+  });
   billing.hooks.delay('get_invoice', { phase: 'before', ms: 400, times: 1 });
   const first = narrow.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2291' } }, scope());
   await eventually('the first call holds the slot', () => narrow.slotsOf('billing').inUse === 1);
@@ -258,4 +277,40 @@ test('the cached tool list is dropped when the server announces list_changed', a
   const obs = await gw.call({ tool: 'mcp__dyn__second' }, scope());
   assert.equal(obs.status === 'ok' && obs.text, 'second');
   assert.equal(gw.connection('dyn').connects, 1, 'same connection: the list was re-fetched, not reconnected');
+});
+
+test('a session the server no longer knows (404 after a restart) is replaced and the call sent once more', async () => {
+  const port = await freePort();
+  const start = () =>
+    startBillingTools({
+      ...loadBillingToolsConfig({ DATABASE_URL: billingUrl, BILLING_TOKEN_SECRET: TEST_TOOL_TOKEN_SECRET }),
+      BILLING_TOOLS_PORT: port,
+    });
+  const first = await start();
+  // readRetries 0: a success after the restart is the connection's own retry, not the gateway's.
+  const gw = testGateway({
+    ledger,
+    readRetries: 0,
+    servers: { billing: { transport: 'http', url: first.mcpUrl, tokenAudience: 'billing-tools' } },
+  });
+  const read = { tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2292' } };
+  assert.equal((await gw.call(read, scope())).status, 'ok');
+  // The same for a bare connection: its call itself meets the 404 (no tool listing in between).
+  const minter = new HmacToolTokenMinter(TEST_TOOL_TOKEN_SECRET);
+  const conn = new McpConnection(
+    'billing',
+    { transport: 'http', url: first.mcpUrl },
+    { clientName: 'spec', bearer: () => minter.mintConnection({ audience: 'billing-tools', subject: 'spec' }) },
+  );
+  after(() => conn.close());
+  const meta = { [ToolMeta.token]: await minter.mint({ audience: 'billing-tools', tenant: 'acme', subject: 'alice', taskId: 't' }) };
+  assert.equal((await conn.callTool('get_invoice', { invoice_id: 'INV-2292' }, meta, { timeoutMs: 5000 })).isError, undefined);
+  await first.stop();
+  const second = await start();
+  after(() => second.stop());
+  const again = await gw.call(read, scope());
+  assert.equal(again.status, 'ok');
+  assert.equal(gw.connection('billing').connects, 2, 'one new session');
+  assert.equal((await conn.callTool('get_invoice', { invoice_id: 'INV-2292' }, meta, { timeoutMs: 5000 })).isError, undefined);
+  assert.equal(conn.connects, 2);
 });

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { TopicNames } from '@mesh/contract';
 import { eventually, freshDatabase, sql, testRun, uniquePrefix } from '../support/infra.js';
 import { refundCount, startTestBillingTools } from './agents-fixtures.js';
+import { TEST_TOOL_TOKEN_SECRET } from '../support/agents-runtime.js';
 import { addDuplicateInvoice, commandProducer, EventCollector, runTask, sendCommand } from './runtime-fixtures.js';
 
 const main = fileURLToPath(new URL('../../../apps/agents/dist/main.js', import.meta.url));
@@ -38,6 +39,7 @@ async function startWorker(name: string): Promise<ChildProcess> {
       DATABASE_URL: db,
       AGENTS_PORT: String(port),
       AGENTS_RUN: 'refund-agent',
+      AGENTS_TOOL_TOKEN_SECRET: TEST_TOOL_TOKEN_SECRET,
       AGENTS_WORKER_ID: name,
       AGENTS_MCP_SERVERS: JSON.stringify({ billing: { url: billing.mcpUrl, requestTimeoutMs: 30000 } }),
       AGENTS_RECONCILE_INTERVAL_MS: '200',

@@ -126,6 +126,8 @@ test('each Deployment runs its app from the one image, with probes, resources, d
   const ports: Record<string, number> = { directory: 8081, dispatcher: 8080, agents: 8082 };
   // The chart's ports are the apps' defaults (what npm start and docker-compose.yml use).
   const specs = { directory: directoryConfigSpec.DIRECTORY_PORT, dispatcher: dispatcherConfigSpec.DISPATCHER_PORT, agents: agentsConfigSpec.AGENTS_PORT };
+  // The apps bind 127.0.0.1 by default; in a pod they must listen where the Service reaches them.
+  assert.equal(config.data.HTTP_HOST, '0.0.0.0');
   for (const [app, spec] of Object.entries(specs)) {
     assert.equal(spec.parse(undefined), ports[app]);
     assert.equal((values[app] as GoMap).port, ports[app]);
@@ -379,4 +381,15 @@ test('docs/charts.md covers install, every top-level value, sizing and drain', (
   for (const topic of ['helm install', 'lagThreshold', 'partitions', 'terminationGracePeriodSeconds', 'MIGRATE_ONLY', 'values.schema.json']) {
     assert.ok(docs.includes(topic), `docs/charts.md covers ${topic}`);
   }
+});
+
+test('the agents ops token and tool-token secret go to the Secret when set, and nowhere when not', () => {
+  const plain = ofKind<{ data: Record<string, string> }>(renderValid(), 'Secret').find((m) => !isHook(m))!;
+  assert.ok(!('AGENTS_OPS_TOKEN' in plain.data) && !('AGENTS_TOOL_TOKEN_SECRET' in plain.data));
+  const ms = renderValid({ secrets: { agents: { opsToken: 'ops-token-123', toolTokenSecret: 'tool-token-secret-123456' } } });
+  const secret = ofKind<{ data: Record<string, string> }>(ms, 'Secret').find((m) => !isHook(m))!;
+  assert.equal(Buffer.from(secret.data.AGENTS_OPS_TOKEN, 'base64').toString(), 'ops-token-123');
+  assert.equal(Buffer.from(secret.data.AGENTS_TOOL_TOKEN_SECRET, 'base64').toString(), 'tool-token-secret-123456');
+  // Values the apps would refuse at start are refused at render time.
+  assert.throws(() => chart.render({ secrets: { agents: { opsToken: 'short' } } }));
 });

@@ -46,6 +46,8 @@ test('each app service runs its entry point on its port with env keys the app re
     const known = new Set(Object.keys(app.spec));
     for (const key of Object.keys(env)) assert.ok(known.has(key), `${name}: compose sets ${key}, which the app does not read`);
     for (const key of ['KAFKA_BROKERS', 'DATABASE_URL']) assert.ok(env[key], `${name}: compose sets ${key}`);
+    // The apps bind 127.0.0.1 by default; a container's published port needs them on every interface.
+    assert.equal(env.HTTP_HOST, '0.0.0.0', `${name}: compose sets HTTP_HOST`);
     // The default port in the app's config matches the compose port.
     assert.equal((app.spec as Record<string, { parse(v: unknown): unknown }>)[app.portVar].parse(undefined), app.port);
   }

@@ -205,6 +205,7 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
       ...(config.AGENTS_OPS_TOKEN ? { token: config.AGENTS_OPS_TOKEN } : {}),
     }),
     port: config.AGENTS_PORT,
+    host: config.HTTP_HOST,
   });
   return {
     url: await app.getUrl(),

@@ -99,6 +99,7 @@ export async function startDirectory(config: DirectoryConfig, overrides: Directo
         limiter: new TokenBucketLimiter(limit, limit),
       }),
       port: config.DIRECTORY_PORT,
+      host: config.HTTP_HOST,
       bodyLimit: `${DIRECTORY_BODY_LIMIT_BYTES}b`,
       configure: (a) => {
         a.use(bodyParserErrors);

@@ -175,6 +175,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
       metrics,
       module: AppModule.forRoot([new PostgresProbe(ds), kafkaProbe]),
       port: config.DISPATCHER_PORT,
+      host: config.HTTP_HOST,
       bodyLimit: config.DISPATCHER_BODY_LIMIT,
       configure: (nest) => {
         // Every A2A answer is fresh JSON; an ETag per response is hashing for nothing (the card

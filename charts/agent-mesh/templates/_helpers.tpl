@@ -73,6 +73,8 @@ KAFKA_BROKERS: {{ required "kafka.brokers is required" .Values.kafka.brokers | q
 KAFKA_CLIENT_ID: {{ .Values.kafka.clientId | quote }}
 TOPIC_PREFIX: {{ .Values.kafka.topicPrefix | quote }}
 DRAIN_TIMEOUT_MS: {{ mul (int .Values.drain.timeoutSeconds) 1000 | quote }}
+{{- /* The apps listen on 127.0.0.1 unless told otherwise; in a pod the Service must reach them. */}}
+HTTP_HOST: "0.0.0.0"
 {{- range $k, $v := .Values.extraEnv }}
 {{ $k }}: {{ $v | toString | quote }}
 {{- end }}
@@ -96,6 +98,14 @@ AUTH_JWKS_URL: {{ . | b64enc | quote }}
 {{- end }}
 {{- with $a.jwksJson }}
 AUTH_JWKS_JSON: {{ . | b64enc | quote }}
+{{- end }}
+{{- with .Values.secrets.agents }}
+{{- with .opsToken }}
+AGENTS_OPS_TOKEN: {{ . | b64enc | quote }}
+{{- end }}
+{{- with .toolTokenSecret }}
+AGENTS_TOOL_TOKEN_SECRET: {{ . | b64enc | quote }}
+{{- end }}
 {{- end }}
 {{- end -}}
 

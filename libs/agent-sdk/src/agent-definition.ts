@@ -12,7 +12,11 @@ interface McpServerCommon {
    * content `{ status: 'applied', result } | { status: 'not_found' }`.
    */
   reconcileTool?: string;
-  /** When set, each call carries a short-lived JWT minted for this audience in `_meta.token`. */
+  /**
+   * When set, each call carries a short-lived JWT minted for this audience (tenant and subject of
+   * the task) in `_meta["mesh/token"]`, and over HTTP every request carries a connection token
+   * (`Authorization: Bearer`, no tenant) for it too.
+   */
   tokenAudience?: string;
 }
 

@@ -15,3 +15,14 @@ export const kafkaSpec = {
 export const databaseSpec = {
   DATABASE_URL: postgresUrl('postgres://postgres@127.0.0.1:5432/agent_mesh'),
 };
+
+/**
+ * HTTP listener. Loopback unless configured: a service reachable from other machines is a
+ * deliberate choice (containers set `HTTP_HOST=0.0.0.0`; the chart and docker-compose.yml do).
+ */
+export const httpSpec = {
+  HTTP_HOST: z
+    .string()
+    .regex(/^(\[?[0-9a-fA-F:.]+\]?|[a-zA-Z0-9.-]+)$/, 'expected an IP address or host name to listen on, e.g. 127.0.0.1 or 0.0.0.0')
+    .default('127.0.0.1'),
+};

@@ -6,3 +6,4 @@ export * from './topics.js';
 export * from './channel-key.js';
 export * from './envelope.js';
 export * from './agent-record.js';
+export * from './timer-delay.js';

@@ -12,6 +12,7 @@ export interface HttpServiceOptions {
   /** Root module of the app (usually a DynamicModule built from validated config). */
   module: unknown;
   port: number;
+  /** Address to listen on (the app's HTTP_HOST); default 127.0.0.1, so nothing is exposed unless configured. */
   host?: string;
   /** JSON body limit, e.g. '1mb'. */
   bodyLimit?: string;
@@ -46,7 +47,7 @@ export async function startHttpService(opts: HttpServiceOptions): Promise<INestA
   if (logger.isLevelEnabled('info')) app.use(pinoHttp({ logger, autoLogging: { ignore: (req) => QUIET_PATHS.has(req.url ?? '') } }));
   app.useBodyParser('json', { limit: opts.bodyLimit ?? '1mb' });
   await opts.configure?.(app);
-  await app.listen(opts.port, opts.host ?? '0.0.0.0');
+  await app.listen(opts.port, opts.host ?? '127.0.0.1');
   app.get(ServiceLifecycle).markReady();
   return app;
 }

@@ -1,6 +1,6 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { McpServerSpec } from '@mesh/agent-sdk';
 import type { JsonObject } from '@mesh/contract';
@@ -20,6 +20,8 @@ export interface McpConnectionOptions {
   clientVersion?: string;
   /** Where a stdio server's stderr goes (default: inherited). */
   stderr?: 'inherit' | 'ignore' | 'pipe';
+  /** HTTP servers: a fresh bearer token for each request (the server refuses requests without one). */
+  bearer?: () => Promise<string>;
 }
 
 /**
@@ -63,6 +65,22 @@ export class McpConnection {
     meta: JsonObject,
     options: { signal?: AbortSignal; timeoutMs: number },
   ): Promise<CallToolResult> {
+    try {
+      return await this.callOnce(name, args, meta, options);
+    } catch (err) {
+      // 404: the server no longer knows the session (it expired while idle, or the server restarted).
+      // The request was refused before it was handled, so one retry on a new session is safe.
+      if (!isUnknownSession(err) || options.signal?.aborted) throw err;
+      return this.callOnce(name, args, meta, options);
+    }
+  }
+
+  private async callOnce(
+    name: string,
+    args: JsonObject,
+    meta: JsonObject,
+    options: { signal?: AbortSignal; timeoutMs: number },
+  ): Promise<CallToolResult> {
     const client = await this.connect(options.signal);
     const attributes = {
       'rpc.system': 'mcp',
@@ -98,11 +116,24 @@ export class McpConnection {
   }
 
   private async fetchTools(): Promise<Map<string, ToolInfo>> {
+    try {
+      return await this.listOnce();
+    } catch (err) {
+      // As for calls: a session the server forgot (404) is replaced once.
+      if (!isUnknownSession(err)) throw err;
+      return this.listOnce();
+    }
+  }
+
+  private async listOnce(): Promise<Map<string, ToolInfo>> {
     const client = await this.connect();
     const out = new Map<string, ToolInfo>();
     let cursor: string | undefined;
     do {
-      const page = await client.listTools(cursor ? { cursor } : undefined);
+      const page = await client.listTools(cursor ? { cursor } : undefined).catch(async (err: unknown) => {
+        if (isConnectionFailure(err)) await this.reset(client);
+        throw err;
+      });
       for (const t of page.tools) {
         out.set(t.name, {
           name: t.name,
@@ -146,7 +177,7 @@ export class McpConnection {
             cwd: this.spec.cwd,
             stderr: this.opts.stderr ?? 'inherit',
           })
-        : new StreamableHTTPClientTransport(new URL(this.spec.url));
+        : new StreamableHTTPClientTransport(new URL(this.spec.url), this.opts.bearer ? { fetch: withBearer(this.opts.bearer) } : {});
     await whileRequest(signal, (s) => client.connect(transport, { signal: s, timeout: this.spec.requestTimeoutMs ?? 10000 }));
     this.connects++;
     this.client = client;
@@ -163,13 +194,25 @@ export class McpConnection {
   }
 }
 
+/** fetch that adds `Authorization: Bearer <token>` with a token made for this request. */
+function withBearer(bearer: () => Promise<string>): (url: string | URL, init?: RequestInit) => Promise<Response> {
+  return async (url, init) => {
+    const headers = new Headers(init?.headers);
+    headers.set('authorization', `Bearer ${await bearer()}`);
+    return fetch(url, { ...init, headers });
+  };
+}
+
+function isUnknownSession(err: unknown): boolean {
+  return err instanceof StreamableHTTPError && err.code === 404;
+}
+
 /** Errors after which the connection cannot be trusted any more. */
 function isConnectionFailure(err: unknown): boolean {
   const code = (err as { code?: unknown }).code;
   if (code === -32000) return true; // ConnectionClosed
   if (err instanceof TypeError) return true; // fetch failed
-  const name = (err as { name?: string }).name;
-  return name === 'StreamableHTTPError';
+  return err instanceof StreamableHTTPError;
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { parseToolName, type McpServerSpec, type ToolIntent, type ToolObservation } from '@mesh/agent-sdk';
-import { argsHash, idempotencyKey, MeshError, type JsonObject } from '@mesh/contract';
+import { argsHash, clampTimerMs, idempotencyKey, MeshError, type JsonObject } from '@mesh/contract';
 import { SpanAttr, withSpan } from '@mesh/telemetry';
 import type { EffectEntry, EffectLedger, RecordedResult } from './effect-ledger.js';
 import { McpConnection, type ToolInfo } from './mcp-connection.js';
@@ -50,14 +50,17 @@ export class ToolGateway {
   private readonly connections = new Map<string, McpConnection>();
   private readonly slots = new Map<string, SlotSupplier>();
   private readonly ledger: EffectLedger;
+  private readonly clientName: string;
 
   constructor(private readonly opts: ToolGatewayOptions) {
     this.ledger = opts.ledger;
+    const clientName = (this.clientName = opts.clientName ?? 'agent-mesh-worker');
     for (const [name, spec] of Object.entries(opts.servers)) {
-      this.connections.set(
-        name,
-        new McpConnection(name, spec, { clientName: opts.clientName ?? 'agent-mesh-worker', stderr: opts.stderr }),
-      );
+      const { tokens } = opts;
+      // A server that wants tokens also wants one on every HTTP request: a connection token opens the session.
+      const audience = spec.transport === 'http' ? spec.tokenAudience : undefined;
+      const bearer = audience && tokens ? () => tokens.mintConnection({ audience, subject: clientName }) : undefined;
+      this.connections.set(name, new McpConnection(name, spec, { clientName, stderr: opts.stderr, ...(bearer ? { bearer } : {}) }));
       this.slots.set(name, new SemaphoreSlotSupplier(spec.maxConcurrency ?? opts.defaultMaxConcurrency ?? 16));
     }
   }
@@ -148,7 +151,9 @@ export class ToolGateway {
 
     let attempt = 0;
     for (;;) {
-      const remaining = scope.deadline ? scope.deadline.getTime() - Date.now() : Infinity;
+      const deadlineAt = scope.deadline?.getTime();
+      // An invalid Date (NaN) is no deadline; a far one only bounds the call by its own timeout.
+      const remaining = deadlineAt !== undefined && Number.isFinite(deadlineAt) ? deadlineAt - Date.now() : Infinity;
       try {
         if (remaining <= 0) throw new MeshError('DEADLINE_EXCEEDED', `deadline passed before calling ${intent.tool}`);
         const meta: JsonObject = {
@@ -157,18 +162,12 @@ export class ToolGateway {
           [ToolMeta.subject]: scope.subject,
           [ToolMeta.taskId]: scope.taskId,
         };
-        if (spec.tokenAudience) {
-          if (!this.opts.tokens)
-            throw new MeshError('CONFIG_INVALID', `server "${server}" wants a token but no token minter is configured`);
-          meta[ToolMeta.token] = await this.opts.tokens.mint({
-            audience: spec.tokenAudience,
-            tenant: scope.tenant,
-            subject: scope.subject,
-            taskId: scope.taskId,
-          });
-        }
+        await this.addToken(meta, server, spec, scope);
         const result = await this.withSlot(server, scope.signal, () =>
-          this.connection(server).callTool(tool, args, meta, { signal: scope.signal, timeoutMs: Math.min(timeoutMs, remaining) }),
+          this.connection(server).callTool(tool, args, meta, {
+            signal: scope.signal,
+            timeoutMs: clampTimerMs(Math.min(timeoutMs, remaining)),
+          }),
         );
         const recorded = recordedOf(result);
         const state = result.isError ? 'error' : 'ok';
@@ -239,13 +238,13 @@ export class ToolGateway {
     if (!parsed || !spec?.reconcileTool) return undefined;
     let result: CallToolResult;
     try {
+      const meta: JsonObject = { [ToolMeta.tenant]: entry.tenant, [ToolMeta.taskId]: entry.taskId };
+      // The reconciler reads the tenant's receipt for the platform: the worker is the subject.
+      await this.addToken(meta, parsed.server, spec, { tenant: entry.tenant, subject: this.clientName, taskId: entry.taskId });
       result = await this.withSlot(parsed.server, undefined, () =>
-        this.connection(parsed.server).callTool(
-          spec.reconcileTool!,
-          { idempotency_key: key },
-          { [ToolMeta.tenant]: entry.tenant, [ToolMeta.taskId]: entry.taskId },
-          { timeoutMs: spec.requestTimeoutMs ?? this.opts.defaultRequestTimeoutMs ?? 30000 },
-        ),
+        this.connection(parsed.server).callTool(spec.reconcileTool!, { idempotency_key: key }, meta, {
+          timeoutMs: spec.requestTimeoutMs ?? this.opts.defaultRequestTimeoutMs ?? 30000,
+        }),
       );
     } catch {
       return undefined;
@@ -271,6 +270,9 @@ export class ToolGateway {
   private async resolve(name: string, signal?: AbortSignal): Promise<{ server: string; tool: string; info: ToolInfo }> {
     const parsed = parseToolName(name);
     if (!parsed || !this.connections.has(parsed.server)) throw new MeshError('TOOL_NOT_FOUND', `unknown tool "${name}"`);
+    // Without a minter such a server refuses the connection itself: say why instead of "unavailable".
+    if (this.connection(parsed.server).spec.tokenAudience && !this.opts.tokens)
+      throw new MeshError('CONFIG_INVALID', `server "${parsed.server}" wants a token but no token minter is configured`);
     let tools: Map<string, ToolInfo>;
     try {
       tools = await this.connection(parsed.server).tools();
@@ -284,6 +286,18 @@ export class ToolGateway {
     const info = tools.get(parsed.tool);
     if (!info) throw new MeshError('TOOL_NOT_FOUND', `server "${parsed.server}" has no tool "${parsed.tool}"`);
     return { ...parsed, info };
+  }
+
+  /** Adds the call token (`_meta["mesh/token"]`) a server with `tokenAudience` wants. */
+  private async addToken(
+    meta: JsonObject,
+    server: string,
+    spec: McpServerSpec,
+    who: { tenant: string; subject: string; taskId: string },
+  ): Promise<void> {
+    if (!spec.tokenAudience) return;
+    if (!this.opts.tokens) throw new MeshError('CONFIG_INVALID', `server "${server}" wants a token but no token minter is configured`);
+    meta[ToolMeta.token] = await this.opts.tokens.mint({ audience: spec.tokenAudience, ...who });
   }
 
   private async withSlot<T>(server: string, signal: AbortSignal | undefined, fn: () => Promise<T>): Promise<T> {

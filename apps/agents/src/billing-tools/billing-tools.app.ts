@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
-import express, { type Request, type Response } from 'express';
+import express, { type NextFunction, type Request, type Response } from 'express';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { openServiceDatabase } from '@mesh/database';
+import { verifyToolTokenClaims } from '@mesh/tool-gateway';
 import { BillingHooks } from './billing-hooks.js';
 import type { BillingToolsConfig } from './billing-tools.config.js';
 import { createBillingServer } from './billing-tools.server.js';
@@ -15,14 +17,45 @@ export interface RunningBillingTools {
   /** MCP endpoint (Streamable HTTP), e.g. http://127.0.0.1:8083/mcp */
   mcpUrl: string;
   hooks: BillingHooks;
+  /** MCP sessions open now. */
+  sessionCount(): number;
   stop(): Promise<void>;
 }
 
-const rpcError = (res: Response, status: number, message: string) =>
-  res.status(status).json({ jsonrpc: '2.0', error: { code: -32000, message }, id: null });
+interface Session {
+  transport: StreamableHTTPServerTransport;
+  /** Requests (and SSE streams) of the session still open. */
+  open: number;
+  lastUsed: number;
+}
 
-/** Starts billing-tools: its schema (created and migrated), then MCP over Streamable HTTP with one session per client. */
-export async function startBillingTools(config: BillingToolsConfig, opts: { host?: string } = {}): Promise<RunningBillingTools> {
+/** Every error answer is a JSON-RPC error object: never an HTML page, never a stack trace. */
+const rpcError = (res: Response, status: number, code: number, message: string) =>
+  res.status(status).json({ jsonrpc: '2.0', error: { code, message }, id: null });
+
+/** The body parser's refusals (by its `type`), as JSON-RPC answers. */
+function bodyError(err: { type?: string; status?: number }): { status: number; code: number; message: string } {
+  switch (err.type) {
+    case 'entity.parse.failed':
+      return { status: 400, code: -32700, message: 'Parse error: the request body is not valid JSON' };
+    case 'entity.too.large':
+      return { status: 413, code: -32600, message: 'request body too large (limit 1 MB)' };
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return { status: 415, code: -32600, message: 'unsupported content encoding or charset' };
+    default:
+      return typeof err.status === 'number' && err.status >= 400 && err.status < 500
+        ? { status: err.status, code: -32600, message: 'invalid request' }
+        : { status: 500, code: -32603, message: 'internal error' };
+  }
+}
+
+/**
+ * Starts billing-tools: its schema (created and migrated), then MCP over Streamable HTTP with one
+ * session per client. Every request needs a tool token for BILLING_TOKEN_AUDIENCE (401 before any
+ * session exists otherwise); sessions are capped and closed when idle.
+ */
+export async function startBillingTools(config: BillingToolsConfig): Promise<RunningBillingTools> {
   const ds = await openServiceDatabase({
     url: config.DATABASE_URL,
     schema: BILLING_SCHEMA,
@@ -32,57 +65,119 @@ export async function startBillingTools(config: BillingToolsConfig, opts: { host
   });
   const store = new BillingStore(ds);
   const hooks = new BillingHooks(config.BILLING_TEST_HOOKS);
-  const token = config.BILLING_TOKEN_SECRET ? { secret: config.BILLING_TOKEN_SECRET, audience: config.BILLING_TOKEN_AUDIENCE } : undefined;
-  const sessions = new Map<string, StreamableHTTPServerTransport>();
+  const token = { secret: config.BILLING_TOKEN_SECRET, audience: config.BILLING_TOKEN_AUDIENCE };
+  const sessions = new Map<string, Session>();
+  let initializing = 0;
 
   const app = express();
-  app.use(express.json({ limit: '1mb' }));
+  app.disable('x-powered-by');
   app.get('/healthz', async (_req, res) => {
     try {
       await ds.query('SELECT 1');
       res.json({ status: 'ok' });
-    } catch (err) {
-      res.status(503).json({ status: 'broken', error: String(err) });
+    } catch {
+      res.status(503).json({ status: 'broken', error: 'database unreachable' });
     }
   });
+
+  // Authentication first: no session, no body parsing, nothing stored for a request without a valid token.
+  app.use('/mcp', async (req: Request, res: Response, next: NextFunction) => {
+    const header = req.header('authorization') ?? '';
+    const bearer = /^Bearer\s+(\S+)$/i.exec(header)?.[1];
+    if (!bearer) return void rpcError(res, 401, -32001, `a tool token is required: Authorization: Bearer <token for ${token.audience}>`);
+    try {
+      const claims = await verifyToolTokenClaims(bearer, token.secret, token.audience);
+      const auth: AuthInfo = { token: bearer, clientId: claims.subject, scopes: [], extra: { ...claims } };
+      (req as Request & { auth?: AuthInfo }).auth = auth;
+    } catch {
+      return void rpcError(res, 401, -32001, `invalid tool token (signature, issuer, audience ${token.audience} or expiry)`);
+    }
+    next();
+  });
+  app.use('/mcp', express.json({ limit: '1mb' }));
+
+  /** Counts a request against its session from start to end, so a session is idle only with nothing open. */
+  const track = (s: Session, res: Response) => {
+    s.open++;
+    s.lastUsed = Date.now();
+    res.once('close', () => {
+      s.open--;
+      s.lastUsed = Date.now();
+    });
+  };
+
   app.post('/mcp', async (req: Request, res: Response) => {
     const sid = req.header('mcp-session-id');
-    let transport = sid ? sessions.get(sid) : undefined;
-    if (!transport) {
-      // An unknown session (e.g. after a restart) gets 404, which tells the client to initialise again.
-      if (sid) return void rpcError(res, 404, 'unknown session');
-      if (!isInitializeRequest(req.body)) return void rpcError(res, 400, 'no session: send initialize first');
-      const t: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => void sessions.set(id, t),
-      });
-      t.onclose = () => {
-        if (t.sessionId) sessions.delete(t.sessionId);
-      };
-      await createBillingServer({ store, hooks, token }).connect(t);
-      transport = t;
+    const known = sid ? sessions.get(sid) : undefined;
+    if (known) {
+      track(known, res);
+      return void (await known.transport.handleRequest(req, res, req.body));
     }
-    await transport.handleRequest(req, res, req.body);
+    // An unknown session (expired, or after a restart) gets 404, which tells the client to initialise again.
+    if (sid) return void rpcError(res, 404, -32001, 'unknown session');
+    if (!isInitializeRequest(req.body)) return void rpcError(res, 400, -32600, 'no session: send initialize first');
+    if (sessions.size + initializing >= config.BILLING_TOOLS_MAX_SESSIONS) {
+      res.setHeader('retry-after', String(Math.ceil(Math.min(config.BILLING_TOOLS_SESSION_IDLE_MS, 60_000) / 1000)));
+      return void rpcError(res, 503, -32000, `too many open sessions (${config.BILLING_TOOLS_MAX_SESSIONS}); retry later`);
+    }
+    initializing++;
+    const session: Session = { transport: undefined as never, open: 0, lastUsed: Date.now() };
+    const t: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => void sessions.set(id, session),
+    });
+    session.transport = t;
+    t.onclose = () => {
+      if (t.sessionId) sessions.delete(t.sessionId);
+    };
+    try {
+      await createBillingServer({ store, hooks, token }).connect(t);
+      track(session, res);
+      await t.handleRequest(req, res, req.body);
+    } finally {
+      initializing--;
+    }
   });
   const sessionRequest = async (req: Request, res: Response) => {
-    const transport = sessions.get(req.header('mcp-session-id') ?? '');
-    if (!transport) return void rpcError(res, 404, 'unknown session');
-    await transport.handleRequest(req, res);
+    const s = sessions.get(req.header('mcp-session-id') ?? '');
+    if (!s) return void rpcError(res, 404, -32001, 'unknown session');
+    track(s, res);
+    await s.transport.handleRequest(req, res);
   };
   app.get('/mcp', sessionRequest);
   app.delete('/mcp', sessionRequest);
+  app.use((_req: Request, res: Response) => rpcError(res, 404, -32601, 'not found: the MCP endpoint is /mcp'));
+  app.use((err: { type?: string; status?: number }, _req: Request, res: Response, _next: NextFunction) => {
+    const e = bodyError(err);
+    if (res.headersSent) return void res.end();
+    rpcError(res, e.status, e.code, e.message);
+  });
+
+  // Sessions a client walked away from (no request, no open stream) are closed after the idle time.
+  const sweep = setInterval(
+    () => {
+      const cutoff = Date.now() - config.BILLING_TOOLS_SESSION_IDLE_MS;
+      for (const s of sessions.values()) if (s.open === 0 && s.lastUsed < cutoff) void s.transport.close().catch(() => undefined);
+    },
+    Math.max(50, Math.min(config.BILLING_TOOLS_SESSION_IDLE_MS / 4, 30_000)),
+  );
+  sweep.unref();
 
   const server: Server = await new Promise((resolve, reject) => {
-    const s = app.listen(config.BILLING_TOOLS_PORT, opts.host ?? '127.0.0.1', () => resolve(s));
+    const s = app.listen(config.BILLING_TOOLS_PORT, config.HTTP_HOST, () => resolve(s));
     s.once('error', reject);
   });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.BILLING_TOOLS_PORT;
+  const wildcard = config.HTTP_HOST === '0.0.0.0' || config.HTTP_HOST === '::';
+  const host = wildcard ? '127.0.0.1' : config.HTTP_HOST.includes(':') ? `[${config.HTTP_HOST}]` : config.HTTP_HOST;
   return {
-    mcpUrl: `http://127.0.0.1:${port}/mcp`,
+    mcpUrl: `http://${host}:${port}/mcp`,
     hooks,
+    sessionCount: () => sessions.size,
     async stop() {
-      await Promise.all([...sessions.values()].map((t) => t.close().catch(() => undefined)));
+      clearInterval(sweep);
+      await Promise.all([...sessions.values()].map((s) => s.transport.close().catch(() => undefined)));
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
       await ds.destroy();

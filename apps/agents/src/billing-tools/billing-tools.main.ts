@@ -8,7 +8,7 @@ startTelemetry({ serviceName: 'billing-tools' });
 
 runMain('billing-tools', async () => {
   const config = loadBillingToolsConfig();
-  const running = await startBillingTools(config, { host: '0.0.0.0' });
+  const running = await startBillingTools(config);
   console.error(`billing-tools: MCP on ${running.mcpUrl}`);
   return running;
 });

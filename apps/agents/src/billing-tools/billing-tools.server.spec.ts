@@ -2,13 +2,20 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import { ToolMeta } from '@mesh/tool-gateway';
+import { HmacToolTokenMinter, ToolMeta } from '@mesh/tool-gateway';
 import { BillingHooks } from './billing-hooks.js';
 import { createBillingServer } from './billing-tools.server.js';
 import type { BillingStore } from './billing.store.js';
 
+const secret = 'billing-secret-for-unit-tests';
+const acmeToken = await new HmacToolTokenMinter(secret).mint({ audience: 'billing-tools', tenant: 'acme', subject: 'alice', taskId: 't1' });
+
 async function connect(store: Partial<BillingStore>): Promise<Client> {
-  const server = createBillingServer({ store: store as BillingStore, hooks: new BillingHooks(false) });
+  const server = createBillingServer({
+    store: store as BillingStore,
+    hooks: new BillingHooks(false),
+    token: { secret, audience: 'billing-tools' },
+  });
   const [a, b] = InMemoryTransport.createLinkedPair();
   await server.connect(a);
   const client = new Client({ name: 'spec', version: '0' });
@@ -25,7 +32,7 @@ const invoice = {
   duplicate_charge: true,
 };
 const call = (client: Client) =>
-  client.callTool({ name: 'get_invoice', arguments: { invoice_id: 'INV-1' }, _meta: { [ToolMeta.tenant]: 'acme' } });
+  client.callTool({ name: 'get_invoice', arguments: { invoice_id: 'INV-1' }, _meta: { [ToolMeta.token]: acmeToken } });
 
 test('a database restart under a tool call is waited out, not answered as the tool failing', async () => {
   let calls = 0;

@@ -3,14 +3,15 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { isTransientInfrastructureError } from '@mesh/contract';
-import { ToolMeta, verifyToolToken } from '@mesh/tool-gateway';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import { ToolMeta, verifyToolToken, type ToolTokenClaims } from '@mesh/tool-gateway';
 import type { BillingHooks } from './billing-hooks.js';
 import type { BillingStore } from './billing.store.js';
 
 export interface BillingServerDeps {
   store: BillingStore;
   hooks: BillingHooks;
-  token?: { secret: string; audience: string };
+  token: { secret: string; audience: string };
 }
 
 type Meta = Record<string, unknown> | undefined;
@@ -21,17 +22,33 @@ const ok = (data: Record<string, unknown>): CallToolResult => ({
 });
 const failure = (text: string): CallToolResult => ({ content: [{ type: 'text', text }], isError: true });
 
-/** Tenant and subject of a call: from the verified token when one is required, else from `_meta`. */
-async function callerOf(meta: Meta, deps: BillingServerDeps): Promise<{ tenant: string; subject: string }> {
-  if (deps.token) {
-    const token = meta?.[ToolMeta.token];
-    if (typeof token !== 'string') throw new Error('a token for this server is required');
-    return verifyToolToken(token, deps.token.secret, deps.token.audience);
+/**
+ * Tenant and subject of a call, only from a verified token: the call's `_meta["mesh/token"]` (the
+ * worker mints one per call), else the request's bearer token when that one names a tenant.
+ * `_meta` tenant or subject that disagree with the token are refused; absent ones are fine.
+ */
+async function callerOf(meta: Meta, authInfo: AuthInfo | undefined, deps: BillingServerDeps): Promise<{ tenant: string; subject: string }> {
+  const bearer = authInfo?.extra as ToolTokenClaims | undefined;
+  const callToken = meta?.[ToolMeta.token];
+  let caller: { tenant: string; subject: string } | undefined;
+  if (callToken !== undefined) {
+    if (typeof callToken !== 'string') throw new Error(`_meta["${ToolMeta.token}"] must be a token string`);
+    caller = await verifyToolToken(callToken, deps.token.secret, deps.token.audience).catch(() => {
+      throw new Error(`_meta["${ToolMeta.token}"] is not a valid token for ${deps.token.audience}`);
+    });
+    if (bearer?.tenant !== undefined && bearer.tenant !== caller.tenant)
+      throw new Error('the bearer token and the call token name different tenants');
+  } else if (bearer?.tenant !== undefined) {
+    caller = { tenant: bearer.tenant, subject: bearer.subject };
   }
-  const tenant = meta?.[ToolMeta.tenant];
-  const subject = meta?.[ToolMeta.subject];
-  if (typeof tenant !== 'string' || tenant === '') throw new Error(`_meta["${ToolMeta.tenant}"] is required`);
-  return { tenant, subject: typeof subject === 'string' ? subject : 'unknown' };
+  if (!caller) throw new Error(`a token naming the tenant is required (_meta["${ToolMeta.token}"])`);
+  const claimed = meta?.[ToolMeta.tenant];
+  if (claimed !== undefined && claimed !== caller.tenant)
+    throw new Error(`_meta["${ToolMeta.tenant}"] does not match the tenant of the token`);
+  const claimedSubject = meta?.[ToolMeta.subject];
+  if (claimedSubject !== undefined && claimedSubject !== caller.subject)
+    throw new Error(`_meta["${ToolMeta.subject}"] does not match the subject of the token`);
+  return caller;
 }
 
 /**
@@ -66,7 +83,7 @@ export function createBillingServer(deps: BillingServerDeps): McpServer {
     async ({ invoice_id }, extra) => {
       try {
         await deps.hooks.at('get_invoice', 'before', extra.signal);
-        const { tenant } = await callerOf(extra._meta, deps);
+        const { tenant } = await callerOf(extra._meta, extra.authInfo, deps);
         const invoice = await untilAvailable(extra.signal, () => deps.store.invoice(tenant, invoice_id));
         return invoice ? ok({ ...invoice }) : failure(`invoice ${invoice_id} not found`);
       } catch (err) {
@@ -78,7 +95,9 @@ export function createBillingServer(deps: BillingServerDeps): McpServer {
   server.registerTool(
     'issue_refund',
     {
-      description: 'Refund part of an invoice. Idempotent per _meta idempotency key: a repeated key returns the first refund.',
+      description:
+        'Refund a duplicate charge of an invoice: at most the amount charged beyond the first charge, less earlier refunds. ' +
+        'Idempotent per _meta idempotency key of the tenant: a repeated key returns the first refund.',
       inputSchema: {
         invoice_id: z.string().min(1).max(64),
         amount_cents: z.number().int().positive(),
@@ -89,7 +108,7 @@ export function createBillingServer(deps: BillingServerDeps): McpServer {
     async ({ invoice_id, amount_cents, reason }, extra) => {
       try {
         await deps.hooks.at('issue_refund', 'before', extra.signal);
-        const caller = await callerOf(extra._meta, deps);
+        const caller = await callerOf(extra._meta, extra.authInfo, deps);
         const key = extra._meta?.[ToolMeta.idempotencyKey];
         if (typeof key !== 'string' || key === '') return failure(`_meta["${ToolMeta.idempotencyKey}"] is required`);
         const refund = await untilAvailable(extra.signal, () =>
@@ -115,7 +134,7 @@ export function createBillingServer(deps: BillingServerDeps): McpServer {
     async ({ idempotency_key }, extra) => {
       try {
         await deps.hooks.at('refund_status', 'before', extra.signal);
-        const { tenant } = await callerOf(extra._meta, deps);
+        const { tenant } = await callerOf(extra._meta, extra.authInfo, deps);
         const refund = await untilAvailable(extra.signal, () => deps.store.refundByKey(tenant, idempotency_key));
         return ok(refund ? { status: 'applied', result: { ...refund } } : { status: 'not_found' });
       } catch (err) {

@@ -39,8 +39,9 @@ export class BillingStore {
   }
 
   /**
-   * Issues a refund once per idempotency key: a second call with the same key returns the first
-   * refund. Returns undefined when the invoice does not exist; throws when the amount is not refundable.
+   * Issues a refund once per idempotency key of the tenant: a second call with the same key returns
+   * the first refund. Only duplicate charges are refundable (the charges beyond the first, less what
+   * was refunded). Returns undefined when the invoice does not exist; throws when the amount is not refundable.
    */
   async issueRefund(input: {
     tenant: string;
@@ -62,11 +63,15 @@ export class BillingStore {
         `SELECT COALESCE(sum(amount_cents), 0)::int AS total FROM billing.refunds WHERE tenant = $1 AND invoice_id = $2`,
         [input.tenant, input.invoiceId],
       );
-      const refundable = inv[0].amount_cents * inv[0].charges - refunded[0].total;
-      if (input.amountCents > refundable) throw new Error(`only ${refundable} cents of ${input.invoiceId} are refundable`);
+      const refundable = inv[0].amount_cents * Math.max(0, inv[0].charges - 1) - refunded[0].total;
+      if (inv[0].charges <= 1) throw new Error(`${input.invoiceId} was charged once: there is no duplicate charge to refund`);
+      if (input.amountCents > refundable)
+        throw new Error(
+          `only ${Math.max(0, refundable)} cents of ${input.invoiceId} are refundable (duplicate charges less earlier refunds)`,
+        );
       await m.query(
         `INSERT INTO billing.refunds (tenant, invoice_id, amount_cents, reason, idempotency_key, subject)
-         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (idempotency_key) DO NOTHING`,
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant, idempotency_key) DO NOTHING`,
         [input.tenant, input.invoiceId, input.amountCents, input.reason, input.key, input.subject],
       );
       return this.refundByKey(input.tenant, input.key, m.query.bind(m));

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { databaseSpec, flag, kafkaSpec, loadConfig, port, positiveInt, type ConfigOf } from '@mesh/config';
+import { databaseSpec, flag, httpSpec, kafkaSpec, loadConfig, port, positiveInt, type ConfigOf } from '@mesh/config';
 
 /** Per-server overrides of the agents' MCP server specs, by server name (e.g. the billing URL per environment). */
 const mcpOverrides = z
@@ -22,6 +22,7 @@ const mcpOverrides = z
 export const agentsConfigSpec = {
   ...kafkaSpec,
   ...databaseSpec,
+  ...httpSpec,
   AGENTS_PORT: port(8082),
   /** Which agents this process runs (comma-separated ids). */
   AGENTS_RUN: z
@@ -71,7 +72,7 @@ export const agentsConfigSpec = {
   AGENTS_METRICS_INTERVAL_MS: positiveInt(5000),
   /** How long a stopping worker lets in-flight turns finish before it gives them up (the chart sets it). */
   DRAIN_TIMEOUT_MS: positiveInt(10000),
-  /** Bearer token the /ops endpoints require (unset: open, for a cluster-internal port only). */
+  /** Bearer token the /ops endpoints require (unset: every /ops request is refused with 401). */
   AGENTS_OPS_TOKEN: z.string().min(8).optional(),
   /** The chart's name for AGENTS_RUN (comma-separated agent ids); wins when both are set. */
   AGENTS_AGENT_IDS: z.string().optional(),

@@ -22,7 +22,7 @@ export interface OpsDeps {
   ledger: EffectLedger;
   workers: () => WorkerView[];
   workerId: string;
-  /** When set, every /ops request needs `Authorization: Bearer <token>`. */
+  /** Every /ops request needs `Authorization: Bearer <token>`; unset, every /ops request is refused. */
   token?: string;
 }
 
@@ -40,7 +40,12 @@ export class OpsController {
   constructor(@Inject(OPS_DEPS) private readonly deps: OpsDeps) {}
 
   private guard(req: Request): void {
-    if (!this.deps.token) return;
+    // No token configured: the endpoints are off, never open (they read every tenant's tasks and settle side effects).
+    if (!this.deps.token)
+      throw new HttpException(
+        { error: 'ops endpoints are disabled: set AGENTS_OPS_TOKEN to enable them (Authorization: Bearer <token>)' },
+        401,
+      );
     const h = req.header('authorization') ?? '';
     if (!h.startsWith('Bearer ') || !sameSecret(h.slice(7), this.deps.token))
       throw new HttpException({ error: 'ops token required: Authorization: Bearer <AGENTS_OPS_TOKEN>' }, 401);

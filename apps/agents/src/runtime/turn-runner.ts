@@ -11,6 +11,7 @@ import {
   type TurnOutcome,
 } from '@mesh/agent-sdk';
 import {
+  deadlineTimerMs,
   Envelopes,
   FIRST_TURN,
   isTransientInfrastructureError,
@@ -200,10 +201,12 @@ export class TurnRunner {
         revoked.addEventListener('abort', onRevoked, { once: true });
         // Abort events do not replay: a command revoked while it was being claimed stops here too.
         if (revoked.aborted) onRevoked();
+        // A deadline further away than a timer can wait arms none (a longer delay would fire at once).
+        const deadlineMs = deadlineTimerMs(id.deadlineUnixMs);
         const deadlineTimer =
-          id.deadlineUnixMs === undefined
+          deadlineMs === undefined
             ? undefined
-            : setTimeout(() => ac.abort(new MeshError('DEADLINE_EXCEEDED', 'the deadline passed')), id.deadlineUnixMs - Date.now());
+            : setTimeout(() => ac.abort(new MeshError('DEADLINE_EXCEEDED', 'the deadline passed')), deadlineMs);
 
         let outcome: TurnOutcome;
         let unavailable: unknown; // a dependency went away mid-turn (Postgres restart): not the task's outcome
@@ -222,7 +225,7 @@ export class TurnRunner {
             parts: input.parts,
             // A first turn has no history: skip the query on the hot path.
             history: cmd.body.turn > FIRST_TURN ? await this.o.ledger.history(id.tenant, id.taskId, cmd.body.turn) : [],
-            ...(id.deadlineUnixMs !== undefined ? { deadline: new Date(id.deadlineUnixMs) } : {}),
+            ...(validDate(id.deadlineUnixMs) ? { deadline: new Date(id.deadlineUnixMs) } : {}),
             signal: ac.signal,
           };
           const scope: ToolCallScope = {
@@ -466,6 +469,11 @@ function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
       },
     );
   });
+}
+
+/** A deadline a Date can hold (Date ends at ±8.64e15 ms); beyond it the task simply has none the handler can see. */
+function validDate(ms: number | undefined): ms is number {
+  return ms !== undefined && !Number.isNaN(new Date(ms).getTime());
 }
 
 function sleep(ms: number): Promise<void> {

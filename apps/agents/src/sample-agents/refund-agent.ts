@@ -40,7 +40,16 @@ export const refundAgent = defineAgent({
     defaultOutputModes: ['application/json'],
   },
   channel: { visibility: 'public', maxInFlight: 64 },
-  mcpServers: { billing: { transport: 'http', url: 'http://127.0.0.1:8083/mcp', reconcileTool: 'refund_status', requestTimeoutMs: 10000 } },
+  mcpServers: {
+    billing: {
+      transport: 'http',
+      url: 'http://127.0.0.1:8083/mcp',
+      reconcileTool: 'refund_status',
+      requestTimeoutMs: 10000,
+      // billing-tools refuses calls without a token for this audience (AGENTS_TOOL_TOKEN_SECRET).
+      tokenAudience: 'billing-tools',
+    },
+  },
   handler: async (task, ctx) => {
     const invoiceId =
       invoiceIn(task.message) ??

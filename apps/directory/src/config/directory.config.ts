@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { databaseSpec, flag, kafkaSpec, loadConfig, port, positiveInt, type ConfigOf } from '@mesh/config';
+import { databaseSpec, flag, httpSpec, kafkaSpec, loadConfig, port, positiveInt, type ConfigOf } from '@mesh/config';
 import { DEMO_API_KEYS, loadAuthOptions, type AuthenticatorOptions } from '@mesh/auth';
 
 const jsonObject = (what: string) =>
@@ -22,6 +22,7 @@ const jsonObject = (what: string) =>
 export const directoryConfigSpec = {
   ...kafkaSpec,
   ...databaseSpec,
+  ...httpSpec,
   DIRECTORY_PORT: port(8081),
   /** Base URL of the dispatcher as callers reach it; served cards point at `<url>/a2a/{id}`. */
   DISPATCHER_PUBLIC_URL: z

@@ -1,10 +1,11 @@
 import { z } from 'zod';
-import { databaseSpec, flag, kafkaSpec, loadConfig, port, positiveInt, type ConfigOf } from '@mesh/config';
+import { databaseSpec, flag, httpSpec, kafkaSpec, loadConfig, port, positiveInt, type ConfigOf } from '@mesh/config';
 
 /** Everything the dispatcher reads from the environment, validated at start. */
 export const dispatcherConfigSpec = {
   ...kafkaSpec,
   ...databaseSpec,
+  ...httpSpec,
   DISPATCHER_PORT: port(8080),
   /** Base URL callers reach this dispatcher at; agent cards point their interfaces there. */
   DISPATCHER_PUBLIC_URL: z.string().url().optional(),

@@ -1,0 +1,86 @@
+// The agents' /ops endpoints list every tenant's task ids and idempotency keys and settle unknown
+// side effects: with the defaults (no AGENTS_OPS_TOKEN) every /ops request is refused; with a token
+// only a request carrying it gets through. The runtime listens on 127.0.0.1 by default.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { networkInterfaces } from 'node:os';
+import { newId } from '@mesh/contract';
+import { uniquePrefix } from '../support/infra.js';
+import { startTestAgents } from '../support/agents-runtime.js';
+import { ledgerDatabase } from '../agents/agents-fixtures.js';
+
+const { url: db, ledger } = await ledgerDatabase('sec-ops');
+const defaults = await startTestAgents(uniquePrefix('sec-ops-a'), db, { AGENTS_RUN: 'echo-agent' });
+const TOKEN = 'ops-token-for-the-security-spec';
+const guarded = await startTestAgents(uniquePrefix('sec-ops-b'), db, { AGENTS_RUN: 'echo-agent', AGENTS_OPS_TOKEN: TOKEN });
+
+/** An unknown refund outcome in the effect ledger, as a timed-out issue_refund leaves it. */
+async function unknownRefund(): Promise<string> {
+  const taskId = newId();
+  const key = `acme:${taskId}:mcp__billing__issue_refund:${newId()}`;
+  const owner = `w#${newId()}`;
+  await ledger.claim(
+    {
+      key,
+      tenant: 'acme',
+      taskId,
+      executionId: `acme:${taskId}:0`,
+      tool: 'mcp__billing__issue_refund',
+      argsHash: 'h',
+      args: { invoice_id: 'INV-2291', amount_cents: 12900 },
+      sideEffect: true,
+      owner,
+    },
+    60_000,
+  );
+  await ledger.markUnknown(key, owner, 'timeout: no answer');
+  return key;
+}
+
+const resolve = (base: string, key: string, headers: Record<string, string> = {}) =>
+  fetch(`${base}/ops/unknowns/${encodeURIComponent(key)}/resolve`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ state: 'absent' }),
+  });
+
+test('with the defaults every /ops read and mutation is refused (401 JSON) and nothing is resolved', async () => {
+  const key = await unknownRefund();
+  for (const path of ['/ops/unknowns', '/ops/workers', '/ops/lag']) {
+    const res = await fetch(`${defaults.url}${path}`);
+    assert.equal(res.status, 401, path);
+    assert.match(((await res.json()) as { error: string }).error, /AGENTS_OPS_TOKEN/);
+  }
+  assert.equal((await resolve(defaults.url, key)).status, 401);
+  // No token configured means no token works either.
+  assert.equal((await resolve(defaults.url, key, { authorization: 'Bearer anything-at-all' })).status, 401);
+  assert.equal((await ledger.get(key))?.state, 'unknown', 'the unknown refund is still unknown: it cannot be paid again');
+});
+
+test('with AGENTS_OPS_TOKEN set, only requests carrying it read and resolve', async () => {
+  const key = await unknownRefund();
+  assert.equal((await fetch(`${guarded.url}/ops/unknowns`)).status, 401);
+  assert.equal((await fetch(`${guarded.url}/ops/unknowns`, { headers: { authorization: 'Bearer wrong-token-xx' } })).status, 401);
+  assert.equal((await resolve(guarded.url, key, { authorization: 'Bearer wrong-token-xx' })).status, 401);
+  assert.equal((await ledger.get(key))?.state, 'unknown');
+  const auth = { authorization: `Bearer ${TOKEN}` };
+  const listed = (await (await fetch(`${guarded.url}/ops/unknowns`, { headers: auth })).json()) as { unknowns: Array<{ key: string }> };
+  assert.ok(listed.unknowns.some((u) => u.key === key));
+  const done = await resolve(guarded.url, key, auth);
+  assert.equal(done.status, 201);
+  assert.equal((await ledger.get(key))?.state, 'absent');
+});
+
+test('the agents runtime listens on 127.0.0.1 by default', async () => {
+  const { hostname, port } = new URL(defaults.url);
+  assert.equal(hostname, '127.0.0.1');
+  const external = Object.values(networkInterfaces())
+    .flat()
+    .find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
+  if (!external) return;
+  const reached = await fetch(`http://${external}:${port}/healthz`, { signal: AbortSignal.timeout(2000) }).then(
+    () => true,
+    () => false,
+  );
+  assert.equal(reached, false, `not reachable on ${external}`);
+});
