@@ -4,6 +4,7 @@
 // by its service. Ctrl-C (or SIGTERM) stops every service, then the broker if this script started it.
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
@@ -18,39 +19,60 @@ const opsToken = process.env.AGENTS_OPS_TOKEN ?? secret();
 
 // The demo configuration (README: "Try it"). Every value can be overridden from the environment.
 // Every service listens on 127.0.0.1 (HTTP_HOST's default).
+const kafkaPort = process.env.KAFKA_PORT ?? '9092';
 const env = {
   AUTH_API_KEYS: 'demo-acme=acme:alice,demo-globex=globex:bob',
+  KAFKA_BROKERS: `127.0.0.1:${kafkaPort}`,
   ...process.env,
+};
+const portOf = (name, fallback) => Number(env[name] ?? fallback);
+const ports = {
+  dispatcher: portOf('DISPATCHER_PORT', 8080),
+  directory: portOf('DIRECTORY_PORT', 8081),
+  agents: portOf('AGENTS_PORT', 8082),
+  billing: portOf('BILLING_TOOLS_PORT', 8083),
 };
 
 // Started in this order; each waits for the previous one's /healthz so registration finds the directory.
 const services = [
   // DEMO: development API keys and a temporary card-signing key.
-  { name: 'directory', script: 'apps/directory/dist/main.js', port: 8081, env: { DEMO: 'true' } },
+  { name: 'directory', script: 'apps/directory/dist/main.js', port: ports.directory, env: { DEMO: 'true' } },
   {
     name: 'billing-tools',
     script: 'apps/agents/dist/billing-tools/billing-tools.main.js',
-    port: 8083,
+    port: ports.billing,
     env: { BILLING_TOKEN_SECRET: toolTokenSecret },
   },
   // The agents app serves echo-agent and refund-agent and registers them (owned by acme, public).
   {
     name: 'agents',
     script: 'apps/agents/dist/main.js',
-    port: 8082,
+    port: ports.agents,
     env: {
-      AGENTS_DIRECTORY_URL: 'http://127.0.0.1:8081',
+      AGENTS_DIRECTORY_URL: `http://127.0.0.1:${ports.directory}`,
       AGENTS_DIRECTORY_TOKEN: 'demo-acme',
       AGENTS_TOOL_TOKEN_SECRET: toolTokenSecret,
       AGENTS_OPS_TOKEN: opsToken,
+      AGENTS_MCP_SERVERS: env.AGENTS_MCP_SERVERS ?? JSON.stringify({ billing: { url: `http://127.0.0.1:${ports.billing}/mcp` } }),
     },
   },
-  { name: 'dispatcher', script: 'apps/dispatcher/dist/main.js', port: 8080, env: { DEMO: 'false' } },
+  {
+    name: 'dispatcher',
+    script: 'apps/dispatcher/dist/main.js',
+    port: ports.dispatcher,
+    env: { DEMO: 'false' },
+  },
 ];
 
 let startedKafka = false;
-if (spawnSync(kafkaSh, ['status'], { stdio: 'ignore' }).status !== 0) {
-  const r = spawnSync(kafkaSh, ['start'], { stdio: 'inherit' });
+// The broker keeps its data from one start to the next, as Postgres does (commands accepted before a
+// Ctrl-C are still delivered); a broker that cannot resume is formatted afresh, and the directory then
+// republishes every agent from its database.
+if (spawnSync(kafkaSh, ['status'], { stdio: 'ignore', env }).status !== 0) {
+  const home = env.KAFKA_HOME_DIR ?? join(root, '.kafka');
+  const earlier = existsSync(join(home, `server-${kafkaPort}.properties`)) && existsSync(join(home, `data-${kafkaPort}`));
+  const resumed = earlier && spawnSync(kafkaSh, ['resume'], { stdio: 'inherit', env }).status === 0;
+  const r = resumed ? { status: 0 } : spawnSync(kafkaSh, ['start'], { stdio: 'inherit', env });
   if (r.status !== 0) process.exit(r.status ?? 1);
   startedKafka = true;
 }
@@ -69,7 +91,7 @@ function stopAll(code) {
   const done = () => {
     if (children.size > 0) return;
     clearTimeout(force);
-    if (startedKafka) spawnSync(kafkaSh, ['stop'], { stdio: 'inherit' });
+    if (startedKafka) spawnSync(kafkaSh, ['stop'], { stdio: 'inherit', env });
     process.exit(code);
   };
   for (const [name, child] of children) child.on('exit', () => (children.delete(name), done()));
@@ -118,7 +140,7 @@ for (const svc of services) {
 
 if (!stopping) {
   console.log(
-    'start: ready: dispatcher http://127.0.0.1:8080, directory :8081, agents :8082, billing-tools :8083/mcp (Ctrl-C stops everything)',
+    `start: ready: dispatcher http://127.0.0.1:${ports.dispatcher}, directory :${ports.directory}, agents :${ports.agents}, billing-tools :${ports.billing}/mcp (Ctrl-C stops everything)`,
   );
   // The one place the ops token is shown: the CLI and console read it from MESH_OPS_TOKEN.
   if (!process.env.AGENTS_OPS_TOKEN)

@@ -1,0 +1,129 @@
+// `npm start`, Ctrl-C, `npm start` again: the second start serves the README demo like the first,
+// also when the broker came back empty (a lost cluster, or a data dir formatted afresh) while
+// Postgres kept the directory — the directory's database is the source of truth for agents.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after } from 'node:test';
+import { freshDatabase } from '../support/infra.js';
+import { freePort, repoRoot } from '../support/processes.js';
+
+interface Started {
+  child: ChildProcess;
+  output: () => string;
+  stop(): Promise<number | null>;
+}
+
+/** Runs `scripts/start.mjs` and resolves once it printed that every service is ready. */
+async function npmStart(env: NodeJS.ProcessEnv): Promise<Started> {
+  const child = spawn(process.execPath, [join(repoRoot, 'scripts/start.mjs')], {
+    cwd: repoRoot,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  after(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGINT');
+      await exited;
+    }
+  });
+  const deadline = Date.now() + 150_000;
+  while (!out.includes('start: ready')) {
+    if (child.exitCode !== null) assert.fail(`npm start exited (${child.exitCode}):\n${out.slice(-3000)}`);
+    if (Date.now() > deadline) assert.fail(`npm start not ready within 150 s:\n${out.slice(-3000)}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return {
+    child,
+    output: () => out,
+    async stop() {
+      child.kill('SIGINT');
+      return exited;
+    },
+  };
+}
+
+async function rpc(port: number, agent: string, key: string, method: string, params: unknown) {
+  const res = await fetch(`http://127.0.0.1:${port}/a2a/${agent}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'a2a-version': '1.0', 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  assert.equal(res.status, 200, `${method} on ${agent}: HTTP ${res.status}`);
+  return (await res.json()) as { result?: { task?: Record<string, unknown> }; error?: { code: number; message: string } };
+}
+
+/** The README's "Try it" path: cards served, echo answers, a refund of a duplicate charge is made. */
+async function readmeDemo(ports: { dispatcher: number; directory: number }, key: string, invoice: string) {
+  const search = await fetch(`http://127.0.0.1:${ports.directory}/v1/agents?q=refund`, { headers: { authorization: `Bearer ${key}` } });
+  assert.equal(search.status, 200);
+  assert.match(await search.text(), /refund-agent/);
+  for (const agent of ['echo-agent', 'refund-agent']) {
+    const card = await fetch(`http://127.0.0.1:${ports.dispatcher}/a2a/${agent}/.well-known/agent-card.json`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    assert.equal(card.status, 200, `card of ${agent}: HTTP ${card.status} ${await card.clone().text()}`);
+  }
+  const message = (text: string) => ({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] } });
+  const echo = await rpc(ports.dispatcher, 'echo-agent', key, 'SendMessage', message('hello'));
+  assert.equal(echo.error, undefined, JSON.stringify(echo.error));
+  assert.equal(echo.result?.task?.status && (echo.result.task.status as { state: string }).state, 'TASK_STATE_COMPLETED');
+  const refund = await rpc(
+    ports.dispatcher,
+    'refund-agent',
+    key,
+    'SendMessage',
+    message(`Please refund the duplicate charge on ${invoice}`),
+  );
+  assert.equal(refund.error, undefined, JSON.stringify(refund.error));
+  const task = refund.result!.task! as { status: { state: string }; artifacts?: { parts: { data?: Record<string, unknown> }[] }[] };
+  assert.equal(task.status.state, 'TASK_STATE_COMPLETED', JSON.stringify(task));
+  const data = task.artifacts?.flatMap((a) => a.parts).find((p) => p.data)?.data;
+  assert.equal(data?.state, 'refunded', JSON.stringify(task.artifacts));
+}
+
+test('a second npm start after Ctrl-C serves the demo again, also on an empty broker', { timeout: 420_000 }, async () => {
+  const kafkaHome = mkdtempSync(join(tmpdir(), 'mesh-restart-'));
+  // The jars are fetched once into the repo's .kafka/libs; the private broker keeps its data here.
+  symlinkSync(join(repoRoot, '.kafka', 'libs'), join(kafkaHome, 'libs'));
+  after(() => rmSync(kafkaHome, { recursive: true, force: true }));
+  const ports = {
+    kafka: await freePort(),
+    controller: await freePort(),
+    dispatcher: await freePort(),
+    directory: await freePort(),
+    agents: await freePort(),
+    billing: await freePort(),
+  };
+  const env: NodeJS.ProcessEnv = {
+    KAFKA_PORT: String(ports.kafka),
+    KAFKA_CONTROLLER_PORT: String(ports.controller),
+    KAFKA_HOME_DIR: kafkaHome,
+    KAFKA_HEAP: '512m',
+    KAFKA_BROKERS: `127.0.0.1:${ports.kafka}`,
+    DATABASE_URL: await freshDatabase('restart'),
+    TOPIC_PREFIX: '',
+    DISPATCHER_PORT: String(ports.dispatcher),
+    DIRECTORY_PORT: String(ports.directory),
+    AGENTS_PORT: String(ports.agents),
+    BILLING_TOOLS_PORT: String(ports.billing),
+  };
+
+  const first = await npmStart(env);
+  await readmeDemo(ports, 'demo-acme', 'INV-2291');
+  assert.equal(await first.stop(), 0, first.output().slice(-3000));
+
+  // The broker lost everything while Postgres kept the directory, the tasks and the ledgers.
+  rmSync(join(kafkaHome, `data-${ports.kafka}`), { recursive: true, force: true });
+  const second = await npmStart(env);
+  await readmeDemo(ports, 'demo-globex', 'INV-3107');
+  assert.equal(await second.stop(), 0, second.output().slice(-3000));
+});
