@@ -15,8 +15,10 @@ import { card, KEYS, startTestDirectory } from '../directory/directory-fixtures.
 import { startTestAgents } from '../support/agents-runtime.js';
 
 const env = await startTestDispatcher('console');
+const OPS_TOKEN = 'console-ops-token-for-tests';
 const agents = await startTestAgents(env.prefix, env.databaseUrl, {
   AGENTS_RUN: 'echo-agent',
+  AGENTS_OPS_TOKEN: OPS_TOKEN,
 });
 await publishAgents(env.kafka, env.topics, [
   agentRecord('echo-agent', { card: { ...agentRecord('echo-agent').card, name: echoAgent.card.name } }),
@@ -36,6 +38,7 @@ const consoleApp = await startConsole(
     dispatcherUrl: env.url,
     agentsUrl: agents.url,
     token: KEYS.acme,
+    opsToken: OPS_TOKEN,
     brokers: testRun().brokers,
     prefix: env.prefix,
   },
@@ -100,4 +103,24 @@ test('the console loads, lists the agent, shows a task submitted meanwhile, and 
       : new URL('./console.png', import.meta.url);
   await page.screenshot({ path: fileURLToPath(shot), fullPage: true });
   assert.deepEqual(errors, []);
+});
+
+test('the console answers only to a loopback Host (a DNS-rebound name gets nothing)', async () => {
+  const { request } = await import('node:http');
+  const url = new URL(consoleApp.url);
+  const get = (host: string) =>
+    new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request({ host: url.hostname, port: url.port, path: '/api/overview', headers: { host } }, (res) => {
+        let body = '';
+        res.on('data', (d) => (body += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  const rebound = await get(`attacker.example:${url.port}`);
+  assert.equal(rebound.status, 403);
+  assert.doesNotMatch(rebound.body, /echo-agent/);
+  assert.equal((await get(`127.0.0.1:${url.port}`)).status, 200);
+  assert.equal((await get(`localhost:${url.port}`)).status, 200);
 });

@@ -3,6 +3,16 @@ import type { AddressInfo } from 'node:net';
 import { CONSOLE_HTML } from './console-page.js';
 import { OverviewSource, type ConsoleTargets } from './overview.js';
 
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
+
+/** The host name of a Host header (`name:port`, `[v6]:port`), lower case; '' when absent. */
+function hostnameOf(host: string | undefined): string {
+  if (!host) return '';
+  const h = host.trim().toLowerCase();
+  if (h.startsWith('[')) return h.slice(0, h.indexOf(']') + 1);
+  return h.split(':')[0]!;
+}
+
 /** A running console; `stop` closes the server and its Kafka connection. */
 export interface RunningConsole {
   url: string;
@@ -16,8 +26,15 @@ export interface RunningConsole {
  */
 export async function startConsole(targets: ConsoleTargets, opts: { port?: number; host?: string } = {}): Promise<RunningConsole> {
   const source = new OverviewSource(targets);
+  const loopbackOnly = LOOPBACK_HOSTS.has(opts.host ?? '127.0.0.1');
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
+    // A page from any web site can reach a loopback port through a DNS name rebound to 127.0.0.1;
+    // the Host it sends is then that name, never a loopback one, and it gets nothing.
+    if (loopbackOnly && !LOOPBACK_HOSTS.has(hostnameOf(req.headers.host))) {
+      res.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'the console answers only to localhost' }));
+      return;
+    }
     if (req.method !== 'GET') {
       res.writeHead(405, { allow: 'GET' }).end();
       return;
