@@ -421,3 +421,121 @@ test('a body that does not decode under its Content-Encoding (br, gzip, deflate)
   });
   assert.equal(ok.status, 200, ok.body);
 });
+
+// Found probing from outside: each was answered 2xx, a misleading error or not in the binding's format.
+
+test('a push token, scheme or credentials that cannot travel as an HTTP header is refused, not stored to fail every delivery', async () => {
+  const before = await stored();
+  const url = 'http://example.invalid/hook';
+  for (const [cfg, field] of [
+    [{ token: 'a\r\nX-Injected: 1' }, 'token'],
+    [{ token: 'tab\there' }, 'token'],
+    [{ token: '€' }, 'token'],
+    [{ authentication: { scheme: 'Bearer\r\nX: y', credentials: 'c' } }, 'authentication.scheme'],
+    [{ authentication: { scheme: 'Two words', credentials: 'c' } }, 'authentication.scheme'],
+    [{ authentication: { scheme: 'Bearer', credentials: 'c\u0085' } }, 'authentication.credentials'],
+  ] as const) {
+    await rpcRefused('CreateTaskPushNotificationConfig', { taskId: 't', url, ...cfg }, field);
+    await restRefused('POST', '/tasks/t/pushNotificationConfigs', { url, ...cfg }, field);
+    const params = { message: jsonMessage('x'), configuration: { returnImmediately: true, taskPushNotificationConfig: { url, ...cfg } } };
+    await rpcRefused('SendMessage', params, `configuration.taskPushNotificationConfig.${field}`);
+    await restRefused('POST', '/message:send', params, `configuration.taskPushNotificationConfig.${field}`);
+  }
+  assert.equal(await stored(), before, 'nothing stored');
+});
+
+test('statusTimestampAfter must be a real date: February 31st and February 29th of 2025 are refused', async () => {
+  for (const t of ['2025-02-31T00:00:00Z', '2025-02-29T00:00:00Z', '2025-04-31T00:00:00Z']) {
+    await rpcRefused('ListTasks', { statusTimestampAfter: t }, 'statusTimestampAfter');
+    await restRefused('GET', `/tasks?statusTimestampAfter=${t}`, undefined, 'statusTimestampAfter');
+  }
+  assert.equal((await rest('GET', '/tasks?statusTimestampAfter=2024-02-29T00:00:00Z')).status, 200, 'a leap day is a date');
+});
+
+test('a path that is not valid percent-encoding is named as such, in the binding format, the agent segment included', async () => {
+  const s = await rest('GET', '/tasks/%ff');
+  assert.equal(s.status, 400);
+  assert.match(s.body.error?.message ?? '', /^path: malformed URL encoding/);
+  const r = await rpc({ jsonrpc: '2.0', id: 3, method: 'GetTask', params: { id: 'x' } }, undefined, `${env.url}/a2a/%ff`);
+  assert.equal(r.status, 404);
+  assert.equal(r.body.id, 3);
+  assert.equal(r.body.error?.code, -32601);
+  const card = await rawRequest(`${env.url}/a2a/%ff/.well-known/agent-card.json`);
+  assert.equal(card.status, 400);
+  assert.equal((JSON.parse(card.body) as { error: { status: string } }).error.status, 'INVALID_ARGUMENT');
+});
+
+test("a tenant in the HTTP+JSON query or body, or in a message's push config, that is not the caller's is refused", async () => {
+  const before = await stored();
+  const cfg = { url: 'http://example.invalid/hook', tenant: 'globex' };
+  await restRefused('GET', '/tasks?tenant=globex', undefined, 'tenant');
+  await restRefused('GET', '/tasks/x?tenant=globex', undefined, 'tenant');
+  await restRefused('POST', '/message:send', { tenant: 'globex', message: jsonMessage('x') }, 'tenant');
+  await restRefused('POST', '/tasks/t/pushNotificationConfigs', cfg, 'tenant');
+  const params = { message: jsonMessage('x'), configuration: { returnImmediately: true, taskPushNotificationConfig: cfg } };
+  await rpcRefused('SendMessage', params, 'configuration.taskPushNotificationConfig.tenant');
+  await restRefused('POST', '/message:send', params, 'configuration.taskPushNotificationConfig.tenant');
+  assert.equal(await stored(), before, 'nothing stored');
+  assert.equal((await rest('GET', '/tasks?tenant=acme')).status, 200, "the caller's own tenant is fine");
+});
+
+test('the body of an HTTP+JSON cancel or subscribe is validated like the JSON-RPC params', async () => {
+  await restRefused('POST', '/tasks/t:cancel', { zzz: 1 }, 'body');
+  await restRefused('POST', '/tasks/t:cancel', { metadata: { a: NUL } }, 'metadata.a');
+  await restRefused('POST', '/tasks/t:cancel', { metadata: { deep: DEEP } }, 'metadata');
+  await restRefused('POST', '/tasks/t:subscribe', { zzz: 1 }, 'body');
+  assert.equal((await rest('POST', '/tasks/t:cancel', { metadata: { why: 'ok' } })).status, 404, 'a valid body reaches the handler');
+});
+
+test('JSON-RPC: an empty method is -32601 and a body without a Content-Type is -32005, not a nameless -32602', async () => {
+  const r = await rpc({ jsonrpc: '2.0', id: 8, method: '', params: {} });
+  assert.equal(r.body.error?.code, -32601);
+  assert.equal(r.body.id, 8);
+  for (const ct of [undefined, '']) {
+    const headers: Record<string, string> = { ...v1, ...(ct === undefined ? {} : { 'content-type': ct }) };
+    const n = await rpc({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'x' } }, headers);
+    assert.equal(n.body.error?.code, -32005, JSON.stringify(n.body));
+    assert.deepEqual(n.body.error?.data?.[0], errorInfo('CONTENT_TYPE_NOT_SUPPORTED'));
+  }
+});
+
+test('a repeated Authorization header is refused (Node would keep the first; a proxy may have checked another)', async () => {
+  // Node's client sends an array as repeated header lines (its types allow one Authorization).
+  const headers = { 'a2a-version': '1.0', authorization: ['Bearer demo-globex', 'Bearer demo-acme'] } as unknown as Record<string, string>;
+  const s = await rawRequest(`${base}/tasks`, { headers });
+  assert.equal(s.status, 401, s.body);
+  assert.match(s.body, /exactly one Authorization header/);
+  const r = await rawRequest(base, {
+    method: 'POST',
+    headers: { ...headers, 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: 'x' } }),
+  });
+  assert.equal(r.status, 401);
+  assert.equal((JSON.parse(r.body) as { id: number }).id, 2);
+});
+
+test('deadlines stay below what a timer can wait (2^31-1 ms): 25 days ahead is refused, 23 days accepted', async () => {
+  const before = await stored();
+  await sendRefused({}, 'A2A-Deadline-Ms', { 'a2a-deadline-ms': String(25 * 86_400_000) });
+  await sendRefused({ metadata: { deadlineUnixMs: Date.now() + 25 * 86_400_000 } }, 'message.metadata.deadlineUnixMs');
+  assert.equal(await stored(), before, 'nothing stored');
+  const ok = await rest(
+    'POST',
+    '/message:send',
+    { message: jsonMessage('x'), configuration: { returnImmediately: true } },
+    {
+      ...v1,
+      'content-type': 'application/json',
+      'a2a-deadline-ms': String(23 * 86_400_000),
+    },
+  );
+  assert.equal(ok.status, 200);
+});
+
+test('no push config page token is ours, an empty url part is no url, a repeated ?A2A-Version is named as sent', async () => {
+  await rpcRefused('ListTaskPushNotificationConfigs', { taskId: 't', pageToken: 'abc' }, 'pageToken');
+  await sendRefused({ parts: [{ url: '' }] }, 'message.parts[0].url');
+  const s = await rest('GET', '/tasks?A2A-Version=1.0&A2A-Version=1.0', undefined, { ...auth });
+  assert.equal(s.status, 400);
+  assert.match(s.body.error?.message ?? '', /version '1\.0, 1\.0' is not supported/);
+});

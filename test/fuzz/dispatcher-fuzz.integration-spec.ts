@@ -254,14 +254,15 @@ test('found by this suite: an undecodable path and a primitive JSON-RPC body get
     assert.equal(a.status, 200, primitive);
     assert.equal((JSON.parse(a.body) as { error: { code: number } }).error.code, -32600, primitive);
   }
-  // An undecodable agent id never reaches the A2A edge (no route matches): the app's generic 400.
+  // An undecodable agent id matches no agent: 404 in the JSON-RPC format, like an unknown agent.
   const rpc = await send(
     '/a2a/%ff',
     'POST',
     h,
     Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'GetTask', params: { id: 'x' } })),
   );
-  assert.equal(rpc.status, 400);
+  assert.equal(rpc.status, 404);
+  assert.equal((JSON.parse(rpc.body) as { error: { code: number } }).error.code, -32601);
 });
 
 test('JSON-RPC binding: hostile envelopes, params, bodies and headers get documented errors', async () => {
@@ -340,6 +341,8 @@ type Kind =
   | 'state'
   | 'time'
   | 'token'
+  | 'header'
+  | 'tenant'
   | 'deadline'
   | 'list'
   | 'object';
@@ -398,8 +401,12 @@ const sendFields: Field[] = [
   { path: ['configuration', 'taskPushNotificationConfig'], ...inBody('object') },
   { path: ['configuration', 'taskPushNotificationConfig', 'url'], ...inBody('url') },
   { path: ['configuration', 'taskPushNotificationConfig', 'id'], ...inBody('id') },
+  { path: ['configuration', 'taskPushNotificationConfig', 'token'], ...inBody('header') },
+  { path: ['configuration', 'taskPushNotificationConfig', 'authentication', 'scheme'], ...inBody('header') },
+  { path: ['configuration', 'taskPushNotificationConfig', 'authentication', 'credentials'], ...inBody('header') },
+  { path: ['configuration', 'taskPushNotificationConfig', 'tenant'], ...inBody('tenant') },
   { path: ['metadata'], ...inBody('struct') },
-  { path: ['tenant'], ...inBody('id') },
+  { path: ['tenant'], ...inBody('tenant') },
 ];
 const sendParams = () => ({
   message: { ...jsonMessage('fuzz'), parts: [{ text: 'fuzz' }, { data: { ok: true } }], referenceTaskIds: [T], metadata: { k: 'v' } },
@@ -434,11 +441,12 @@ const OPERATIONS: Operation[] = [
         ['historyLength', 'int'],
         ['statusTimestampAfter', 'time'],
         ['includeArtifacts', 'bool'],
+        ['tenant', 'tenant'],
       ] as const
     ).map(([name, kind]) => ({ path: [name], kind, rest: { in: 'query' as const, name } })),
     rest: (p) => ({
       method: 'GET',
-      path: `/tasks${queryString(p, ['contextId', 'status', 'pageSize', 'pageToken', 'historyLength', 'statusTimestampAfter', 'includeArtifacts'])}`,
+      path: `/tasks${queryString(p, ['contextId', 'status', 'pageSize', 'pageToken', 'historyLength', 'statusTimestampAfter', 'includeArtifacts', 'tenant'])}`,
     }),
   },
   {
@@ -446,9 +454,9 @@ const OPERATIONS: Operation[] = [
     params: () => ({ id: randomUUID(), metadata: { why: 'fuzz' } }),
     fields: [
       { path: ['id'], kind: 'id', rest: { in: 'path', name: 'taskId' } },
-      { path: ['metadata'], kind: 'struct' },
+      { path: ['metadata'], ...inBody('struct') },
     ],
-    rest: (p, enc) => ({ method: 'POST', path: `/tasks/${enc(p.id)}:cancel` }),
+    rest: (p, enc) => ({ method: 'POST', path: `/tasks/${enc(p.id)}:cancel`, body: { metadata: p.metadata } }),
   },
   {
     method: 'SubscribeToTask',
@@ -469,9 +477,11 @@ const OPERATIONS: Operation[] = [
       { path: ['taskId'], kind: 'id', rest: { in: 'path', name: 'taskId' } },
       { path: ['id'], ...inBody('id') },
       { path: ['url'], ...inBody('url') },
-      { path: ['token'], ...inBody('token') },
+      { path: ['token'], ...inBody('header') },
       { path: ['authentication'], ...inBody('object') },
-      { path: ['authentication', 'scheme'], ...inBody('token') },
+      { path: ['authentication', 'scheme'], ...inBody('header') },
+      { path: ['authentication', 'credentials'], ...inBody('header') },
+      { path: ['tenant'], ...inBody('tenant') },
     ],
     rest: (p, enc) => {
       const { taskId, ...rest } = p;
@@ -559,12 +569,21 @@ const CLASSES = Object.keys(VALUES) as ValueClass[];
  */
 function mustRefuse(kind: Kind, cls: ValueClass, v: unknown, viaUrl: boolean): boolean {
   if (cls === 'nul' || cls === 'surrogate' || cls === 'repeat') return true;
-  if (viaUrl) return kind === 'id' && (cls === 'control' || cls === 'long');
+  if (viaUrl) {
+    if (kind === 'tenant') return typeof v === 'string' && v !== '' && v !== 'acme';
+    return kind === 'id' && (cls === 'control' || cls === 'long');
+  }
   if (cls === 'deep') return true;
   if (cls === 'unknownField') return kind !== 'struct' && kind !== 'json';
   switch (kind) {
     case 'id':
       return cls === 'control' || cls === 'long' || typeof v !== 'string' || v.trim() === '';
+    // Sent as an HTTP header value of every push notification: no controls, bounded.
+    case 'header':
+      return cls === 'control' || cls === 'long' || typeof v !== 'string';
+    // Absent, empty or the caller's own (acme): any other tenant is refused wherever it is given.
+    case 'tenant':
+      return typeof v !== 'string' || (v !== '' && v !== 'acme');
     case 'role':
       return v !== 'ROLE_USER' && v !== 1;
     case 'int':

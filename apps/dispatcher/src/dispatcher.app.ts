@@ -206,7 +206,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
             },
           }),
         );
-        nest.use('/a2a/:agentId', a2aBodyErrorHandler(config.DISPATCHER_BODY_LIMIT));
+        nest.use('/a2a', a2aBodyErrorHandler(config.DISPATCHER_BODY_LIMIT));
       },
     });
     stops.push(async () => void (await app.close()));

@@ -23,8 +23,12 @@ export const A2A_LIMITS = {
   listItems: 64,
   /** Longest page token. */
   pageTokenChars: 1024,
-  /** Deadlines (`metadata.deadlineUnixMs`, `A2A-Deadline-Ms`, `x-request-timeout-ms`) at most this far ahead. */
-  deadlineAheadMs: 30 * 86_400_000,
+  /**
+   * Deadlines (`metadata.deadlineUnixMs`, `A2A-Deadline-Ms`, `x-request-timeout-ms`) at most this
+   * far ahead: 24 days, below the 2^31-1 ms (24.8 days) a Node timer can wait, so no worker arms
+   * a timer that overflows (Node would fire it after 1 ms).
+   */
+  deadlineAheadMs: 24 * 86_400_000,
   /** Largest historyLength (int32). */
   historyLength: 2_147_483_647,
 } as const;
@@ -170,7 +174,7 @@ export const part = z
   .object({
     text: text().optional(),
     raw: z.string().regex(BASE64, 'must be base64').optional(),
-    url: text(A2A_LIMITS.shortChars).optional(),
+    url: text(A2A_LIMITS.shortChars).min(1, 'must not be empty').optional(),
     data: anyValue.optional(),
     metadata: struct.optional(),
     filename: text(A2A_LIMITS.shortChars).optional(),
@@ -204,7 +208,7 @@ const role = z.unknown().superRefine((r, ctx) => {
   }
 });
 
-/** A deadline in milliseconds since the epoch: a positive integer (number or decimal string), at most 30 days ahead. */
+/** A deadline in milliseconds since the epoch: a positive integer (number or decimal string), at most 24 days ahead. */
 export function deadlineProblem(v: unknown, now = Date.now()): string | undefined {
   const n = typeof v === 'string' && /^\d{1,16}$/.test(v) ? Number(v) : v;
   if (typeof n !== 'number' || !Number.isSafeInteger(n) || n <= 0) {
@@ -233,9 +237,21 @@ export const message = z
     if (p) ctx.addIssue({ code: 'custom', message: p, path: ['metadata', 'deadlineUnixMs'] });
   });
 
-const authentication = z
-  .object({ scheme: text(A2A_LIMITS.shortChars).optional(), credentials: text(A2A_LIMITS.shortChars).optional() })
-  .strict();
+/**
+ * A push config's token and credentials travel as HTTP header values of every notification:
+ * printable ASCII only (a CR/LF, another control character or a non-Latin-1 character would make
+ * each delivery fail, and the config looked accepted). The scheme is an RFC 7235 token.
+ */
+const headerValue = z
+  .string()
+  .max(A2A_LIMITS.shortChars, `must be at most ${A2A_LIMITS.shortChars} characters`)
+  .regex(/^[\x20-\x7e]*$/, 'must be printable ASCII (it is sent as an HTTP header value)');
+const authScheme = z
+  .string()
+  .max(64, 'must be at most 64 characters')
+  .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "must be an HTTP authentication scheme name like Bearer (letters, digits, !#$%&'*+.^_`|~-)");
+
+const authentication = z.object({ scheme: authScheme.optional(), credentials: headerValue.optional() }).strict();
 
 /** TaskPushNotificationConfig; `taskId` comes from the path (REST) or the params (JSON-RPC). */
 export const pushConfig = z
@@ -244,7 +260,7 @@ export const pushConfig = z
     id: id.optional(),
     taskId: id.optional(),
     url: httpUrl,
-    token: text(A2A_LIMITS.shortChars).optional(),
+    token: headerValue.optional(),
     authentication: authentication.optional(),
   })
   .strict();
@@ -289,8 +305,15 @@ const taskState = z.unknown().superRefine((v, ctx) => {
 /** RFC 3339 date-time with a zone (google.protobuf.Timestamp's JSON form). */
 const RFC3339 =
   /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)(\.\d{1,9})?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$/i;
+/** Date.parse rolls 2025-02-31 over to March 3rd: the day must exist in its month. */
+function realDate(s: string): boolean {
+  const [y, m, d] = s.slice(0, 10).split('-').map(Number) as [number, number, number];
+  const last = new Date(0);
+  last.setUTCFullYear(y, m, 0); // day 0 of the next month; setUTCFullYear keeps years 0-99 as they are
+  return d <= last.getUTCDate();
+}
 export const timestamp = z.string().superRefine((s, ctx) => {
-  if (!RFC3339.test(s) || Number.isNaN(Date.parse(s)))
+  if (!RFC3339.test(s) || Number.isNaN(Date.parse(s)) || !realDate(s))
     ctx.addIssue({ code: 'custom', message: 'must be an RFC 3339 timestamp like 2025-01-31T12:00:00Z' });
 });
 
@@ -322,8 +345,14 @@ export const A2A_PARAMS = {
   CreateTaskPushNotificationConfig: pushConfig.extend({ taskId: id }).strict(),
   GetTaskPushNotificationConfig: z.object({ ...tenant, taskId: id, id }).strict(),
   DeleteTaskPushNotificationConfig: z.object({ ...tenant, taskId: id, id }).strict(),
+  // Every config of a task comes in one page (nextPageToken is always empty): no token is ours.
   ListTaskPushNotificationConfigs: z
-    .object({ ...tenant, taskId: id, pageSize: int(0, 100).optional(), pageToken: pageToken.optional() })
+    .object({
+      ...tenant,
+      taskId: id,
+      pageSize: int(0, 100).optional(),
+      pageToken: z.literal('', 'is not a token this server issued').optional(),
+    })
     .strict(),
   GetExtendedAgentCard: z.object({ ...tenant }).strict(),
 } as const;

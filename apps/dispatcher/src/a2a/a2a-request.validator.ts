@@ -19,8 +19,40 @@ const DEADLINE_HEADER = 'a2a-deadline-ms';
 const TIMEOUT_HEADER = 'x-request-timeout-ms';
 const HEADER_NAMES: Record<string, string> = { [DEADLINE_HEADER]: 'A2A-Deadline-Ms', [TIMEOUT_HEADER]: 'x-request-timeout-ms' };
 
-const refusal = (field: string, problem: string) =>
-  new RequestMalformedError({ message: `${field}: ${problem}`, metadata: { field: field.slice(0, 512) } });
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const refusal = (field: string, problem: string, metadata: Record<string, string> = {}) =>
+  new RequestMalformedError({ message: `${field}: ${problem}`, metadata: { field: field.slice(0, 512), ...metadata } });
+
+/** The authenticated caller's tenant (the principal the router resolved), if known. */
+export type CallerTenant = (req: Request) => string | undefined;
+
+/**
+ * Every `tenant` a request carries (params or body, the push config given with a message, the
+ * HTTP+JSON `?tenant=`) may only repeat the caller's tenant: one that names another tenant is
+ * refused wherever it is, never silently ignored.
+ */
+function tenantProblem(req: Request, callerTenant: CallerTenant, fields: Array<[string, unknown]>): RequestMalformedError | undefined {
+  const caller = callerTenant(req);
+  if (caller === undefined) return undefined;
+  for (const [field, value] of fields) {
+    if (typeof value === 'string' && value !== '' && value !== caller) {
+      return refusal(field, `"${value.slice(0, 64)}" does not match the authenticated tenant`, { conflict: 'TENANT_MISMATCH' });
+    }
+  }
+  return undefined;
+}
+
+/** The tenants of a params object or body: its own and its push config's. */
+function tenantsOf(params: unknown, prefix: string): Array<[string, unknown]> {
+  if (!isObject(params)) return [];
+  const cfg = isObject(params.configuration) ? params.configuration.taskPushNotificationConfig : undefined;
+  const at = (name: string) => (prefix ? `${prefix}.${name}` : name);
+  return [
+    [at('tenant'), params.tenant],
+    [at('configuration.taskPushNotificationConfig.tenant'), isObject(cfg) ? cfg.tenant : undefined],
+  ];
+}
 
 /** `a.b[0]["odd key"]`: a path as a caller would write it; odd keys quoted and shortened. */
 function fieldName(prefix: string, path: ReadonlyArray<PropertyKey>): string {
@@ -47,9 +79,7 @@ function firstIssue(error: z.ZodError, prefix: string): RequestMalformedError {
   return refusal(field, issue.message.replace(/^Invalid input: /, ''));
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/** A2A-Deadline-Ms and x-request-timeout-ms: one non-negative integer, at most 30 days. */
+/** A2A-Deadline-Ms and x-request-timeout-ms: one non-negative integer, at most `deadlineAheadMs`. */
 function headerProblem(req: Request): RequestMalformedError | undefined {
   for (const name of [DEADLINE_HEADER, TIMEOUT_HEADER]) {
     const raw = req.headers[name];
@@ -57,7 +87,10 @@ function headerProblem(req: Request): RequestMalformedError | undefined {
     // Node joins a repeated header with ", ", so a repeat fails the pattern too.
     const value = Array.isArray(raw) ? raw.join(', ') : raw;
     if (!/^\s*\d{1,16}\s*$/.test(value) || Number(value) > A2A_LIMITS.deadlineAheadMs) {
-      return refusal(HEADER_NAMES[name]!, `must be one integer from 0 to ${A2A_LIMITS.deadlineAheadMs} (milliseconds; at most 30 days)`);
+      return refusal(
+        HEADER_NAMES[name]!,
+        `must be one integer from 0 to ${A2A_LIMITS.deadlineAheadMs} (milliseconds; at most ${A2A_LIMITS.deadlineAheadMs / 86_400_000} days)`,
+      );
     }
   }
   return undefined;
@@ -66,7 +99,12 @@ function headerProblem(req: Request): RequestMalformedError | undefined {
 const SEND_METHODS = new Set(['SendMessage', 'SendStreamingMessage']);
 
 /** Validates the params of one JSON-RPC request; undefined = valid. */
-export function checkJsonRpc(method: string, params: unknown, req?: Request): RequestMalformedError | undefined {
+export function checkJsonRpc(
+  method: string,
+  params: unknown,
+  req?: Request,
+  callerTenant?: CallerTenant,
+): RequestMalformedError | undefined {
   const key = method === 'SendStreamingMessage' ? 'SendMessage' : method;
   if (!Object.hasOwn(A2A_PARAMS, key)) return undefined; // the SDK answers -32601
   if (params === undefined && key === 'GetExtendedAgentCard') return undefined;
@@ -76,15 +114,16 @@ export function checkJsonRpc(method: string, params: unknown, req?: Request): Re
     if (bad) return bad;
   }
   const r = A2A_PARAMS[key as A2aMethod].safeParse(params);
-  return r.success ? undefined : firstIssue(r.error, 'params');
+  if (!r.success) return firstIssue(r.error, 'params');
+  return req && callerTenant ? tenantProblem(req, callerTenant, tenantsOf(params, 'params')) : undefined;
 }
 
 /** Express middleware for the JSON-RPC binding (after the envelope check). */
-export function jsonRpcValidator(refuse: Refuse): RequestHandler {
+export function jsonRpcValidator(refuse: Refuse, callerTenant: CallerTenant): RequestHandler {
   return (req, res, next) => {
     const body = req.body as { method?: unknown; params?: unknown } | undefined;
     if (!isObject(body) || typeof body.method !== 'string') return next();
-    const bad = checkJsonRpc(body.method, body.params, req);
+    const bad = checkJsonRpc(body.method, body.params, req, callerTenant);
     if (bad) return refuse(req, res, bad);
     next();
   };
@@ -173,14 +212,16 @@ const LIST_QUERY = {
  * `/{tenant}` prefix), each validated, then on to the SDK's handler. Unmatched paths pass through
  * to its 404.
  */
-export function restValidator(refuse: Refuse): express.Router {
+export function restValidator(refuse: Refuse, callerTenant: CallerTenant): express.Router {
   const router = express.Router();
+  const tenants: Check = (req) =>
+    tenantProblem(req, callerTenant, [['tenant', (req.query as Record<string, unknown>).tenant], ...tenantsOf(req.body, '')]);
   const route = (method: 'get' | 'post' | 'delete', path: string, check: Check) => {
     const handler: RequestHandler = (req, res, next) => {
       // A body of another media type is the SDK's ContentTypeNotSupported, whatever it holds.
       const mediaType = req.header('content-type')?.split(';', 1)[0]!.trim().toLowerCase();
       if (mediaType !== undefined && mediaType !== 'application/json' && mediaType !== 'application/a2a+json') return next('router');
-      const bad = all(pathIds, tenantQuery, check)(req);
+      const bad = all(pathIds, tenantQuery, check, tenants)(req);
       if (bad) return refuse(req, res, bad);
       next('router');
     };
@@ -192,9 +233,10 @@ export function restValidator(refuse: Refuse): express.Router {
   route('get', '/extendedAgentCard', none);
   route('post', '/message\\:send', send);
   route('post', '/message\\:stream', send);
+  // The SDK ignores these bodies; one that is given must still be a valid request of the method.
   route('get', '/tasks/:taskId\\:subscribe', none);
-  route('post', '/tasks/:taskId\\:subscribe', none);
-  route('post', '/tasks/:taskId\\:cancel', none);
+  route('post', '/tasks/:taskId\\:subscribe', (req) => bodyAs('SubscribeToTask', req.body, { id: req.params.taskId }));
+  route('post', '/tasks/:taskId\\:cancel', (req) => bodyAs('CancelTask', req.body, { id: req.params.taskId }));
   route('get', '/tasks/:taskId', (req) => {
     const q = queryParams(req, { historyLength: 'int' });
     if (q instanceof RequestMalformedError) return q;

@@ -69,16 +69,17 @@ interface AgentEdge {
 
 const CARD_PATH = '/.well-known/agent-card.json';
 type Locals = { principal?: Principal; agent?: AgentRecord };
+const callerTenant = (req: Request) => (req.res?.locals as Locals | undefined)?.principal?.tenant;
 
 /** JSON-RPC is a POST to the agent's base URL; everything else under it is HTTP+JSON or the card. */
 const isJsonRpc = (req: Request) => req.method === 'POST' && (req.path === '/' || req.path === '');
 
-function sendError(req: Request, res: Response, httpStatus: number, jsonRpcCode: number, err: Error): void {
+function sendError(req: Request, res: Response, httpStatus: number, jsonRpcCode: number, err: Error, jsonRpc = isJsonRpc(req)): void {
   if (res.headersSent) {
     if (!res.writableEnded) res.end();
     return;
   }
-  if (isJsonRpc(req)) {
+  if (jsonRpc) {
     const body = req.body as { id?: unknown } | undefined;
     const id = typeof body?.id === 'string' || typeof body?.id === 'number' ? body.id : null;
     const mapped = toJsonRpcError(err);
@@ -101,7 +102,18 @@ const logFault = (err: unknown) =>
  */
 const validJsonRpcEnvelope: RequestHandler = (req, res, next) => {
   const body = req.body as unknown;
-  if (body === undefined) return next(); // not parsed (wrong content type): the SDK's guard answers
+  if (body === undefined) {
+    // Not parsed. A wrong content type is the SDK guard's answer; none at all (or an empty one)
+    // passes that guard and would reach the SDK as "Invalid request body type" (-32602).
+    if (req.header('content-type')?.trim()) return next();
+    return sendError(
+      req,
+      res,
+      200,
+      A2A_ERROR_CODE.CONTENT_TYPE_NOT_SUPPORTED,
+      new ContentTypeNotSupportedError('Content-Type: a JSON-RPC request is sent as application/json'),
+    );
+  }
   const r = body as { jsonrpc?: unknown; method?: unknown; id?: unknown };
   // `in` throws on primitives: a body of `""` or `5` (valid JSON with strict: false) is not a request.
   const isObject = typeof body === 'object' && body !== null;
@@ -111,6 +123,15 @@ const validJsonRpcEnvelope: RequestHandler = (req, res, next) => {
       jsonrpc: '2.0',
       id: idOk && typeof r?.id !== 'undefined' ? r.id : null,
       error: { code: A2A_ERROR_CODE.INVALID_REQUEST, message: 'Invalid Request: expected a JSON-RPC 2.0 request object' },
+    });
+    return;
+  }
+  // The SDK answers an empty method name with -32602 "Invalid JSON-RPC Request": it names no method.
+  if (r.method === '') {
+    res.status(200).json({
+      jsonrpc: '2.0',
+      id: r.id ?? null,
+      error: { code: A2A_ERROR_CODE.METHOD_NOT_FOUND, message: 'Method not found: method must name an A2A method' },
     });
     return;
   }
@@ -168,10 +189,10 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
       '/',
       validJsonRpcEnvelope,
       jsonRpcVersionGate(card),
-      jsonRpcValidator(refuseInvalid),
+      jsonRpcValidator(refuseInvalid, callerTenant),
       jsonRpcHandler({ requestHandler: handler, userBuilder }),
     );
-    agentRouter.use(restValidator(refuseInvalid), restHandler({ requestHandler: handler, userBuilder }));
+    agentRouter.use(restValidator(refuseInvalid, callerTenant), restHandler({ requestHandler: handler, userBuilder }));
     agentRouter.use((req: Request, res: Response) =>
       sendError(req, res, 404, A2A_ERROR_CODE.METHOD_NOT_FOUND, new Error(`no A2A route ${req.method} ${req.path}`)),
     );
@@ -183,7 +204,9 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
   // A2A-Version: a patch (1.0.1) is the same version; the query parameter stands in for the header.
   const normaliseVersion: RequestHandler = (req, _res, next) => {
     const query = req.query['A2A-Version'] ?? req.query['a2a-version'];
-    const raw = req.header('A2A-Version') ?? (typeof query === 'string' ? query : undefined);
+    // A repeated parameter is named as given (`1.0, 1.0`), like a repeated header, not read as absent.
+    const fromQuery = typeof query === 'string' ? query : Array.isArray(query) ? query.join(', ') : undefined;
+    const raw = req.header('A2A-Version') ?? fromQuery;
     if (raw !== undefined) {
       const m = /^\s*(\d+)\.(\d+)(?:\.\d+)?\s*$/.exec(raw);
       req.headers['a2a-version'] = m ? `${Number(m[1])}.${Number(m[2])}` : raw;
@@ -195,14 +218,23 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
     const locals = res.locals as Locals;
     // The card of a public agent is discoverable without a token; everything else needs one.
     if (req.path === CARD_PATH && req.header('authorization') === undefined) return next();
-    opts.authenticator.authenticate(req.headers.authorization).then(
+    // Node keeps the first of repeated Authorization headers and drops the rest; a proxy in front
+    // may check another one. A request with two credentials is refused, whichever would win.
+    const credentials = req.rawHeaders.filter((h, i) => i % 2 === 0 && h.toLowerCase() === 'authorization').length;
+    const presented =
+      credentials > 1 ? Promise.reject(new Error('repeated Authorization')) : opts.authenticator.authenticate(req.headers.authorization);
+    presented.then(
       (principal) => {
         locals.principal = principal;
         next();
       },
       () => {
         res.setHeader('WWW-Authenticate', 'Bearer');
-        const err = new Error('authentication required: send Authorization: Bearer <token or API key>');
+        const err = new Error(
+          credentials > 1
+            ? 'authentication refused: send exactly one Authorization header'
+            : 'authentication required: send Authorization: Bearer <token or API key>',
+        );
         if (isJsonRpc(req)) sendError(req, res, 401, A2A_ERROR_CODE.INVALID_REQUEST, err);
         else res.status(401).json({ error: { code: 401, status: 'UNAUTHENTICATED', message: err.message, details: [] } });
       },
@@ -270,57 +302,50 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
 }
 
 /**
- * Body-parser failures (the app-wide parser or ours) in the binding's format, before any SDK code
- * ran. Mount it on the app at `/a2a/:agentId`: express never passes errors into a router, only
- * to four-argument handlers.
+ * Body-parser and URL-decoding failures (the app-wide parser or ours) in the binding's format,
+ * before any SDK code ran. Mount it on the app at `/a2a` (a path whose agent id does not decode
+ * never matches `/a2a/:agentId`): express never passes errors into a router, only to four-argument
+ * handlers.
  */
 export function a2aBodyErrorHandler(bodyLimit: string) {
   return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
     const e = err as { type?: string; status?: number; message?: string };
+    // Relative to `/a2a`: a JSON-RPC request is a POST to `/{agentId}`.
+    const jsonRpc = req.method === 'POST' && /^\/[^/]+\/?$/.test(req.path);
+    const fail = (httpStatus: number, jsonRpcCode: number, error: Error) => sendError(req, res, httpStatus, jsonRpcCode, error, jsonRpc);
     if (e.type === 'entity.too.large') {
-      return sendError(
-        req,
-        res,
-        413,
-        A2A_ERROR_CODE.INVALID_REQUEST,
-        new RequestMalformedError(`request body exceeds the limit of ${bodyLimit}`),
-      );
+      return fail(413, A2A_ERROR_CODE.INVALID_REQUEST, new RequestMalformedError(`request body exceeds the limit of ${bodyLimit}`));
     }
     if (e.type === 'entity.parse.failed' || err instanceof SyntaxError) {
-      return isJsonRpc(req)
-        ? sendError(req, res, 200, A2A_ERROR_CODE.PARSE_ERROR, new Error('Invalid JSON payload.'))
-        : sendError(req, res, 400, A2A_ERROR_CODE.INVALID_PARAMS, new RequestMalformedError('Invalid JSON payload.'));
+      return jsonRpc
+        ? fail(200, A2A_ERROR_CODE.PARSE_ERROR, new Error('Invalid JSON payload.'))
+        : fail(400, A2A_ERROR_CODE.INVALID_PARAMS, new RequestMalformedError('Invalid JSON payload.'));
     }
     if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') {
-      return sendError(
-        req,
-        res,
-        isJsonRpc(req) ? 200 : 400,
-        A2A_ERROR_CODE.CONTENT_TYPE_NOT_SUPPORTED,
-        new ContentTypeNotSupportedError(e.message),
-      );
+      return fail(jsonRpc ? 200 : 400, A2A_ERROR_CODE.CONTENT_TYPE_NOT_SUPPORTED, new ContentTypeNotSupportedError(e.message));
+    }
+    // A path segment that is not valid percent-encoding (`/tasks/%ff`, `/a2a/%ff`): express fails
+    // to decode the route parameter before any handler ran. The caller's URL is wrong, not the
+    // server. (Checked before the generic 4xx below: express marks it 400, and it is no body error.)
+    if (err instanceof URIError) {
+      return jsonRpc
+        ? fail(404, A2A_ERROR_CODE.METHOD_NOT_FOUND, new Error('agent not found: malformed URL encoding'))
+        : fail(400, A2A_ERROR_CODE.INVALID_PARAMS, new RequestMalformedError('path: malformed URL encoding (%XX must encode UTF-8)'));
     }
     // A compressed body that does not decompress (garbage under Content-Encoding gzip/deflate/br):
     // the caller's body is unreadable, like malformed JSON.
     const encoding = String(req.headers['content-encoding'] ?? 'identity').toLowerCase();
     if (encoding !== 'identity' && (e.status ?? 500) < 500) {
       const msg = `the body could not be decoded with Content-Encoding ${JSON.stringify(encoding.slice(0, 32))}`;
-      return isJsonRpc(req)
-        ? sendError(req, res, 200, A2A_ERROR_CODE.PARSE_ERROR, new Error(`Invalid JSON payload: ${msg}.`))
-        : sendError(req, res, 400, A2A_ERROR_CODE.INVALID_PARAMS, new RequestMalformedError(msg));
+      return jsonRpc
+        ? fail(200, A2A_ERROR_CODE.PARSE_ERROR, new Error(`Invalid JSON payload: ${msg}.`))
+        : fail(400, A2A_ERROR_CODE.INVALID_PARAMS, new RequestMalformedError(msg));
     }
     // Any other client error of the body parser (aborted, length mismatch): a 4xx, never a 500.
     if (e.status !== undefined && e.status >= 400 && e.status < 500) {
-      return sendError(req, res, e.status, A2A_ERROR_CODE.INVALID_REQUEST, new RequestMalformedError('the request body could not be read'));
-    }
-    // A path segment that is not valid percent-encoding (`/tasks/%ff`): express fails to decode the
-    // route parameter before any handler ran. The caller's URL is wrong, not the server.
-    if (err instanceof URIError) {
-      return isJsonRpc(req)
-        ? sendError(req, res, 404, A2A_ERROR_CODE.METHOD_NOT_FOUND, new Error('agent not found: malformed URL encoding'))
-        : sendError(req, res, 400, A2A_ERROR_CODE.INVALID_PARAMS, new RequestMalformedError('malformed URL encoding in the path'));
+      return fail(e.status, A2A_ERROR_CODE.INVALID_REQUEST, new RequestMalformedError('the request body could not be read'));
     }
     process.stderr.write(`${JSON.stringify({ level: 'error', src: 'a2a', msg: 'unhandled error', err: String(err) })}\n`);
-    return sendError(req, res, 500, A2A_ERROR_CODE.INTERNAL_ERROR, new Error('internal error'));
+    return fail(500, A2A_ERROR_CODE.INTERNAL_ERROR, new Error('internal error'));
   };
 }
