@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { logLevel } from 'kafkajs';
 import { createKafka } from '@mesh/bus';
 import { eventually, sql, testRun } from '../support/infra.js';
+import { rawRequest } from '../support/raw-http.js';
 import { card, client, KEYS, startTestDirectory, type Reply } from './directory-fixtures.js';
 
 // Issue 17, findings 4 and 5 (directory): each reproduction from the report, against the real
@@ -122,4 +123,21 @@ test('version history across tenants: per-version visibility for list and get, c
   assert.equal((await api(KEYS.acme, 'PUT', '/v1/agents/hi-history', { card: card('Hi History'), visibility: 'tenant' })).status, 200);
   assert.equal((await api(KEYS.globex, 'GET', '/v1/agents/hi-history/versions/3')).status, 404);
   assert.equal((await api(KEYS.globex, 'GET', '/v1/agents/hi-history/versions')).status, 404);
+});
+
+test('a body that is not UTF-8 is 400 (not valid JSON) and registers nothing', async () => {
+  const before = await myTopics();
+  const json = JSON.stringify({ id: 'hi-bytes', card: card('Bytes BAD') });
+  const [head, tail] = json.split('BAD');
+  // The UTF-8 form of a lone surrogate: no UTF-8 decoder may accept it (it used to become U+FFFD).
+  const body = Buffer.concat([Buffer.from(head!), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from(tail!)]);
+  const r = await rawRequest(`${dir.url}/v1/agents`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${KEYS.acme}`, 'content-type': 'application/json' },
+    body,
+  });
+  assert.equal(r.status, 400, r.body);
+  assert.equal((JSON.parse(r.body) as { code: string }).code, 'VALIDATION_FAILED');
+  assert.deepEqual(await sql(databaseUrl, 'SELECT id FROM directory.agent WHERE id = $1', ['hi-bytes']), [], 'no row');
+  assert.deepEqual(await myTopics(), before, 'no topic');
 });

@@ -539,3 +539,30 @@ test('no push config page token is ours, an empty url part is no url, a repeated
   assert.equal(s.status, 400);
   assert.match(s.body.error?.message ?? '', /version '1\.0, 1\.0' is not supported/);
 });
+
+test('a body that is not UTF-8 is malformed JSON on every parser, never stored as replacement characters', async () => {
+  const before = await stored();
+  // `"text":"a<ED A0 80>b"`: the UTF-8 form of a lone surrogate, which no UTF-8 decoder may accept.
+  const withBadBytes = (json: string) => {
+    const [head, tail] = json.split('BAD');
+    return Buffer.concat([Buffer.from(head!), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from(tail!)]);
+  };
+  const message = { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'aBADb' }] };
+  const jsonRpc = await rawRequest(base, {
+    method: 'POST',
+    headers: { ...v1, 'content-type': 'application/json' },
+    body: withBadBytes(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message } })),
+  });
+  assert.equal(jsonRpc.status, 200);
+  assert.equal((JSON.parse(jsonRpc.body) as { error?: { code: number } }).error?.code, -32700);
+  for (const contentType of ['application/json', 'application/a2a+json']) {
+    const r = await rawRequest(`${base}/message:send`, {
+      method: 'POST',
+      headers: { ...v1, 'content-type': contentType },
+      body: withBadBytes(JSON.stringify({ message: { ...message, messageId: randomUUID() } })),
+    });
+    assert.equal(r.status, 400, `${contentType}: ${r.body}`);
+    assert.match(r.body, /INVALID_ARGUMENT/);
+  }
+  assert.equal(await stored(), before);
+});

@@ -1,7 +1,9 @@
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { INestApplication } from '@nestjs/common';
-import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { NestExpressApplication, NestExpressBodyParserOptionsFor } from '@nestjs/platform-express';
+import { isUtf8 } from 'node:buffer';
+import type { IncomingMessage, Server } from 'node:http';
 import { pinoHttp } from 'pino-http';
 import { createLogger, MeshMetrics, MetricsModule, PinoNestLogger } from '@mesh/telemetry';
 import { ServiceLifecycle } from './health.js';
@@ -29,6 +31,21 @@ function serviceNameFromArgv(): string {
 
 const QUIET_PATHS = new Set(['/healthz', '/livez', '/metrics']);
 
+/** How long a client may take to send its headers, and its whole request (a slow client holds a socket). */
+const HEADERS_TIMEOUT_MS = 10_000;
+const REQUEST_TIMEOUT_MS = 30_000;
+
+/**
+ * Body-parser `verify` hook: a JSON body must be UTF-8 (RFC 8259). Without it, invalid bytes would be
+ * decoded as U+FFFD and stored as something the caller never sent; instead the body is refused as
+ * malformed JSON (`entity.parse.failed`, 400), which every app already answers in its own format.
+ */
+export function refuseMalformedUtf8(_req: IncomingMessage, _res: unknown, body: Buffer): void {
+  if (!isUtf8(body)) {
+    throw Object.assign(new SyntaxError('request body is not valid UTF-8'), { status: 400, type: 'entity.parse.failed' });
+  }
+}
+
 /**
  * Creates, configures and starts one Nest HTTP application with JSON logs (pino, trace ids),
  * `/metrics`, and the app's module; marks it ready once listening.
@@ -45,8 +62,14 @@ export async function startHttpService(opts: HttpServiceOptions): Promise<INestA
   });
   // Access logs are info lines: below that level the middleware would only cost time per request.
   if (logger.isLevelEnabled('info')) app.use(pinoHttp({ logger, autoLogging: { ignore: (req) => QUIET_PATHS.has(req.url ?? '') } }));
-  app.useBodyParser('json', { limit: opts.bodyLimit ?? '1mb' });
+  // Nest's options type leaves `verify` out (Nest uses the hook for rawBody, which is off here);
+  // express's JSON parser, which Nest hands the options to, takes it.
+  const json = { limit: opts.bodyLimit ?? '1mb', verify: refuseMalformedUtf8 };
+  app.useBodyParser('json', json as NestExpressBodyParserOptionsFor<'json'>);
   await opts.configure?.(app);
+  const server = app.getHttpServer() as Server;
+  server.headersTimeout = HEADERS_TIMEOUT_MS;
+  server.requestTimeout = REQUEST_TIMEOUT_MS;
   await app.listen(opts.port, opts.host ?? '127.0.0.1');
   app.get(ServiceLifecycle).markReady();
   return app;

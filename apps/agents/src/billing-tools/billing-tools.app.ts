@@ -6,6 +6,7 @@ import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { openServiceDatabase } from '@mesh/database';
 import { verifyToolTokenClaims } from '@mesh/tool-gateway';
+import { refuseMalformedUtf8 } from '@mesh/service';
 import { BillingHooks } from './billing-hooks.js';
 import type { BillingToolsConfig } from './billing-tools.config.js';
 import { createBillingServer } from './billing-tools.server.js';
@@ -94,7 +95,7 @@ export async function startBillingTools(config: BillingToolsConfig): Promise<Run
     }
     next();
   });
-  app.use('/mcp', express.json({ limit: '1mb' }));
+  app.use('/mcp', express.json({ limit: '1mb', verify: refuseMalformedUtf8 }));
 
   /** Counts a request against its session from start to end, so a session is idle only with nothing open. */
   const track = (s: Session, res: Response) => {

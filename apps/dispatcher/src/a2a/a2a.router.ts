@@ -13,6 +13,7 @@ import type { Authenticator, Principal } from '@mesh/auth';
 import { context, propagation, trace, ROOT_CONTEXT, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { SpanAttr, tracer } from '@mesh/telemetry';
 import type { AgentRecord } from '@mesh/contract';
+import { refuseMalformedUtf8 } from '@mesh/service';
 import { buildServedCard } from '../catalog/agent-card.builder.js';
 import type { AgentLookup } from '../catalog/agent-catalog.js';
 import { DispatcherRequestHandler } from './dispatcher-request-handler.js';
@@ -293,7 +294,7 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
     '/:agentId',
     normaliseVersion,
     // application/json is parsed by the app-wide parser; A2A's own media type is parsed here, same limit.
-    express.json({ type: 'application/a2a+json', limit: opts.bodyLimit, strict: false }),
+    express.json({ type: 'application/a2a+json', limit: opts.bodyLimit, strict: false, verify: refuseMalformedUtf8 }),
     authenticate,
     resolveAgent,
   );
