@@ -4,12 +4,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after } from 'node:test';
-import { freshDatabase } from '../support/infra.js';
+import { freshDatabase, sql } from '../support/infra.js';
 import { freePort, repoRoot } from '../support/processes.js';
 
 interface Started {
@@ -62,7 +62,12 @@ async function rpc(port: number, agent: string, key: string, method: string, par
 }
 
 /** The README's "Try it" path: cards served, echo answers, a refund of a duplicate charge is made. */
-async function readmeDemo(ports: { dispatcher: number; directory: number }, key: string, invoice: string) {
+async function readmeDemo(
+  ports: { dispatcher: number; directory: number },
+  key: string,
+  invoice: string,
+  expect: { state: 'refunded' | 'already_refunded'; refundId?: string } = { state: 'refunded' },
+): Promise<string> {
   const search = await fetch(`http://127.0.0.1:${ports.directory}/v1/agents?q=refund`, { headers: { authorization: `Bearer ${key}` } });
   assert.equal(search.status, 200);
   assert.match(await search.text(), /refund-agent/);
@@ -87,7 +92,10 @@ async function readmeDemo(ports: { dispatcher: number; directory: number }, key:
   const task = refund.result!.task! as { status: { state: string }; artifacts?: { parts: { data?: Record<string, unknown> }[] }[] };
   assert.equal(task.status.state, 'TASK_STATE_COMPLETED', JSON.stringify(task));
   const data = task.artifacts?.flatMap((a) => a.parts).find((p) => p.data)?.data;
-  assert.equal(data?.state, 'refunded', JSON.stringify(task.artifacts));
+  assert.equal(data?.state, expect.state, JSON.stringify(task.artifacts));
+  assert.equal(typeof data?.refund_id, 'string', 'the refund that settles the invoice is named');
+  if (expect.refundId) assert.equal(data?.refund_id, expect.refundId);
+  return data!.refund_id as string;
 }
 
 test('a second npm start after Ctrl-C serves the demo again, also on an empty broker', { timeout: 420_000 }, async () => {
@@ -118,12 +126,23 @@ test('a second npm start after Ctrl-C serves the demo again, also on an empty br
   };
 
   const first = await npmStart(env);
-  await readmeDemo(ports, 'demo-acme', 'INV-2291');
+  const refundId = await readmeDemo(ports, 'demo-acme', 'INV-2291');
   assert.equal(await first.stop(), 0, first.output().slice(-3000));
 
   // The broker lost everything while Postgres kept the directory, the tasks and the ledgers.
   rmSync(join(kafkaHome, `data-${ports.kafka}`), { recursive: true, force: true });
   const second = await npmStart(env);
   await readmeDemo(ports, 'demo-globex', 'INV-3107');
+  // The same request as in the first start: answered with the refund that settled it then.
+  await readmeDemo(ports, 'demo-acme', 'INV-2291', { state: 'already_refunded', refundId });
   assert.equal(await second.stop(), 0, second.output().slice(-3000));
+
+  // `npm run demo:reset` makes the demo invoices refundable again.
+  const reset = spawnSync(process.execPath, [join(repoRoot, 'scripts/demo-reset.mjs')], {
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+  });
+  assert.equal(reset.status, 0, reset.stderr);
+  assert.match(reset.stdout, /2 demo refund\(s\) removed/);
+  assert.deepEqual(await sql(env.DATABASE_URL!, 'SELECT count(*)::int AS n FROM billing.refunds'), [{ n: 0 }]);
 });

@@ -29,6 +29,7 @@ const invoice = {
   currency: 'EUR',
   charges: 2,
   refunded_cents: 0,
+  refund_ids: [],
   duplicate_charge: true,
 };
 const call = (client: Client) =>

@@ -8,6 +8,8 @@ export interface Invoice {
   currency: string;
   charges: number;
   refunded_cents: number;
+  /** Ids of the refunds made on it, oldest first. */
+  refund_ids: string[];
   /** True when the customer was charged more than once. */
   duplicate_charge: boolean;
 }
@@ -30,7 +32,8 @@ export class BillingStore {
   async invoice(tenant: string, invoiceId: string): Promise<Invoice | undefined> {
     const rows: Array<Omit<Invoice, 'duplicate_charge'>> = await this.ds.query(
       `SELECT i.invoice_id, i.customer, i.amount_cents, i.currency, i.charges,
-              COALESCE((SELECT sum(r.amount_cents) FROM billing.refunds r WHERE r.tenant = i.tenant AND r.invoice_id = i.invoice_id), 0)::int AS refunded_cents
+              COALESCE((SELECT sum(r.amount_cents) FROM billing.refunds r WHERE r.tenant = i.tenant AND r.invoice_id = i.invoice_id), 0)::int AS refunded_cents,
+              ARRAY(SELECT r.refund_id::text FROM billing.refunds r WHERE r.tenant = i.tenant AND r.invoice_id = i.invoice_id ORDER BY r.created_at, r.refund_id) AS refund_ids
        FROM billing.invoices i WHERE i.tenant = $1 AND i.invoice_id = $2`,
       [tenant, invoiceId],
     );

@@ -14,6 +14,8 @@ interface Invoice {
   currency: string;
   charges: number;
   refunded_cents: number;
+  /** Refunds already made on it, oldest first (billing-tools reports them). */
+  refund_ids?: string[];
   duplicate_charge: boolean;
 }
 
@@ -70,7 +72,14 @@ export const refundAgent = defineAgent({
     if (!invoice.duplicate_charge || refundable <= 0) {
       await ctx.artifact({
         name: 'refund',
-        parts: [data({ invoice_id: invoiceId, refund_id: null, state: invoice.duplicate_charge ? 'already_refunded' : 'not_eligible' })],
+        parts: [
+          data(
+            invoice.duplicate_charge
+              ? // The caller learns which refund already settled it, whoever asked for it first.
+                { invoice_id: invoiceId, refund_id: invoice.refund_ids?.at(-1) ?? null, state: 'already_refunded' }
+              : { invoice_id: invoiceId, refund_id: null, state: 'not_eligible' },
+          ),
+        ],
       });
       return ctx.complete(
         invoice.duplicate_charge
