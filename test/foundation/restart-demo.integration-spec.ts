@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after } from 'node:test';
@@ -98,6 +98,49 @@ async function readmeDemo(
   return data!.refund_id as string;
 }
 
+/** The README's "Try it" curls and its official-client snippet, run as written against `ports`. */
+async function readmeSnippets(ports: { dispatcher: number; directory: number }) {
+  const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+  const tryIt = readme.slice(readme.indexOf('## Try it'));
+  const onPorts = (text: string) =>
+    text.replaceAll('localhost:8080', `localhost:${ports.dispatcher}`).replaceAll('localhost:8081', `localhost:${ports.directory}`);
+
+  const sh = /```sh\n([\s\S]*?)```/.exec(tryIt)![1]!;
+  const commands = sh
+    .replace(/\\\n\s*/g, ' ')
+    .split('\n')
+    .filter((l) => l.trim() && !l.trim().startsWith('#'));
+  assert.ok(commands.length >= 5, `README curls: ${commands.length}`);
+  let taskId = '';
+  const outputs: string[] = [];
+  for (const command of commands) {
+    const run = spawnSync('bash', ['-c', onPorts(command).replace('<taskId>', taskId)], { encoding: 'utf8' });
+    assert.equal(run.status, 0, `${command}: ${run.stderr}`);
+    const body = JSON.parse(run.stdout) as Record<string, unknown>;
+    assert.equal(body.error, undefined, `${command}: ${run.stdout}`);
+    taskId = /"id":"([0-9a-f-]{36})"/.exec(run.stdout)?.[1] ?? taskId;
+    outputs.push(run.stdout);
+  }
+  assert.match(outputs[0]!, /TASK_STATE_COMPLETED/, 'the JSON-RPC refund example completes');
+  assert.ok(
+    outputs.some((o) => /refund-agent/.test(o)),
+    'the directory examples find the refund agent',
+  );
+
+  // The official-client block is test/readme/official-client.snippet.ts, type-checked by the build.
+  const snippet = readFileSync(join(repoRoot, 'test/readme/official-client.snippet.ts'), 'utf8');
+  assert.ok(tryIt.includes('```ts\n' + snippet + '```'), 'the README shows test/readme/official-client.snippet.ts as it is');
+  const compiled = join(repoRoot, 'test/dist/readme/official-client.snippet.js');
+  const runnable = join(repoRoot, 'test/dist/readme/official-client.run.mjs');
+  writeFileSync(runnable, onPorts(readFileSync(compiled, 'utf8')));
+  after(() => rmSync(runnable, { force: true }));
+  const client = spawnSync(process.execPath, [runnable], { encoding: 'utf8', timeout: 60_000 });
+  assert.equal(client.status, 0, client.stderr);
+  const result = JSON.parse(client.stdout) as { status?: { state?: number } };
+  assert.equal(result.status?.state, 3, `TASK_STATE_COMPLETED in the SDK's proto shape: ${client.stdout}`);
+  assert.match(client.stdout, /not_eligible/, 'INV-2292 was charged once');
+}
+
 test('a second npm start after Ctrl-C serves the demo again, also on an empty broker', { timeout: 420_000 }, async () => {
   const kafkaHome = mkdtempSync(join(tmpdir(), 'mesh-restart-'));
   // The jars are fetched once into the repo's .kafka/libs; the private broker keeps its data here.
@@ -127,6 +170,7 @@ test('a second npm start after Ctrl-C serves the demo again, also on an empty br
 
   const first = await npmStart(env);
   const refundId = await readmeDemo(ports, 'demo-acme', 'INV-2291');
+  await readmeSnippets(ports);
   assert.equal(await first.stop(), 0, first.output().slice(-3000));
 
   // The broker lost everything while Postgres kept the directory, the tasks and the ledgers.
