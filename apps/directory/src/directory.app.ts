@@ -10,7 +10,7 @@ import { CardOutbox } from './card-stream/card-outbox.js';
 import { CardReconciler } from './card-stream/card-reconciler.js';
 import { KafkaCardStream } from './card-stream/kafka-card-stream.js';
 import type { CardStream } from './card-stream/card-stream.port.js';
-import { bodyParserErrors, ProblemFilter } from './common/problem.filter.js';
+import { bodyParserErrors, ProblemFilter, verifyUtf8 } from './common/problem.filter.js';
 import type { DirectoryConfig } from './config/directory.config.js';
 import { directoryMigrations, DIRECTORY_SCHEMA } from './database/migrations/index.js';
 import { HeartbeatConsumer } from './liveness/heartbeat-consumer.js';
@@ -100,6 +100,7 @@ export async function startDirectory(config: DirectoryConfig, overrides: Directo
       }),
       port: config.DIRECTORY_PORT,
       bodyLimit: `${DIRECTORY_BODY_LIMIT_BYTES}b`,
+      bodyVerify: verifyUtf8,
       configure: (a) => {
         a.use(bodyParserErrors);
         a.useGlobalFilters(new ProblemFilter());

@@ -15,6 +15,8 @@ export interface HttpServiceOptions {
   host?: string;
   /** JSON body limit, e.g. '1mb'. */
   bodyLimit?: string;
+  /** body-parser `verify` of the JSON parser: throw to refuse the raw (decoded) body. */
+  bodyVerify?: (req: unknown, res: unknown, buf: Buffer, encoding: string) => void;
   /** The process's metrics; served on GET /metrics and injectable as MeshMetrics. */
   metrics?: MeshMetrics;
   /** Extra wiring before listen (filters, raw routers, …). */
@@ -44,7 +46,7 @@ export async function startHttpService(opts: HttpServiceOptions): Promise<INestA
   });
   // Access logs are info lines: below that level the middleware would only cost time per request.
   if (logger.isLevelEnabled('info')) app.use(pinoHttp({ logger, autoLogging: { ignore: (req) => QUIET_PATHS.has(req.url ?? '') } }));
-  app.useBodyParser('json', { limit: opts.bodyLimit ?? '1mb' });
+  app.useBodyParser('json', { limit: opts.bodyLimit ?? '1mb', ...(opts.bodyVerify ? { verify: opts.bodyVerify } : {}) });
   await opts.configure?.(app);
   await app.listen(opts.port, opts.host ?? '0.0.0.0');
   app.get(ServiceLifecycle).markReady();

@@ -1,4 +1,5 @@
 import { Catch, HttpException, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
+import { isUtf8 } from 'node:buffer';
 import type { NextFunction, Request, Response } from 'express';
 import { MeshError } from '@mesh/contract';
 import { DirectoryError, type DirectoryErrorCode, type FieldError } from './directory.exception.js';
@@ -60,12 +61,23 @@ function toProblem(err: unknown): { problem: Problem; headers: Record<string, st
     // Nest's own 400s (a pipe such as ParseIntPipe on `/versions/x`, an undecodable path) are bad
     // input like any other: the documented VALIDATION_FAILED, not an undocumented code.
     const code = status === 404 ? 'NOT_FOUND' : status === 400 ? 'VALIDATION_FAILED' : 'HTTP_ERROR';
-    return { problem: problem(status, code, err.message), headers };
+    const p = problem(status, code, err.message);
+    if (status === 400) p.errors = [undecodable(err)];
+    return { problem: p, headers };
   }
   process.stderr.write(
     `${JSON.stringify({ level: 'error', src: 'directory', msg: 'unhandled error', err: String(err), stack: (err as Error)?.stack })}\n`,
   );
   return { problem: problem(500, 'INTERNAL', 'internal error'), headers };
+}
+
+/**
+ * The field of a 400 raised below the handlers: a path that does not percent-decode to UTF-8
+ * (Express' URIError), or a body that does not decompress (body-parser's zlib errors).
+ */
+function undecodable(err: HttpException): FieldError {
+  if (err.cause instanceof URIError) return { field: 'path', message: 'not valid percent-encoded UTF-8' };
+  return { field: 'body', message: `could not be decoded (Content-Encoding): ${err.message}` };
 }
 
 function problem(status: number, code: string, detail: string): Problem {
@@ -92,6 +104,14 @@ export class ProblemFilter implements ExceptionFilter {
   }
 }
 
+/**
+ * body-parser `verify`: JSON text is UTF-8 (RFC 8259); invalid bytes would otherwise be replaced with
+ * U+FFFD without a word. Runs on the decoded (decompressed) body.
+ */
+export function verifyUtf8(_req: unknown, _res: unknown, buf: Buffer): void {
+  if (!isUtf8(buf)) throw new Error('not well-formed UTF-8');
+}
+
 /** Express error middleware for body-parser failures, which happen before Nest routing. */
 export function bodyParserErrors(err: unknown, _req: Request, res: Response, next: NextFunction): void {
   const type = (err as { type?: string }).type;
@@ -107,6 +127,13 @@ export function bodyParserErrors(err: unknown, _req: Request, res: Response, nex
     sendProblem(
       res,
       new DirectoryError('VALIDATION_FAILED', 'request body is not valid JSON', [{ field: 'body', message: 'not valid JSON' }]),
+    );
+  } else if (type === 'entity.verify.failed') {
+    sendProblem(
+      res,
+      new DirectoryError('VALIDATION_FAILED', 'request body is not well-formed UTF-8', [
+        { field: 'body', message: 'not well-formed UTF-8 (JSON text must be UTF-8)' },
+      ]),
     );
   } else if (type !== undefined) {
     sendProblem(
