@@ -1,9 +1,11 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
+import type { OutgoingHttpHeaders } from 'node:http';
 import { logLevel } from 'kafkajs';
 import { createKafka } from '@mesh/bus';
 import { eventually, sql, testRun } from '../support/infra.js';
 import { rawRequest } from '../support/raw-http.js';
+import { sendRaw } from '../fuzz/fuzz-support.js';
 import { card, client, KEYS, startTestDirectory, type Reply } from './directory-fixtures.js';
 
 // Issue 17, findings 4 and 5 (directory): each reproduction from the report, against the real
@@ -140,4 +142,136 @@ test('a body that is not UTF-8 is 400 (not valid JSON) and registers nothing', a
   assert.equal((JSON.parse(r.body) as { code: string }).code, 'VALIDATION_FAILED');
   assert.deepEqual(await sql(databaseUrl, 'SELECT id FROM directory.agent WHERE id = $1', ['hi-bytes']), [], 'no row');
   assert.deepEqual(await myTopics(), before, 'no topic');
+});
+
+// Second round of outside probing: inputs the first round did not try.
+
+/** A raw request (repeated headers, undecodable bytes), answered as a {@link Reply}-like status and parsed body. */
+const rawApi = async (path: string, init: { method?: string; headers: OutgoingHttpHeaders; body?: Buffer }) => {
+  const a = await sendRaw(dir.url, path, init.method ?? 'POST', init.headers, init.body);
+  return { status: a.status, headers: new Headers(), body: a.body ? JSON.parse(a.body) : undefined } as Reply;
+};
+
+test('a ranked cursor whose rank underflows a Postgres real (1e-50, 5e-324) is 400 naming cursor, not a 500', async () => {
+  const cursor = (c: unknown) => Buffer.from(JSON.stringify(c)).toString('base64url');
+  for (const r of [1e-50, 5e-324])
+    names(await api(KEYS.acme, 'GET', `/v1/agents?q=refund&cursor=${cursor({ r, id: 'hi-agent' })}`), 'cursor');
+  // The smallest float4 (a denormal) and zero are still ranks Postgres can compare with.
+  for (const r of [1.401298464324817e-45, 0])
+    assert.equal((await api(KEYS.acme, 'GET', `/v1/agents?q=refund&cursor=${cursor({ r, id: 'hi-agent' })}`)).status, 200);
+});
+
+test('security schemes and requirements are checked against the A2A 1.0 shapes, not coerced ("[object Object]")', async () => {
+  const scheme = (s: unknown) => card('Hi Sec', { securitySchemes: { key: s } });
+  const refused: Array<[string, Record<string, unknown>]> = [
+    ['card.securitySchemes.key', scheme({ bogus: 1 })],
+    ['card.securitySchemes.key', scheme({ apiKeySecurityScheme: { location: 'header', name: 'k' }, mtlsSecurityScheme: {} })],
+    ['card.securitySchemes.key.apiKeySecurityScheme', scheme({ apiKeySecurityScheme: 7 })],
+    ['card.securitySchemes.key.apiKeySecurityScheme.location', scheme({ apiKeySecurityScheme: { location: 7, name: 'k' } })],
+    ['card.securitySchemes.key.httpAuthSecurityScheme.scheme', scheme({ httpAuthSecurityScheme: { scheme: {} } })],
+    ['card.securitySchemes.key.oauth2SecurityScheme.flows', scheme({ oauth2SecurityScheme: { flows: 'x' } })],
+    [
+      'card.securitySchemes.key.openIdConnectSecurityScheme.openIdConnectUrl',
+      scheme({ openIdConnectSecurityScheme: { openIdConnectUrl: 'javascript:alert(1)' } }),
+    ],
+    ['card.securityRequirements[0].schemes', card('Hi Sec', { securityRequirements: [{ schemes: 5 }] })],
+    [
+      'card.securityRequirements[0].schemes.key.list[0]',
+      card('Hi Sec', {
+        securitySchemes: { key: { mtlsSecurityScheme: {} } },
+        securityRequirements: [{ schemes: { key: { list: [{}] } } }],
+      }),
+    ],
+    [
+      'card.skills[0].securityRequirements[0].schemes',
+      card('Hi Sec', { skills: [{ id: 's', name: 'S', description: 'd', tags: ['t'], securityRequirements: [{ schemes: 5 }] }] }),
+    ],
+    ['card.securityRequirements[0].schemes.nope', card('Hi Sec', { securityRequirements: [{ schemes: { nope: { list: [] } } }] })],
+  ];
+  for (const [field, c] of refused) {
+    names(await api(KEYS.acme, 'POST', '/v1/agents', { id: 'hi-sec', card: c }), field);
+    assert.deepEqual(await sql(databaseUrl, 'SELECT id FROM directory.agent WHERE id = $1', ['hi-sec']), [], 'no row');
+  }
+  const good = card('Hi Sec', {
+    securitySchemes: {
+      key: { apiKeySecurityScheme: { location: 'header', name: 'X-Key' } },
+      oauth: {
+        oauth2SecurityScheme: {
+          flows: { clientCredentials: { tokenUrl: 'https://idp.example.com/token', scopes: { 'refunds:write': 'issue refunds' } } },
+        },
+      },
+    },
+    securityRequirements: [{ schemes: { key: { list: [] } } }, { schemes: { oauth: { list: ['refunds:write'] } } }],
+  });
+  const ok = await api(KEYS.acme, 'POST', '/v1/agents', { id: 'hi-sec', card: good });
+  assert.equal(ok.status, 201, JSON.stringify(ok.body));
+  assert.deepEqual(ok.body.card.securitySchemes.key, { apiKeySecurityScheme: { location: 'header', name: 'X-Key' } });
+});
+
+test('single-line card fields refuse TAB, CR and LF; URLs are strict (no whitespace, "http(s)://", no credentials)', async () => {
+  const refused: Array<[string, Record<string, unknown>]> = [
+    ['card.iconUrl', card('Hi Line', { iconUrl: 'https://x.example/\r\nSet-Cookie: a=b' })],
+    ['card.documentationUrl', card('Hi Line', { documentationUrl: 'https://x.exa\tmple/' })],
+    ['card.iconUrl', card('Hi Line', { iconUrl: ' https://x.example' })],
+    ['card.iconUrl', card('Hi Line', { iconUrl: 'https:x.example' })],
+    ['card.provider.url', card('Hi Line', { provider: { url: 'https://user:secret@x.example', organization: 'X' } })],
+    [
+      'card.supportedInterfaces[0].url',
+      card('Hi Line', { supportedInterfaces: [{ url: 'https://a.example/\n', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }] }),
+    ],
+    ['card.name', card('Hi\nLine')],
+    ['card.version', card('Hi Line', { version: '1.0\r\n' })],
+    ['card.defaultInputModes[0]', card('Hi Line', { defaultInputModes: ['text/plain\r\nX-Injected: y'] })],
+    ['card.skills[0].id', card('Hi Line', { skills: [{ id: 's\n', name: 'S', description: 'd', tags: ['t'] }] })],
+    ['card.skills[0].tags[0]', card('Hi Line', { skills: [{ id: 's', name: 'S', description: 'd', tags: ['t\t'] }] })],
+  ];
+  for (const [field, c] of refused) names(await api(KEYS.acme, 'POST', '/v1/agents', { id: 'hi-line', card: c }), field);
+  names(await api(KEYS.acme, 'POST', '/v1/agents/hi-agent/heartbeat', { workerId: 'w\r\n1' }), 'workerId');
+  // Free text keeps its line breaks.
+  const ok = await api(KEYS.acme, 'POST', '/v1/agents', {
+    id: 'hi-line',
+    card: card('Hi Line', { description: 'first line\nsecond\tline', iconUrl: 'https://x.example/icon.png' }),
+  });
+  assert.equal(ok.status, 201, JSON.stringify(ok.body));
+});
+
+test('undecodable bodies and paths are 400 naming body or path: garbage gzip/deflate/br, invalid UTF-8 bytes, %ff in a path', async () => {
+  const json = { authorization: `Bearer ${KEYS.acme}`, 'content-type': 'application/json' };
+  for (const enc of ['gzip', 'deflate', 'br']) {
+    const r = await rawApi('/v1/agents', { headers: { ...json, 'content-encoding': enc }, body: Buffer.from('garbage!!') });
+    names(r, 'body');
+  }
+  const valid = JSON.stringify({ id: 'hi-utf8', card: card('Hi Utf8', { description: 'a_b' }) });
+  const [before, after] = valid.split('_');
+  const r = await rawApi('/v1/agents', {
+    headers: json,
+    body: Buffer.concat([Buffer.from(before), Buffer.from([0xff, 0xed, 0xa0, 0x80]), Buffer.from(after)]),
+  });
+  names(r, 'body');
+  assert.deepEqual(await sql(databaseUrl, 'SELECT id FROM directory.agent WHERE id = $1', ['hi-utf8']), [], 'no row');
+  for (const p of ['/v1/agents/%ff', '/v1/agents/%ED%A0%80', '/v1/agents/hi-agent/versions/%zz'])
+    names(await rawApi(p, { method: 'GET', headers: json }), 'path');
+});
+
+test('a repeated Authorization header is refused, never resolved to one of the tenants', async () => {
+  const r = await rawApi('/v1/agents', {
+    // node:http sends an array as repeated headers.
+    headers: { authorization: [`Bearer ${KEYS.globex}`, `Bearer ${KEYS.acme}`] as unknown as string, 'content-type': 'application/json' },
+    body: Buffer.from(JSON.stringify({ id: 'hi-dup-auth', card: card('Hi Dup Auth') })),
+  });
+  assert.equal(r.status, 401, JSON.stringify(r.body));
+  assert.deepEqual(await sql(databaseUrl, 'SELECT id FROM directory.agent WHERE id = $1', ['hi-dup-auth']), [], 'no row');
+});
+
+test('a "__proto__" key anywhere in a card is 400 naming it, not silently dropped', async () => {
+  const base = JSON.stringify(card('Hi Proto')).slice(0, -1);
+  const cases: Array<[string, string]> = [
+    ['card.securitySchemes.__proto__', `"securitySchemes":{"__proto__":{"mtlsSecurityScheme":{}}}`],
+    ['card.securityRequirements[0].schemes.__proto__', `"securityRequirements":[{"schemes":{"__proto__":{"list":[]}}}]`],
+    ['card.capabilities.extensions[0].params.__proto__', `"capabilities":{"extensions":[{"uri":"u","params":{"__proto__":{"a":1}}}]}`],
+  ];
+  for (const [field, extra] of cases) {
+    names(await api(KEYS.acme, 'POST', '/v1/agents', undefined, `{"id":"hi-proto","card":${base},${extra}}}`), field);
+    assert.deepEqual(await sql(databaseUrl, 'SELECT id FROM directory.agent WHERE id = $1', ['hi-proto']), [], 'no row');
+  }
 });

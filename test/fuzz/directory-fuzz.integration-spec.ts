@@ -62,6 +62,9 @@ const FULL_CARD = card('Fuzz Full', {
   provider: { url: 'https://example.com', organization: 'Example' },
   documentationUrl: 'https://example.com/docs',
   iconUrl: 'https://example.com/icon.png',
+  // Key `k`: the schema walk enters records at key `k`.
+  securitySchemes: { k: { apiKeySecurityScheme: { location: 'header', name: 'X-Key', description: 'key' } } },
+  securityRequirements: [{ schemes: { k: { list: ['read'] } } }],
   skills: [
     {
       id: 'refund',
@@ -71,6 +74,7 @@ const FULL_CARD = card('Fuzz Full', {
       examples: ['refund order 42'],
       inputModes: ['text/plain'],
       outputModes: ['text/plain'],
+      securityRequirements: [{ schemes: { k: { list: [] } } }],
     },
   ],
 });
@@ -112,6 +116,8 @@ function check(a: Answer): Problem | undefined {
   assert.match(a.contentType, /^application\/problem\+json/, `problem content type for ${a.status}: ${a.body.slice(0, 200)}`);
   const p = JSON.parse(a.body) as Problem;
   assert.equal(p.status, a.status);
+  // Bad input names what was bad: a field, or the body, path or header as a whole.
+  if (a.status === 400) assert.ok((p.errors ?? []).length > 0, `a 400 names the field: ${a.body.slice(0, 300)}`);
   assert.ok(DOCUMENTED[a.status].includes(p.code), `code ${p.code} documented for ${a.status}`);
   assert.equal(typeof p.title, 'string');
   return p;
@@ -160,7 +166,7 @@ function expectAnswer(a: Answer, f: SchemaField, h: Hostile): void {
     if (!p) assert.ok(!a.body.includes('colour'), 'unknown card fields are dropped, never stored');
     return;
   }
-  // Free-form values (extension params, security schemes) take any JSON; every typed field is bounded under 10 KiB.
+  // Free-form values (extension params, signature headers) take any JSON; every typed field is bounded under 10 KiB.
   if (f.kind === 'unknown') return void check(a);
   return refusedNaming(a, name);
 }
@@ -197,6 +203,10 @@ test('the schema walk covers every field of the registration, update, heartbeat 
     'card.capabilities.extensions[0].params.k',
     'card.signatures[0].protected',
     'card.supportedInterfaces[0].tenant',
+    'card.securitySchemes.k.apiKeySecurityScheme.location',
+    'card.securitySchemes.k.oauth2SecurityScheme.flows.authorizationCode.tokenUrl',
+    'card.securityRequirements[0].schemes.k.list[0]',
+    'card.skills[0].securityRequirements[0].schemes.k.list[0]',
   ])
     assert.ok(names.includes(n), `walked ${n}`);
   assert.deepEqual(
@@ -304,7 +314,8 @@ test('GET /v1/agents: each hostile value class in each query parameter gets no 5
 test('GET /v1/agents?cursor=: decoded cursors are validated (rank range, id shape), never a 5xx', async () => {
   const cursorValue = fc.oneof(
     fc.record({
-      r: fc.oneof(numericExtremes, fc.constantFrom(1e39, -1e39, 'NaN'), anyJson),
+      // 1e-50 and 5e-324 underflow a Postgres real.
+      r: fc.oneof(numericExtremes, fc.constantFrom(1e39, -1e39, 1e-50, 5e-324, 1e-46, 'NaN'), anyJson),
       id: fc.oneof(fc.string({ maxLength: 20 }), queryControls, wrongTypeFor('string')),
     }),
     fc.record({ id: fc.oneof(queryControls, fc.string({ minLength: 64, maxLength: 300 }), fc.string({ maxLength: 20 })) }),
@@ -334,7 +345,8 @@ const versionText = fc.oneof(
   numericText,
   fc.integer().map(String),
   fc.constantFrom('0', '1', '2', '2147483647', '01', '１'),
-  fc.string({ minLength: 1, maxLength: 12 }).map(encodeURIComponent),
+  // Dots escaped too: "." and ".." are dot segments a URL resolves away (`/versions/.` is `/versions/`).
+  fc.string({ minLength: 1, maxLength: 12 }).map((s) => encodeURIComponent(s).replace(/\./g, '%2E')),
 );
 
 test('path parameters: hostile ids are 404, version numbers outside 1..2^31-1 are 400 naming version', async () => {

@@ -28,8 +28,8 @@ export function badText(s: string, opts: { allowLineBreaks?: boolean } = {}): st
 /**
  * Walks a parsed JSON body (iteratively: a 64 KiB body can nest 30,000 levels) and names every
  * string value or key holding a control character (TAB, LF, CR allowed in values unless
- * `allowLineBreaks` is false) or a lone
- * surrogate, and every container nested deeper than {@link MAX_BODY_DEPTH}.
+ * `allowLineBreaks` is false) or a lone surrogate, every `__proto__` key, and every container
+ * nested deeper than {@link MAX_BODY_DEPTH}.
  */
 export function badTextFields(
   value: unknown,
@@ -53,7 +53,9 @@ export function badTextFields(
         for (let i = v.length - 1; i >= 0; i--) stack.push({ v: v[i], path: [...path, i] });
       } else {
         for (const [k, child] of Object.entries(v)) {
-          const why = badText(k);
+          // `__proto__` is not a key a parsed object keeps: copying it (zod records, the SDK) sets a
+          // prototype instead, so the entry would vanish without a word.
+          const why = k === '__proto__' ? 'is reserved' : badText(k);
           if (why) out.push({ field: fieldPath([...path, safeKey(k)]), message: `key ${why}` });
           else stack.push({ v: child, path: [...path, k] });
         }

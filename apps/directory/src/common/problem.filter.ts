@@ -60,12 +60,23 @@ function toProblem(err: unknown): { problem: Problem; headers: Record<string, st
     // Nest's own 400s (a pipe such as ParseIntPipe on `/versions/x`, an undecodable path) are bad
     // input like any other: the documented VALIDATION_FAILED, not an undocumented code.
     const code = status === 404 ? 'NOT_FOUND' : status === 400 ? 'VALIDATION_FAILED' : 'HTTP_ERROR';
-    return { problem: problem(status, code, err.message), headers };
+    const p = problem(status, code, err.message);
+    if (status === 400) p.errors = [undecodable(err)];
+    return { problem: p, headers };
   }
   process.stderr.write(
     `${JSON.stringify({ level: 'error', src: 'directory', msg: 'unhandled error', err: String(err), stack: (err as Error)?.stack })}\n`,
   );
   return { problem: problem(500, 'INTERNAL', 'internal error'), headers };
+}
+
+/**
+ * The field of a 400 raised below the handlers: a path that does not percent-decode to UTF-8
+ * (Express' URIError), or a body that does not decompress (body-parser's zlib errors).
+ */
+function undecodable(err: HttpException): FieldError {
+  if (err.cause instanceof URIError) return { field: 'path', message: 'not valid percent-encoded UTF-8' };
+  return { field: 'body', message: `could not be decoded (Content-Encoding): ${err.message}` };
 }
 
 function problem(status: number, code: string, detail: string): Problem {
@@ -104,10 +115,10 @@ export function bodyParserErrors(err: unknown, _req: Request, res: Response, nex
       ]),
     );
   } else if (type === 'entity.parse.failed') {
-    sendProblem(
-      res,
-      new DirectoryError('VALIDATION_FAILED', 'request body is not valid JSON', [{ field: 'body', message: 'not valid JSON' }]),
-    );
+    // The shared parser refuses bytes that are not UTF-8 as malformed JSON (RFC 8259); say which.
+    const notUtf8 = /UTF-8/.test(String((err as Error).message));
+    const problem = notUtf8 ? 'not well-formed UTF-8 (JSON text must be UTF-8)' : 'not valid JSON';
+    sendProblem(res, new DirectoryError('VALIDATION_FAILED', `request body is ${problem}`, [{ field: 'body', message: problem }]));
   } else if (type !== undefined) {
     sendProblem(
       res,

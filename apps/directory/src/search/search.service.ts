@@ -38,10 +38,19 @@ interface Cursor {
 }
 
 // Decoded cursors are validated like any input: the rank is bound as a Postgres real (a value past
-// its range, e.g. 1e39, is a database error) and the id is compared with text (a NUL is one too).
+// range either way, e.g. 1e39 or 1e-50, is a database error) and the id is compared with text (a NUL is one too).
 const agentIdField = z.string().refine(isAgentId, 'not an agent id');
 const cursorSchemas = {
-  ranked: z.strictObject({ r: z.number().finite().min(0).max(1e30), id: agentIdField }),
+  ranked: z.strictObject({
+    // A non-zero rank that rounds to zero as a float4 (1e-50) is an underflow error in Postgres.
+    r: z
+      .number()
+      .finite()
+      .min(0)
+      .max(1e30)
+      .refine((r) => r === 0 || Math.fround(r) !== 0, 'not a real'),
+    id: agentIdField,
+  }),
   plain: z.strictObject({ id: agentIdField }),
 };
 
