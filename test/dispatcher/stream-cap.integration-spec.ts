@@ -62,8 +62,8 @@ test('the stream over the cap is refused with 429 on both bindings; other tenant
   for (const s of streams) assert.equal(s.status, 200);
 
   const rest = await subscribe(a.id);
-  await rest.ended;
   assert.equal(rest.status, 429);
+  await rest.ended;
   assert.equal(rest.headers['retry-after'], '2');
   const restBody = JSON.parse(rest.body()) as RestError;
   assert.equal(restBody.error.status, 'RESOURCE_EXHAUSTED');
@@ -71,8 +71,8 @@ test('the stream over the cap is refused with 429 on both bindings; other tenant
   assert.match(restBody.error.message, /3 streams open/);
 
   const rpc = await subscribeRpc(a.id);
-  await rpc.ended;
   assert.equal(rpc.status, 429);
+  await rpc.ended;
   const rpcBody = JSON.parse(rpc.body()) as RpcError;
   assert.equal(rpcBody.id, 7);
   assert.equal(rpcBody.error.code, -32029);
@@ -117,29 +117,31 @@ test('the stream over the cap is refused with 429 on both bindings; other tenant
 });
 
 test('slots come back when streams end because their task settled or with an error', async () => {
+  for (const s of open.splice(0)) s.close();
   // Settled: three streams of a task that completes end by themselves.
   const b = await workingTask();
-  await eventually('slots free after the previous test', async () => {
+  const first = await eventually('slots free after the previous test', async () => {
     const s = await subscribe(b.id);
     return s.status === 200 ? s : (await s.ended, undefined);
   });
-  const settling = [await subscribe(b.id), await subscribe(b.id)];
+  const settling = [first, await subscribe(b.id), await subscribe(b.id)];
+  for (const s of settling) assert.equal(s.status, 200);
   await worker.emit(b.cmd, [
     { seq: 1, artifact: 'done' },
     { seq: 2, state: 'COMPLETED' },
   ]);
-  await Promise.all(open.filter((s) => s.status === 200).map((s) => s.ended));
+  await Promise.all(settling.map((s) => s.ended));
   for (const s of settling) assert.match(s.body(), /TASK_STATE_COMPLETED/);
 
   // Errors: unknown task and terminal task, each holding and then releasing a slot.
   for (let i = 0; i < CAP + 1; i++) {
     const unknown = await subscribe(`no-such-task-${i}`);
-    await unknown.ended;
     assert.equal(unknown.status, 404);
+    await unknown.ended;
   }
   const terminal = await subscribe(b.id);
-  await terminal.ended;
   assert.equal(terminal.status, 400);
+  await terminal.ended;
 
   // Every slot is free again: the cap's worth of streams is accepted.
   const c = await workingTask();

@@ -43,7 +43,8 @@ interface Poll {
  * (`onCommitted`), and ONE poll per followed task — shared by every stream of the task, stopped
  * with its last one — catches what was committed elsewhere (another replica's projector or
  * CancelTask, a deadline swept there). Keyed by tenant, agent and task id: a poll reads only
- * within the tenant that asked.
+ * within the tenant that asked. Local commits are keyed by task id alone, so a caller watches a
+ * task only after reading it within its own tenant (a stream does so after its snapshot).
  */
 export class StoredTaskWatch {
   private readonly polls = new Map<string, Poll>();
