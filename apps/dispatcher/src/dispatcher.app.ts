@@ -20,6 +20,8 @@ import { KafkaWorkerSignals } from './admission/worker-signals.js';
 import { KafkaMessageProducer, type MessageProducer, type RunningConsumer } from './kafka/kafka.adapter.js';
 import { OutboxRelay } from './outbox/outbox.relay.js';
 import { TaskEventBusManager } from './events/task-event-bus.manager.js';
+import { StoredTaskWatch } from './events/stored-task-watch.js';
+import { TenantStreamSlots } from './events/stream-slots.js';
 import { EventProjector } from './events/event-projector.js';
 import { DispatcherRequestHandler } from './a2a/dispatcher-request-handler.js';
 import { a2aBodyErrorHandler, a2aRouter } from './a2a/a2a.router.js';
@@ -166,6 +168,12 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
       stops.push(() => demoWorker!.stop());
     }
 
+    const storedTasks = new StoredTaskWatch((taskId, tenant, agentId) => tasks.load(taskId, tenant, agentId), buses, {
+      pollMs: config.DISPATCHER_STREAM_POLL_MS,
+      hurriedPollMs: config.DISPATCHER_WAIT_POLL_MS,
+    });
+    const streamSlots = new TenantStreamSlots(config.DISPATCHER_MAX_STREAMS_PER_TENANT);
+
     const kafkaProbe = new KafkaProbe(kafka);
     stops.push(() => kafkaProbe.close());
     // Known only after listen when the port is 0 (tests); cards are built on first use.
@@ -193,7 +201,8 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
               new DispatcherRequestHandler(card, record, tasks, buses, relay, push, {
                 maxBlockingMs: config.DISPATCHER_BLOCKING_TIMEOUT_MS,
                 waitPollMs: config.DISPATCHER_WAIT_POLL_MS,
-                streamPollMs: config.DISPATCHER_STREAM_POLL_MS,
+                storedTasks,
+                settleGraceMs: config.DISPATCHER_STREAM_POLL_MS,
                 streamMaxMs: config.DISPATCHER_STREAM_MAX_MS,
                 defaultDeadlineMs: config.DISPATCHER_DEFAULT_DEADLINE_MS,
                 maxDeadlineMs: config.DISPATCHER_MAX_DEADLINE_MS,
@@ -203,6 +212,17 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
               const refusal = await admission.check(tenant, record);
               if (refusal) metrics.admissionRefusals.inc({ tenant, agent: record.id, reason: refusal.reason });
               return refusal;
+            },
+            reserveStream: (tenant, record) => {
+              const release = streamSlots.reserve(tenant);
+              if (release) return release;
+              metrics.admissionRefusals.inc({ tenant, agent: record.id, reason: 'TOO_MANY_STREAMS' });
+              return {
+                httpStatus: 429,
+                reason: 'TOO_MANY_STREAMS',
+                message: `tenant "${tenant}" has ${streamSlots.maxPerTenant} streams open, the most allowed; close one or retry later`,
+                retryAfterSeconds: config.DISPATCHER_RETRY_AFTER_S,
+              };
             },
           }),
         );

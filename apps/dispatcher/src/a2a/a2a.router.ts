@@ -33,6 +33,11 @@ export interface A2aRouterOptions {
   handlerFor(record: AgentRecord, card: AgentCard): DispatcherRequestHandler;
   /** Admission control of new work; undefined = admitted. */
   admit?(tenant: string, record: AgentRecord): Promise<Refusal | undefined>;
+  /**
+   * Takes one of the tenant's open-stream slots for a streaming request (its release is called
+   * when the response closes, however the stream ended), or the refusal when none is left.
+   */
+  reserveStream?(tenant: string, record: AgentRecord): (() => void) | Refusal;
 }
 
 const SEND_METHODS = new Set(['SendMessage', 'SendStreamingMessage']);
@@ -43,6 +48,22 @@ function startsWork(req: Request): boolean {
   if (isJsonRpc(req)) return SEND_METHODS.has(String((req.body as { method?: unknown } | undefined)?.method));
   return /\/message:(send|stream)$/.test(req.path);
 }
+
+const STREAM_METHODS = new Set(['SendStreamingMessage', 'SubscribeToTask']);
+
+/** SendStreamingMessage / SubscribeToTask on either binding (REST: `message:stream`, `tasks/{id}:subscribe`). */
+function opensStream(req: Request): boolean {
+  if (isJsonRpc(req)) return STREAM_METHODS.has(String((req.body as { method?: unknown } | undefined)?.method));
+  if (req.method === 'POST' && /\/message:stream$/.test(req.path)) return true;
+  return (req.method === 'GET' || req.method === 'POST') && /\/tasks\/[^/]+:subscribe$/.test(req.path);
+}
+
+/**
+ * JSON-RPC code of a retryable refusal (HTTP 429/503 + Retry-After; ErrorInfo.reason says which):
+ * a server-defined code (-32000..-32099) outside A2A's own, since the caller did nothing wrong and
+ * the server did not fail either.
+ */
+export const RETRY_LATER_CODE = -32029;
 
 /** A refusal as HTTP 429/503 + Retry-After, with an A2A error body (ErrorInfo says why). */
 function sendRefusal(req: Request, res: Response, r: Refusal): void {
@@ -56,7 +77,7 @@ function sendRefusal(req: Request, res: Response, r: Refusal): void {
   if (isJsonRpc(req)) {
     const body = req.body as { id?: unknown } | undefined;
     const id = typeof body?.id === 'string' || typeof body?.id === 'number' ? body.id : null;
-    res.status(r.httpStatus).json({ jsonrpc: '2.0', id, error: { code: A2A_ERROR_CODE.INTERNAL_ERROR, message: r.message, data: [info] } });
+    res.status(r.httpStatus).json({ jsonrpc: '2.0', id, error: { code: RETRY_LATER_CODE, message: r.message, data: [info] } });
   } else {
     const status = r.httpStatus === 429 ? 'RESOURCE_EXHAUSTED' : 'UNAVAILABLE';
     res.status(r.httpStatus).json({ error: { code: r.httpStatus, status, message: r.message, details: [info] } });
@@ -69,7 +90,7 @@ interface AgentEdge {
 }
 
 const CARD_PATH = '/.well-known/agent-card.json';
-type Locals = { principal?: Principal; agent?: AgentRecord };
+type Locals = { principal?: Principal; agent?: AgentRecord; closed?: AbortSignal };
 const callerTenant = (req: Request) => (req.res?.locals as Locals | undefined)?.principal?.tenant;
 
 /** JSON-RPC is a POST to the agent's base URL; everything else under it is HTTP+JSON or the card. */
@@ -179,7 +200,10 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
     const card = buildServedCard(record, opts.publicUrl());
     const cardJson = AgentCard.toJSON(card);
     const handler = hideFaults(opts.handlerFor(record, card), logFault);
-    const userBuilder = async (req: Request) => new PrincipalUser((req.res!.locals as Locals).principal!);
+    const userBuilder = async (req: Request) => {
+      const locals = req.res!.locals as Locals;
+      return new PrincipalUser(locals.principal!, locals.closed);
+    };
     const agentRouter = express.Router();
     agentRouter.use(
       CARD_PATH,
@@ -279,6 +303,18 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
       if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
       span.end();
     });
+    // Streams stop their work when the caller goes away (the SDK's SSE writer would go on pulling).
+    const connection = new AbortController();
+    locals.closed = connection.signal;
+    res.once('close', () => connection.abort());
+    if (opts.reserveStream && locals.principal && opensStream(req)) {
+      const slot = opts.reserveStream(locals.principal.tenant, record);
+      if (typeof slot !== 'function') {
+        sendRefusal(req, res, slot);
+        return;
+      }
+      res.once('close', slot);
+    }
     context.with(trace.setSpan(parent, span), () => {
       if (opts.admit && locals.principal && startsWork(req)) {
         opts

@@ -32,7 +32,8 @@ import type { TaskService } from '../tasks/task.service.js';
 import { PostgresTaskStore } from '../tasks/postgres-task.store.js';
 import { isSettled, isTerminal, stateRank } from '../tasks/task-state.js';
 import type { TaskEventBusManager } from '../events/task-event-bus.manager.js';
-import { principalOf } from './principal-user.js';
+import type { StoredTaskWatch, StoredTaskWatcher } from '../events/stored-task-watch.js';
+import { principalOf, PrincipalUser } from './principal-user.js';
 import type { PushService } from '../push/push.service.js';
 import type { MeshMetrics } from '@mesh/telemetry';
 
@@ -44,8 +45,13 @@ export interface DispatcherHandlerOptions {
   maxBlockingMs: number;
   /** Re-read interval while waiting, so a replica that does not consume the task's events still sees it settle. */
   waitPollMs: number;
-  /** Re-read interval of an SSE stream with no event (covers a cancel made on another replica). */
-  streamPollMs: number;
+  /** Stored changes of followed tasks, shared by every stream of a task on this replica. */
+  storedTasks: StoredTaskWatch;
+  /**
+   * A task found settled in the store before the feed brought the events leading there: how long a
+   * stream still waits for them (none come for a cancel or deadline committed on another replica).
+   */
+  settleGraceMs: number;
   /** Longest an SSE stream stays open. */
   streamMaxMs: number;
   /** Deadline given to tasks whose caller gives none (0: none). */
@@ -219,7 +225,7 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
   async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
     const principal = principalOf(context);
     const task = await this.accept(params, context);
-    yield* this.follow(task.id, principal.tenant);
+    yield* this.follow(task.id, principal.tenant, connectionClosed(context));
   }
 
   /**
@@ -228,32 +234,64 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
    * status and artifact updates in event order, duplicates (same execution, seq not above the last
    * one shown or stored with the snapshot) dropped and no status ranked below the last one sent;
    * the end is the settled state *as stored* (the projection is the authority: cancel won,
-   * COMPLETED without artifact is FAILED), read when a settling event arrives or on the poll,
-   * which also covers changes that produced no Kafka event (a cancel on another replica).
+   * COMPLETED without artifact is FAILED). The stream waits on events only: stored changes reach it
+   * through the replica's StoredTaskWatch (commits made here as they happen, one shared poll per
+   * task for those made elsewhere), never through a read of its own. It stops as soon as the
+   * caller's connection closes (`closed`), releasing its subscription and its share of the poll.
    */
-  private async *follow(taskId: string, tenant: string): AsyncGenerator<StreamResponse, void, undefined> {
+  private async *follow(taskId: string, tenant: string, closed?: AbortSignal): AsyncGenerator<StreamResponse, void, undefined> {
+    if (closed?.aborted) return;
     const queue: Array<{ event: AgentExecutionEvent; source?: TaskEvent }> = [];
+    /** The task as stored once it settled. */
+    let settled: Task | undefined;
     let wake: (() => void) | undefined;
-    const unsubscribe = await this.buses.subscribe(taskId, (event, source) => {
-      queue.push({ event, source });
-      wake?.();
-    });
-    const endAt = Date.now() + this.opts.streamMaxMs;
+    const poke = () => wake?.();
+    closed?.addEventListener('abort', poke);
+    let unsubscribe: (() => void) | undefined;
+    let watcher: StoredTaskWatcher | undefined;
     try {
+      unsubscribe = await this.buses.subscribe(taskId, (event, source) => {
+        queue.push({ event, source });
+        poke();
+      });
+      if (closed?.aborted) return;
       const stored = await this.tasks.loadWithProgress(taskId, tenant, this.agent.id);
       if (!stored) throw new TaskNotFoundError(`Task not found: ${taskId}`);
+      if (closed?.aborted) return;
       const snapshot = stored.task;
       yield { payload: { $case: 'task', value: snapshot } };
       let state = snapshot.status?.state ?? TaskState.TASK_STATE_SUBMITTED;
       if (isSettled(state)) return;
+      watcher = this.opts.storedTasks.watch(taskId, tenant, this.agent.id, (task) => {
+        if (!task.status || !isSettled(task.status.state)) return;
+        settled = task;
+        poke();
+      });
       // Events the snapshot already holds (the feed may deliver them again) are not shown twice.
       const lastSeq = new Map<string, number>(Object.entries(stored.lastSeq));
+      /** A settling event came through the feed (then the stored end may be sent at once). */
       let settling = false;
-      while (Date.now() < endAt) {
+      /** Stored as settled before the feed brought its events: how long they may still come. */
+      let graceEnd: number | undefined;
+      const endAt = Date.now() + this.opts.streamMaxMs;
+      for (;;) {
+        if (closed?.aborted) return;
+        const now = Date.now();
+        if (now >= endAt) return;
+        if (settled) {
+          graceEnd ??= now + this.opts.settleGraceMs;
+          if (queue.length === 0 && (settling || now >= graceEnd)) {
+            const end = settled;
+            yield {
+              payload: { $case: 'statusUpdate', value: { taskId, contextId: end.contextId, status: end.status, metadata: undefined } },
+            };
+            return;
+          }
+        }
         if (queue.length === 0) {
-          const waitMs = Math.min(settling ? this.opts.waitPollMs : this.opts.streamPollMs, Math.max(1, endAt - Date.now()));
+          const until = settled && graceEnd !== undefined ? Math.min(endAt, graceEnd) : endAt;
           await new Promise<void>((resolve) => {
-            const t = setTimeout(done, waitMs);
+            const t = setTimeout(done, Math.max(1, until - Date.now()));
             function done() {
               clearTimeout(t);
               resolve();
@@ -273,28 +311,22 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
             yield { payload: { $case: 'artifactUpdate', value: event.data } };
           } else if (event.kind === 'statusUpdate' && event.data.status) {
             const next = event.data.status.state;
-            if (isSettled(next)) settling = true;
-            else if (stateRank(next) >= stateRank(state)) {
+            if (isSettled(next)) {
+              settling = true;
+              // Stored by another replica's projector, the end arrives through the poll: soon.
+              watcher.hurry();
+            } else if (stateRank(next) >= stateRank(state)) {
               state = next;
               yield { payload: { $case: 'statusUpdate', value: event.data } };
             }
           }
-        }
-        if (settling || batch.length === 0) {
-          const stored = await this.tasks.load(taskId, tenant, this.agent.id);
-          if (stored?.status && isSettled(stored.status.state)) {
-            yield {
-              payload: {
-                $case: 'statusUpdate',
-                value: { taskId, contextId: stored.contextId, status: stored.status, metadata: undefined },
-              },
-            };
-            return;
-          }
+          if (closed?.aborted) return;
         }
       }
     } finally {
-      unsubscribe();
+      closed?.removeEventListener('abort', poke);
+      watcher?.close();
+      unsubscribe?.();
     }
   }
 
@@ -368,8 +400,13 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     if (task.status && isTerminal(task.status.state)) {
       throw new UnsupportedOperationError(`Task ${params.id} is in a terminal state and cannot be subscribed to.`);
     }
-    yield* this.follow(params.id, principal.tenant);
+    yield* this.follow(params.id, principal.tenant, connectionClosed(context));
   }
+}
+
+/** Aborted when the caller's connection closes (set by the A2A router). */
+function connectionClosed(context: ServerCallContext): AbortSignal | undefined {
+  return context.user instanceof PrincipalUser ? context.user.closed : undefined;
 }
 
 /** historyLength: absent = all, 0 = none, N = the N most recent messages (as the SDK does). */

@@ -4,7 +4,11 @@ import { RequestMalformedError } from '@a2a-js/sdk/errors';
 
 /** The authenticated caller as the SDK's `User`; the principal is the only source of tenant. */
 export class PrincipalUser implements User {
-  constructor(readonly principal: Principal) {}
+  constructor(
+    readonly principal: Principal,
+    /** Aborted when the caller's connection closes: streams stop their work on it. */
+    readonly closed?: AbortSignal,
+  ) {}
   get isAuthenticated(): boolean {
     return true;
   }

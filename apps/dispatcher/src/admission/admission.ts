@@ -3,8 +3,8 @@ import type { AgentRecord } from '@mesh/contract';
 /** Why a new task is refused for now, and when to try again. */
 export interface Refusal {
   httpStatus: 429 | 503;
-  /** Machine-readable reason (ErrorInfo.reason): RATE_LIMITED, NO_HEALTHY_WORKER, AGENT_BACKLOG_FULL. */
-  reason: 'RATE_LIMITED' | 'NO_HEALTHY_WORKER' | 'AGENT_BACKLOG_FULL';
+  /** Machine-readable reason (ErrorInfo.reason): RATE_LIMITED, NO_HEALTHY_WORKER, AGENT_BACKLOG_FULL, TOO_MANY_STREAMS. */
+  reason: 'RATE_LIMITED' | 'NO_HEALTHY_WORKER' | 'AGENT_BACKLOG_FULL' | 'TOO_MANY_STREAMS';
   message: string;
   retryAfterSeconds: number;
 }

@@ -22,8 +22,13 @@ export const dispatcherConfigSpec = {
   DISPATCHER_CARD_MAX_AGE_S: z.coerce.number().int().min(0).default(60),
   /** Partitions of the task events topic when the dispatcher has to create it. */
   EVENTS_TOPIC_PARTITIONS: positiveInt(6),
-  /** SSE: re-read the task this often when no event arrives (cancel on another replica, lost events). */
+  /**
+   * SSE: a followed task is re-read this often, once per replica however many streams follow it
+   * (covers changes committed on another replica: a cancel, a deadline, lost events).
+   */
   DISPATCHER_STREAM_POLL_MS: positiveInt(1000),
+  /** SSE: open streams (SendStreamingMessage, SubscribeToTask) per tenant and replica; over it: 429 TOO_MANY_STREAMS. */
+  DISPATCHER_MAX_STREAMS_PER_TENANT: positiveInt(100),
   /**
    * How long the event fan-out reads on after the last stream or subscription on this replica
    * closed; then it rests (reads nothing) until the next one.

@@ -4,7 +4,11 @@ import type { DataSource } from 'typeorm';
 import type { TaskRow } from './task-db.js';
 import { stateName } from './task-state.js';
 
-/** ListTasks of one tenant and agent: newest status first, keyset pagination on (status_timestamp, id). */
+/**
+ * ListTasks of one tenant and agent: newest status first, keyset pagination on (status_timestamp, id).
+ * Every writer keeps the column equal to the `status.timestamp` the task shows, so a page is in the
+ * order of the timestamps it returns and the cursor ([that timestamp, id]) continues it exactly.
+ */
 export async function listTasks(ds: DataSource, params: ListTasksRequest, tenant: string, agentId: string): Promise<ListTasksResponse> {
   const pageSize = params.pageSize ?? 50;
   const where = ['tenant = $1', 'agent_id = $2'];

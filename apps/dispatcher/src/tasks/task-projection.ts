@@ -35,6 +35,8 @@ type ProjectionWrite = {
   state: string;
   task: Json;
   status_changed: boolean;
+  /** `task.status.timestamp`: the list order and its cursors use the time callers see. */
+  status_timestamp: string | null;
   execution_id: string;
   seq: number;
   artifact_count: number;
@@ -76,11 +78,11 @@ async function writeProjected(ds: DataSource, writes: ProjectionWrite[]): Promis
     'dispatcher-projection-write',
     `WITH v AS (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(
-         id text, state text, task jsonb, status_changed boolean, execution_id text, seq int, artifact_count int, closed boolean,
+         id text, state text, task jsonb, status_changed boolean, status_timestamp timestamptz, execution_id text, seq int, artifact_count int, closed boolean,
          version int, tenant text, pushes jsonb)),
      t AS (
        UPDATE dispatcher.tasks x SET state = v.state, task = v.task, version = x.version + 1, updated_at = now(),
-         status_timestamp = CASE WHEN v.status_changed THEN now() ELSE x.status_timestamp END
+         status_timestamp = CASE WHEN v.status_changed THEN coalesce(v.status_timestamp, now()) ELSE x.status_timestamp END
        FROM v WHERE x.id = v.id AND x.version = v.version RETURNING x.id),
      e AS (
        UPDATE dispatcher.executions e SET last_seq = v.seq, artifact_count = v.artifact_count, closed = v.closed
@@ -231,6 +233,7 @@ export class TaskProjection {
       state: stateName(current.state),
       task: current.task,
       status_changed: current.statusChanged,
+      status_timestamp: ((current.task.status as Json | undefined)?.timestamp as string | undefined) ?? null,
       execution_id: id.executionId,
       seq: current.lastSeq,
       artifact_count: current.artifacts,

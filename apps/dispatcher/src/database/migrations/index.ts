@@ -6,6 +6,7 @@ import { PushDeliveryOrder1764810000000 } from './1764810000000-push-order.js';
 import { TaskLifecycle1764900000000 } from './1764900000000-task-lifecycle.js';
 import { StartBy1765000000000 } from './1765000000000-start-by.js';
 import { TurnEndedBy1765100000000 } from './1765100000000-turn-ended-by.js';
+import { StatusTimestamp1765200000000 } from './1765200000000-status-timestamp.js';
 
 /** Postgres schema owned by the dispatcher. */
 export const DISPATCHER_SCHEMA = 'dispatcher';
@@ -19,4 +20,5 @@ export const dispatcherMigrations: Array<new () => MigrationInterface> = [
   TaskLifecycle1764900000000,
   StartBy1765000000000,
   TurnEndedBy1765100000000,
+  StatusTimestamp1765200000000,
 ];
