@@ -32,7 +32,9 @@ test('the agents register their cards at start; a restart adds no version; anoth
     assert.equal(view.body.tenant, 'acme');
     assert.equal(view.body.visibility, 'public');
     assert.equal(view.body.version, 1, 'the restart did not publish a new version');
-    assert.deepEqual(view.body.channel, { keyTemplate: agent.channel.keyTemplate, partitions: agent.channel.partitions });
+    assert.equal(view.body.channel, undefined, 'the channel is shown to the owner only');
+    const own = await api(KEYS.acme, 'GET', `/v1/agents/${agent.id}`);
+    assert.deepEqual(own.body.channel, { keyTemplate: agent.channel.keyTemplate, partitions: agent.channel.partitions });
   }
 });
 
