@@ -7,7 +7,6 @@ import { TopicNames } from '@mesh/contract';
 import { AppModule } from './app.module.js';
 import type { DispatcherConfig } from './config/dispatcher.config.js';
 import { dispatcherMigrations, DISPATCHER_SCHEMA } from './database/migrations/index.js';
-import { dispatcherEntities } from './tasks/task.entity.js';
 import { TaskService } from './tasks/task.service.js';
 import { TaskProjection } from './tasks/task-projection.js';
 import { TaskLifecycle } from './tasks/task-lifecycle.js';
@@ -59,7 +58,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
   const ds = await openServiceDatabase({
     url: config.DATABASE_URL,
     schema: DISPATCHER_SCHEMA,
-    entities: dispatcherEntities,
+    entities: [],
     migrations: dispatcherMigrations,
     poolSize: 20,
   });
