@@ -16,7 +16,7 @@ import { DirectoryAgentLookup } from './catalog/agent-catalog.js';
 import { EventFanout } from './events/event-fanout.js';
 import { Admission } from './admission/admission.js';
 import { KafkaWorkerSignals } from './admission/worker-signals.js';
-import { KafkaMessageProducer, type MessageProducer, type RunningConsumer } from './kafka/kafka.adapter.js';
+import { BusCommandProducer, type CommandProducer } from './outbox/command-producer.js';
 import { OutboxRelay } from './outbox/outbox.relay.js';
 import { TaskEventBusManager } from './events/task-event-bus.manager.js';
 import { StoredTaskWatch } from './events/stored-task-watch.js';
@@ -37,7 +37,7 @@ export interface DispatcherOverrides {
   /** Authentication; defaults to the AUTH_* environment. */
   auth?: AuthenticatorOptions;
   /** Wraps the command producer (tests use it to make Kafka unavailable for the relay). */
-  wrapProducer?: (producer: MessageProducer) => MessageProducer;
+  wrapProducer?: (producer: CommandProducer) => CommandProducer;
   /** Metrics catalog served on /metrics (tasks by outcome, dedup hits, push deliveries). */
   metrics?: MeshMetrics;
 }
@@ -67,7 +67,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
   };
   try {
-    let demoWorker: RunningConsumer | undefined;
+    let demoWorker: { stop(): Promise<void> } | undefined;
     if (config.DEMO) await registerDemoAgent(kafka, topics);
     const catalog = new DirectoryAgentLookup(kafka, topics);
     stops.push(() => catalog.stop());
@@ -79,10 +79,10 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
       startTimeoutMs: config.DISPATCHER_START_TIMEOUT_MS,
     });
     const buses = new TaskEventBusManager();
-    const realProducer = new KafkaMessageProducer(kafka, (topic) => {
-      const agentId = /\.agent\.([a-z0-9-]+)\.commands$/.exec(topic)?.[1];
-      return (agentId && catalog.get(agentId)?.channel?.partitions) || DEFAULT_COMMAND_PARTITIONS;
-    });
+    const realProducer = new BusCommandProducer(
+      kafka,
+      (agentId) => catalog.get(agentId)?.channel?.partitions || DEFAULT_COMMAND_PARTITIONS,
+    );
     const producer = overrides.wrapProducer ? overrides.wrapProducer(realProducer) : realProducer;
     stops.push(() => producer.close());
     const relay = new OutboxRelay(ds, producer, {

@@ -12,7 +12,6 @@ import {
   type TopicNames,
 } from '@mesh/contract';
 import { ensureTopics, IntervalCommitter } from '@mesh/bus';
-import type { RunningConsumer } from '../kafka/kafka.adapter.js';
 
 /** Id of the demo agent `npm start` registers. */
 export const DEMO_AGENT_ID = 'echo-agent';
@@ -57,7 +56,7 @@ export async function registerDemoAgent(kafka: Kafka, topics: TopicNames): Promi
  * A minimal worker for the demo agent: each `task.run` gets an artifact with the text it
  * received, then COMPLETED. The worker issue replaces it with the SDK-based echo-agent.
  */
-export async function startDemoEchoWorker(kafka: Kafka, topics: TopicNames): Promise<RunningConsumer> {
+export async function startDemoEchoWorker(kafka: Kafka, topics: TopicNames): Promise<{ stop(): Promise<void> }> {
   await ensureTopics(kafka, [{ name: topics.commands(DEMO_AGENT_ID), partitions: demoAgentRecord().channel.partitions, grow: false }]);
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
