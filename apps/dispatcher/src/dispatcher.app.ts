@@ -24,7 +24,6 @@ import { TenantStreamSlots } from './events/stream-slots.js';
 import { EventProjector } from './events/event-projector.js';
 import { DispatcherRequestHandler } from './a2a/dispatcher-request-handler.js';
 import { a2aBodyErrorHandler, a2aRouter } from './a2a/a2a.router.js';
-import { registerDemoAgent, startDemoEchoWorker } from './demo/echo-agent.demo.js';
 
 /** A running dispatcher: `stop` drains and closes every connection. */
 export interface RunningDispatcher {
@@ -67,8 +66,6 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
   };
   try {
-    let demoWorker: { stop(): Promise<void> } | undefined;
-    if (config.DEMO) await registerDemoAgent(kafka, topics);
     const catalog = new DirectoryAgentLookup(kafka, topics);
     stops.push(() => catalog.stop());
     await catalog.start();
@@ -162,10 +159,6 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
       maxBacklog: config.DISPATCHER_MAX_AGENT_BACKLOG,
       retryAfterSeconds: config.DISPATCHER_RETRY_AFTER_S,
     });
-    if (config.DEMO && config.DEMO_ECHO_WORKER) {
-      demoWorker = await startDemoEchoWorker(kafka, topics);
-      stops.push(() => demoWorker!.stop());
-    }
 
     const storedTasks = new StoredTaskWatch((taskId, tenant, agentId) => tasks.load(taskId, tenant, agentId), buses, {
       pollMs: config.DISPATCHER_STREAM_POLL_MS,

@@ -98,10 +98,6 @@ export const dispatcherConfigSpec = {
   OUTBOX_IDLE_MS: positiveInt(500),
   /** After an accept wakes the relay it waits this long, so one batch carries concurrent accepts (0: none). */
   OUTBOX_LINGER_MS: z.coerce.number().int().min(0).max(1000).default(2),
-  /** `npm start` demo: register the public `echo-agent` and run a minimal echo worker for it. */
-  DEMO: flag(false),
-  /** With DEMO: also run the built-in echo worker (turn off once the agents app runs its echo-agent). */
-  DEMO_ECHO_WORKER: flag(true),
 };
 
 export type DispatcherConfig = ConfigOf<typeof dispatcherConfigSpec>;
