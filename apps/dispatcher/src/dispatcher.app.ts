@@ -192,7 +192,6 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
             handlerFor: (record, card) =>
               new DispatcherRequestHandler(card, record, tasks, buses, relay, push, {
                 maxBlockingMs: config.DISPATCHER_BLOCKING_TIMEOUT_MS,
-                waitPollMs: config.DISPATCHER_WAIT_POLL_MS,
                 storedTasks,
                 settleGraceMs: config.DISPATCHER_STREAM_POLL_MS,
                 streamMaxMs: config.DISPATCHER_STREAM_MAX_MS,

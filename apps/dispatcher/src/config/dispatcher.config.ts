@@ -16,7 +16,7 @@ export const dispatcherConfigSpec = {
     .default('1mb'),
   /** Longest a blocking SendMessage waits before returning the task as it is (callers may ask for less). */
   DISPATCHER_BLOCKING_TIMEOUT_MS: positiveInt(30000),
-  /** While waiting, re-read the task this often (covers events consumed by another replica). */
+  /** A blocking send's task (one shared poll per task) is re-read this often (covers events consumed by another replica). */
   DISPATCHER_WAIT_POLL_MS: positiveInt(250),
   /** Cache-Control max-age of served agent cards. */
   DISPATCHER_CARD_MAX_AGE_S: z.coerce.number().int().min(0).default(60),
