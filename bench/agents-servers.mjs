@@ -21,7 +21,7 @@ const benchAdmission = {
   DISPATCHER_TENANT_BURST: '1000000',
   DISPATCHER_MAX_AGENT_BACKLOG: '100000000',
 };
-const config = { ...loadDispatcherConfig({ ...process.env, ...benchAdmission, DEMO: 'false' }), DISPATCHER_PORT: 0 };
+const config = { ...loadDispatcherConfig({ ...process.env, ...benchAdmission }), DISPATCHER_PORT: 0 };
 const dispatcher = await startDispatcher(config, { auth: loadAuthOptions({ AUTH_API_KEYS: DEMO_API_KEYS }) });
 
 const topics = new TopicNames(process.env.TOPIC_PREFIX);

@@ -1,5 +1,5 @@
-// Child process of bench/dispatch.mjs: starts the dispatcher (with the demo echo-agent registered;
-// its worker runs in bench/dispatch-worker.mjs) and a reference A2A server built from the SDK's own sample pattern, then prints their
+// Child process of bench/dispatch.mjs: starts the dispatcher (the demo echo-agent is registered and
+// served by bench/dispatch-worker.mjs) and a reference A2A server built from the SDK's own sample pattern, then prints their
 // URLs as one JSON line. Kept apart from the load generator so autocannon does not share their
 // event loop.
 import express from 'express';
@@ -20,7 +20,7 @@ const benchAdmission = {
   DISPATCHER_MAX_AGENT_BACKLOG: '100000000',
 };
 const config = {
-  ...loadDispatcherConfig({ ...process.env, ...benchAdmission, DEMO: 'true', DEMO_ECHO_WORKER: 'false' }),
+  ...loadDispatcherConfig({ ...process.env, ...benchAdmission }),
   DISPATCHER_PORT: 0,
 };
 const dispatcher = await startDispatcher(config, { auth: loadAuthOptions({ AUTH_API_KEYS: DEMO_API_KEYS }) });

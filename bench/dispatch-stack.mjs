@@ -1,5 +1,5 @@
-// The processes bench:dispatch and bench:soak measure: bench/dispatch-servers.mjs (dispatcher with
-// the demo echo-agent, plus the SDK reference server) and bench/dispatch-worker.mjs (the echo
+// The processes bench:dispatch and bench:soak measure: bench/dispatch-servers.mjs (dispatcher plus
+// the SDK reference server) and bench/dispatch-worker.mjs (registers the demo echo-agent and runs its
 // worker, in its own process as a real worker would run), on a database and topic prefix of their
 // own. `stop()` ends both and drops the database.
 import { spawn } from 'node:child_process';
@@ -53,9 +53,22 @@ export async function startDispatchStack(topicPrefix) {
     }
   });
   const worker = (await startChild('dispatch-worker.mjs')).c;
+  const urls = JSON.parse(servers.line);
+  // The worker registered the agent; the dispatcher serves it once its catalog read the record.
+  for (
+    let i = 0;
+    !(await fetch(`${urls.dispatcher}/.well-known/agent-card.json`).then(
+      (r) => r.ok,
+      () => false,
+    ));
+    i++
+  ) {
+    if (i === 100) throw new Error('the dispatcher did not serve echo-agent within 10 s');
+    await new Promise((r) => setTimeout(r, 100));
+  }
   return {
     /** `{ dispatcher, reference }` base URLs. */
-    urls: JSON.parse(servers.line),
+    urls,
     servers: servers.c,
     worker,
     dbUrl,

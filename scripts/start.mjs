@@ -60,7 +60,7 @@ const services = [
     name: 'dispatcher',
     script: 'apps/dispatcher/dist/main.js',
     port: ports.dispatcher,
-    env: { DEMO: 'false' },
+    env: {},
   },
 ];
 

@@ -1,12 +1,17 @@
-import { test } from 'node:test';
+import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { TaskState, type Task } from '@a2a-js/sdk';
 import { eventually } from '../support/infra.js';
 import { a2aClient, BINDINGS, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { artifactText, sendRequest, userMessage } from '../support/a2a-fixtures.js';
+import { registerDemoAgent, startDemoEchoWorker } from '../support/demo-echo-agent.js';
 
-// What `npm start` relies on: DEMO=true registers the public echo-agent and runs its worker.
-const env = await startTestDispatcher('demo', {}, { DEMO: 'true' });
+// What bench:dispatch relies on: the public echo-agent of test/support/demo-echo-agent.ts,
+// registered and served by its batch worker, answers every tenant at once.
+const env = await startTestDispatcher('demo');
+await registerDemoAgent(env.kafka, env.topics);
+const worker = await startDemoEchoWorker(env.kafka, env.topics);
+after(() => worker.stop());
 await eventually('echo-agent served', async () => (await fetch(`${env.url}/a2a/echo-agent/.well-known/agent-card.json`)).ok);
 
 for (const binding of BINDINGS) {

@@ -1,7 +1,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { TaskState, type Task } from '@a2a-js/sdk';
-import type { MessageProducer, OutgoingMessage } from '@mesh/app-dispatcher';
+import type { CommandProducer, OutboxCommand } from '@mesh/app-dispatcher';
 import { eventually, sql } from '../support/infra.js';
 import { a2aClient, agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { sendRequest, userMessage } from '../support/a2a-fixtures.js';
@@ -12,12 +12,12 @@ import { startEchoWorker } from '../support/echo-worker.js';
  * stopped): the relay's behaviour when Kafka refuses, with exact control of when. The real
  * outage (a private broker killed and restarted) is kafka-outage.integration-spec.ts.
  */
-class GatedProducer implements MessageProducer {
+class GatedProducer implements CommandProducer {
   down = false;
   attempts = 0;
   probes = 0;
-  constructor(private readonly inner: MessageProducer) {}
-  async send(messages: OutgoingMessage[]): Promise<void> {
+  constructor(private readonly inner: CommandProducer) {}
+  async send(messages: OutboxCommand[]): Promise<void> {
     this.attempts += 1;
     if (this.down) throw refused();
     await this.inner.send(messages);

@@ -12,7 +12,8 @@ import { openRawSse, type RawSse } from '../support/raw-sse.js';
 // Streams a caller abandons must not go on costing the database. 200 subscriptions of one
 // long-running task (100 raw SSE on HTTP+JSON, 100 through the official client on JSON-RPC): while
 // open they share one poll of the task, and once the callers close them Postgres is back at its
-// idle transaction rate within seconds, long before the task ends.
+// idle transaction rate within seconds, long before the task ends. The same holds for blocking
+// SendMessage calls whose callers leave before their tasks settle.
 const env = await startTestDispatcher('stream-load', {}, { DISPATCHER_MAX_STREAMS_PER_TENANT: '1000' });
 await publishAgents(env.kafka, env.topics, [agentRecord('long')]);
 const worker = await startManualWorker(env.kafka, env.topics, 'long');
@@ -111,5 +112,34 @@ test('200 streams closed by their callers stop their work: Postgres returns to i
   await eventually(
     'COMPLETED stored',
     async () => (await client.getTask({ tenant: '', id: taskId, historyLength: 0 })).status?.state === TaskState.TASK_STATE_COMPLETED,
+  );
+});
+
+test('100 blocking sends abandoned by their callers stop waiting: Postgres returns to its idle transaction rate', async () => {
+  const clients = { JSONRPC: await a2aClient(env.url, 'long', 'JSONRPC'), 'HTTP+JSON': await a2aClient(env.url, 'long', 'HTTP+JSON') };
+  const countTasks = async () => Number((await db.query<{ n: string }>(`SELECT count(*)::text AS n FROM dispatcher.tasks`)).rows[0].n);
+  const before = await countTasks();
+  await sleep(SETTLE_MS);
+  const idle = await xactRate(3000);
+
+  // The worker never answers: each call would wait out DISPATCHER_BLOCKING_TIMEOUT_MS (30 s).
+  const aborts = Array.from({ length: 100 }, () => new AbortController());
+  const calls = aborts.map((ac, i) =>
+    (i % 2 ? clients.JSONRPC : clients['HTTP+JSON']).sendMessage(sendRequest(userMessage(`blocking ${i}`)), { signal: ac.signal }).then(
+      () => 'answered',
+      () => 'aborted',
+    ),
+  );
+  await eventually('every blocking send accepted', async () => (await countTasks()) === before + 100);
+  await sleep(1000);
+  for (const ac of aborts) ac.abort();
+  assert.deepEqual(new Set(await Promise.all(calls)), new Set(['aborted']), 'no call was answered before its caller left');
+
+  await sleep(SETTLE_MS);
+  const left = await xactRate(3000);
+  const bound = idle + 25;
+  assert.ok(
+    left <= bound,
+    `after 100 blocking callers left: ${left.toFixed(1)} xact/s, idle ${idle.toFixed(1)} xact/s (bound ${bound.toFixed(1)})`,
   );
 });

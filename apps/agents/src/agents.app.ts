@@ -158,6 +158,10 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
         topics: [topics.commands(agent.id)],
         // Cancels must get past runs waiting for a slot, so the consumer admits more than the worker runs.
         maxInFlight: maxInFlight * 2,
+        // A tenant's runs beyond its limit wait in the bus while other tenants' go first; a cancel
+        // never waits behind them (it must reach the run it cancels).
+        ...(config.AGENTS_TENANT_MAX_IN_FLIGHT ? { perTenantInFlight: config.AGENTS_TENANT_MAX_IN_FLIGHT } : {}),
+        outsideTenantLimit: (e) => e.kind === 'task.cancel',
         // One task's messages run in order, except a cancel: it must reach the run it cancels while that runs.
         orderingKey: (e) => (e.kind === 'task.cancel' ? `${e.identity.taskId}:cancel` : e.identity.taskId),
         fromBeginning: true,
@@ -169,7 +173,7 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
         },
         onError: (err, what) => log({ level: 'warn', msg: `command consumer: ${what}`, error: String(err) }),
       });
-      const worker = new AgentWorker(agent.id, source, runner, maxInFlight, config.AGENTS_TENANT_MAX_IN_FLIGHT);
+      const worker = new AgentWorker(agent.id, source, runner, maxInFlight);
       workers.push(worker);
       views.push({ agentId: agent.id, groupId, topic: topics.commands(agent.id), consumer: source, inFlight: () => worker.inFlight });
     }

@@ -7,7 +7,6 @@ import { TopicNames } from '@mesh/contract';
 import { AppModule } from './app.module.js';
 import type { DispatcherConfig } from './config/dispatcher.config.js';
 import { dispatcherMigrations, DISPATCHER_SCHEMA } from './database/migrations/index.js';
-import { dispatcherEntities } from './tasks/task.entity.js';
 import { TaskService } from './tasks/task.service.js';
 import { TaskProjection } from './tasks/task-projection.js';
 import { TaskLifecycle } from './tasks/task-lifecycle.js';
@@ -17,7 +16,7 @@ import { DirectoryAgentLookup } from './catalog/agent-catalog.js';
 import { EventFanout } from './events/event-fanout.js';
 import { Admission } from './admission/admission.js';
 import { KafkaWorkerSignals } from './admission/worker-signals.js';
-import { KafkaMessageProducer, type MessageProducer, type RunningConsumer } from './kafka/kafka.adapter.js';
+import { BusCommandProducer, type CommandProducer } from './outbox/command-producer.js';
 import { OutboxRelay } from './outbox/outbox.relay.js';
 import { TaskEventBusManager } from './events/task-event-bus.manager.js';
 import { StoredTaskWatch } from './events/stored-task-watch.js';
@@ -25,7 +24,6 @@ import { TenantStreamSlots } from './events/stream-slots.js';
 import { EventProjector } from './events/event-projector.js';
 import { DispatcherRequestHandler } from './a2a/dispatcher-request-handler.js';
 import { a2aBodyErrorHandler, a2aRouter } from './a2a/a2a.router.js';
-import { registerDemoAgent, startDemoEchoWorker } from './demo/echo-agent.demo.js';
 
 /** A running dispatcher: `stop` drains and closes every connection. */
 export interface RunningDispatcher {
@@ -38,7 +36,7 @@ export interface DispatcherOverrides {
   /** Authentication; defaults to the AUTH_* environment. */
   auth?: AuthenticatorOptions;
   /** Wraps the command producer (tests use it to make Kafka unavailable for the relay). */
-  wrapProducer?: (producer: MessageProducer) => MessageProducer;
+  wrapProducer?: (producer: CommandProducer) => CommandProducer;
   /** Metrics catalog served on /metrics (tasks by outcome, dedup hits, push deliveries). */
   metrics?: MeshMetrics;
 }
@@ -59,7 +57,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
   const ds = await openServiceDatabase({
     url: config.DATABASE_URL,
     schema: DISPATCHER_SCHEMA,
-    entities: dispatcherEntities,
+    entities: [],
     migrations: dispatcherMigrations,
     poolSize: 20,
   });
@@ -68,8 +66,6 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
   };
   try {
-    let demoWorker: RunningConsumer | undefined;
-    if (config.DEMO) await registerDemoAgent(kafka, topics);
     const catalog = new DirectoryAgentLookup(kafka, topics);
     stops.push(() => catalog.stop());
     await catalog.start();
@@ -80,10 +76,10 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
       startTimeoutMs: config.DISPATCHER_START_TIMEOUT_MS,
     });
     const buses = new TaskEventBusManager();
-    const realProducer = new KafkaMessageProducer(kafka, (topic) => {
-      const agentId = /\.agent\.([a-z0-9-]+)\.commands$/.exec(topic)?.[1];
-      return (agentId && catalog.get(agentId)?.channel?.partitions) || DEFAULT_COMMAND_PARTITIONS;
-    });
+    const realProducer = new BusCommandProducer(
+      kafka,
+      (agentId) => catalog.get(agentId)?.channel?.partitions || DEFAULT_COMMAND_PARTITIONS,
+    );
     const producer = overrides.wrapProducer ? overrides.wrapProducer(realProducer) : realProducer;
     stops.push(() => producer.close());
     const relay = new OutboxRelay(ds, producer, {
@@ -163,10 +159,6 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
       maxBacklog: config.DISPATCHER_MAX_AGENT_BACKLOG,
       retryAfterSeconds: config.DISPATCHER_RETRY_AFTER_S,
     });
-    if (config.DEMO && config.DEMO_ECHO_WORKER) {
-      demoWorker = await startDemoEchoWorker(kafka, topics);
-      stops.push(() => demoWorker!.stop());
-    }
 
     const storedTasks = new StoredTaskWatch((taskId, tenant, agentId) => tasks.load(taskId, tenant, agentId), buses, {
       pollMs: config.DISPATCHER_STREAM_POLL_MS,
@@ -200,7 +192,6 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
             handlerFor: (record, card) =>
               new DispatcherRequestHandler(card, record, tasks, buses, relay, push, {
                 maxBlockingMs: config.DISPATCHER_BLOCKING_TIMEOUT_MS,
-                waitPollMs: config.DISPATCHER_WAIT_POLL_MS,
                 storedTasks,
                 settleGraceMs: config.DISPATCHER_STREAM_POLL_MS,
                 streamMaxMs: config.DISPATCHER_STREAM_MAX_MS,

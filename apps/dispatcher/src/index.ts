@@ -1,6 +1,5 @@
 export * from './dispatcher.app.js';
 export * from './config/dispatcher.config.js';
 export * from './database/migrations/index.js';
-export { demoAgentRecord, registerDemoAgent, startDemoEchoWorker, DEMO_AGENT_ID } from './demo/echo-agent.demo.js';
 export { REQUEST_TIMEOUT_HEADER } from './a2a/dispatcher-request-handler.js';
-export type { MessageProducer, OutgoingMessage } from './kafka/kafka.adapter.js';
+export type { CommandProducer, OutboxCommand } from './outbox/command-producer.js';

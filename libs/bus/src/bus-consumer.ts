@@ -19,7 +19,8 @@ interface WorkItem {
   decodeError?: unknown;
   /** Partition-scoped ordering key. */
   queueKey: string;
-  tenant: string;
+  /** The tenant whose slots it takes; undefined: it is outside the per-tenant limit. */
+  tenant: string | undefined;
 }
 
 type Outcome = 'done' | 'abandoned';
@@ -244,7 +245,8 @@ export class BusConsumer {
     const base = `${state.partition}\u0000`;
     try {
       const envelope = decodeEnvelope({ headers: message.headers, value: message.value });
-      return { state, offset, message, envelope, queueKey: base + this.orderingKey(envelope), tenant: envelope.identity.tenant };
+      const tenant = this.opts.outsideTenantLimit?.(envelope) ? undefined : envelope.identity.tenant;
+      return { state, offset, message, envelope, queueKey: base + this.orderingKey(envelope), tenant };
     } catch (decodeError) {
       // Undecodable: no ordering key to honour; it only has to reach the dead-letter topic.
       const tenant = normalizeHeaders(message.headers).tenant ?? '';

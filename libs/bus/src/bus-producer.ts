@@ -1,5 +1,6 @@
 import type { Kafka, Message, Producer, TopicMessages } from 'kafkajs';
 import { encodeEnvelope, MeshError, type Envelope } from '@mesh/contract';
+import { startProducerSpans, untracedProducer } from '@mesh/telemetry';
 
 /** Options of {@link BusProducer}. */
 export interface BusProducerOptions {
@@ -15,6 +16,12 @@ export interface BusProducerOptions {
    * producer forever, which turns a missing topic into a hang instead of an error.
    */
   retries?: number;
+  /**
+   * One PRODUCER span per record, continuing the trace in the record's own headers (default false:
+   * kafkajs' instrumentation parents a whole request on the context it was sent from). For a
+   * producer whose batches carry records of many requests, as the dispatcher's outbox relay does.
+   */
+  spanPerRecord?: boolean;
 }
 
 interface Pending {
@@ -41,18 +48,21 @@ export class BusProducer {
   private inFlight?: Promise<void>;
   private connected?: Promise<void>;
   private closed = false;
+  private readonly spanPerRecord: boolean;
   /** Requests sent and records acknowledged, for metrics. */
   readonly counters = { requests: 0, records: 0, failures: 0 };
 
   constructor(kafka: Kafka, opts: BusProducerOptions = {}) {
     this.lingerMs = opts.lingerMs ?? 2;
     this.maxBatchBytes = opts.maxBatchBytes ?? 900 * 1024;
-    this.producer = kafka.producer({
+    this.spanPerRecord = opts.spanPerRecord ?? false;
+    const producer = kafka.producer({
       idempotent: true,
       maxInFlightRequests: 1,
       allowAutoTopicCreation: false,
       retry: { retries: opts.retries ?? 8, initialRetryTime: 100, maxRetryTime: 5000 },
     });
+    this.producer = this.spanPerRecord ? untracedProducer(producer) : producer;
   }
 
   async connect(): Promise<void> {
@@ -116,21 +126,24 @@ export class BusProducer {
       batch.push(p);
     }
     this.queuedBytes -= bytes;
+    const spans = this.spanPerRecord ? startProducerSpans(batch.map(spanned)) : undefined;
     const byTopic = new Map<string, Message[]>();
-    for (const p of batch) {
+    batch.forEach((p, i) => {
       let list = byTopic.get(p.topic);
       if (!list) byTopic.set(p.topic, (list = []));
-      list.push(p.message);
-    }
+      list.push(spans ? { ...p.message, headers: spans.messages[i].headers } : p.message);
+    });
     const topicMessages: TopicMessages[] = [...byTopic].map(([topic, messages]) => ({ topic, messages }));
     this.inFlight = (async () => {
       try {
         await this.connect();
         await this.producer.sendBatch({ topicMessages, acks: -1 });
+        spans?.end();
         this.counters.requests++;
         this.counters.records += batch.length;
         for (const p of batch) p.resolve();
       } catch (err) {
+        spans?.end(err);
         this.counters.failures++;
         for (const p of batch) p.reject(err);
       } finally {
@@ -156,6 +169,13 @@ export class BusProducer {
     if (this.connected) await this.producer.disconnect().catch(() => undefined);
     this.connected = undefined;
   }
+}
+
+/** A pending record as `startProducerSpans` reads it (its headers as strings). */
+function spanned(p: Pending): { topic: string; key?: string; headers: Record<string, string> } {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(p.message.headers ?? {})) if (v !== undefined) headers[k] = String(v);
+  return { topic: p.topic, ...(p.message.key != null ? { key: String(p.message.key) } : {}), headers };
 }
 
 function approxSize(m: Message): number {

@@ -54,6 +54,11 @@ export interface BusConsumerOptions {
   maxBuffered?: number;
   /** Handlers of one tenant running at once (default: no limit besides maxInFlight). */
   perTenantInFlight?: number;
+  /**
+   * Records that never wait for their tenant's slots (they still take one of maxInFlight): work
+   * that must get past the tenant's own queued records, as a cancel must reach the run it cancels.
+   */
+  outsideTenantLimit?: (e: Envelope) => boolean;
   /** Messages with the same ordering key run one at a time in offset order (default: the task id). */
   orderingKey?: (e: Envelope) => string;
   /** With `startBatches`: at most this many queued records of one ordering key handed over at once (default 16). */

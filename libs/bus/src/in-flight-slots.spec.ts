@@ -20,3 +20,15 @@ test('rejects bad limits and releases without a reservation', () => {
   assert.throws(() => new InFlightSlots(1, 0), RangeError);
   assert.throws(() => new InFlightSlots(1).release('x'));
 });
+
+test('a slot taken without a tenant passes a tenant at its limit and counts against the global budget', () => {
+  const s = new InFlightSlots(3, 1);
+  assert.ok(s.tryReserve('a'));
+  assert.ok(!s.canReserve('a'));
+  assert.ok(s.tryReserve(undefined), 'outside the per-tenant limit');
+  assert.deepEqual(s.perTenant(), { a: 1 });
+  assert.ok(s.tryReserve(undefined));
+  assert.ok(!s.tryReserve(undefined), 'global limit reached');
+  s.release(undefined);
+  assert.equal(s.inFlight, 2);
+});

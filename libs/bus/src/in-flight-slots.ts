@@ -1,6 +1,7 @@
 /**
  * The in-flight budget behind a reserve/release interface: a global limit and an optional
- * per-tenant limit, so one tenant's flood cannot take every slot of a shared consumer.
+ * per-tenant limit, so one tenant's flood cannot take every slot of a shared consumer. A slot
+ * taken without a tenant counts against the global limit only.
  */
 export class InFlightSlots {
   private total = 0;
@@ -20,19 +21,24 @@ export class InFlightSlots {
   }
 
   /** True when a slot is free for this tenant. */
-  canReserve(tenant: string): boolean {
-    return this.total < this.limit && (this.byTenant.get(tenant) ?? 0) < this.perTenantLimit;
+  canReserve(tenant: string | undefined): boolean {
+    return this.total < this.limit && (tenant === undefined || (this.byTenant.get(tenant) ?? 0) < this.perTenantLimit);
   }
 
   /** Takes a slot; false (and nothing taken) when the global or the tenant's budget is spent. */
-  tryReserve(tenant: string): boolean {
+  tryReserve(tenant: string | undefined): boolean {
     if (!this.canReserve(tenant)) return false;
     this.total++;
-    this.byTenant.set(tenant, (this.byTenant.get(tenant) ?? 0) + 1);
+    if (tenant !== undefined) this.byTenant.set(tenant, (this.byTenant.get(tenant) ?? 0) + 1);
     return true;
   }
 
-  release(tenant: string): void {
+  release(tenant: string | undefined): void {
+    if (tenant === undefined) {
+      if (this.total <= 0) throw new Error('no slot held');
+      this.total--;
+      return;
+    }
     const n = this.byTenant.get(tenant) ?? 0;
     if (n <= 0) throw new Error(`no slot held by tenant ${tenant}`);
     if (n === 1) this.byTenant.delete(tenant);

@@ -6,20 +6,18 @@ import type { TurnRunner } from './turn-runner.js';
 /**
  * One agent's worker: takes commands from its channel, runs turns within its in-flight limit, and
  * routes cancels to the running turn here; every cancel is also recorded in the execution ledger,
- * so a turn whose run is read later (or by another process) is not started.
+ * so a turn whose run is read later (or by another process) is not started. The per-tenant limit
+ * is the command source's (the bus holds a tenant's runs beyond it back; see agents.app.ts).
  */
 export class AgentWorker {
   private readonly running = new Map<string, AbortController>();
-  private readonly tenantSlots = new Map<string, SemaphoreSlotSupplier>();
   readonly slots: SlotSupplier;
 
-  /** `tenantMaxInFlight` bounds one tenant's running turns (cancels are never held back by it). */
   constructor(
     readonly agentId: string,
     private readonly source: CommandSource,
     private readonly runner: TurnRunner,
     maxInFlight: number,
-    private readonly tenantMaxInFlight?: number,
   ) {
     this.slots = new SemaphoreSlotSupplier(maxInFlight);
   }
@@ -45,16 +43,12 @@ export class AgentWorker {
         const cancel = new AbortController();
         // Registered before waiting for a slot, so a cancel that arrives meanwhile still reaches it.
         this.running.set(key, cancel);
-        const tenantSlots = this.tenantSlotsOf(env.identity.tenant);
-        const tenantSlot = await tenantSlots?.reserve();
         const slot = await this.slots.reserve();
         try {
           await this.runner.run(env, cancel.signal, revoked);
         } finally {
           if (this.running.get(key) === cancel) this.running.delete(key);
           slot.release();
-          tenantSlot?.release();
-          if (tenantSlots && tenantSlots.inUse === 0 && tenantSlots.waiting === 0) this.tenantSlots.delete(env.identity.tenant);
         }
         return;
       }
@@ -70,17 +64,5 @@ export class AgentWorker {
       default:
         assertUnreachable(env);
     }
-  }
-
-  private tenantSlotsOf(tenant: string): SemaphoreSlotSupplier | undefined {
-    if (!this.tenantMaxInFlight) return undefined;
-    let s = this.tenantSlots.get(tenant);
-    if (!s) this.tenantSlots.set(tenant, (s = new SemaphoreSlotSupplier(this.tenantMaxInFlight)));
-    return s;
-  }
-
-  /** Turns of `tenant` running now (0 when no tenant limit is configured). */
-  tenantInFlight(tenant: string): number {
-    return this.tenantSlots.get(tenant)?.inUse ?? 0;
   }
 }

@@ -43,9 +43,7 @@ export const REQUEST_TIMEOUT_HEADER = 'x-request-timeout-ms';
 export interface DispatcherHandlerOptions {
   /** Longest a blocking SendMessage waits before returning the task as it is. */
   maxBlockingMs: number;
-  /** Re-read interval while waiting, so a replica that does not consume the task's events still sees it settle. */
-  waitPollMs: number;
-  /** Stored changes of followed tasks, shared by every stream of a task on this replica. */
+  /** Stored changes of followed tasks, shared by every stream and blocking send of a task on this replica. */
   storedTasks: StoredTaskWatch;
   /**
    * A task found settled in the store before the feed brought the events leading there: how long a
@@ -114,7 +112,7 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     const task = await this.accept(params, context);
     const settled = params.configuration?.returnImmediately
       ? task
-      : await this.waitSettled(task, principal.tenant, startedAt + this.waitBudget(headers));
+      : await this.waitSettled(task, principal.tenant, startedAt + this.waitBudget(headers), connectionClosed(context));
     return withHistoryLength(settled, params.configuration?.historyLength);
   }
 
@@ -185,40 +183,32 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
   }
 
   /**
-   * Waits for a settled state (terminal or interrupted) or the deadline; never throws on timeout.
-   * The projector hands over the task as it committed it; the poll re-reads the store for changes
-   * committed elsewhere (another replica's projector, a cancel there).
+   * Waits for a settled state (terminal or interrupted), the deadline or the caller leaving
+   * (`closed`); never throws on timeout. It waits on the replica's StoredTaskWatch, as streams do:
+   * commits made here as they happen, and the task's one shared poll — at the hurried interval, a
+   * blocking caller expects an answer soon — for changes committed elsewhere.
    */
-  private async waitSettled(task: Task, tenant: string, deadline: number): Promise<Task> {
+  private async waitSettled(task: Task, tenant: string, deadline: number, closed?: AbortSignal): Promise<Task> {
     if (task.status && isSettled(task.status.state)) return task;
-    let settled: Task | undefined;
-    let wake: (() => void) | undefined;
-    const unsubscribe = this.buses.onCommitted(task.id, (committed) => {
-      if (!committed.status || !isSettled(committed.status.state)) return;
-      settled = committed;
-      wake?.();
-    });
+    if (closed?.aborted) return task;
+    let watcher: StoredTaskWatcher | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    let onClosed: (() => void) | undefined;
     try {
-      let current = task;
-      for (;;) {
-        if (settled) return settled;
-        const left = deadline - Date.now();
-        if (left <= 0) return current;
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(done, Math.min(left, this.opts.waitPollMs));
-          function done() {
-            clearTimeout(t);
-            resolve();
-          }
-          wake = done;
+      return await new Promise<Task>((resolve) => {
+        watcher = this.opts.storedTasks.watch(task.id, tenant, this.agent.id, (stored) => {
+          if (stored.status && isSettled(stored.status.state)) resolve(stored);
         });
-        wake = undefined;
-        if (settled) return settled;
-        current = (await this.tasks.load(task.id, tenant, this.agent.id)) ?? current;
-        if (current.status && isSettled(current.status.state)) return current;
-      }
+        watcher.hurry();
+        timer = setTimeout(() => resolve(task), Math.max(0, deadline - Date.now()));
+        // The answer goes nowhere once the caller left: stop waiting (and polling) at once.
+        onClosed = () => resolve(task);
+        closed?.addEventListener('abort', onClosed);
+      });
     } finally {
-      unsubscribe();
+      clearTimeout(timer);
+      if (onClosed) closed?.removeEventListener('abort', onClosed);
+      watcher?.close();
     }
   }
 

@@ -16,7 +16,7 @@ export const dispatcherConfigSpec = {
     .default('1mb'),
   /** Longest a blocking SendMessage waits before returning the task as it is (callers may ask for less). */
   DISPATCHER_BLOCKING_TIMEOUT_MS: positiveInt(30000),
-  /** While waiting, re-read the task this often (covers events consumed by another replica). */
+  /** A blocking send's task (one shared poll per task) is re-read this often (covers events consumed by another replica). */
   DISPATCHER_WAIT_POLL_MS: positiveInt(250),
   /** Cache-Control max-age of served agent cards. */
   DISPATCHER_CARD_MAX_AGE_S: z.coerce.number().int().min(0).default(60),
@@ -98,10 +98,6 @@ export const dispatcherConfigSpec = {
   OUTBOX_IDLE_MS: positiveInt(500),
   /** After an accept wakes the relay it waits this long, so one batch carries concurrent accepts (0: none). */
   OUTBOX_LINGER_MS: z.coerce.number().int().min(0).max(1000).default(2),
-  /** `npm start` demo: register the public `echo-agent` and run a minimal echo worker for it. */
-  DEMO: flag(false),
-  /** With DEMO: also run the built-in echo worker (turn off once the agents app runs its echo-agent). */
-  DEMO_ECHO_WORKER: flag(true),
 };
 
 export type DispatcherConfig = ConfigOf<typeof dispatcherConfigSpec>;

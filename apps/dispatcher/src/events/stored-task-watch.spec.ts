@@ -74,3 +74,24 @@ test('commits made here reach the watchers at once; tenants poll apart; a failed
   a.close();
   assert.equal(watch.polled, 0);
 });
+
+test('a watcher that joins after the others saw a change still gets the stored task at the next read', async () => {
+  const watch = new StoredTaskWatch(async (id) => task(id, TaskState.TASK_STATE_COMPLETED), localCommits(), {
+    pollMs: 10_000,
+    hurriedPollMs: 5,
+  });
+  const first: Task[] = [];
+  const a = watch.watch('t1', 'acme', 'a', (t) => first.push(t));
+  a.hurry();
+  await sleep(30);
+  assert.equal(first.length, 1);
+  // A blocking send whose task settled between its accept and its watch: it must not wait for a change.
+  const late: Task[] = [];
+  const b = watch.watch('t1', 'acme', 'a', (t) => late.push(t));
+  await sleep(30);
+  assert.equal(late.at(0)?.status?.state, TaskState.TASK_STATE_COMPLETED);
+  assert.equal(first.length, 1, 'the first watcher is not handed the same status again');
+  a.close();
+  b.close();
+  assert.equal(watch.polled, 0);
+});

@@ -27,13 +27,16 @@ export interface StoredTaskWatcher {
 }
 
 interface Poll {
-  listeners: Set<(task: Task) => void>;
+  /**
+   * Each watcher with the status last handed to it: a re-read that finds the same one is not
+   * repeated, and a watcher that joins late still gets the stored task at the next read (a change
+   * the others saw before it joined would otherwise never reach it).
+   */
+  listeners: Map<(task: Task) => void, string | undefined>;
   timer?: NodeJS.Timeout;
   hurried: boolean;
   /** A read is in flight (it schedules the next one itself). */
   reading: boolean;
-  /** The status last handed out (a re-read that finds the same one is not repeated). */
-  lastStatus?: string;
   offCommitted: () => void;
 }
 
@@ -60,7 +63,7 @@ export class StoredTaskWatch {
     const key = `${tenant}\u0000${agentId}\u0000${taskId}`;
     let poll = this.polls.get(key);
     if (!poll) {
-      const created: Poll = { listeners: new Set(), hurried: false, reading: false, offCommitted: () => undefined };
+      const created: Poll = { listeners: new Map(), hurried: false, reading: false, offCommitted: () => undefined };
       created.offCommitted = this.local.onCommitted(taskId, (task) => this.deliver(created, task));
       this.polls.set(key, created);
       this.schedule(key, created, taskId, tenant, agentId);
@@ -69,7 +72,7 @@ export class StoredTaskWatch {
     const own = poll;
     // Wrapped, so one listener function given twice still counts as two watchers.
     const entry = (task: Task) => listener(task);
-    own.listeners.add(entry);
+    own.listeners.set(entry, undefined);
     let closed = false;
     return {
       hurry: () => {
@@ -98,9 +101,11 @@ export class StoredTaskWatch {
 
   private deliver(poll: Poll, task: Task): void {
     const status = JSON.stringify(task.status ?? null);
-    if (status === poll.lastStatus) return;
-    poll.lastStatus = status;
-    for (const l of [...poll.listeners]) l(task);
+    for (const [l, last] of [...poll.listeners]) {
+      if (last === status || !poll.listeners.has(l)) continue;
+      poll.listeners.set(l, status);
+      l(task);
+    }
   }
 
   private schedule(key: string, poll: Poll, taskId: string, tenant: string, agentId: string): void {

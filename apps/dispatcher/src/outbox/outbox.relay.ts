@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import type { MessageProducer } from '../kafka/kafka.adapter.js';
+import type { CommandProducer } from './command-producer.js';
 
 const log = (level: string, msg: string, extra: Record<string, unknown> = {}) =>
   process.stderr.write(`${JSON.stringify({ level, src: 'outbox-relay', msg, ...extra })}\n`);
@@ -28,7 +28,7 @@ export class OutboxRelay {
 
   constructor(
     private readonly ds: DataSource,
-    private readonly producer: MessageProducer,
+    private readonly producer: CommandProducer,
     private readonly opts: OutboxRelayOptions,
   ) {}
 
@@ -89,15 +89,24 @@ export class OutboxRelay {
       const claimed = await q.query(
         `DELETE FROM dispatcher.outbox WHERE id IN (
            SELECT id FROM dispatcher.outbox ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
-         RETURNING id, topic, key, headers, value`,
+         RETURNING id, topic, key, headers, value, agent_id`,
         [this.opts.batchSize],
         true, // a structured result: TypeORM answers a bare DELETE with [rows, count]
       );
-      const rows = claimed.records as Array<{ id: string; topic: string; key: string; headers: Record<string, string>; value: string }>;
+      const rows = claimed.records as Array<{
+        id: string;
+        topic: string;
+        key: string;
+        headers: Record<string, string>;
+        value: string;
+        agent_id: string;
+      }>;
       if (rows.length > 0) {
         // RETURNING does not promise the subquery's order; commands keep their accept order.
         rows.sort((a, b) => Number(BigInt(a.id) - BigInt(b.id)));
-        await this.producer.send(rows.map((r) => ({ topic: r.topic, key: r.key, headers: r.headers, value: r.value })));
+        await this.producer.send(
+          rows.map((r) => ({ topic: r.topic, key: r.key, headers: r.headers, value: r.value, agentId: r.agent_id })),
+        );
       }
       await q.commitTransaction();
       return rows.length;

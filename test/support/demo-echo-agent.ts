@@ -12,9 +12,12 @@ import {
   type TopicNames,
 } from '@mesh/contract';
 import { ensureTopics, IntervalCommitter } from '@mesh/bus';
-import type { RunningConsumer } from '../kafka/kafka.adapter.js';
 
-/** Id of the demo agent `npm start` registers. */
+// The echo-agent that bench:dispatch measures the dispatcher against (bench/dispatch-worker.mjs
+// imports the built copy) and test/dispatcher/demo checks: a public record and a minimal worker
+// that answers each command at once, one produce per fetched batch.
+
+/** Id of the demo agent. */
 export const DEMO_AGENT_ID = 'echo-agent';
 
 /** The demo agent's directory record: public, default channel key. */
@@ -55,9 +58,9 @@ export async function registerDemoAgent(kafka: Kafka, topics: TopicNames): Promi
 
 /**
  * A minimal worker for the demo agent: each `task.run` gets an artifact with the text it
- * received, then COMPLETED. The worker issue replaces it with the SDK-based echo-agent.
+ * received, then COMPLETED; it heartbeats so admission control sees a healthy worker.
  */
-export async function startDemoEchoWorker(kafka: Kafka, topics: TopicNames): Promise<RunningConsumer> {
+export async function startDemoEchoWorker(kafka: Kafka, topics: TopicNames): Promise<{ stop(): Promise<void> }> {
   await ensureTopics(kafka, [{ name: topics.commands(DEMO_AGENT_ID), partitions: demoAgentRecord().channel.partitions, grow: false }]);
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
