@@ -50,13 +50,15 @@ test("a library's console.error becomes one JSON line with service, level, time 
   assert.match(String((line.err as { stack?: string }).stack), /stream broke/);
 });
 
-test('a JSON-RPC refusal the SDK prints goes to debug; an internal error stays an error', async () => {
+test('a protocol refusal the SDK prints (JSON-RPC code, A2A reason) goes to debug; an internal error stays an error', async () => {
   const { lines, logger } = capture('debug');
   const lib = await fakeLibrary('@modelcontextprotocol/sdk');
   const restore = routeConsoleTo(logger);
   try {
     lib.print('error', 'Pre-stream error for request 1:', Object.assign(new Error('Task is in a terminal state'), { code: -32004 }));
     lib.print('error', 'failed:', Object.assign(new Error('internal'), { code: -32603 }));
+    lib.print('error', 'Pre-stream error for request 2:', Object.assign(new Error('terminal'), { reason: 'UNSUPPORTED_OPERATION' }));
+    lib.print('error', 'failed:', Object.assign(new Error('boom'), { reason: 'INTERNAL_ERROR' }));
   } finally {
     restore();
     lib.remove();
@@ -64,6 +66,8 @@ test('a JSON-RPC refusal the SDK prints goes to debug; an internal error stays a
   assert.deepEqual(
     lines().map((l) => [l.src, l.level]),
     [
+      ['mcp-sdk', 'debug'],
+      ['mcp-sdk', 'error'],
       ['mcp-sdk', 'debug'],
       ['mcp-sdk', 'error'],
     ],

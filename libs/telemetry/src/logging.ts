@@ -77,13 +77,18 @@ export function consoleCaller(stack: string | undefined): string {
   return pkg ? (KNOWN_SOURCES[pkg] ?? pkg) : 'console';
 }
 
+/** Server-side faults among protocol error reasons: these stay at the level they were printed at. */
+const FAULT_REASONS = new Set(['INTERNAL_ERROR', 'INTERNAL', 'INVALID_AGENT_RESPONSE']);
+
 /**
- * A JSON-RPC error the caller caused and was answered with (a refused request, an unknown task):
- * the SDKs print these with console.error, but they are not the service's errors. The internal
- * error (-32603) stays an error.
+ * A protocol error the caller caused and was answered with (a refused request, an unknown task):
+ * a JSON-RPC code other than the internal error (-32603), or an A2A `reason` (google.rpc
+ * ErrorInfo) other than a server fault. The SDKs print these with console.error, but they are not
+ * the service's errors.
  */
 function isAnsweredRefusal(err: Error): boolean {
-  const code = (err as { code?: unknown }).code;
+  const { code, reason } = err as { code?: unknown; reason?: unknown };
+  if (typeof reason === 'string' && /^[A-Z][A-Z0-9_]*$/.test(reason)) return !FAULT_REASONS.has(reason);
   return typeof code === 'number' && code >= -32768 && code <= -32000 && code !== -32603;
 }
 
