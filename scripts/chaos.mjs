@@ -156,11 +156,12 @@ function child(name, script, env) {
       report.unexpectedExits.push({ name, code, signal, at: Date.now() - t0, log: c.tail.join('').slice(-1500) });
   });
   c.tail = [];
-  c.stderr.on('data', (d) => {
-    c.tail.push(String(d));
-    if (c.tail.length > 20) c.tail.shift();
-  });
-  c.stdout.resume();
+  // Log lines are JSON on stdout; a failure to start is one line on stderr: keep the tail of both.
+  for (const stream of [c.stdout, c.stderr])
+    stream.on('data', (d) => {
+      c.tail.push(String(d));
+      if (c.tail.length > 20) c.tail.shift();
+    });
   return c;
 }
 async function waitHttp(url, c, timeoutMs = 90000) {

@@ -281,9 +281,15 @@ test('billing-tools refuses to start without a token secret, and listens on 127.
       () => false,
     );
   const port = await freePort();
-  const local = spawnNode(main, { DATABASE_URL: db, BILLING_TOKEN_SECRET: TEST_TOOL_TOKEN_SECRET, BILLING_TOOLS_PORT: String(port) });
+  const local = spawnNode(main, {
+    DATABASE_URL: db,
+    BILLING_TOKEN_SECRET: TEST_TOOL_TOKEN_SECRET,
+    BILLING_TOOLS_PORT: String(port),
+    LOG_LEVEL: 'info',
+  });
   await eventually('billing-tools up', () => reachable('127.0.0.1', port));
-  assert.match(local.stderr(), /MCP on http:\/\/127\.0\.0\.1:/);
+  // Its start-up line is a JSON log line on stdout (info).
+  await eventually('start-up line', () => /"msg":"MCP on http:\/\/127\.0\.0\.1:/.test(local.stdout()));
   if (external) assert.equal(await reachable(external, port), false, `not reachable on ${external}`);
   local.child.kill('SIGTERM');
   await local.exited;

@@ -4,6 +4,7 @@ import { assertKafkaReachable, BusAdmin, BusConsumer, BusProducer, createKafka, 
 import { DIRECTORY_TOPICS, MeshError, TopicNames, type AgentHeartbeat } from '@mesh/contract';
 import { openServiceDatabase, PostgresProbe } from '@mesh/database';
 import { ServiceLifecycle, startHttpService } from '@mesh/service';
+import { createLogger, type Logger } from '@mesh/telemetry';
 import { OpsSampler, splitToolName, type WorkerView } from './ops/ops-sampler.js';
 import { HmacToolTokenMinter, PostgresEffectLedger, Reconciler, ToolGateway } from '@mesh/tool-gateway';
 import { AppModule } from './app.module.js';
@@ -24,13 +25,10 @@ export interface RunningAgents {
   stop(): Promise<void>;
 }
 
-function logger(workerId: string, group: string | undefined) {
-  const debug = process.env.LOG_LEVEL === 'debug';
-  const base = { src: 'agents', worker: workerId, ...(group ? { agentGroup: group } : {}) };
-  return (e: Record<string, unknown>) => {
-    if (!debug && e.level !== 'warn' && e.level !== 'error') return;
-    process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), ...base, level: 'info', ...e })}\n`);
-  };
+/** What embedders may set; production uses the defaults. */
+export interface AgentsOverrides {
+  /** The process's logger (runMain's); defaults to one named `agents` at LOG_LEVEL. */
+  logger?: Logger;
 }
 
 /** The agent's MCP servers with AGENTS_MCP_SERVERS overrides applied by server name. */
@@ -57,20 +55,28 @@ async function assertLedgerOutlivesCommands(admin: BusAdmin, topic: string, ledg
 }
 
 /** Starts the agents: database (created and migrated), topics, one worker per agent in AGENTS_RUN, the reconciler, heartbeats, HTTP health. */
-export async function startAgents(config: AgentsConfig, agents: Record<string, AgentDefinition> = sampleAgents): Promise<RunningAgents> {
+export async function startAgents(
+  config: AgentsConfig,
+  agents: Record<string, AgentDefinition> = sampleAgents,
+  overrides: AgentsOverrides = {},
+): Promise<RunningAgents> {
   const selected = config.AGENTS_RUN.map((id) => {
     const def = agents[id];
     if (!def) throw new MeshError('CONFIG_INVALID', `AGENTS_RUN names unknown agent "${id}" (known: ${Object.keys(agents).join(', ')})`);
     return def;
   });
   const workerId = config.AGENTS_WORKER_ID;
-  const log = logger(workerId, config.AGENTS_GROUP);
+  // Every line names this worker process (and its agent group when the chart sets one).
+  const logger = (overrides.logger ?? createLogger('agents')).child({
+    worker: workerId,
+    ...(config.AGENTS_GROUP ? { agentGroup: config.AGENTS_GROUP } : {}),
+  });
   if (config.AGENTS_DIRECTORY_URL) {
     if (!config.AGENTS_DIRECTORY_TOKEN)
       throw new MeshError('CONFIG_INVALID', 'AGENTS_DIRECTORY_URL is set but AGENTS_DIRECTORY_TOKEN is not');
-    await registerWithDirectory(selected, { url: config.AGENTS_DIRECTORY_URL, token: config.AGENTS_DIRECTORY_TOKEN, log });
+    await registerWithDirectory(selected, { url: config.AGENTS_DIRECTORY_URL, token: config.AGENTS_DIRECTORY_TOKEN, logger });
   }
-  const kafkaOpts = { brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-agents` };
+  const kafkaOpts = { brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-agents`, logger };
   await assertKafkaReachable(kafkaOpts);
   const ds = await openServiceDatabase({ url: config.DATABASE_URL, schema: AGENTS_SCHEMA, entities: [], migrations: agentsMigrations });
   const kafka = createKafka(kafkaOpts);
@@ -92,7 +98,7 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
   const retention = new LedgerRetention(ds, {
     retentionMs: config.AGENTS_LEDGER_RETENTION_MS,
     sweepMs: config.AGENTS_LEDGER_SWEEP_MS,
-    log,
+    logger,
   });
   const views: WorkerView[] = [];
   const sampler = new OpsSampler(admin, () => views, effects, metrics.mesh, config.AGENTS_METRICS_INTERVAL_MS);
@@ -146,7 +152,7 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
         leaseMs: config.AGENTS_EXECUTION_LEASE_MS,
         unknownWaitMs: config.AGENTS_UNKNOWN_WAIT_MS,
         retryBudget: config.AGENTS_RETRY_BUDGET,
-        log,
+        logger,
         observe: {
           turnFinished: (state) => metrics.turns.inc({ agent: agent.id, state }),
           dedupHit: () => metrics.mesh.dedupHits.inc({ kind: 'execution_id', agent: agent.id }),
@@ -171,7 +177,7 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
           heartbeatInterval: Math.min(3000, Math.floor(config.AGENTS_CONSUMER_SESSION_TIMEOUT_MS / 3)),
           maxWaitTimeInMs: 100,
         },
-        onError: (err, what) => log({ level: 'warn', msg: `command consumer: ${what}`, error: String(err) }),
+        onError: (err, what) => logger.warn({ src: 'command-consumer', agent: agent.id, error: String(err) }, what),
       });
       const worker = new AgentWorker(agent.id, source, runner, maxInFlight);
       workers.push(worker);
@@ -188,7 +194,7 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
         const hb: AgentHeartbeat = { agentId: w.agentId, workerId, atUnixMs: now, ttlMs: config.AGENTS_HEARTBEAT_INTERVAL_MS * 3 };
         producer
           .sendRecord(topics.heartbeats(), w.agentId, JSON.stringify(hb))
-          .catch((err: unknown) => log({ level: 'warn', msg: 'heartbeat failed', error: String(err) }));
+          .catch((err: unknown) => logger.warn({ src: 'heartbeat', agent: w.agentId, error: String(err) }, 'heartbeat failed'));
       }
     };
     beat();
@@ -201,6 +207,7 @@ export async function startAgents(config: AgentsConfig, agents: Record<string, A
 
   const kafkaProbe = new KafkaProbe(kafka);
   const app = await startHttpService({
+    logger,
     module: AppModule.forRoot([new PostgresProbe(ds), kafkaProbe], metrics, {
       sampler,
       ledger: effects,

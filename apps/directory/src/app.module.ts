@@ -5,7 +5,8 @@ import { AuthModule } from './auth/auth.module.js';
 import { CardStreamModule } from './card-stream/card-stream.module.js';
 import type { CardOutbox } from './card-stream/card-outbox.js';
 import type { CardStream } from './card-stream/card-stream.port.js';
-import { DATA_SOURCE, DIRECTORY_CONFIG } from './common/tokens.js';
+import type { Logger } from '@mesh/telemetry';
+import { DATA_SOURCE, DIRECTORY_CONFIG, LOGGER } from './common/tokens.js';
 import type { DirectoryConfig } from './config/directory.config.js';
 import { LivenessModule } from './liveness/liveness.module.js';
 import { RegistryModule } from './registry/registry.module.js';
@@ -25,6 +26,8 @@ export interface DirectoryDeps {
   verifier: CardVerifier;
   signer?: CardSigner;
   limiter: RateLimiter;
+  /** The process's logger. */
+  logger: Logger;
 }
 
 @Global()
@@ -35,6 +38,7 @@ class CoreModule {
       { provide: DIRECTORY_CONFIG, useValue: deps.config },
       { provide: DATA_SOURCE, useValue: deps.dataSource },
       { provide: REGISTRATION_LIMITER, useValue: deps.limiter },
+      { provide: LOGGER, useValue: deps.logger },
     ];
     return { module: CoreModule, providers, exports: providers.map((p) => p.provide) };
   }

@@ -5,6 +5,7 @@ import { assertKafkaReachable, createKafka, KafkaProbe } from '@mesh/bus';
 import { TopicNames } from '@mesh/contract';
 import { openServiceDatabase, PostgresProbe } from '@mesh/database';
 import { startHttpService } from '@mesh/service';
+import { createLogger, type Logger } from '@mesh/telemetry';
 import { AppModule } from './app.module.js';
 import { CardOutbox } from './card-stream/card-outbox.js';
 import { CardReconciler } from './card-stream/card-reconciler.js';
@@ -38,11 +39,14 @@ export const DIRECTORY_BODY_LIMIT_BYTES = 64 * 1024;
 export interface DirectoryOverrides {
   /** Command-topic creation and card publishing; default the Kafka adapter. */
   cardStream?: CardStream;
+  /** The process's logger (runMain's); defaults to one named `directory` at LOG_LEVEL. */
+  logger?: Logger;
 }
 
 /** Starts the directory: database (created and migrated), Kafka topics, HTTP API, heartbeat consumer, outbox. */
 export async function startDirectory(config: DirectoryConfig, overrides: DirectoryOverrides = {}): Promise<RunningDirectory> {
-  const kafkaOpts = { brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-directory` };
+  const logger = overrides.logger ?? createLogger('directory');
+  const kafkaOpts = { brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-directory`, logger };
   await assertKafkaReachable(kafkaOpts);
   const signer = config.DIRECTORY_SIGNING_JWK
     ? await CardSigner.fromJwk(config.DIRECTORY_SIGNING_JWK as JWK)
@@ -84,10 +88,11 @@ export async function startDirectory(config: DirectoryConfig, overrides: Directo
     }
     const kafkaProbe = new KafkaProbe(kafka);
     cleanups.push(() => kafkaProbe.close());
-    const outbox = new CardOutbox(ds, stream, { sweepMs: 2000 });
+    const outbox = new CardOutbox(ds, stream, { sweepMs: 2000, logger });
     const limit = config.DIRECTORY_REGISTRATIONS_PER_MINUTE;
 
     const app = await startHttpService({
+      logger,
       module: AppModule.forRoot({
         config,
         dataSource: ds,
@@ -97,13 +102,14 @@ export async function startDirectory(config: DirectoryConfig, overrides: Directo
         verifier,
         signer,
         limiter: new TokenBucketLimiter(limit, limit),
+        logger,
       }),
       port: config.DIRECTORY_PORT,
       host: config.HTTP_HOST,
       bodyLimit: `${DIRECTORY_BODY_LIMIT_BYTES}b`,
       configure: (a) => {
         a.use(bodyParserErrors);
-        a.useGlobalFilters(new ProblemFilter());
+        a.useGlobalFilters(new ProblemFilter(logger));
       },
     });
     cleanups.push(() => app.close());
@@ -115,7 +121,7 @@ export async function startDirectory(config: DirectoryConfig, overrides: Directo
     // with it now and whenever a check finds the cards topic behind.
     const reconciler = new CardReconciler(ds, stream, outbox, {
       intervalMs: config.DIRECTORY_RECONCILE_INTERVAL_MS,
-      log: (entry) => process.stderr.write(`${JSON.stringify({ src: 'card-reconciler', ...entry })}\n`),
+      logger,
     });
     cleanups.push(() => reconciler.stop());
     await reconciler.start();

@@ -6,7 +6,7 @@ import { directoryMigrations, DIRECTORY_SCHEMA } from './database/migrations/ind
 
 runMain(
   'directory',
-  async () => startDirectory(loadDirectoryConfig()),
+  async (logger) => startDirectory(loadDirectoryConfig(), { logger }),
   async () => {
     const url = loadDirectoryConfig().DATABASE_URL;
     const ds = await openServiceDatabase({ url, schema: DIRECTORY_SCHEMA, entities: [], migrations: directoryMigrations });

@@ -10,7 +10,7 @@ import { dispatcherMigrations, DISPATCHER_SCHEMA } from './database/migrations/i
 import { TaskService } from './tasks/task.service.js';
 import { TaskProjection } from './tasks/task-projection.js';
 import { TaskLifecycle } from './tasks/task-lifecycle.js';
-import { MeshMetrics } from '@mesh/telemetry';
+import { createLogger, MeshMetrics, type Logger } from '@mesh/telemetry';
 import { PushService, pushNotificationOf } from './push/push.service.js';
 import { DirectoryAgentLookup } from './catalog/agent-catalog.js';
 import { EventFanout } from './events/event-fanout.js';
@@ -39,6 +39,8 @@ export interface DispatcherOverrides {
   wrapProducer?: (producer: CommandProducer) => CommandProducer;
   /** Metrics catalog served on /metrics (tasks by outcome, dedup hits, push deliveries). */
   metrics?: MeshMetrics;
+  /** The process's logger (runMain's); defaults to one named `dispatcher` at LOG_LEVEL. */
+  logger?: Logger;
 }
 
 /** Default partitions of an agent's command topic when its record does not say. */
@@ -49,7 +51,8 @@ const DEFAULT_COMMAND_PARTITIONS = 3;
  * projector, outbox relay, then the HTTP server with `/a2a/:agentId` mounted.
  */
 export async function startDispatcher(config: DispatcherConfig, overrides: DispatcherOverrides = {}): Promise<RunningDispatcher> {
-  const kafkaOpts = { brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-dispatcher` };
+  const logger = overrides.logger ?? createLogger('dispatcher');
+  const kafkaOpts = { brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-dispatcher`, logger };
   await assertKafkaReachable(kafkaOpts);
   const kafka = createKafka(kafkaOpts);
   const metrics = overrides.metrics ?? new MeshMetrics();
@@ -87,6 +90,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
       idleMs: config.OUTBOX_IDLE_MS,
       lingerMs: config.OUTBOX_LINGER_MS,
       maxBackoffMs: 5000,
+      logger,
     });
     relay.start();
     stops.push(() => relay.stop());
@@ -100,22 +104,18 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
         backoffMaxMs: config.PUSH_BACKOFF_MAX_MS,
         timeoutMs: config.PUSH_TIMEOUT_MS,
         pollMs: config.PUSH_POLL_MS,
+        logger,
       },
       metrics,
     );
     push.start();
     stops.push(() => push.stop());
     const projectorGroup = `${config.TOPIC_PREFIX}mesh.dispatcher.projector`;
-    const projector = new EventProjector(
-      kafka,
-      topics.events(),
-      projectorGroup,
-      projection,
-      buses,
-      config.EVENTS_TOPIC_PARTITIONS,
+    const projector = new EventProjector(kafka, topics.events(), projectorGroup, projection, buses, config.EVENTS_TOPIC_PARTITIONS, {
       push,
       metrics,
-    );
+      logger,
+    });
     await projector.start();
     stops.push(() => projector.stop());
     const lifecycle = new TaskLifecycle(
@@ -125,6 +125,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
         deadlineGraceMs: config.DISPATCHER_DEADLINE_GRACE_MS,
         retentionMs: config.DISPATCHER_TASK_RETENTION_MS,
         sweepMs: config.DISPATCHER_LIFECYCLE_SWEEP_MS,
+        logger,
       },
       ({ tenant, agentId, task, reason }) => {
         // Stored with its cancel command and push deliveries already: wake their senders.
@@ -139,6 +140,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
     const fanout = new EventFanout(kafka, topics.events(), `${config.TOPIC_PREFIX}mesh.dispatcher.fanout`, buses, {
       projectorGroup,
       idleMs: config.DISPATCHER_FANOUT_IDLE_MS,
+      logger,
     });
     buses.feedFrom(fanout);
     await fanout.start();
@@ -163,6 +165,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
     const storedTasks = new StoredTaskWatch((taskId, tenant, agentId) => tasks.load(taskId, tenant, agentId), buses, {
       pollMs: config.DISPATCHER_STREAM_POLL_MS,
       hurriedPollMs: config.DISPATCHER_WAIT_POLL_MS,
+      logger,
     });
     const streamSlots = new TenantStreamSlots(config.DISPATCHER_MAX_STREAMS_PER_TENANT);
 
@@ -172,6 +175,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
     let publicUrl = config.DISPATCHER_PUBLIC_URL ?? `http://localhost:${config.DISPATCHER_PORT}`;
     const authenticator = new Authenticator(overrides.auth ?? loadAuthOptions());
     const app = await startHttpService({
+      logger,
       metrics,
       module: AppModule.forRoot([new PostgresProbe(ds), kafkaProbe]),
       port: config.DISPATCHER_PORT,
@@ -189,6 +193,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
             publicUrl: () => publicUrl,
             bodyLimit: config.DISPATCHER_BODY_LIMIT,
             cardMaxAgeSeconds: config.DISPATCHER_CARD_MAX_AGE_S,
+            logger,
             handlerFor: (record, card) =>
               new DispatcherRequestHandler(card, record, tasks, buses, relay, push, {
                 maxBlockingMs: config.DISPATCHER_BLOCKING_TIMEOUT_MS,
@@ -217,7 +222,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
             },
           }),
         );
-        nest.use('/a2a', a2aBodyErrorHandler(config.DISPATCHER_BODY_LIMIT));
+        nest.use('/a2a', a2aBodyErrorHandler(config.DISPATCHER_BODY_LIMIT, logger));
       },
     });
     stops.push(async () => void (await app.close()));

@@ -6,7 +6,7 @@ import { dispatcherMigrations, DISPATCHER_SCHEMA } from './database/migrations/i
 
 runMain(
   'dispatcher',
-  async () => startDispatcher(loadDispatcherConfig()),
+  async (logger) => startDispatcher(loadDispatcherConfig(), { logger }),
   async () => {
     const url = loadDispatcherConfig().DATABASE_URL;
     const ds = await openServiceDatabase({ url, schema: DISPATCHER_SCHEMA, entities: [], migrations: dispatcherMigrations });

@@ -1,5 +1,6 @@
-import { Kafka, logLevel, type KafkaConfig, type LogEntry } from 'kafkajs';
+import { Kafka, logLevel, type KafkaConfig, type LogEntry, type logCreator } from 'kafkajs';
 import { MeshError } from '@mesh/contract';
+import { createLogger, type Logger } from '@mesh/telemetry';
 
 export interface KafkaConnectionOptions {
   brokers: string[];
@@ -8,17 +9,48 @@ export interface KafkaConnectionOptions {
   connectionTimeoutMs?: number;
   /** Overall retries for a request; start-up uses few so a wrong broker address fails fast. */
   retries?: number;
+  /** Where kafkajs logs; without one, a logger named after the client writes to stderr (tools, tests). */
+  logger?: Logger;
 }
 
-/** kafkajs logs go to stderr as one JSON line each, warnings and errors only. */
-function logCreator() {
-  return ({ level, log }: LogEntry) => {
-    if (level > logLevel.WARN) return;
-    const { message, ...extra } = log;
-    process.stderr.write(
-      `${JSON.stringify({ level: level === logLevel.ERROR ? 'error' : 'warn', src: 'kafkajs', msg: message, ...extra })}\n`,
-    );
-  };
+/**
+ * What kafkajs reports while a broker, a group coordinator or a new topic's leaders are still
+ * coming up: it retries these itself, so they are start-up noise, not errors.
+ */
+const STARTUP_RETRIABLE = [
+  /coordinator is loading/i,
+  /coordinator is not available/i,
+  /not the correct coordinator/i,
+  /does not host this topic-partition/i,
+  /not the leader for that topic-partition/i,
+  /no leader for this topic-partition/i,
+  /leader.not.available/i,
+  /group is rebalancing/i,
+  /^Restarting the consumer in \d+ms$/,
+];
+
+/** True for a kafkajs log entry that only says a retriable start-up condition is being retried. */
+export function isStartupRetriable(log: LogEntry['log']): boolean {
+  const text = `${log.message} ${typeof log.error === 'string' ? log.error : ''}`;
+  return STARTUP_RETRIABLE.some((re) => re.test(log.message) || re.test(text));
+}
+
+/**
+ * kafkajs logs into `logger` (as `src: kafkajs`), one line per entry: retriable start-up
+ * conditions at debug without their stack, the rest at its own level.
+ */
+export function kafkaLogCreator(logger: Logger): logCreator {
+  const log = logger.child({ src: 'kafkajs' });
+  return () =>
+    ({ namespace, level, log: entry }: LogEntry) => {
+      const { message, timestamp: _timestamp, stack, ...extra } = entry as LogEntry['log'] & { stack?: string };
+      if (isStartupRetriable(entry)) {
+        log.debug({ namespace, ...extra }, message);
+        return;
+      }
+      const at = level <= logLevel.ERROR ? 'error' : level === logLevel.WARN ? 'warn' : level === logLevel.INFO ? 'info' : 'debug';
+      log[at]({ namespace, ...extra, ...(stack ? { stack } : {}) }, message);
+    };
 }
 
 /** A kafkajs client configured the platform's way. */
@@ -30,7 +62,7 @@ export function createKafka(opts: KafkaConnectionOptions, overrides: Partial<Kaf
     requestTimeout: 30000,
     retry: { retries: opts.retries ?? 8, initialRetryTime: 100, maxRetryTime: 5000 },
     logLevel: process.env.KAFKAJS_LOG === 'debug' ? logLevel.DEBUG : logLevel.ERROR,
-    logCreator,
+    logCreator: kafkaLogCreator(opts.logger ?? createLogger(opts.clientId, undefined, process.stderr)),
     ...overrides,
   });
 }

@@ -5,12 +5,14 @@ import type { NestExpressApplication, NestExpressBodyParserOptionsFor } from '@n
 import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage, Server } from 'node:http';
 import { pinoHttp } from 'pino-http';
-import { createLogger, MeshMetrics, MetricsModule, PinoNestLogger } from '@mesh/telemetry';
+import { createLogger, MeshMetrics, MetricsModule, PinoNestLogger, type Logger } from '@mesh/telemetry';
 import { ServiceLifecycle } from './health.js';
 
 export interface HttpServiceOptions {
   /** Service name for logs (defaults to the entry script's folder name). */
   name?: string;
+  /** The process's logger (Nest's own lines and access logs); without one, a logger named `name`. */
+  logger?: Logger;
   /** Root module of the app (usually a DynamicModule built from validated config). */
   module: unknown;
   port: number;
@@ -51,7 +53,7 @@ export function refuseMalformedUtf8(_req: IncomingMessage, _res: unknown, body: 
  * `/metrics`, and the app's module; marks it ready once listening.
  */
 export async function startHttpService(opts: HttpServiceOptions): Promise<INestApplication> {
-  const logger = createLogger(opts.name ?? serviceNameFromArgv(), process.env.LOG_LEVEL ?? 'warn');
+  const logger = opts.logger ?? createLogger(opts.name ?? serviceNameFromArgv());
   const metrics = opts.metrics ?? new MeshMetrics();
   @Module({ imports: [opts.module as never, MetricsModule.forMetrics(metrics)] })
   class ServiceRootModule {}

@@ -1,27 +1,38 @@
-import { startTelemetry } from '@mesh/telemetry';
+import { createLogger, routeConsoleTo, startTelemetry, type Logger } from '@mesh/telemetry';
+
+/** A fatal line: plain text on stderr, because the process exits right after it. */
+const fatal = (line: string) => void process.stderr.write(`${line}\n`);
 
 /**
- * Runs a service's start-up with tracing on (OTLP export only when OTEL_* variables ask for it).
- * A failure prints one line naming the problem and exits non-zero, instead of a stack trace loop;
- * SIGINT/SIGTERM call `stop` once (graceful drain), a second signal exits at once.
+ * Runs a service's start-up with tracing on (OTLP export only when OTEL_* variables ask for it)
+ * and the process's one logger (JSON lines on stdout at LOG_LEVEL), which `start` hands to each
+ * part; console output of libraries is routed into it. A failure to start prints one plain line
+ * on stderr naming the problem and exits non-zero, instead of a stack trace loop; SIGINT/SIGTERM
+ * call `stop` once (graceful drain), a second signal exits at once.
  */
-export function runMain(name: string, start: () => Promise<{ stop: () => Promise<void> }>, migrate?: () => Promise<void>): void {
+export function runMain(
+  name: string,
+  start: (logger: Logger) => Promise<{ stop: () => Promise<void> }>,
+  migrate?: () => Promise<void>,
+): void {
   if (migrate && process.env.MIGRATE_ONLY === 'true') return runMigrateOnly(name, migrate);
   let stopping = false;
   const telemetry = startTelemetry({ serviceName: `agent-mesh-${name}` });
-  start().then(
+  const logger = createLogger(name);
+  routeConsoleTo(logger);
+  start(logger).then(
     (svc) => {
       const onSignal = (sig: NodeJS.Signals) => {
         if (stopping) process.exit(130);
         stopping = true;
-        console.error(`${name}: ${sig} received, draining`);
+        logger.info({ signal: sig }, 'draining');
         svc
           .stop()
           .then(() => telemetry.shutdown())
           .then(
             () => process.exit(0),
             (err: unknown) => {
-              console.error(`${name}: shutdown failed: ${err instanceof Error ? err.message : String(err)}`);
+              fatal(`${name}: shutdown failed: ${err instanceof Error ? err.message : String(err)}`);
               process.exit(1);
             },
           );
@@ -30,7 +41,7 @@ export function runMain(name: string, start: () => Promise<{ stop: () => Promise
       process.on('SIGTERM', onSignal);
     },
     (err: unknown) => {
-      console.error(`${name}: failed to start: ${err instanceof Error ? err.message : String(err)}`);
+      fatal(`${name}: failed to start: ${err instanceof Error ? err.message : String(err)}`);
       process.exit(1);
     },
   );
@@ -43,11 +54,11 @@ export function runMain(name: string, start: () => Promise<{ stop: () => Promise
 function runMigrateOnly(name: string, migrate: () => Promise<void>): void {
   migrate().then(
     () => {
-      console.error(`${name}: migrations applied (MIGRATE_ONLY)`);
+      process.stderr.write(`${name}: migrations applied (MIGRATE_ONLY)\n`);
       process.exit(0);
     },
     (err: unknown) => {
-      console.error(`${name}: migration failed: ${err instanceof Error ? err.message : String(err)}`);
+      fatal(`${name}: migration failed: ${err instanceof Error ? err.message : String(err)}`);
       process.exit(1);
     },
   );

@@ -6,9 +6,9 @@ import { startBillingTools } from './billing-tools.app.js';
 // Tracing before anything connects (ESM imports above are hoisted anyway; startTelemetry patches kafkajs itself).
 startTelemetry({ serviceName: 'billing-tools' });
 
-runMain('billing-tools', async () => {
+runMain('billing-tools', async (logger) => {
   const config = loadBillingToolsConfig();
   const running = await startBillingTools(config);
-  console.error(`billing-tools: MCP on ${running.mcpUrl}`);
+  logger.info({ mcpUrl: running.mcpUrl }, `MCP on ${running.mcpUrl}`);
   return running;
 });

@@ -1,5 +1,6 @@
 import type { AgentDefinition } from '@mesh/agent-sdk';
 import { MeshError } from '@mesh/contract';
+import { silentLogger, type Logger } from '@mesh/telemetry';
 
 export interface DirectoryRegistrationOptions {
   /** Base URL of the directory, e.g. http://127.0.0.1:8081 */
@@ -7,8 +8,11 @@ export interface DirectoryRegistrationOptions {
   /** Bearer token (JWT or API key) of the tenant that owns the agents. */
   token: string;
   attempts?: number;
-  log?: (entry: Record<string, unknown>) => void;
+  /** The service's logger (lines carry `src: directory-registration`). */
+  logger?: Logger;
 }
+
+const logOf = (opts: DirectoryRegistrationOptions) => (opts.logger ?? silentLogger).child({ src: 'directory-registration' });
 
 interface AgentView {
   tenant: string;
@@ -41,7 +45,7 @@ async function registerOne(agent: AgentDefinition, opts: DirectoryRegistrationOp
   if (current.status === 404) {
     const created = await call(base, opts.token, 'POST', '/v1/agents', { id: agent.id, ...body });
     if (created.status !== 201) throw refused(agent.id, created);
-    opts.log?.({ level: 'info', msg: 'registered agent with the directory', agent: agent.id });
+    logOf(opts).info({ agent: agent.id }, 'registered agent with the directory');
     return;
   }
   if (current.status !== 200) throw refused(agent.id, current);
@@ -62,7 +66,7 @@ async function registerOne(agent: AgentDefinition, opts: DirectoryRegistrationOp
   if (unchanged) return;
   const updated = await call(base, opts.token, 'PUT', `/v1/agents/${agent.id}`, body);
   if (updated.status !== 200) throw refused(agent.id, updated);
-  opts.log?.({ level: 'info', msg: 'updated agent in the directory', agent: agent.id, version: (updated.body as AgentView).version });
+  logOf(opts).info({ agent: agent.id, version: (updated.body as AgentView).version }, 'updated agent in the directory');
 }
 
 async function call(base: string, token: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
@@ -111,7 +115,7 @@ async function withRetries(fn: () => Promise<void>, opts: DirectoryRegistrationO
       return await fn();
     } catch (err) {
       if (!(err instanceof MeshError) || !err.retryable || i >= attempts) throw err;
-      opts.log?.({ level: 'warn', msg: 'directory registration failed; retrying', attempt: i, error: err.message });
+      logOf(opts).warn({ attempt: i, error: err.message }, 'directory registration failed; retrying');
       await new Promise((r) => setTimeout(r, Math.min(5000, 250 * 2 ** i)));
     }
   }

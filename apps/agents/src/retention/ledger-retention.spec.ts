@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createLogger } from '@mesh/telemetry';
 import { LedgerRetention } from './ledger-retention.js';
 
 const none = { tasks: 0, executions: 0, effects: 0, cancellations: 0 };
@@ -14,12 +15,14 @@ test('a failed sweep is logged and tried again at the next tick', async () => {
       return [none];
     },
   };
-  const retention = new LedgerRetention(sql, { retentionMs: 1000, sweepMs: 5, log: (e) => logs.push(e) });
+  const logger = createLogger('agents', 'info', { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
+  const retention = new LedgerRetention(sql, { retentionMs: 1000, sweepMs: 5, logger });
   retention.start();
   for (let i = 0; i < 100 && calls < 2; i++) await new Promise((r) => setTimeout(r, 5));
   await retention.stop();
   assert.ok(calls >= 2, 'swept again after the failure');
   assert.equal(logs[0]?.level, 'warn');
+  assert.equal(logs[0]?.src, 'ledger-retention');
   assert.match(String(logs[0]?.error), /administrator command/);
 });
 

@@ -1,4 +1,5 @@
 import { PeriodicTask } from '@mesh/service';
+import { silentLogger, type Logger } from '@mesh/telemetry';
 import type { SqlRunner } from '../runtime/execution-ledger.js';
 
 export interface LedgerRetentionOptions {
@@ -8,7 +9,8 @@ export interface LedgerRetentionOptions {
   sweepMs: number;
   /** Tasks per statement (default 100); a sweep repeats while batches come back full. */
   batch?: number;
-  log?: (entry: Record<string, unknown>) => void;
+  /** The service's logger (lines carry `src: ledger-retention`). */
+  logger?: Logger;
 }
 
 /** What one sweep deleted. */
@@ -35,15 +37,17 @@ const SETTLED = ['completed', 'failed', 'rejected', 'canceled'];
 export class LedgerRetention {
   private readonly schedule: PeriodicTask;
   private readonly batch: number;
+  private readonly log: Logger;
 
   constructor(
     private readonly sql: SqlRunner,
     private readonly opts: LedgerRetentionOptions,
   ) {
     this.batch = opts.batch ?? 100;
+    this.log = (opts.logger ?? silentLogger).child({ src: 'ledger-retention' });
     this.schedule = new PeriodicTask(() => this.sweep(), {
       intervalMs: opts.sweepMs,
-      onError: (err) => opts.log?.({ level: 'warn', msg: 'ledger retention sweep failed; will retry', error: String(err) }),
+      onError: (err) => this.log.warn({ error: String(err) }, 'ledger retention sweep failed; will retry'),
     });
   }
 
@@ -59,7 +63,7 @@ export class LedgerRetention {
       for (const k of Object.keys(total) as Array<keyof LedgerSweep>) total[k] += n[k];
       if (n.tasks < this.batch && n.cancellations < this.batch) break;
     }
-    if (total.tasks > 0 || total.cancellations > 0) this.opts.log?.({ level: 'info', msg: 'ledger retention sweep', ...total });
+    if (total.tasks > 0 || total.cancellations > 0) this.log.info(total, 'ledger retention sweep');
     return total;
   }
 

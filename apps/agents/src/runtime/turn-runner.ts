@@ -26,7 +26,7 @@ import {
 } from '@mesh/contract';
 import { RetryBudget, type ToolCallScope } from '@mesh/tool-gateway';
 import { trace } from '@opentelemetry/api';
-import { linkFromHeaders, SpanAttr, withSpan } from '@mesh/telemetry';
+import { linkFromHeaders, silentLogger, SpanAttr, withSpan, type Logger } from '@mesh/telemetry';
 import { fromWireMessage, toWireArtifact, toWireMessage, WireState, wireStateOf } from './a2a-wire.js';
 import type { ExecutionLedger } from './execution-ledger.js';
 
@@ -65,7 +65,8 @@ export interface TurnRunnerOptions {
   unknownWaitMs: number;
   /** Retries of read-only tool calls per turn. */
   retryBudget: number;
-  log?: (entry: Record<string, unknown>) => void;
+  /** The service's logger (lines carry `src: turn-runner` and the agent id). */
+  logger?: Logger;
   /** Observes finished turns and dedup hits (metrics). */
   observe?: { turnFinished(state: string): void; dedupHit(): void };
 }
@@ -79,7 +80,11 @@ const SEQ_PER_ATTEMPT = 1_000_000;
  * seq, and records the final events so a redelivered command re-emits them instead of running again.
  */
 export class TurnRunner {
-  constructor(private readonly o: TurnRunnerOptions) {}
+  private readonly log: Logger;
+
+  constructor(private readonly o: TurnRunnerOptions) {
+    this.log = (o.logger ?? silentLogger).child({ src: 'turn-runner', agent: o.agent.id });
+  }
 
   /**
    * Runs `cmd`; `cancel` aborts when a task.cancel arrives for this task, `revoked` when this process
@@ -104,7 +109,7 @@ export class TurnRunner {
     for (;;) {
       const c = await this.o.ledger.claim(claim, owner, this.o.leaseMs);
       if (c.kind === 'finished') {
-        this.o.log?.({ msg: 'execution already finished: re-emitting its final events', executionId: id.executionId });
+        this.log.debug({ executionId: id.executionId }, 'execution already finished: re-emitting its final events');
         this.o.observe?.dedupHit();
         trace.getActiveSpan()?.addEvent('execution already finished', { [SpanAttr.executionId]: id.executionId });
         for (const e of c.events) await this.send(e);
@@ -171,7 +176,7 @@ export class TurnRunner {
         const status = turn.status(wireStateOf(reported.state), reported.message, true);
         const events = [...turn.artifacts, status];
         if (!(await this.o.ledger.finish(id.executionId, owner, { state: outcome.state, reply: reported.message, events }))) {
-          this.o.log?.({ msg: 'lost the execution before finishing; its new owner reports it', executionId: id.executionId });
+          this.log.debug({ executionId: id.executionId }, 'lost the execution before finishing; its new owner reports it');
           return;
         }
         trace.getActiveSpan()?.setAttribute(SpanAttr.outcome, outcome.state);
@@ -253,7 +258,7 @@ export class TurnRunner {
         if (ac.signal.aborted && outcome.state !== 'canceled' && outcome.state !== 'failed')
           outcome = this.outcomeOfError(ac.signal.reason, ac.signal);
         if (lost.signal.aborted) {
-          this.o.log?.({ msg: 'lease lost or command revoked during the turn; not reporting', executionId: id.executionId });
+          this.log.debug({ executionId: id.executionId }, 'lease lost or command revoked during the turn; not reporting');
           trace.getActiveSpan()?.setAttribute(SpanAttr.outcome, 'abandoned');
           clearInterval(renewTimer); // before giving the lease up: a renewal must not take it back
           if (revoked.aborted) await this.o.ledger.abandon(id.executionId, owner).catch(() => undefined);
@@ -264,7 +269,7 @@ export class TurnRunner {
           // and throw: the bus delivers the command again for as long as the outage lasts (transient
           // failures do not count towards its dead-letter limit), and the next attempt runs the turn
           // with the effect ledger keeping every side effect single.
-          this.o.log?.({ level: 'warn', msg: 'a dependency was unavailable during the turn; it runs again', error: String(unavailable) });
+          this.log.warn({ error: String(unavailable) }, 'a dependency was unavailable during the turn; it runs again');
           trace.getActiveSpan()?.setAttribute(SpanAttr.outcome, 'retried');
           clearInterval(renewTimer);
           await this.o.ledger.abandon(id.executionId, owner).catch(() => undefined);
@@ -348,7 +353,7 @@ export class TurnRunner {
     if (code === 'CANCELLED') return Outcomes.canceled('The task was canceled.');
     if (code === 'DEADLINE_EXCEEDED') return Outcomes.failed('The deadline passed before the task finished.');
     const msg = reason instanceof Error ? reason.message : String(reason);
-    this.o.log?.({ level: 'warn', msg: 'handler failed', error: msg });
+    this.log.warn({ error: msg }, 'handler failed');
     return Outcomes.failed(`The agent failed: ${msg}`);
   }
 

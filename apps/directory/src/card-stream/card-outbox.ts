@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { AgentRecord, AgentVisibility } from '@mesh/contract';
+import { silentLogger, type Logger } from '@mesh/telemetry';
 import type { CardStream } from './card-stream.port.js';
 
 interface PendingRow {
@@ -43,12 +44,15 @@ export class CardOutbox {
   private timer?: NodeJS.Timeout;
   /** Last publishing error, for logs and tests. */
   lastError?: unknown;
+  private readonly log: Logger;
 
   constructor(
     private readonly ds: DataSource,
     private readonly stream: CardStream,
-    private readonly opts: { sweepMs: number; batch?: number },
-  ) {}
+    private readonly opts: { sweepMs: number; batch?: number; logger?: Logger },
+  ) {
+    this.log = (opts.logger ?? silentLogger).child({ src: 'card-outbox' });
+  }
 
   /** Publishes everything pending now, and again every `sweepMs`. */
   start(): void {
@@ -77,9 +81,7 @@ export class CardOutbox {
         this.lastError = undefined;
       } catch (err) {
         this.lastError = err;
-        process.stderr.write(
-          `${JSON.stringify({ level: 'warn', src: 'card-outbox', msg: 'publish failed; will retry', err: String(err) })}\n`,
-        );
+        this.log.warn({ err: String(err) }, 'publish failed; will retry');
       } finally {
         this.running = undefined;
       }

@@ -1,4 +1,5 @@
 import type { DataSource } from 'typeorm';
+import { silentLogger, type Logger } from '@mesh/telemetry';
 import type { CardOutbox } from './card-outbox.js';
 import type { CardStream, CardsTopicState } from './card-stream.port.js';
 
@@ -6,7 +7,8 @@ import type { CardStream, CardsTopicState } from './card-stream.port.js';
 export interface CardReconcilerOptions {
   /** How often the cards topic is compared with the database (0: only at start). */
   intervalMs: number;
-  log?: (entry: Record<string, unknown>) => void;
+  /** The service's logger (lines carry `src: card-reconciler`). */
+  logger?: Logger;
 }
 
 /** Why the topic is taken to be behind the database, or undefined when nothing says so. */
@@ -40,13 +42,16 @@ export class CardReconciler {
   private running?: Promise<void>;
   /** Completed full republishes (for tests and logs). */
   republished = 0;
+  private readonly log: Logger;
 
   constructor(
     private readonly ds: DataSource,
     private readonly stream: CardStream,
     private readonly outbox: CardOutbox,
     private readonly opts: CardReconcilerOptions,
-  ) {}
+  ) {
+    this.log = (opts.logger ?? silentLogger).child({ src: 'card-reconciler' });
+  }
 
   /** Republishes everything once (throws if Kafka refuses), then checks every `intervalMs`. */
   async start(): Promise<void> {
@@ -65,7 +70,7 @@ export class CardReconciler {
   /** One check (and a republish when the topic is behind); never throws, overlapping calls coalesce. */
   checkNow(): Promise<void> {
     this.running ??= this.check()
-      .catch((err: unknown) => this.opts.log?.({ level: 'warn', msg: 'cards topic check failed; will retry', err: String(err) }))
+      .catch((err: unknown) => this.log.warn({ err: String(err) }, 'cards topic check failed; will retry'))
       .finally(() => (this.running = undefined));
     return this.running;
   }
@@ -81,7 +86,7 @@ export class CardReconciler {
 
   /** Recreates what is missing and republishes every agent. */
   private async reconcile(why: string): Promise<void> {
-    this.opts.log?.({ level: why === 'start' ? 'info' : 'warn', msg: 'republishing every agent to the cards topic', why });
+    this.log[why === 'start' ? 'info' : 'warn']({ why }, 'republishing every agent to the cards topic');
     await this.stream.ensureSharedTopics();
     await this.ensureCommandTopics(await this.stream.missingCommandTopics(await this.liveIds()));
     await this.ds.query(`UPDATE directory.agent SET published_revision = 0`);
@@ -97,7 +102,7 @@ export class CardReconciler {
       `SELECT id, partitions FROM directory.agent WHERE id = ANY($1::text[]) AND retired_at IS NULL`,
       [ids],
     );
-    this.opts.log?.({ level: 'warn', msg: 'recreating missing command topics', agents: rows.map((r) => r.id) });
+    this.log.warn({ agents: rows.map((r) => r.id) }, 'recreating missing command topics');
     for (const r of rows) await this.stream.ensureCommandTopic(r.id, r.partitions);
   }
 

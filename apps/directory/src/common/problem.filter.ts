@@ -1,6 +1,7 @@
 import { Catch, HttpException, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
 import { MeshError } from '@mesh/contract';
+import { silentLogger, type Logger } from '@mesh/telemetry';
 import { DirectoryError, type DirectoryErrorCode, type FieldError } from './directory.exception.js';
 
 const STATUS: Record<DirectoryErrorCode, number> = {
@@ -64,9 +65,6 @@ function toProblem(err: unknown): { problem: Problem; headers: Record<string, st
     if (status === 400) p.errors = [undecodable(err)];
     return { problem: p, headers };
   }
-  process.stderr.write(
-    `${JSON.stringify({ level: 'error', src: 'directory', msg: 'unhandled error', err: String(err), stack: (err as Error)?.stack })}\n`,
-  );
   return { problem: problem(500, 'INTERNAL', 'internal error'), headers };
 }
 
@@ -89,17 +87,20 @@ function problem(status: number, code: string, detail: string): Problem {
   };
 }
 
-/** Writes a problem as `application/problem+json`. */
-export function sendProblem(res: Response, err: unknown): void {
+/** Writes a problem as `application/problem+json`; an error nothing mapped is logged to `log`. */
+export function sendProblem(res: Response, err: unknown, log: Logger = silentLogger): void {
   const { problem: p, headers } = toProblem(err);
+  if (p.code === 'INTERNAL') log.error({ src: 'directory', err: String(err), stack: (err as Error)?.stack }, 'unhandled error');
   res.status(p.status).set(headers).type('application/problem+json').send(JSON.stringify(p));
 }
 
 /** Maps every error thrown by a handler to a problem body (the only place HTTP statuses are chosen). */
 @Catch()
 export class ProblemFilter implements ExceptionFilter {
+  constructor(private readonly logger: Logger = silentLogger) {}
+
   catch(err: unknown, host: ArgumentsHost): void {
-    sendProblem(host.switchToHttp().getResponse<Response>(), err);
+    sendProblem(host.switchToHttp().getResponse<Response>(), err, this.logger);
   }
 }
 

@@ -2,3 +2,4 @@
 export const DIRECTORY_CONFIG = Symbol('DIRECTORY_CONFIG');
 export const DATA_SOURCE = Symbol('DATA_SOURCE');
 export const CARD_STREAM = Symbol('CARD_STREAM');
+export const LOGGER = Symbol('LOGGER');

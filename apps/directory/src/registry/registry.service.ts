@@ -3,7 +3,8 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { AgentCard } from '@a2a-js/sdk';
 import { DEFAULT_CHANNEL_KEY_TEMPLATE, slugify, TopicNames } from '@mesh/contract';
 import type { Principal } from '@mesh/auth';
-import { CARD_STREAM, DATA_SOURCE, DIRECTORY_CONFIG } from '../common/tokens.js';
+import type { Logger } from '@mesh/telemetry';
+import { CARD_STREAM, DATA_SOURCE, DIRECTORY_CONFIG, LOGGER } from '../common/tokens.js';
 import { DirectoryError } from '../common/directory.exception.js';
 import type { DirectoryConfig } from '../config/directory.config.js';
 import type { CardStream } from '../card-stream/card-stream.port.js';
@@ -44,6 +45,7 @@ const searchDocument = (n: number, d: number, s: number, e: number) => {
 @Injectable()
 export class RegistryService {
   private readonly schemas;
+  private readonly log: Logger;
   readonly topics: TopicNames;
 
   constructor(
@@ -53,7 +55,9 @@ export class RegistryService {
     @Inject(CardOutbox) private readonly outbox: CardOutbox,
     @Inject(CardVerifier) private readonly verifier: CardVerifier,
     @Inject(REGISTRATION_LIMITER) private readonly limiter: RateLimiter,
+    @Inject(LOGGER) logger: Logger,
   ) {
+    this.log = logger.child({ src: 'registry' });
     this.schemas = registrySchemas(config.DIRECTORY_MAX_PARTITIONS);
     this.topics = new TopicNames(config.TOPIC_PREFIX);
   }
@@ -225,9 +229,7 @@ export class RegistryService {
     try {
       await step();
     } catch (cause) {
-      process.stderr.write(
-        `${JSON.stringify({ level: 'error', src: 'registry', msg: 'command topic step failed', agentId: id, err: String(cause) })}\n`,
-      );
+      this.log.error({ agentId: id, err: String(cause) }, 'command topic step failed');
       throw new DirectoryError('UNAVAILABLE', `could not create or grow the command topic: ${String(cause)}`, [], {
         cause,
         retryAfterSec: 5,

@@ -11,7 +11,7 @@ import {
 } from '@a2a-js/sdk/errors';
 import type { Authenticator, Principal } from '@mesh/auth';
 import { context, propagation, trace, ROOT_CONTEXT, SpanKind, SpanStatusCode } from '@opentelemetry/api';
-import { SpanAttr, tracer } from '@mesh/telemetry';
+import { silentLogger, SpanAttr, tracer, type Logger } from '@mesh/telemetry';
 import type { AgentRecord } from '@mesh/contract';
 import { refuseMalformedUtf8 } from '@mesh/service';
 import { buildServedCard } from '../catalog/agent-card.builder.js';
@@ -38,6 +38,8 @@ export interface A2aRouterOptions {
    * when the response closes, however the stream ended), or the refusal when none is left.
    */
   reserveStream?(tenant: string, record: AgentRecord): (() => void) | Refusal;
+  /** The service's logger: failures hidden from callers are logged here (`src: a2a`). */
+  logger?: Logger;
 }
 
 const SEND_METHODS = new Set(['SendMessage', 'SendStreamingMessage']);
@@ -114,9 +116,6 @@ function sendError(req: Request, res: Response, httpStatus: number, jsonRpcCode:
 /** A request that failed validation: JSON-RPC -32602 (HTTP 200), HTTP+JSON 400 INVALID_ARGUMENT. */
 const refuseInvalid: Refuse = (req, res, err) => sendError(req, res, isJsonRpc(req) ? 200 : 400, A2A_ERROR_CODE.INVALID_PARAMS, err);
 
-const logFault = (err: unknown) =>
-  process.stderr.write(`${JSON.stringify({ level: 'error', src: 'a2a', msg: 'request failed', err: String(err).slice(0, 2000) })}\n`);
-
 /**
  * JSON-RPC 2.0 says a parsed body that is not a Request object (batch, wrong `jsonrpc`, no
  * method, bad id type) is -32600 Invalid Request; the SDK would report -32602, so the envelope is
@@ -192,6 +191,8 @@ function jsonRpcVersionGate(card: AgentCard): RequestHandler {
 export function a2aRouter(opts: A2aRouterOptions): express.Router {
   const edges = new Map<string, AgentEdge>();
   const router = express.Router();
+  const log = (opts.logger ?? silentLogger).child({ src: 'a2a' });
+  const logFault = (err: unknown) => log.error({ err: String(err).slice(0, 2000) }, 'request failed');
 
   const edgeFor = (record: AgentRecord): AgentEdge => {
     const key = `${record.version}:${record.updatedAt}`;
@@ -344,7 +345,8 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
  * never matches `/a2a/:agentId`): express never passes errors into a router, only to four-argument
  * handlers.
  */
-export function a2aBodyErrorHandler(bodyLimit: string) {
+export function a2aBodyErrorHandler(bodyLimit: string, logger: Logger = silentLogger) {
+  const log = logger.child({ src: 'a2a' });
   return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
     const e = err as { type?: string; status?: number; message?: string };
     // Relative to `/a2a`: a JSON-RPC request is a POST to `/{agentId}`.
@@ -382,7 +384,7 @@ export function a2aBodyErrorHandler(bodyLimit: string) {
     if (e.status !== undefined && e.status >= 400 && e.status < 500) {
       return fail(e.status, A2A_ERROR_CODE.INVALID_REQUEST, new RequestMalformedError('the request body could not be read'));
     }
-    process.stderr.write(`${JSON.stringify({ level: 'error', src: 'a2a', msg: 'unhandled error', err: String(err) })}\n`);
+    log.error({ err: String(err) }, 'unhandled error');
     return fail(500, A2A_ERROR_CODE.INTERNAL_ERROR, new Error('internal error'));
   };
 }

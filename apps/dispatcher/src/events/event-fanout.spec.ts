@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import type { Kafka } from 'kafkajs';
+import { createLogger } from '@mesh/telemetry';
 import { EventFanout } from './event-fanout.js';
 import { TaskEventBusManager } from './task-event-bus.manager.js';
 
@@ -91,18 +92,12 @@ test('when the projector offsets cannot be read, the fan-out still wakes (readin
     throw new Error('KafkaJSConnectionError: Connection error');
   });
   const buses = new TaskEventBusManager();
-  const fanout = new EventFanout(kafka, 'ev', 'g', buses, { projectorGroup: 'proj', idleMs: 20 });
+  const written: string[] = [];
+  const logger = createLogger('dispatcher', 'warn', { write: (line: string) => void written.push(line) });
+  const fanout = new EventFanout(kafka, 'ev', 'g', buses, { projectorGroup: 'proj', idleMs: 20, logger });
   buses.feedFrom(fanout);
   await fanout.start();
-  const written: string[] = [];
-  const write = process.stderr.write.bind(process.stderr);
-  process.stderr.write = ((chunk: string) => written.push(String(chunk)) > 0) as typeof process.stderr.write;
-  let off: () => void;
-  try {
-    off = await buses.subscribe('t1', () => undefined);
-  } finally {
-    process.stderr.write = write;
-  }
+  const off = await buses.subscribe('t1', () => undefined);
   assert.deepEqual(names(calls), ['pause', 'resume']);
   assert.match(written.join(''), /cannot read the projector offsets/);
   off();

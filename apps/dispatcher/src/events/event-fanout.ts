@@ -3,16 +3,16 @@ import { AgentEvent } from '@a2a-js/sdk/server';
 import { Artifact, TaskStatus } from '@a2a-js/sdk';
 import { decodeEnvelope, newId, type TaskEvent } from '@mesh/contract';
 import { IntervalCommitter } from '@mesh/bus';
+import { silentLogger, type Logger } from '@mesh/telemetry';
 import type { EventFeed, TaskEventBusManager } from './task-event-bus.manager.js';
-
-const log = (level: string, msg: string, extra: Record<string, unknown> = {}) =>
-  process.stderr.write(`${JSON.stringify({ level, src: 'event-fanout', msg, ...extra })}\n`);
 
 export interface EventFanoutOptions {
   /** The projector's consumer group: its committed offsets mark what is stored. */
   projectorGroup: string;
   /** How long the fan-out goes on reading after the last follower here left. */
   idleMs: number;
+  /** The service's logger (lines carry `src: event-fanout`). */
+  logger?: Logger;
 }
 
 /**
@@ -37,6 +37,7 @@ export class EventFanout implements EventFeed {
   private wanted = false;
   private waking?: Promise<void>;
   private idleTimer?: NodeJS.Timeout;
+  private readonly log: Logger;
 
   constructor(
     private readonly kafka: Kafka,
@@ -46,6 +47,7 @@ export class EventFanout implements EventFeed {
     private readonly opts: EventFanoutOptions,
   ) {
     this.groupId = `${groupPrefix}.${newId()}`;
+    this.log = (opts.logger ?? silentLogger).child({ src: 'event-fanout' });
   }
 
   /** Resolves once the group has joined; the fan-out then rests until the first follower. */
@@ -70,7 +72,7 @@ export class EventFanout implements EventFeed {
         try {
           env = decodeEnvelope({ headers: message.headers, value: message.value });
         } catch (err) {
-          log('warn', 'undecodable event skipped', { err: String(err) });
+          this.log.warn({ err: String(err) }, 'undecodable event skipped');
           return;
         }
         if (env.kind !== 'task.status' && env.kind !== 'task.artifact') return;
@@ -114,7 +116,7 @@ export class EventFanout implements EventFeed {
       for (const { partition, offset } of await this.storedFrontier()) consumer.seek({ topic: this.topic, partition, offset });
     } catch (err) {
       // Reading on from where it rested misses only events that were not stored when it rested.
-      log('warn', 'cannot read the projector offsets; the fan-out reads on from where it rested', { err: String(err) });
+      this.log.warn({ err: String(err) }, 'cannot read the projector offsets; the fan-out reads on from where it rested');
     }
     consumer.resume([{ topic: this.topic }]);
     this.resting = false;

@@ -5,11 +5,17 @@ import type { TaskEvent } from '@mesh/contract';
 import type { TaskProjection } from '../tasks/task-projection.js';
 import type { TaskEventBusManager } from './task-event-bus.manager.js';
 import type { PushService } from '../push/push.service.js';
-import type { MeshMetrics } from '@mesh/telemetry';
+import { silentLogger, type Logger, type MeshMetrics } from '@mesh/telemetry';
 import { isSettled, outcomeLabel } from '../tasks/task-state.js';
 
-const log = (level: string, msg: string, extra: Record<string, unknown> = {}) =>
-  process.stderr.write(`${JSON.stringify({ level, src: 'event-projector', msg, ...extra })}\n`);
+/** What the projector also feeds, and where it logs. */
+export interface EventProjectorOptions {
+  push?: PushService;
+  /** Settled turns are counted here (`mesh_tasks_total`). */
+  metrics?: MeshMetrics;
+  /** The service's logger (lines carry `src: event-projector`). */
+  logger?: Logger;
+}
 
 /**
  * Consumes the agents' event topic (key: task id) with the bus's keyed consumer: events of one
@@ -21,6 +27,9 @@ const log = (level: string, msg: string, extra: Record<string, unknown> = {}) =>
  */
 export class EventProjector {
   private consumer?: BusConsumer;
+  private readonly push?: PushService;
+  private readonly metrics?: MeshMetrics;
+  private readonly log: Logger;
 
   constructor(
     private readonly kafka: Kafka,
@@ -29,10 +38,12 @@ export class EventProjector {
     private readonly tasks: TaskProjection,
     private readonly buses: TaskEventBusManager,
     private readonly partitions: number,
-    private readonly push?: PushService,
-    /** Settled turns are counted here (`mesh_tasks_total`). */
-    private readonly metrics?: MeshMetrics,
-  ) {}
+    opts: EventProjectorOptions = {},
+  ) {
+    this.push = opts.push;
+    this.metrics = opts.metrics;
+    this.log = (opts.logger ?? silentLogger).child({ src: 'event-projector' });
+  }
 
   async start(): Promise<void> {
     const admin = new BusAdmin(this.kafka);
@@ -48,7 +59,7 @@ export class EventProjector {
       commitIntervalMs: 200,
       // A dead replica's partitions move to the others after 10 s, not kafkajs's default 30 s.
       consumerConfig: { maxWaitTimeInMs: 100, sessionTimeout: 10000, heartbeatInterval: 1000 },
-      onError: (err, what) => log('warn', what, { err: String(err) }),
+      onError: (err, what) => this.log.warn({ err: String(err) }, what),
     });
     // A task's events queued together (an artifact and the COMPLETED behind it) are projected in
     // one write; if that fails the consumer retries them one at a time (then dead-letters).
@@ -56,14 +67,14 @@ export class EventProjector {
       const events: TaskEvent[] = [];
       for (const { envelope } of records) {
         if (envelope.kind === 'task.status' || envelope.kind === 'task.artifact') events.push(envelope);
-        else log('warn', 'skipped a command on the event topic', { kind: envelope.kind });
+        else this.log.warn({ kind: envelope.kind }, 'skipped a command on the event topic');
       }
       if (events.length === 0) return;
       try {
         await this.project(events);
       } catch (err) {
         // The consumer retries (then dead-letters); say why, once per attempt.
-        log('warn', 'projecting events failed', { taskId: events[0].identity.taskId, attempt: records[0].ctx.attempt, err: String(err) });
+        this.log.warn({ taskId: events[0].identity.taskId, attempt: records[0].ctx.attempt, err: String(err) }, 'projecting events failed');
         throw err;
       }
     });

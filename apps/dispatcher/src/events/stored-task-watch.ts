@@ -1,7 +1,5 @@
 import type { Task } from '@a2a-js/sdk';
-
-const log = (level: string, msg: string, extra: Record<string, unknown> = {}) =>
-  process.stderr.write(`${JSON.stringify({ level, src: 'stored-task-watch', msg, ...extra })}\n`);
+import { silentLogger, type Logger } from '@mesh/telemetry';
 
 /** Reads a task as stored, scoped to its tenant and agent (undefined: not there). */
 export type StoredTaskReader = (taskId: string, tenant: string, agentId: string) => Promise<Task | undefined>;
@@ -16,6 +14,8 @@ export interface StoredTaskWatchOptions {
   pollMs: number;
   /** Re-read interval once a watcher expects the task to settle soon (a settling event was seen). */
   hurriedPollMs: number;
+  /** The service's logger (lines carry `src: stored-task-watch`). */
+  logger?: Logger;
 }
 
 /** One watcher's handle on a task's stored changes. */
@@ -51,12 +51,15 @@ interface Poll {
  */
 export class StoredTaskWatch {
   private readonly polls = new Map<string, Poll>();
+  private readonly log: Logger;
 
   constructor(
     private readonly read: StoredTaskReader,
     private readonly local: LocalCommits,
     private readonly opts: StoredTaskWatchOptions,
-  ) {}
+  ) {
+    this.log = (opts.logger ?? silentLogger).child({ src: 'stored-task-watch' });
+  }
 
   /** Calls `listener` with each stored change of the task (as committed) until `close`. */
   watch(taskId: string, tenant: string, agentId: string, listener: (task: Task) => void): StoredTaskWatcher {
@@ -121,7 +124,7 @@ export class StoredTaskWatch {
         },
         (err: unknown) => {
           poll.reading = false;
-          log('warn', 'reading a followed task failed; retrying at the next poll', { taskId, err: String(err) });
+          this.log.warn({ taskId, err: String(err) }, 'reading a followed task failed; retrying at the next poll');
           if (this.polls.get(key) === poll) this.schedule(key, poll, taskId, tenant, agentId);
         },
       );

@@ -1,8 +1,6 @@
 import type { DataSource } from 'typeorm';
+import { silentLogger, type Logger } from '@mesh/telemetry';
 import type { CommandProducer } from './command-producer.js';
-
-const log = (level: string, msg: string, extra: Record<string, unknown> = {}) =>
-  process.stderr.write(`${JSON.stringify({ level, src: 'outbox-relay', msg, ...extra })}\n`);
 
 export interface OutboxRelayOptions {
   batchSize: number;
@@ -11,6 +9,8 @@ export interface OutboxRelayOptions {
   /** After a wake-up, wait this long so one batch carries the commands of concurrent accepts. */
   lingerMs?: number;
   maxBackoffMs: number;
+  /** The service's logger (lines carry `src: outbox-relay`). */
+  logger?: Logger;
 }
 
 /**
@@ -25,12 +25,15 @@ export class OutboxRelay {
   private wake?: () => void;
   private kicked = false;
   private failures = 0;
+  private readonly log: Logger;
 
   constructor(
     private readonly ds: DataSource,
     private readonly producer: CommandProducer,
     private readonly opts: OutboxRelayOptions,
-  ) {}
+  ) {
+    this.log = (opts.logger ?? silentLogger).child({ src: 'outbox-relay' });
+  }
 
   start(): void {
     this.running = true;
@@ -65,12 +68,12 @@ export class OutboxRelay {
         if (this.kicked && this.opts.lingerMs) await new Promise((r) => setTimeout(r, this.opts.lingerMs));
         this.kicked = false;
         moved = await this.drainOnce();
-        if (this.failures > 0) log('info', 'delivering again', { after: this.failures });
+        if (this.failures > 0) this.log.info({ after: this.failures }, 'delivering again');
         this.failures = 0;
       } catch (err) {
         this.failures += 1;
         if (this.failures === 1 || this.failures % 10 === 0)
-          log('warn', 'cannot deliver commands yet; will retry', { failures: this.failures, err: String(err) });
+          this.log.warn({ failures: this.failures, err: String(err) }, 'cannot deliver commands yet; will retry');
         await this.sleep(Math.min(this.opts.maxBackoffMs, 100 * 2 ** Math.min(this.failures, 10)));
         continue;
       }

@@ -3,7 +3,7 @@ import { RequestMalformedError, TaskNotFoundError } from '@a2a-js/sdk/errors';
 import type { DataSource } from 'typeorm';
 import { EgressPolicy, EgressRefused, PinnedHttpClient } from '@mesh/egress';
 import { newId, type TaskEvent } from '@mesh/contract';
-import type { MeshMetrics } from '@mesh/telemetry';
+import { silentLogger, type Logger, type MeshMetrics } from '@mesh/telemetry';
 import { StatementBatcher } from '@mesh/database';
 import { toAgentEvent } from '../events/event-fanout.js';
 import type { PushNotification } from '../tasks/task-projection.js';
@@ -21,6 +21,8 @@ export interface PushOptions {
   backoffMaxMs: number;
   timeoutMs: number;
   pollMs: number;
+  /** The service's logger (lines carry `src: push`). */
+  logger?: Logger;
 }
 
 interface ConfigRow {
@@ -92,6 +94,7 @@ async function insertDeliveries(ds: DataSource, events: DeliveryEvent[]): Promis
 export class PushService {
   private readonly http: PinnedHttpClient;
   private readonly policy: EgressPolicy;
+  private readonly log: Logger;
   private timer?: NodeJS.Timeout;
   private running?: Promise<void>;
   private stopped = false;
@@ -103,6 +106,7 @@ export class PushService {
     private readonly opts: PushOptions,
     private readonly metrics?: MeshMetrics,
   ) {
+    this.log = (opts.logger ?? silentLogger).child({ src: 'push' });
     this.policy = new EgressPolicy({ allowCidrs: opts.allowCidrs });
     this.http = new PinnedHttpClient(this.policy);
     this.deliveries = new StatementBatcher((events) => insertDeliveries(ds, events), { maxBatch: 256, maxInFlight: 4 });
@@ -201,7 +205,7 @@ export class PushService {
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.running = this.deliverDue()
-        .catch((err) => process.stderr.write(`${JSON.stringify({ level: 'warn', src: 'push', msg: 'delivery loop', err: String(err) })}\n`))
+        .catch((err) => this.log.warn({ err: String(err) }, 'delivery loop'))
         .then((more) => {
           this.running = undefined;
           this.schedule(more ? 0 : this.opts.pollMs);

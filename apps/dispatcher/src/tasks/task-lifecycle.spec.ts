@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Task } from '@a2a-js/sdk';
+import { createLogger } from '@mesh/telemetry';
 import { TaskLifecycle } from './task-lifecycle.js';
 import type { ExpiredTask, TaskService } from './task.service.js';
 
@@ -54,24 +55,19 @@ test('a failed sweep (database down) is logged and the next one runs; stop() end
   const { tasks, calls } = fakeTasks([new Error('connection refused'), [expired('9')]], []);
   const told: string[] = [];
   const lines: string[] = [];
-  const write = process.stderr.write.bind(process.stderr);
-  process.stderr.write = ((chunk: string) => (lines.push(String(chunk)), true)) as typeof process.stderr.write;
+  const logger = createLogger('dispatcher', 'warn', { write: (line: string) => void lines.push(line) });
   const lifecycle = new TaskLifecycle(
     tasks,
     () => undefined,
-    { deadlineGraceMs: 0, retentionMs: 0, sweepMs: 20 },
+    { deadlineGraceMs: 0, retentionMs: 0, sweepMs: 20, logger },
     (t) => told.push(t.task.id),
   );
-  try {
-    lifecycle.start();
-    for (let i = 0; i < 100 && told.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
-    await lifecycle.stop();
-  } finally {
-    process.stderr.write = write;
-  }
+  lifecycle.start();
+  for (let i = 0; i < 100 && told.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+  await lifecycle.stop();
   assert.deepEqual(told, ['9'], 'the sweep after the failure failed the task');
   assert.ok(
-    lines.some((l) => /lifecycle sweep failed; will retry.*connection refused/.test(l)),
+    lines.some((l) => /"level":"warn".*"src":"task-lifecycle".*connection refused.*lifecycle sweep failed; will retry/.test(l)),
     lines.join(''),
   );
   const after = calls.expire;

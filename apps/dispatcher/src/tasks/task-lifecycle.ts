@@ -1,5 +1,6 @@
 import type { AgentRecord } from '@mesh/contract';
 import { PeriodicTask } from '@mesh/service';
+import { silentLogger, type Logger } from '@mesh/telemetry';
 import type { ExpiredTask, TaskService } from './task.service.js';
 
 export interface TaskLifecycleOptions {
@@ -11,10 +12,9 @@ export interface TaskLifecycleOptions {
   sweepMs: number;
   /** Tasks per statement (default 100); a sweep repeats while batches come back full. */
   batch?: number;
+  /** The service's logger (lines carry `src: task-lifecycle`). */
+  logger?: Logger;
 }
-
-const log = (level: string, msg: string, extra: Record<string, unknown> = {}): void =>
-  void process.stderr.write(`${JSON.stringify({ level, src: 'task-lifecycle', msg, ...extra })}\n`);
 
 /**
  * The two ends of a task's life the API never touches (DESIGN §4, lifecycle): a task whose
@@ -24,6 +24,7 @@ const log = (level: string, msg: string, extra: Record<string, unknown> = {}): v
 export class TaskLifecycle {
   private readonly schedule: PeriodicTask;
   private readonly batch: number;
+  private readonly log: Logger;
 
   constructor(
     private readonly tasks: TaskService,
@@ -33,9 +34,10 @@ export class TaskLifecycle {
     private readonly expired: (t: ExpiredTask) => void,
   ) {
     this.batch = opts.batch ?? 100;
+    this.log = (opts.logger ?? silentLogger).child({ src: 'task-lifecycle' });
     this.schedule = new PeriodicTask(() => this.sweep(), {
       intervalMs: opts.sweepMs,
-      onError: (err) => log('warn', 'lifecycle sweep failed; will retry', { err: String(err) }),
+      onError: (err) => this.log.warn({ err: String(err) }, 'lifecycle sweep failed; will retry'),
     });
   }
 
@@ -60,7 +62,7 @@ export class TaskLifecycle {
         if (n < this.batch) break;
       }
     }
-    if (expired > 0 || deleted > 0) log('info', 'lifecycle sweep', { expired, deleted });
+    if (expired > 0 || deleted > 0) this.log.info({ expired, deleted }, 'lifecycle sweep');
     return { expired, deleted };
   }
 
