@@ -87,7 +87,7 @@ test('out of order: an event older than the last applied one is ignored; COMPLET
   );
   await eventually('artifact stored', async () => (await get(task.id)).artifacts.length === 1);
   assert.equal((await get(task.id)).status?.state, TaskState.TASK_STATE_SUBMITTED, 'seq 0 after seq 1 is late and ignored');
-  await publish(Envelopes.status(id, { seq: 2, state: 'completed', final: true }));
+  await publish(Envelopes.status(id, { seq: 2, state: 'TASK_STATE_COMPLETED', final: true }));
   const done = await eventually('completed', async () => {
     const t = await get(task.id);
     return t.status?.state === TaskState.TASK_STATE_COMPLETED ? t : undefined;

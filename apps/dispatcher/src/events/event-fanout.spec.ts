@@ -51,7 +51,7 @@ test('the fan-out rests from the start; the first follower wakes it at the proje
     },
   ]);
   const buses = new TaskEventBusManager();
-  const fanout = new EventFanout(kafka, 'ev', 'g', buses, { projectorGroup: 'proj', idleMs: 20 });
+  const fanout = new EventFanout(kafka, 'ev', (id) => `g.${id}`, buses, { projectorGroup: 'proj', idleMs: 20 });
   buses.feedFrom(fanout);
   await fanout.start();
   assert.deepEqual(names(calls), ['pause']);
@@ -75,7 +75,7 @@ test('the fan-out rests from the start; the first follower wakes it at the proje
 test('a follower who comes back within the idle time keeps it reading', async () => {
   const { kafka, calls } = fakeKafka(async () => [{ topic: 'ev', partitions: [{ partition: 0, offset: '1' }] }]);
   const buses = new TaskEventBusManager();
-  const fanout = new EventFanout(kafka, 'ev', 'g', buses, { projectorGroup: 'proj', idleMs: 40 });
+  const fanout = new EventFanout(kafka, 'ev', (id) => `g.${id}`, buses, { projectorGroup: 'proj', idleMs: 40 });
   buses.feedFrom(fanout);
   await fanout.start();
   (await buses.subscribe('t1', () => undefined))();
@@ -91,7 +91,7 @@ test('when the projector offsets cannot be read, the fan-out still wakes (readin
     throw new Error('KafkaJSConnectionError: Connection error');
   });
   const buses = new TaskEventBusManager();
-  const fanout = new EventFanout(kafka, 'ev', 'g', buses, { projectorGroup: 'proj', idleMs: 20 });
+  const fanout = new EventFanout(kafka, 'ev', (id) => `g.${id}`, buses, { projectorGroup: 'proj', idleMs: 20 });
   buses.feedFrom(fanout);
   await fanout.start();
   const written: string[] = [];
