@@ -64,7 +64,12 @@ export class ConsumerGroups {
 
   /** The agents runtime's workers of one agent, reading its command topic. */
   agentWorkers(agentId: string): string {
-    return `${this.prefix}agents.${checkedAgentId(agentId)}`;
+    return `${this.agentWorkersPrefix()}${checkedAgentId(agentId)}`;
+  }
+
+  /** What every agent's worker group name starts with (tools that watch them match on it). */
+  agentWorkersPrefix(): string {
+    return `${this.prefix}agents.`;
   }
 
   /** The dispatcher's event projector (one group over all replicas): its offsets mark what is stored. */
