@@ -1,8 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { KafkaMessage } from 'kafkajs';
-import { Headers, MeshError, normalizeHeaders, TopicNames } from '@mesh/contract';
-import { BusConsumer, DeadLetterHeaders, replayDeadLetters } from '@mesh/bus';
+import { anyTransient, Headers, MeshError, normalizeHeaders, TopicNames } from '@mesh/contract';
+import { BusConsumer, DeadLetterHeaders, isTransientKafkaError, replayDeadLetters } from '@mesh/bus';
+import { isTransientPostgresError } from '@mesh/database';
 import { eventually, uniquePrefix } from '../support/infra.js';
 import { cleanup, runCommand, testKafka, testTopic } from '../support/bus.js';
 
@@ -153,6 +154,8 @@ test('a dependency that is briefly unreachable (e.g. Postgres restarting) never 
     topics: [topic],
     fromBeginning: true,
     retry: { maxAttempts: 3, initialBackoffMs: 10, maxBackoffMs: 50 },
+    // As the apps whose handlers write to Postgres configure it.
+    isTransient: anyTransient(isTransientKafkaError, isTransientPostgresError),
   });
   cleanup(() => consumer.stop());
   await consumer.start(async (env, ctx) => {
