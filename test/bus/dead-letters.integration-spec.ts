@@ -26,7 +26,7 @@ async function readAll(topic: string, expected: number): Promise<KafkaMessage[]>
 
 test('poison, non-retryable and exhausted messages go to the DLQ with their headers; others retry; replay puts them back', async () => {
   const prefix = uniquePrefix('dlq');
-  const topic = `${prefix}mesh.agent.echo.commands`;
+  const topic = new TopicNames(prefix).commands('echo');
   const dlq = new TopicNames(prefix).deadLetters(topic);
   const { producer } = await testTopic(kafka, topic, 1);
 
@@ -142,7 +142,7 @@ test('a dead letter that cannot be written keeps its record unfinished until the
 
 test('a dependency that is briefly unreachable (e.g. Postgres restarting) never sends good work to the DLQ', async () => {
   const prefix = uniquePrefix('dlq-transient');
-  const topic = `${prefix}mesh.agent.echo.commands`;
+  const topic = new TopicNames(prefix).commands('echo');
   const { producer } = await testTopic(kafka, topic, 1);
   await producer.send(topic, 'acme:echo', runCommand('acme', 'db-down', 0));
   await producer.send(topic, 'acme:echo', runCommand('acme', 'next', 0));
