@@ -12,7 +12,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { BusAdmin, BusConsumer, BusProducer, createKafka } from '@mesh/bus';
-import { decodeEnvelope, encodeEnvelope, Envelopes } from '@mesh/contract';
+import { decodeEnvelope, encodeEnvelope, Envelopes, TopicNames } from '@mesh/contract';
 
 const args = process.argv.slice(2);
 const flag = (name, dflt) => {
@@ -61,7 +61,7 @@ async function main() {
   const topic = async (name, partitions) => {
     const t = `${prefix}${name}`;
     await admin.ensureTopic(t, { partitions });
-    topics.push(t, `${t}.dlq`);
+    topics.push(t, new TopicNames().deadLetters(t));
     return t;
   };
   const result = {

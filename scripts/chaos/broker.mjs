@@ -4,7 +4,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { decodeEnvelope } from '@mesh/contract';
+import { ConsumerGroups, decodeEnvelope } from '@mesh/contract';
 
 export class ChaosBroker {
   /** `port`, `controllerPort`, `home` as for scripts/kafka.sh (KAFKA_PORT, KAFKA_CONTROLLER_PORT, KAFKA_HOME_DIR). */
@@ -77,7 +77,8 @@ export class ChaosBroker {
 export async function workLag(kafka, prefix, timeoutMs = 60000) {
   const a = kafka.admin();
   await a.connect();
-  const workGroup = (g) => g === `${prefix}mesh.dispatcher.projector` || g.startsWith(`${prefix}agents.`);
+  const groups = new ConsumerGroups(prefix);
+  const workGroup = (g) => g === groups.dispatcherProjector() || g.startsWith(groups.agentWorkersPrefix());
   try {
     const until = Date.now() + timeoutMs;
     let total;
@@ -99,7 +100,7 @@ export async function workLag(kafka, prefix, timeoutMs = 60000) {
             groupLag += Math.max(0, Number(end?.offset ?? 0) - Number(p.offset));
           }
         }
-        const restingFeed = g.groupId.startsWith(`${prefix}mesh.dispatcher.fanout.`) && g.members.length > 0;
+        const restingFeed = g.groupId.startsWith(groups.dispatcherFanoutPrefix()) && g.members.length > 0;
         if (restingFeed) continue;
         if (g.members.length > 0 || workGroup(g.groupId)) total += groupLag;
         else if (groupLag > 0) dead[g.groupId] = groupLag;

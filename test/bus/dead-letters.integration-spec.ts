@@ -1,8 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { KafkaMessage } from 'kafkajs';
-import { Headers, MeshError, normalizeHeaders, TopicNames } from '@mesh/contract';
-import { BusConsumer, DeadLetterHeaders, replayDeadLetters } from '@mesh/bus';
+import { anyTransient, Headers, MeshError, normalizeHeaders, TopicNames } from '@mesh/contract';
+import { BusConsumer, DeadLetterHeaders, isTransientKafkaError, replayDeadLetters } from '@mesh/bus';
+import { isTransientPostgresError } from '@mesh/database';
 import { eventually, uniquePrefix } from '../support/infra.js';
 import { cleanup, runCommand, testKafka, testTopic } from '../support/bus.js';
 
@@ -25,7 +26,7 @@ async function readAll(topic: string, expected: number): Promise<KafkaMessage[]>
 
 test('poison, non-retryable and exhausted messages go to the DLQ with their headers; others retry; replay puts them back', async () => {
   const prefix = uniquePrefix('dlq');
-  const topic = `${prefix}mesh.agent.echo.commands`;
+  const topic = new TopicNames(prefix).commands('echo');
   const dlq = new TopicNames(prefix).deadLetters(topic);
   const { producer } = await testTopic(kafka, topic, 1);
 
@@ -141,7 +142,7 @@ test('a dead letter that cannot be written keeps its record unfinished until the
 
 test('a dependency that is briefly unreachable (e.g. Postgres restarting) never sends good work to the DLQ', async () => {
   const prefix = uniquePrefix('dlq-transient');
-  const topic = `${prefix}mesh.agent.echo.commands`;
+  const topic = new TopicNames(prefix).commands('echo');
   const { producer } = await testTopic(kafka, topic, 1);
   await producer.send(topic, 'acme:echo', runCommand('acme', 'db-down', 0));
   await producer.send(topic, 'acme:echo', runCommand('acme', 'next', 0));
@@ -153,6 +154,8 @@ test('a dependency that is briefly unreachable (e.g. Postgres restarting) never 
     topics: [topic],
     fromBeginning: true,
     retry: { maxAttempts: 3, initialBackoffMs: 10, maxBackoffMs: 50 },
+    // As the apps whose handlers write to Postgres configure it.
+    isTransient: anyTransient(isTransientKafkaError, isTransientPostgresError),
   });
   cleanup(() => consumer.stop());
   await consumer.start(async (env, ctx) => {

@@ -51,7 +51,7 @@ test('@EventPattern handlers receive envelopes; their non-retryable errors reach
   await producer.send(topic, 'acme:echo', run);
   await producer.send(topic, 'acme:echo', Envelopes.cancel(run.identity, { reason: 'user' }));
   // No @EventPattern('task.status') handler in this app.
-  await producer.send(topic, 'acme:echo', Envelopes.status(run.identity, { seq: 0, state: 'working', final: false }));
+  await producer.send(topic, 'acme:echo', Envelopes.status(run.identity, { seq: 0, state: 'TASK_STATE_WORKING', final: false }));
   await eventually('task.run handled', () => received.some((r) => r.task === 'task-1'));
   assert.match(received[0].offset, /^\d+$/);
 

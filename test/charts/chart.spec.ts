@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
+import { ConsumerGroups, TopicNames } from '@mesh/contract';
 import { Secret } from 'kubernetes-models/v1/Secret';
 import { Service } from 'kubernetes-models/v1/Service';
 import { Deployment, type IDeployment } from 'kubernetes-models/apps/v1/Deployment';
@@ -203,12 +204,13 @@ test('KEDA on: one kafka ScaledObject per agent group on its command topics and 
     assert.deepEqual(so.spec!.advanced!.horizontalPodAutoscalerConfig!.behavior!.scaleDown!.policies, [{ type: 'Pods', value: 1, periodSeconds: 60 }]);
     assert.deepEqual(
       so.spec!.triggers.map((t) => [t.type, t.metadata.topic]),
-      g.agentIds.map((id) => ['kafka', `prod.mesh.agent.${id}.commands`]),
+      g.agentIds.map((id) => ['kafka', new TopicNames('prod.').commands(id)]),
     );
     for (const [i, t] of so.spec!.triggers.entries()) {
       assert.equal(t.metadata.bootstrapServers, 'k1:9092,k2:9092');
-      // KEDA reads the lag of the group the agents runtime joins for that agent: {prefix}agents.{id}.
-      assert.equal(t.metadata.consumerGroup, `prod.agents.${g.agentIds[i]}`);
+      // KEDA reads the lag of the group the agents runtime joins for that agent (the template spells
+      // the contract's name out: Helm cannot import it, so this checks they agree).
+      assert.equal(t.metadata.consumerGroup, new ConsumerGroups('prod.').agentWorkers(g.agentIds[i]));
       assert.equal(t.metadata.lagThreshold, String(g.autoscaling.lagThreshold));
       assert.equal(t.metadata.allowIdleConsumers, 'false');
       assert.equal(t.metadata.offsetResetPolicy, 'earliest');

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import type { OutgoingHttpHeaders } from 'node:http';
 import { logLevel } from 'kafkajs';
 import { createKafka } from '@mesh/bus';
+import { TopicNames } from '@mesh/contract';
 import { eventually, sql, testRun } from '../support/infra.js';
 import { rawRequest } from '../support/raw-http.js';
 import { sendRaw } from '../fuzz/fuzz-support.js';
@@ -48,7 +49,7 @@ test('NUL or a lone surrogate in card fields on POST is 400 naming the field, an
 
 test('NUL or a lone surrogate in card fields on PUT is 400 naming the field; the version and the topic stay', async () => {
   const meta = async () =>
-    (await admin.fetchTopicMetadata({ topics: [`${prefix}mesh.agent.hi-agent.commands`] })).topics[0].partitions.length;
+    (await admin.fetchTopicMetadata({ topics: [new TopicNames(prefix).commands('hi-agent')] })).topics[0].partitions.length;
   const partitions = await meta();
   names(await api(KEYS.acme, 'PUT', '/v1/agents/hi-agent', { card: card('Hi\u0000'), channel: { partitions: 9 } }), 'card.name');
   names(

@@ -1,5 +1,6 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { ConsumerGroups } from '@mesh/contract';
 import { eventually } from '../support/infra.js';
 import { agentRecord, publishAgents, rawRequest, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { jsonMessage } from '../support/a2a-fixtures.js';
@@ -71,7 +72,7 @@ test('a backlog over the limit (consumer lag of the agent workers group) refuses
   await admin.connect();
   await admin.createTopics({ topics: [{ topic: env.topics.commands('full'), numPartitions: 2 }], waitForLeaders: true });
   await admin.setOffsets({
-    groupId: `${env.prefix}agents.full`,
+    groupId: new ConsumerGroups(env.prefix).agentWorkers('full'),
     topic: env.topics.commands('full'),
     partitions: [0, 1].map((p) => ({ partition: p, offset: '0' })),
   });

@@ -1,7 +1,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { TaskState, type Task } from '@a2a-js/sdk';
-import { encodeEnvelope, Envelopes, type Envelope, type Identity } from '@mesh/contract';
+import { ConsumerGroups, encodeEnvelope, Envelopes, type Envelope, type Identity } from '@mesh/contract';
 import { eventually } from '../support/infra.js';
 import { a2aClient, agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { artifactText, sendRequest, userMessage } from '../support/a2a-fixtures.js';
@@ -47,7 +47,10 @@ async function projectorCaughtUp(): Promise<boolean> {
   await admin.connect();
   try {
     const high = await admin.fetchTopicOffsets(env.topics.events());
-    const [committed] = await admin.fetchOffsets({ groupId: `${env.prefix}mesh.dispatcher.projector`, topics: [env.topics.events()] });
+    const [committed] = await admin.fetchOffsets({
+      groupId: new ConsumerGroups(env.prefix).dispatcherProjector(),
+      topics: [env.topics.events()],
+    });
     return high.every((h) => committed.partitions.find((p) => p.partition === h.partition)?.offset === h.high || h.high === '0');
   } finally {
     await admin.disconnect();
@@ -87,7 +90,7 @@ test('out of order: an event older than the last applied one is ignored; COMPLET
   );
   await eventually('artifact stored', async () => (await get(task.id)).artifacts.length === 1);
   assert.equal((await get(task.id)).status?.state, TaskState.TASK_STATE_SUBMITTED, 'seq 0 after seq 1 is late and ignored');
-  await publish(Envelopes.status(id, { seq: 2, state: 'completed', final: true }));
+  await publish(Envelopes.status(id, { seq: 2, state: 'TASK_STATE_COMPLETED', final: true }));
   const done = await eventually('completed', async () => {
     const t = await get(task.id);
     return t.status?.state === TaskState.TASK_STATE_COMPLETED ? t : undefined;

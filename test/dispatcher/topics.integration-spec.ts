@@ -1,8 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BusAdmin } from '@mesh/bus';
-import { TopicNames } from '@mesh/contract';
-import { uniquePrefix } from '../support/infra.js';
+import { loadAgentsConfig, startAgents } from '@mesh/app-agents';
+import { TopicDefinitions, TopicNames } from '@mesh/contract';
+import { freshDatabase, testRun, uniquePrefix } from '../support/infra.js';
 import { startTestDispatcher } from '../support/dispatcher-harness.js';
 import { cleanup, testKafka } from '../support/bus.js';
 
@@ -19,6 +20,34 @@ test('the dispatcher creates the events topic when missing but never grows it (k
   try {
     const [meta] = (await raw.fetchTopicMetadata({ topics: [events] })).topics;
     assert.equal(meta.partitions.length, 2);
+  } finally {
+    await raw.disconnect();
+  }
+});
+
+test('the agents create the events topic with the same EVENTS_TOPIC_PARTITIONS the dispatcher reads (whichever starts first)', async () => {
+  const prefix = uniquePrefix('topics-agents');
+  const agents = await startAgents({
+    ...loadAgentsConfig({
+      KAFKA_BROKERS: testRun().brokers.join(','),
+      TOPIC_PREFIX: prefix,
+      DATABASE_URL: await freshDatabase('topics-agents'),
+      AGENTS_RUN: 'echo-agent',
+      AGENTS_LEDGER_RETENTION_MS: '0',
+      EVENTS_TOPIC_PARTITIONS: '5',
+      KAFKA_REPLICATION_FACTOR: '1',
+    }),
+    AGENTS_PORT: 0,
+  });
+  cleanup(() => agents.stop());
+  const definitions = new TopicDefinitions(prefix, { eventsPartitions: 5, replicationFactor: 1 });
+  const raw = testKafka('agents-topics').admin();
+  await raw.connect();
+  try {
+    const { topics } = await raw.fetchTopicMetadata({ topics: [definitions.names.events(), definitions.names.commands('echo-agent')] });
+    const events = topics.find((t) => t.name === definitions.names.events());
+    assert.equal(events?.partitions.length, definitions.events().partitions);
+    assert.ok(events?.partitions.every((p) => p.replicas.length === 1));
   } finally {
     await raw.disconnect();
   }

@@ -1,10 +1,12 @@
 import type { Kafka } from 'kafkajs';
 import {
+  ConsumerGroups,
   decodeEnvelope,
-  DIRECTORY_TOPICS,
   encodeEnvelope,
   Envelopes,
   newId,
+  TaskStates,
+  TopicDefinitions,
   type AgentRecord,
   type Envelope,
   type Identity,
@@ -45,7 +47,7 @@ export function demoAgentRecord(): AgentRecord {
 
 /** Publishes the demo record to the cards topic (what the directory does for registered agents). */
 export async function registerDemoAgent(kafka: Kafka, topics: TopicNames): Promise<void> {
-  await ensureTopics(kafka, [{ name: topics.cards(), ...DIRECTORY_TOPICS.cards, grow: false }]);
+  await ensureTopics(kafka, [new TopicDefinitions(topics).cards()]);
   const producer = kafka.producer();
   await producer.connect();
   try {
@@ -61,10 +63,10 @@ export async function registerDemoAgent(kafka: Kafka, topics: TopicNames): Promi
  * received, then COMPLETED; it heartbeats so admission control sees a healthy worker.
  */
 export async function startDemoEchoWorker(kafka: Kafka, topics: TopicNames): Promise<{ stop(): Promise<void> }> {
-  await ensureTopics(kafka, [{ name: topics.commands(DEMO_AGENT_ID), partitions: demoAgentRecord().channel.partitions, grow: false }]);
+  await ensureTopics(kafka, [new TopicDefinitions(topics).commands(DEMO_AGENT_ID, demoAgentRecord().channel.partitions)]);
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
-  const consumer = kafka.consumer({ groupId: `${topics.prefix}demo-echo-worker`, maxWaitTimeInMs: 100 });
+  const consumer = kafka.consumer({ groupId: new ConsumerGroups(topics.prefix).demoEchoWorker(), maxWaitTimeInMs: 100 });
   await consumer.connect();
   await consumer.subscribe({ topic: topics.commands(DEMO_AGENT_ID), fromBeginning: true });
   const committer = new IntervalCommitter(consumer, 1000);
@@ -127,6 +129,6 @@ function echo(identity: Identity, message: JsonObject): Envelope[] {
   const text = parts.map((p) => p.text ?? '').join('');
   return [
     Envelopes.artifact(identity, { seq: 0, artifact: { artifactId: newId(), name: 'echo', parts: [{ text }] }, lastChunk: true }),
-    Envelopes.status(identity, { seq: 1, state: 'TASK_STATE_COMPLETED', final: true }),
+    Envelopes.status(identity, { seq: 1, state: TaskStates.completed, final: true }),
   ];
 }

@@ -1,5 +1,17 @@
 import type { Kafka } from 'kafkajs';
-import { decodeEnvelope, encodeEnvelope, Envelopes, newId, type Envelope, type TaskRunCommand, type TopicNames } from '@mesh/contract';
+import {
+  decodeEnvelope,
+  encodeEnvelope,
+  Envelopes,
+  newId,
+  type Envelope,
+  type TaskRunCommand,
+  type TaskState,
+  type TopicNames,
+} from '@mesh/contract';
+
+/** A task state without its `TASK_STATE_` prefix (`WORKING`, `INPUT_REQUIRED` …). */
+type StateSuffix = TaskState extends `TASK_STATE_${infer S}` ? S : never;
 import { eventually } from './infra.js';
 
 /** A worker the test drives by hand: it records commands, the test decides which events to send. */
@@ -8,7 +20,7 @@ export interface ManualWorker {
   /** The run command of a task, once received. */
   run(taskId: string): Promise<TaskRunCommand>;
   /** Produces events for the task's run (status names like `WORKING`, or an artifact text). */
-  emit(cmd: TaskRunCommand, events: Array<{ seq: number; state?: string; artifact?: string; message?: string }>): Promise<void>;
+  emit(cmd: TaskRunCommand, events: Array<{ seq: number; state?: StateSuffix; artifact?: string; message?: string }>): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -46,7 +58,7 @@ export async function startManualWorker(kafka: Kafka, topics: TopicNames, agentI
               })
             : Envelopes.status(cmd.identity, {
                 seq: e.seq,
-                state: `TASK_STATE_${e.state}`,
+                state: `TASK_STATE_${e.state ?? 'WORKING'}`,
                 final: false,
                 ...(e.message ? { message: { messageId: newId(), role: 'ROLE_AGENT', parts: [{ text: e.message }] } } : {}),
               });

@@ -4,7 +4,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { defineAgent } from '@mesh/agent-sdk';
 import { loadAgentsConfig, startAgents } from '@mesh/app-agents';
-import { TopicNames } from '@mesh/contract';
+import { ConsumerGroups, TopicNames } from '@mesh/contract';
 import { eventually, testRun, uniquePrefix } from '../support/infra.js';
 import { metricSample } from '../support/metrics.js';
 import { ledgerDatabase } from '../agents/agents-fixtures.js';
@@ -75,7 +75,7 @@ test('every /metrics sample carries the agent group (AGENTS_GROUP, label agent_g
 });
 
 test('consumer lag on /metrics grows with a backlog and drains back to 0', async () => {
-  const lagLabels = { group: `${prefix}agents.gate-agent`, topic: topics.commands('gate-agent'), partition: '0' };
+  const lagLabels = { group: new ConsumerGroups(prefix).agentWorkers('gate-agent'), topic: topics.commands('gate-agent'), partition: '0' };
   for (let i = 0; i < 5; i++) await sendCommand(producer, topics, runTask('gate-agent', 'acme', `task ${i}`));
   await eventually('lag > 0 while the gate is closed', async () => ((await sample('mesh_consumer_lag', lagLabels)) ?? 0) > 0);
   assert.ok(((await sample('mesh_agent_backlog', { tenant: '*', agent: 'gate-agent' })) ?? 0) > 0);

@@ -1,8 +1,9 @@
 import 'reflect-metadata';
 import type { AgentDefinition, McpServerSpec } from '@mesh/agent-sdk';
-import { assertKafkaReachable, BusAdmin, BusConsumer, BusProducer, createKafka, KafkaProbe, type TopicOptions } from '@mesh/bus';
-import { DIRECTORY_TOPICS, MeshError, TopicNames, type AgentHeartbeat } from '@mesh/contract';
-import { openServiceDatabase, PostgresProbe } from '@mesh/database';
+import { assertKafkaReachable, BusAdmin, BusConsumer, BusProducer, createKafka, isTransientKafkaError, KafkaProbe } from '@mesh/bus';
+import { topicDefinitions } from '@mesh/config';
+import { anyTransient, ConsumerGroups, MeshError, type AgentHeartbeat, type TopicDefinition } from '@mesh/contract';
+import { isTransientPostgresError, openServiceDatabase, PostgresProbe } from '@mesh/database';
 import { ServiceLifecycle, startHttpService } from '@mesh/service';
 import { createLogger, type Logger } from '@mesh/telemetry';
 import { OpsSampler, splitToolName, type WorkerView } from './ops/ops-sampler.js';
@@ -80,7 +81,9 @@ export async function startAgents(
   await assertKafkaReachable(kafkaOpts);
   const ds = await openServiceDatabase({ url: config.DATABASE_URL, schema: AGENTS_SCHEMA, entities: [], migrations: agentsMigrations });
   const kafka = createKafka(kafkaOpts);
-  const topics = new TopicNames(config.TOPIC_PREFIX);
+  const definitions = topicDefinitions(config);
+  const topics = definitions.names;
+  const groups = new ConsumerGroups(config.TOPIC_PREFIX);
   const admin = new BusAdmin(kafka);
   const producer = new BusProducer(kafka);
   const effects = new PostgresEffectLedger(ds);
@@ -118,11 +121,11 @@ export async function startAgents(
     await producer.connect();
     // Topics are created when missing, never grown: they are keyed, and growing one under running
     // producers and consumers moves keys to other partitions mid-task (see docs/operations.md).
-    const ensureMissing = (name: string, settings: TopicOptions) => admin.ensureTopic(name, { ...settings, grow: false });
-    await ensureMissing(topics.events(), { partitions: config.AGENTS_EVENTS_PARTITIONS });
-    await ensureMissing(topics.heartbeats(), DIRECTORY_TOPICS.heartbeats);
+    const ensureMissing = (topic: TopicDefinition) => admin.ensureTopic(topic.name, topic);
+    await ensureMissing(definitions.events());
+    await ensureMissing(definitions.heartbeats());
     for (const agent of selected) {
-      await ensureMissing(topics.commands(agent.id), { partitions: agent.channel.partitions });
+      await ensureMissing(definitions.commands(agent.id, agent.channel.partitions));
       await assertLedgerOutlivesCommands(admin, topics.commands(agent.id), config.AGENTS_LEDGER_RETENTION_MS);
       const gateway = new ToolGateway({
         servers: serversOf(agent, config.AGENTS_MCP_SERVERS),
@@ -158,10 +161,13 @@ export async function startAgents(
           dedupHit: () => metrics.mesh.dedupHits.inc({ kind: 'execution_id', agent: agent.id }),
         },
       });
-      const groupId = `${config.TOPIC_PREFIX}agents.${agent.id}`;
+      const groupId = groups.agentWorkers(agent.id);
       const source = new BusConsumer(kafka, {
         groupId,
         topics: [topics.commands(agent.id)],
+        topicDefinitions: definitions,
+        // Turns write the execution ledger: a Postgres restart is an outage, not a bad command.
+        isTransient: anyTransient(isTransientKafkaError, isTransientPostgresError),
         // Cancels must get past runs waiting for a slot, so the consumer admits more than the worker runs.
         maxInFlight: maxInFlight * 2,
         // A tenant's runs beyond its limit wait in the bus while other tenants' go first; a cancel

@@ -2,7 +2,8 @@ import 'reflect-metadata';
 import type { JWK } from 'jose';
 import { logLevel } from 'kafkajs';
 import { assertKafkaReachable, createKafka, KafkaProbe } from '@mesh/bus';
-import { TopicNames } from '@mesh/contract';
+import { topicDefinitions } from '@mesh/config';
+import { ConsumerGroups } from '@mesh/contract';
 import { openServiceDatabase, PostgresProbe } from '@mesh/database';
 import { startHttpService } from '@mesh/service';
 import { createLogger, type Logger } from '@mesh/telemetry';
@@ -57,7 +58,7 @@ export async function startDirectory(config: DirectoryConfig, overrides: Directo
     trusted: (config.DIRECTORY_TRUSTED_JWKS ?? {}) as TrustedKeys,
     requireSignedTenants: config.DIRECTORY_REQUIRE_SIGNED_TENANTS,
   });
-  const topics = new TopicNames(config.TOPIC_PREFIX);
+  const definitions = topicDefinitions(config);
 
   const cleanups: Array<() => Promise<unknown>> = [];
   const stop = async () => {
@@ -78,8 +79,7 @@ export async function startDirectory(config: DirectoryConfig, overrides: Directo
       stream = overrides.cardStream;
     } else {
       const kafkaStream = new KafkaCardStream(kafka, {
-        topics,
-        replicationFactor: config.DIRECTORY_TOPIC_REPLICATION,
+        definitions,
         adminKafka: createKafka(kafkaOpts, { logLevel: logLevel.NOTHING }),
       });
       cleanups.push(() => kafkaStream.stop());
@@ -127,10 +127,9 @@ export async function startDirectory(config: DirectoryConfig, overrides: Directo
     await reconciler.start();
     const consumer = new HeartbeatConsumer(
       kafka,
-      topics.heartbeats(),
-      `${config.TOPIC_PREFIX}${config.KAFKA_CLIENT_ID}-directory-heartbeats`,
+      definitions.heartbeats(),
+      new ConsumerGroups(config.TOPIC_PREFIX).directoryHeartbeats(config.KAFKA_CLIENT_ID),
       app.get(LivenessService),
-      config.DIRECTORY_TOPIC_REPLICATION,
     );
     cleanups.push(() => consumer.stop());
     await consumer.start();

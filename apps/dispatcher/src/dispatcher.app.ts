@@ -3,7 +3,8 @@ import { assertKafkaReachable, createKafka, KafkaProbe } from '@mesh/bus';
 import { openServiceDatabase, PostgresProbe } from '@mesh/database';
 import { startHttpService } from '@mesh/service';
 import { Authenticator, loadAuthOptions, type AuthenticatorOptions } from '@mesh/auth';
-import { TopicNames } from '@mesh/contract';
+import { topicDefinitions } from '@mesh/config';
+import { ConsumerGroups, DEFAULT_COMMAND_PARTITIONS } from '@mesh/contract';
 import { AppModule } from './app.module.js';
 import type { DispatcherConfig } from './config/dispatcher.config.js';
 import { dispatcherMigrations, DISPATCHER_SCHEMA } from './database/migrations/index.js';
@@ -43,9 +44,6 @@ export interface DispatcherOverrides {
   logger?: Logger;
 }
 
-/** Default partitions of an agent's command topic when its record does not say. */
-const DEFAULT_COMMAND_PARTITIONS = 3;
-
 /**
  * Starts the dispatcher: database (created and migrated), Kafka check, agent catalog, event
  * projector, outbox relay, then the HTTP server with `/a2a/:agentId` mounted.
@@ -56,7 +54,9 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
   await assertKafkaReachable(kafkaOpts);
   const kafka = createKafka(kafkaOpts);
   const metrics = overrides.metrics ?? new MeshMetrics();
-  const topics = new TopicNames(config.TOPIC_PREFIX);
+  const definitions = topicDefinitions(config);
+  const topics = definitions.names;
+  const groups = new ConsumerGroups(config.TOPIC_PREFIX);
   const ds = await openServiceDatabase({
     url: config.DATABASE_URL,
     schema: DISPATCHER_SCHEMA,
@@ -69,7 +69,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
   };
   try {
-    const catalog = new DirectoryAgentLookup(kafka, topics);
+    const catalog = new DirectoryAgentLookup(kafka, definitions, groups);
     stops.push(() => catalog.stop());
     await catalog.start();
 
@@ -79,9 +79,8 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
       startTimeoutMs: config.DISPATCHER_START_TIMEOUT_MS,
     });
     const buses = new TaskEventBusManager();
-    const realProducer = new BusCommandProducer(
-      kafka,
-      (agentId) => catalog.get(agentId)?.channel?.partitions || DEFAULT_COMMAND_PARTITIONS,
+    const realProducer = new BusCommandProducer(kafka, (agentId) =>
+      definitions.commands(agentId, catalog.get(agentId)?.channel?.partitions || DEFAULT_COMMAND_PARTITIONS),
     );
     const producer = overrides.wrapProducer ? overrides.wrapProducer(realProducer) : realProducer;
     stops.push(() => producer.close());
@@ -110,12 +109,8 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
     );
     push.start();
     stops.push(() => push.stop());
-    const projectorGroup = `${config.TOPIC_PREFIX}mesh.dispatcher.projector`;
-    const projector = new EventProjector(kafka, topics.events(), projectorGroup, projection, buses, config.EVENTS_TOPIC_PARTITIONS, {
-      push,
-      metrics,
-      logger,
-    });
+    const projectorGroup = groups.dispatcherProjector();
+    const projector = new EventProjector(kafka, definitions, projectorGroup, projection, buses, { push, metrics, logger });
     await projector.start();
     stops.push(() => projector.stop());
     const lifecycle = new TaskLifecycle(
@@ -137,7 +132,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
     );
     lifecycle.start();
     stops.push(() => lifecycle.stop());
-    const fanout = new EventFanout(kafka, topics.events(), `${config.TOPIC_PREFIX}mesh.dispatcher.fanout`, buses, {
+    const fanout = new EventFanout(kafka, topics.events(), (replicaId) => groups.dispatcherFanout(replicaId), buses, {
       projectorGroup,
       idleMs: config.DISPATCHER_FANOUT_IDLE_MS,
       logger,
@@ -147,7 +142,7 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
     stops.push(() => fanout.stop());
     const signals = new KafkaWorkerSignals(
       kafka,
-      (agentId) => `${config.TOPIC_PREFIX}agents.${agentId}`,
+      (agentId) => groups.agentWorkers(agentId),
       (agentId) => topics.commands(agentId),
       (agentId) => catalog.healthy(agentId),
       config.DISPATCHER_BACKLOG_CHECK_MS,

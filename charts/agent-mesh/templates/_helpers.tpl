@@ -62,7 +62,7 @@ app.kubernetes.io/managed-by: {{ .root.Release.Service }}
 {{- add (int $d.preStopSleepSeconds) (int $d.timeoutSeconds) (int $d.graceMarginSeconds) -}}
 {{- end -}}
 
-{{/* Consumer group the agents runtime joins for one agent ({prefix}agents.{id}); arg: dict root, id. */}}
+{{/* Consumer group the agents runtime joins for one agent ({prefix}agents.{id}: ConsumerGroups.agentWorkers in libs/contract, checked by test/charts); arg: dict root, id. */}}
 {{- define "agent-mesh.consumerGroup" -}}
 {{- printf "%sagents.%s" .root.Values.kafka.topicPrefix .id -}}
 {{- end -}}

@@ -9,7 +9,7 @@ export interface TopicOptions {
   retentionMs?: number;
   /** Defaults to the broker's `default.replication.factor`. */
   replicationFactor?: number;
-  /** Further topic-level configs (e.g. `DIRECTORY_TOPICS` of `@mesh/contract`). */
+  /** Further topic-level configs (e.g. from `TopicDefinitions` of `@mesh/contract`). */
   configEntries?: Array<{ name: string; value: string }>;
   /**
    * Whether an existing topic with fewer partitions is grown (default true). False for keyed

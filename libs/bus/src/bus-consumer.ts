@@ -1,10 +1,11 @@
 import type { Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
-import { decodeEnvelope, isRetryable, isTransientInfrastructureError, normalizeHeaders, type Envelope } from '@mesh/contract';
+import { decodeEnvelope, isRetryable, normalizeHeaders, TopicDefinitions, type Envelope } from '@mesh/contract';
 import { withConsumerSpan } from '@mesh/telemetry';
 import { BusAdmin } from './bus-admin.js';
 import { BusProducer } from './bus-producer.js';
 import type { BusConsumerOptions, BusConsumerStats, EnvelopeHandler, KeyedBatchHandler } from './consumer-types.js';
 import { RecordContext } from './record-context.js';
+import { isTransientKafkaError } from './transient-errors.js';
 import { deadLetterHeaders, deadLetterTopic } from './dead-letters.js';
 import { FinishedOffsets } from './finished-offsets.js';
 import { InFlightSlots } from './in-flight-slots.js';
@@ -121,7 +122,11 @@ export class BusConsumer {
     if (this.handle) throw new Error('BusConsumer already started');
     this.handle = handle;
     if (this.opts.ensureDeadLetterTopics ?? true) {
-      for (const topic of this.opts.topics) await this.admin.ensureTopic(deadLetterTopic(topic), { partitions: 1 });
+      const definitions = this.opts.topicDefinitions ?? new TopicDefinitions('');
+      for (const topic of this.opts.topics) {
+        const dlq = definitions.deadLetters(topic);
+        await this.admin.ensureTopic(dlq.name, dlq);
+      }
     }
     await this.producer.connect();
     const { GROUP_JOIN, REBALANCING } = this.consumer.events;
@@ -391,7 +396,7 @@ export class BusConsumer {
         // A database or broker restart says nothing about the message: it is retried (in order, its
         // key held back) for as long as the outage lasts, without using up the attempts that lead to
         // the dead-letter topic (a good command dead-lettered during a Postgres restart is a lost task).
-        if (!isTransientInfrastructureError(err)) counted++;
+        if (!(this.opts.isTransient ?? isTransientKafkaError)(err)) counted++;
         if (!isRetryable(err) || counted >= this.maxAttempts) return this.deadLetter(item, err, attempt);
         this.counters.retried++;
         await sleep(this.backoff(attempt), signal);

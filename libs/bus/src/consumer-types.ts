@@ -1,4 +1,4 @@
-import type { Envelope } from '@mesh/contract';
+import type { Envelope, TopicDefinitions, TransientErrorTest } from '@mesh/contract';
 import type { ConsumerConfig } from 'kafkajs';
 import type { BusProducerOptions } from './bus-producer.js';
 
@@ -64,6 +64,11 @@ export interface BusConsumerOptions {
   /** With `startBatches`: at most this many queued records of one ordering key handed over at once (default 16). */
   maxBatchPerKey?: number;
   retry?: RetryOptions;
+  /**
+   * Failures of a briefly unreachable dependency: retried without counting towards dead-lettering
+   * (default: Kafka's; a handler that writes to Postgres adds `@mesh/database`'s).
+   */
+  isTransient?: TransientErrorTest;
   /** How long stop() and a revocation wait for running handlers before aborting them (default 10 s). */
   drainTimeoutMs?: number;
   /** Where a group without committed offsets starts (default false: only new records). */
@@ -78,6 +83,8 @@ export interface BusConsumerOptions {
   commitMetadataMaxChars?: number;
   /** Create each source topic's dead-letter topic at start (default true; its partition count: 1). */
   ensureDeadLetterTopics?: boolean;
+  /** How dead-letter topics are created (the deployment's replication factor; default: the broker's). */
+  topicDefinitions?: TopicDefinitions;
   /** Options of the producer that writes dead letters. */
   deadLetterProducer?: BusProducerOptions;
   /** Partitions fetched and queued concurrently by kafkajs (default 1: queuing is cheap, handlers run here). */

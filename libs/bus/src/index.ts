@@ -11,3 +11,4 @@ export * from './finished-offsets.js';
 export * from './key-queues.js';
 export * from './in-flight-slots.js';
 export * from './bus-transport.js';
+export * from './transient-errors.js';

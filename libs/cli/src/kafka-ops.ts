@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { BusAdmin, createKafka, DeadLetterHeaders, replayDeadLetters, type LagReport } from '@mesh/bus';
-import { normalizeHeaders, TopicNames } from '@mesh/contract';
+import { ConsumerGroups, normalizeHeaders, TopicNames } from '@mesh/contract';
 import { CliError, ExitCode } from './cli-error.js';
 
 /** Where the broker is and which topic prefix the installation uses. */
@@ -23,18 +23,19 @@ async function guard<T>(t: KafkaTarget, fn: () => Promise<T>): Promise<T> {
   }
 }
 
-/** Lag of each agent's worker group on its command topic (the agents runtime's group naming). */
+/** Lag of each agent's worker group on its command topic. */
 export async function agentLag(
   t: KafkaTarget,
   agentIds: string[],
 ): Promise<Array<{ agentId: string; lag: number; partitions: LagReport[] }>> {
   return guard(t, async () => {
     const topics = new TopicNames(t.prefix);
+    const groups = new ConsumerGroups(t.prefix);
     const admin = new BusAdmin(kafkaOf(t));
     try {
       const out = [];
       for (const agentId of agentIds) {
-        const partitions = await admin.consumerLag(`${t.prefix}agents.${agentId}`, [topics.commands(agentId)]);
+        const partitions = await admin.consumerLag(groups.agentWorkers(agentId), [topics.commands(agentId)]);
         out.push({ agentId, lag: partitions.reduce((n, p) => n + p.lag, 0), partitions });
       }
       return out;

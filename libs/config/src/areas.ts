@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { brokerList, postgresUrl } from './config-loader.js';
+import { DEFAULT_EVENTS_PARTITIONS, TopicDefinitions, TopicNames } from '@mesh/contract';
+import { brokerList, positiveInt, postgresUrl, type ConfigOf } from './config-loader.js';
 
-/** Kafka connection and topic naming. */
+/** Kafka connection, topic naming and the topic settings every service creates topics with. */
 export const kafkaSpec = {
   KAFKA_BROKERS: brokerList,
   KAFKA_CLIENT_ID: z.string().min(1).default('agent-mesh'),
@@ -9,7 +10,21 @@ export const kafkaSpec = {
     .string()
     .regex(/^[a-zA-Z0-9._-]{0,80}$/, 'letters, digits, dot, dash and underscore only')
     .default(''),
+  /** Partitions of the task events topic, for whichever service creates it (an existing one is never grown). */
+  EVENTS_TOPIC_PARTITIONS: positiveInt(DEFAULT_EVENTS_PARTITIONS),
+  /** Replication factor of every topic a service creates; unset: the broker's `default.replication.factor`. */
+  KAFKA_REPLICATION_FACTOR: z.coerce.number().int().positive().optional(),
 };
+
+/** The topic definitions of `@mesh/contract` with this deployment's prefix, partitions and replication. */
+export function topicDefinitions(
+  config: Pick<ConfigOf<typeof kafkaSpec>, 'TOPIC_PREFIX' | 'EVENTS_TOPIC_PARTITIONS' | 'KAFKA_REPLICATION_FACTOR'>,
+): TopicDefinitions {
+  return new TopicDefinitions(new TopicNames(config.TOPIC_PREFIX), {
+    eventsPartitions: config.EVENTS_TOPIC_PARTITIONS,
+    ...(config.KAFKA_REPLICATION_FACTOR !== undefined ? { replicationFactor: config.KAFKA_REPLICATION_FACTOR } : {}),
+  });
+}
 
 /** Postgres. The database is created at start when missing. */
 export const databaseSpec = {

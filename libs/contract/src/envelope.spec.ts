@@ -1,7 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { decodeEnvelope, encodeEnvelope, Envelopes, type Identity } from './envelope.js';
+import { MeshError } from './errors.js';
 import { Headers } from './headers.js';
+import { TASK_STATES } from './task-state.js';
 
 const identity: Identity = {
   tenant: 'acme',
@@ -52,4 +54,20 @@ test('missing headers, bad kinds, bad JSON and bad bodies are DECODE_FAILED with
     () => decodeEnvelope({ headers: { ...wire.headers, execution_id: '9999' }, value: wire.value }),
     /execution_id "9999" does not match \{tenant\}:\{task_id\}:\{turn\} = "acme:t1:0"/,
   );
+});
+
+test('a status event carries exactly one of the TaskState names; any other spelling is DECODE_FAILED', () => {
+  const wire = encodeEnvelope(Envelopes.status(identity, { seq: 1, state: 'TASK_STATE_COMPLETED', final: true }));
+  const withState = (state: unknown) => Buffer.from(JSON.stringify({ seq: 1, state, final: true }));
+  for (const state of TASK_STATES) {
+    const env = decodeEnvelope({ headers: wire.headers, value: withState(state) });
+    assert.equal(env.kind === 'task.status' && env.body.state, state);
+  }
+  for (const state of ['completed', 'COMPLETED', 'input-required', 'TASK_STATE_UNSPECIFIED', 'TASK_STATE_DONE', '', 5, null]) {
+    assert.throws(
+      () => decodeEnvelope({ headers: wire.headers, value: withState(state) }),
+      (err: unknown) => err instanceof MeshError && err.code === 'DECODE_FAILED' && /invalid task.status body: state/.test(err.message),
+      `state ${JSON.stringify(state)}`,
+    );
+  }
 });

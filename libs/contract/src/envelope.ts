@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { MeshError } from './errors.js';
 import { Headers, REQUIRED_HEADERS } from './headers.js';
+import { TASK_STATES, type TaskState } from './task-state.js';
 
 /** Version of the envelope body schema; bumped on incompatible changes. */
 export const SCHEMA_VERSION = 1;
@@ -48,7 +49,7 @@ export interface TaskCancelCommand {
 export interface TaskStatusEvent {
   kind: 'task.status';
   identity: Identity;
-  body: { seq: number; state: string; message?: JsonObject; final: boolean };
+  body: { seq: number; state: TaskState; message?: JsonObject; final: boolean };
 }
 
 /** Worker → dispatcher: an artifact of a task. */
@@ -89,7 +90,13 @@ const bodySchemas = {
   'task.run': z.object({ turn: z.number().int().nonnegative(), message: jsonObject }).strict(),
   'task.cancel': z.object({ reason: z.string().max(1000).optional() }).strict(),
   'task.status': z
-    .object({ seq: z.number().int().nonnegative(), state: z.string().min(1), message: jsonObject.optional(), final: z.boolean() })
+    .object({
+      seq: z.number().int().nonnegative(),
+      // Exactly the wire spelling: an unknown state is a malformed event (dead letter), not a guess.
+      state: z.enum(TASK_STATES as [TaskState, ...TaskState[]]),
+      message: jsonObject.optional(),
+      final: z.boolean(),
+    })
     .strict(),
   'task.artifact': z
     .object({

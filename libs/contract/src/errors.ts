@@ -1,4 +1,7 @@
-/** Stable error codes of the platform; edges map them to HTTP, A2A and retry decisions. */
+/**
+ * Stable error codes of the platform, every one of them: edges map them to HTTP, A2A and retry
+ * decisions, and a code compared or thrown anywhere must be listed here (a typo does not compile).
+ */
 export type MeshErrorCode =
   | 'CONFIG_INVALID'
   | 'CONTRACT_VIOLATION'
@@ -8,7 +11,29 @@ export type MeshErrorCode =
   | 'CONFLICT'
   | 'UNAVAILABLE'
   | 'INTERNAL'
-  | (string & {});
+  | 'FORBIDDEN'
+  // A turn stopped: the task was canceled, its deadline passed, its lease went to another worker,
+  // or its partition was revoked from this consumer.
+  | 'CANCELLED'
+  | 'DEADLINE_EXCEEDED'
+  | 'LEASE_LOST'
+  | 'REVOKED'
+  // Tool calls through the tool gateway.
+  | 'TOOL_NOT_FOUND'
+  | 'TOOL_UNAVAILABLE'
+  // The bus: an envelope kind no handler takes, a command that cannot be cancelled.
+  | 'NO_HANDLER'
+  | 'NOT_CANCELLABLE'
+  // Edges: authentication (libs/auth), the egress policy (libs/egress).
+  | 'UNAUTHENTICATED'
+  | 'EGRESS_REFUSED'
+  // The directory's HTTP problems (apps/directory's DirectoryErrorCode).
+  | 'VALIDATION_FAILED'
+  | 'BODY_TOO_LARGE'
+  | 'SIGNATURE_INVALID'
+  | 'SIGNATURE_REQUIRED'
+  | 'GONE'
+  | 'RATE_LIMITED';
 
 export interface MeshErrorOptions {
   retryable?: boolean;
@@ -38,42 +63,34 @@ export function isRetryable(err: unknown): boolean {
   return err instanceof MeshError ? err.retryable : true;
 }
 
-const TRANSIENT_CODES = new Set([
-  // Network: the peer is restarting or briefly unreachable.
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'EPIPE',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EAI_AGAIN',
-  // Postgres SQLSTATE: connection exceptions (08…), admin/crash shutdown and "starting up" (57P0…), too many connections.
-  '08000',
-  '08001',
-  '08003',
-  '08004',
-  '08006',
-  '57P01',
-  '57P02',
-  '57P03',
-  '53300',
-]);
-const TRANSIENT_NAMES = new Set(['KafkaJSConnectionError', 'KafkaJSConnectionClosedError', 'KafkaJSRequestTimeoutError']);
-const TRANSIENT_MESSAGE =
-  /Connection terminated|terminating connection due to administrator command|the database system is (starting up|shutting down|in recovery mode)|not queryable|timeout exceeded when trying to connect/i;
+/**
+ * Says whether a failure comes from a dependency that is briefly unreachable — a database or broker
+ * restart — and says nothing about the work itself. Consumers retry such failures without using up
+ * the attempts that lead to the dead-letter topic. `@mesh/database` (Postgres) and `@mesh/bus`
+ * (Kafka) each provide one; a service combines those of what it uses with {@link anyTransient}.
+ */
+export type TransientErrorTest = (err: unknown) => boolean;
+
+/** What a test reads of one error in a chain. */
+export interface ErrorFacts {
+  code?: unknown;
+  name?: unknown;
+  message?: unknown;
+}
 
 /**
- * True when a failure comes from a dependency that is briefly unreachable — a database or broker
- * restart — and says nothing about the work itself. Consumers retry such failures without using up
- * the attempts that lead to the dead-letter topic. Looks through `cause`, `driverError` (TypeORM)
- * and `errors` (AggregateError).
+ * True when `err` or anything it wraps passes `test`: looks through `cause`, `driverError`
+ * (TypeORM) and `errors` (AggregateError), a few levels deep.
  */
-export function isTransientInfrastructureError(err: unknown, depth = 0): boolean {
+export function anyCause(err: unknown, test: (e: ErrorFacts) => boolean, depth = 0): boolean {
   if (!err || typeof err !== 'object' || depth > 5) return false;
-  const e = err as { code?: unknown; name?: unknown; message?: unknown; cause?: unknown; driverError?: unknown; errors?: unknown };
-  if (typeof e.code === 'string' && TRANSIENT_CODES.has(e.code)) return true;
-  if (typeof e.name === 'string' && TRANSIENT_NAMES.has(e.name)) return true;
-  if (typeof e.message === 'string' && TRANSIENT_MESSAGE.test(e.message)) return true;
-  if (Array.isArray(e.errors) && e.errors.some((x) => isTransientInfrastructureError(x, depth + 1))) return true;
-  return isTransientInfrastructureError(e.cause, depth + 1) || isTransientInfrastructureError(e.driverError, depth + 1);
+  const e = err as ErrorFacts & { cause?: unknown; driverError?: unknown; errors?: unknown };
+  if (test(e)) return true;
+  if (Array.isArray(e.errors) && e.errors.some((x) => anyCause(x, test, depth + 1))) return true;
+  return anyCause(e.cause, test, depth + 1) || anyCause(e.driverError, test, depth + 1);
+}
+
+/** A test that passes when any of `tests` does. */
+export function anyTransient(...tests: TransientErrorTest[]): TransientErrorTest {
+  return (err) => tests.some((t) => t(err));
 }

@@ -4,6 +4,7 @@ export * from './canonical-json.js';
 export * from './ids.js';
 export * from './topics.js';
 export * from './channel-key.js';
+export * from './task-state.js';
 export * from './envelope.js';
 export * from './agent-record.js';
 export * from './timer-delay.js';

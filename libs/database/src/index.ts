@@ -1,2 +1,3 @@
 export * from './database-bootstrap.js';
 export * from './statement-batcher.js';
+export * from './transient-errors.js';

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { isTransientInfrastructureError } from '@mesh/contract';
+import { isTransientPostgresError } from '@mesh/database';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { ToolMeta, verifyToolToken, type ToolTokenClaims } from '@mesh/tool-gateway';
 import type { BillingHooks } from './billing-hooks.js';
@@ -63,7 +63,7 @@ async function untilAvailable<T>(signal: AbortSignal, work: () => Promise<T>): P
     try {
       return await work();
     } catch (err) {
-      if (signal.aborted || !isTransientInfrastructureError(err)) throw err;
+      if (signal.aborted || !isTransientPostgresError(err)) throw err;
       await sleep(wait, undefined, { signal });
     }
   }

@@ -43,7 +43,6 @@ export const agentsConfigSpec = {
   AGENTS_HEARTBEAT_INTERVAL_MS: positiveInt(5000),
   AGENTS_CONSUMER_SESSION_TIMEOUT_MS: positiveInt(10000),
   AGENTS_RETRY_BUDGET: positiveInt(5),
-  AGENTS_EVENTS_PARTITIONS: positiveInt(8),
   /** Overrides every agent's own in-flight limit when set. */
   AGENTS_MAX_IN_FLIGHT: z.coerce.number().int().positive().optional(),
   /** Commands of one tenant in flight at once per agent per process (bounded work per tenant). */

@@ -1,34 +1,26 @@
 import { randomUUID } from 'node:crypto';
 import type { AgentMessage, ArtifactInput, Part, TurnOutcome } from '@mesh/agent-sdk';
-import type { JsonObject } from '@mesh/contract';
+import { TaskStates, type JsonObject, type TaskState } from '@mesh/contract';
 
-/**
+/*
  * The one place that knows the A2A JSON shapes (A2A 1.0 as @a2a-js/sdk 1.x serialises it: parts
  * are `{text}` / `{data}` / `{url}` / `{raw}`, roles `ROLE_USER`/`ROLE_AGENT`, states `TASK_STATE_*`).
  * Incoming parts in the older `{kind: 'text', text}` form are accepted too. Agent code never sees these.
  */
-export const WireState = {
-  working: 'TASK_STATE_WORKING',
-  completed: 'TASK_STATE_COMPLETED',
-  failed: 'TASK_STATE_FAILED',
-  canceled: 'TASK_STATE_CANCELED',
-  rejected: 'TASK_STATE_REJECTED',
-  inputRequired: 'TASK_STATE_INPUT_REQUIRED',
-} as const;
 
 /** Outcome state → A2A task state. */
-export function wireStateOf(state: TurnOutcome['state']): string {
+export function wireStateOf(state: TurnOutcome['state']): TaskState {
   switch (state) {
     case 'completed':
-      return WireState.completed;
+      return TaskStates.completed;
     case 'failed':
-      return WireState.failed;
+      return TaskStates.failed;
     case 'canceled':
-      return WireState.canceled;
+      return TaskStates.canceled;
     case 'rejected':
-      return WireState.rejected;
+      return TaskStates.rejected;
     case 'input-required':
-      return WireState.inputRequired;
+      return TaskStates.inputRequired;
   }
 }
 

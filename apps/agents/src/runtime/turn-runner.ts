@@ -11,24 +11,32 @@ import {
   type TurnOutcome,
 } from '@mesh/agent-sdk';
 import {
+  anyTransient,
   deadlineTimerMs,
   Envelopes,
   FIRST_TURN,
-  isTransientInfrastructureError,
   MeshError,
+  TaskStates,
+  type MeshErrorCode,
   type Envelope,
   type Identity,
   type JsonObject,
   type TaskCancelCommand,
   type TaskEvent,
   type TaskRunCommand,
+  type TaskState,
   type TopicNames,
 } from '@mesh/contract';
+import { isTransientKafkaError } from '@mesh/bus';
+import { isTransientPostgresError } from '@mesh/database';
 import { RetryBudget, type ToolCallScope } from '@mesh/tool-gateway';
 import { trace } from '@opentelemetry/api';
 import { linkFromHeaders, silentLogger, SpanAttr, withSpan, type Logger } from '@mesh/telemetry';
-import { fromWireMessage, toWireArtifact, toWireMessage, WireState, wireStateOf } from './a2a-wire.js';
+import { fromWireMessage, toWireArtifact, toWireMessage, wireStateOf } from './a2a-wire.js';
 import type { ExecutionLedger } from './execution-ledger.js';
+
+/** The ledgers are in Postgres and events go to Kafka: an outage of either is not the turn's failure. */
+const isTransientInfrastructure = anyTransient(isTransientKafkaError, isTransientPostgresError);
 
 /** Where events go (a BusProducer satisfies it). */
 export interface EventSink {
@@ -217,7 +225,7 @@ export class TurnRunner {
         let unavailable: unknown; // a dependency went away mid-turn (Postgres restart): not the task's outcome
         try {
           if (ac.signal.aborted) throw ac.signal.reason;
-          turn.emit(turn.status(WireState.working, undefined, false));
+          turn.emit(turn.status(TaskStates.working, undefined, false));
           const task: AgentTask = {
             agentId: this.o.agent.id,
             tenant: id.tenant,
@@ -248,7 +256,7 @@ export class TurnRunner {
           if (ac.signal.aborted) throw ac.signal.reason;
           outcome = await raceAbort(this.o.agent.handler(task, ctx), ac.signal);
         } catch (err) {
-          if (!ac.signal.aborted && isTransientInfrastructureError(err)) unavailable = err;
+          if (!ac.signal.aborted && isTransientInfrastructure(err)) unavailable = err;
           outcome = this.outcomeOfError(err, ac.signal);
         } finally {
           clearTimeout(deadlineTimer);
@@ -349,7 +357,7 @@ export class TurnRunner {
 
   private outcomeOfError(err: unknown, signal: AbortSignal): TurnOutcome {
     const reason = signal.aborted ? signal.reason : err;
-    const code = (reason as { code?: string })?.code;
+    const code = (reason as { code?: MeshErrorCode } | undefined)?.code;
     if (code === 'CANCELLED') return Outcomes.canceled('The task was canceled.');
     if (code === 'DEADLINE_EXCEEDED') return Outcomes.failed('The deadline passed before the task finished.');
     const msg = reason instanceof Error ? reason.message : String(reason);
@@ -369,7 +377,7 @@ export class TurnRunner {
         for (;;) {
           turn.emit(
             turn.status(
-              WireState.working,
+              TaskStates.working,
               {
                 role: 'agent',
                 parts: [
@@ -394,7 +402,7 @@ export class TurnRunner {
         }
       },
       progress: async (text) => {
-        turn.emit(turn.status(WireState.working, { role: 'agent', parts: [{ type: 'text', text }] }, false));
+        turn.emit(turn.status(TaskStates.working, { role: 'agent', parts: [{ type: 'text', text }] }, false));
       },
       artifact: async (a) => {
         turn.emit(turn.artifact(a));
@@ -432,7 +440,7 @@ class TurnEmitter {
     await Promise.all(pending);
   }
 
-  status(state: string, message: AgentMessage | undefined, final: boolean): TaskEvent {
+  status(state: TaskState, message: AgentMessage | undefined, final: boolean): TaskEvent {
     return Envelopes.status(this.id, {
       seq: this.seqBase + this.n++,
       state,

@@ -1,12 +1,12 @@
 import type { Admin, Kafka, Producer } from 'kafkajs';
 import { BusAdmin } from '@mesh/bus';
-import { DIRECTORY_TOPICS, TopicNames, type AgentHeartbeat, type AgentRecord } from '@mesh/contract';
+import type { AgentHeartbeat, AgentRecord, TopicDefinitions, TopicNames } from '@mesh/contract';
 import type { CardStream, CardsTopicState } from './card-stream.port.js';
 
 /** Options of the Kafka card stream. */
 export interface KafkaCardStreamOptions {
-  topics: TopicNames;
-  replicationFactor: number;
+  /** Topic names and settings (the deployment's replication factor among them). */
+  definitions: TopicDefinitions;
   /**
    * Client for admin calls. Polling a just-created topic makes kafkajs log each transient
    * "unknown topic" at error level; a quiet client here keeps that out of the logs (failures
@@ -22,18 +22,20 @@ export class KafkaCardStream implements CardStream {
   /** Plain kafkajs admin for what BusAdmin does not offer (cluster id, topic list, end offsets). */
   private readonly inspector: Admin;
   private inspectorConnected?: Promise<void>;
+  private readonly topics: TopicNames;
 
   constructor(
     kafka: Kafka,
     private readonly opts: KafkaCardStreamOptions,
   ) {
+    this.topics = opts.definitions.names;
     this.admin = new BusAdmin(opts.adminKafka ?? kafka);
     this.inspector = (opts.adminKafka ?? kafka).admin();
     // Idempotent producer: a retried send never duplicates or reorders records of one key.
     this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
   }
 
-  /** Connects and creates the shared topics (DIRECTORY_TOPICS is the one definition every service uses). */
+  /** Connects and creates the shared topics (`TopicDefinitions` is the one definition every service uses). */
   async start(): Promise<void> {
     await this.producer.connect();
     await this.ensureSharedTopics();
@@ -46,20 +48,19 @@ export class KafkaCardStream implements CardStream {
   }
 
   async ensureSharedTopics(): Promise<void> {
-    const replicationFactor = this.opts.replicationFactor;
-    await this.admin.ensureTopic(this.opts.topics.cards(), { ...DIRECTORY_TOPICS.cards, replicationFactor, grow: false });
-    await this.admin.ensureTopic(this.opts.topics.heartbeats(), { ...DIRECTORY_TOPICS.heartbeats, replicationFactor, grow: false });
+    for (const topic of [this.opts.definitions.cards(), this.opts.definitions.heartbeats()])
+      await this.admin.ensureTopic(topic.name, topic);
   }
 
   async missingCommandTopics(agentIds: string[]): Promise<string[]> {
     const existing = new Set(await (await this.inspect()).listTopics());
-    return agentIds.filter((id) => !existing.has(this.opts.topics.commands(id)));
+    return agentIds.filter((id) => !existing.has(this.topics.commands(id)));
   }
 
   async cardsTopicState(): Promise<CardsTopicState> {
     const admin = await this.inspect();
     const { clusterId } = await admin.describeCluster();
-    const topic = this.opts.topics.cards();
+    const topic = this.topics.cards();
     if (!(await admin.listTopics()).includes(topic)) return { clusterId, endOffsets: null };
     const offsets = await admin.fetchTopicOffsets(topic);
     const endOffsets: number[] = [];
@@ -77,12 +78,14 @@ export class KafkaCardStream implements CardStream {
   }
 
   async ensureCommandTopic(agentId: string, partitions: number): Promise<void> {
-    await this.admin.ensureTopic(this.opts.topics.commands(agentId), { partitions, replicationFactor: this.opts.replicationFactor });
+    // The directory owns the agent's registration, so it alone grows the topic when that asks for more.
+    const topic = this.opts.definitions.commands(agentId, partitions);
+    await this.admin.ensureTopic(topic.name, { ...topic, grow: true });
   }
 
   async publish(record: AgentRecord): Promise<void> {
     await this.producer.send({
-      topic: this.opts.topics.cards(),
+      topic: this.topics.cards(),
       acks: -1,
       messages: [
         {
@@ -96,7 +99,7 @@ export class KafkaCardStream implements CardStream {
 
   async publishHeartbeat(heartbeat: AgentHeartbeat): Promise<void> {
     await this.producer.send({
-      topic: this.opts.topics.heartbeats(),
+      topic: this.topics.heartbeats(),
       acks: -1,
       messages: [{ key: heartbeat.agentId, value: JSON.stringify(heartbeat) }],
     });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { databaseSpec, flag, httpSpec, kafkaSpec, loadConfig, port, positiveInt, type ConfigOf } from '@mesh/config';
+import { DEFAULT_COMMAND_PARTITIONS } from '@mesh/contract';
 import { DEMO_API_KEYS, loadAuthOptions, type AuthenticatorOptions } from '@mesh/auth';
 
 const jsonObject = (what: string) =>
@@ -42,15 +43,13 @@ export const directoryConfigSpec = {
   DIRECTORY_HEARTBEAT_TTL_MS: positiveInt(30_000),
   /** Registrations (POST and PUT) per tenant per minute, per replica. */
   DIRECTORY_REGISTRATIONS_PER_MINUTE: positiveInt(60),
-  DIRECTORY_DEFAULT_PARTITIONS: positiveInt(3),
+  DIRECTORY_DEFAULT_PARTITIONS: positiveInt(DEFAULT_COMMAND_PARTITIONS),
   DIRECTORY_MAX_PARTITIONS: positiveInt(64),
   /**
    * How often the cards topic is compared with the database (cluster id, end offsets, record count)
    * and republished when it is behind; every live agent's command topic is recreated if missing.
    */
   DIRECTORY_RECONCILE_INTERVAL_MS: positiveInt(10_000),
-  /** Replication factor of the command and cards topics this service creates. */
-  DIRECTORY_TOPIC_REPLICATION: positiveInt(1),
   /** Private JWK (JSON, with `kid`; alg ES256 or EdDSA) used to sign served cards. */
   DIRECTORY_SIGNING_JWK: jsonObject('a private JWK as JSON'),
   /** Keys trusted to sign submitted cards: `{"<tenant>|*": {"keys": [...]}}`. */

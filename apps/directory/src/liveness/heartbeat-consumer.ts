@@ -1,6 +1,6 @@
 import type { Consumer, Kafka } from 'kafkajs';
 import { ensureTopics } from '@mesh/bus';
-import { DIRECTORY_TOPICS, type AgentHeartbeat } from '@mesh/contract';
+import type { AgentHeartbeat, TopicDefinition } from '@mesh/contract';
 import type { LivenessService } from './liveness.service.js';
 
 /** Parses a heartbeat value; malformed ones are skipped (a heartbeat is advisory, never dead-lettered). */
@@ -25,22 +25,19 @@ export class HeartbeatConsumer {
 
   constructor(
     private readonly kafka: Kafka,
-    private readonly topic: string,
+    private readonly topic: TopicDefinition,
     groupId: string,
     private readonly liveness: LivenessService,
-    private readonly replicationFactor = 1,
   ) {
     this.consumer = kafka.consumer({ groupId, sessionTimeout: 10_000, heartbeatInterval: 1_000, maxWaitTimeInMs: 250 });
   }
 
   /** Creates the heartbeats topic when missing, joins the group and starts applying heartbeats. */
   async start(): Promise<void> {
-    // Maybe created by another service first: DIRECTORY_TOPICS is the one definition.
-    await ensureTopics(this.kafka, [
-      { name: this.topic, ...DIRECTORY_TOPICS.heartbeats, replicationFactor: this.replicationFactor, grow: false },
-    ]);
+    // Maybe created by another service first: `TopicDefinitions` is the one definition.
+    await ensureTopics(this.kafka, [this.topic]);
     await this.consumer.connect();
-    await this.consumer.subscribe({ topic: this.topic, fromBeginning: false });
+    await this.consumer.subscribe({ topic: this.topic.name, fromBeginning: false });
     await this.consumer.run({
       eachBatchAutoResolve: true,
       eachBatch: async ({ batch }) => {

@@ -283,7 +283,12 @@ const configuration = z
   })
   .strict();
 
-export const TASK_STATES = [
+/**
+ * A2A's TaskState enum in protobuf order (a request may give the name or its number), with
+ * UNSPECIFIED: what a ListTasks filter accepts. The states a task can have are `TaskStates` of
+ * `@mesh/contract`.
+ */
+export const A2A_TASK_STATE_ENUM = [
   'TASK_STATE_UNSPECIFIED',
   'TASK_STATE_SUBMITTED',
   'TASK_STATE_WORKING',
@@ -297,9 +302,9 @@ export const TASK_STATES = [
 
 const taskState = z.unknown().superRefine((v, ctx) => {
   const ok =
-    (typeof v === 'string' && (TASK_STATES as readonly string[]).includes(v)) ||
-    (Number.isInteger(v) && (v as number) >= 0 && (v as number) < TASK_STATES.length);
-  if (!ok) ctx.addIssue({ code: 'custom', message: `must be one of ${TASK_STATES.join(', ')}` });
+    (typeof v === 'string' && (A2A_TASK_STATE_ENUM as readonly string[]).includes(v)) ||
+    (Number.isInteger(v) && (v as number) >= 0 && (v as number) < A2A_TASK_STATE_ENUM.length);
+  if (!ok) ctx.addIssue({ code: 'custom', message: `must be one of ${A2A_TASK_STATE_ENUM.join(', ')}` });
 });
 
 /** RFC 3339 date-time with a zone (google.protobuf.Timestamp's JSON form). */

@@ -1,7 +1,7 @@
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import type { z } from 'zod';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
-import { A2A_LIMITS, A2A_PARAMS, idProblem, TASK_STATES, type A2aMethod } from './a2a-request.schemas.js';
+import { A2A_LIMITS, A2A_PARAMS, idProblem, A2A_TASK_STATE_ENUM, type A2aMethod } from './a2a-request.schemas.js';
 
 /**
  * Validation of every A2A request at the edge, before the SDK parses it and before anything is
@@ -166,7 +166,7 @@ function queryParams(
       out[name] = v === 'true';
     } else if (kind === 'state') {
       out[name] = /^\d{1,2}$/.test(v) ? Number(v) : v;
-      if (typeof out[name] === 'number' && (out[name] as number) >= TASK_STATES.length) out[name] = v;
+      if (typeof out[name] === 'number' && (out[name] as number) >= A2A_TASK_STATE_ENUM.length) out[name] = v;
     } else out[name] = v;
   }
   return out;

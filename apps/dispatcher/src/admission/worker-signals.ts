@@ -4,7 +4,7 @@ import type { WorkerSignals } from './admission.js';
 
 /**
  * Backlog of an agent = total lag of its workers' consumer group on its command topic (group
- * `{prefix}agents.{agentId}`, the apps/agents convention), read at most once per `ttlMs` per agent
+ * `ConsumerGroups.agentWorkers` of `@mesh/contract`), read at most once per `ttlMs` per agent
  * so admission costs no broker round trip on the hot path.
  */
 export class KafkaWorkerSignals implements WorkerSignals {

@@ -1,7 +1,7 @@
 import type { Kafka } from 'kafkajs';
 import { AgentCatalog } from '@mesh/agent-directory';
 import { ensureTopics } from '@mesh/bus';
-import { canSee, DIRECTORY_TOPICS, type AgentRecord, type TopicNames } from '@mesh/contract';
+import { canSee, type AgentRecord, type ConsumerGroups, type TopicDefinitions } from '@mesh/contract';
 
 /** Where agents come from: the directory's live records. */
 export interface AgentLookup {
@@ -50,17 +50,15 @@ export class DirectoryAgentLookup implements AgentLookup {
 
   constructor(
     private readonly kafka: Kafka,
-    private readonly topics: TopicNames,
+    private readonly topics: TopicDefinitions,
+    groups: ConsumerGroups,
   ) {
-    this.catalog = new AgentCatalog({ kafka, topics, groupPrefix: `${topics.prefix}dispatcher-catalog` });
+    this.catalog = new AgentCatalog({ kafka, topics: topics.names, groupPrefix: groups.dispatcherCatalog() });
   }
 
   async start(): Promise<void> {
     // Created here too (the directory may start later); never grown: both are keyed by agent id.
-    await ensureTopics(this.kafka, [
-      { name: this.topics.cards(), ...DIRECTORY_TOPICS.cards, grow: false },
-      { name: this.topics.heartbeats(), ...DIRECTORY_TOPICS.heartbeats, grow: false },
-    ]);
+    await ensureTopics(this.kafka, [this.topics.cards(), this.topics.heartbeats()]);
     await this.catalog.start();
   }
 

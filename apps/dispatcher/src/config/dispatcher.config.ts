@@ -20,8 +20,6 @@ export const dispatcherConfigSpec = {
   DISPATCHER_WAIT_POLL_MS: positiveInt(250),
   /** Cache-Control max-age of served agent cards. */
   DISPATCHER_CARD_MAX_AGE_S: z.coerce.number().int().min(0).default(60),
-  /** Partitions of the task events topic when the dispatcher has to create it. */
-  EVENTS_TOPIC_PARTITIONS: positiveInt(6),
   /**
    * SSE: a followed task is re-read this often, once per replica however many streams follow it
    * (covers changes committed on another replica: a cancel, a deadline, lost events).

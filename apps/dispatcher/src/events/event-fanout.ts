@@ -42,11 +42,12 @@ export class EventFanout implements EventFeed {
   constructor(
     private readonly kafka: Kafka,
     private readonly topic: string,
-    groupPrefix: string,
+    /** This replica's group name for a fresh replica id (`ConsumerGroups.dispatcherFanout`). */
+    groupName: (replicaId: string) => string,
     private readonly buses: TaskEventBusManager,
     private readonly opts: EventFanoutOptions,
   ) {
-    this.groupId = `${groupPrefix}.${newId()}`;
+    this.groupId = groupName(newId());
     this.log = (opts.logger ?? silentLogger).child({ src: 'event-fanout' });
   }
 

@@ -1,7 +1,8 @@
 import type { Kafka } from 'kafkajs';
-import { BusAdmin, BusConsumer } from '@mesh/bus';
+import { BusAdmin, BusConsumer, isTransientKafkaError } from '@mesh/bus';
+import { isTransientPostgresError } from '@mesh/database';
 import type { Task } from '@a2a-js/sdk';
-import type { TaskEvent } from '@mesh/contract';
+import { anyTransient, type TaskEvent, type TopicDefinitions } from '@mesh/contract';
 import type { TaskProjection } from '../tasks/task-projection.js';
 import type { TaskEventBusManager } from './task-event-bus.manager.js';
 import type { PushService } from '../push/push.service.js';
@@ -33,11 +34,10 @@ export class EventProjector {
 
   constructor(
     private readonly kafka: Kafka,
-    private readonly topic: string,
+    private readonly topics: TopicDefinitions,
     private readonly groupId: string,
     private readonly tasks: TaskProjection,
     private readonly buses: TaskEventBusManager,
-    private readonly partitions: number,
     opts: EventProjectorOptions = {},
   ) {
     this.push = opts.push;
@@ -49,10 +49,14 @@ export class EventProjector {
     const admin = new BusAdmin(this.kafka);
     // Never grown: the topic is keyed by task, and growing it under running workers can split one
     // task's events over two partitions (a COMPLETED projected before its artifact reads as FAILED).
-    await admin.ensureTopic(this.topic, { partitions: this.partitions, grow: false }).finally(() => admin.close());
+    const events = this.topics.events();
+    await admin.ensureTopic(events.name, events).finally(() => admin.close());
     this.consumer = new BusConsumer(this.kafka, {
       groupId: this.groupId,
-      topics: [this.topic],
+      topics: [events.name],
+      topicDefinitions: this.topics,
+      // Projecting writes to Postgres: a database restart is an outage, not a bad event.
+      isTransient: anyTransient(isTransientKafkaError, isTransientPostgresError),
       fromBeginning: true,
       // Many tasks' events in flight at once: their projection statements share batches.
       maxInFlight: 256,

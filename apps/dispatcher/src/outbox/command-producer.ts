@@ -1,5 +1,6 @@
 import type { Kafka } from 'kafkajs';
 import { BusAdmin, BusProducer } from '@mesh/bus';
+import type { TopicDefinition } from '@mesh/contract';
 
 /** A command read from the outbox, on its way to its agent's command topic. */
 export interface OutboxCommand {
@@ -31,7 +32,8 @@ export class BusCommandProducer implements CommandProducer {
 
   constructor(
     kafka: Kafka,
-    private readonly partitionsOf: (agentId: string) => number,
+    /** The contract's definition of an agent's command topic (partitions, replication). */
+    private readonly definitionOf: (agentId: string) => TopicDefinition,
   ) {
     // The relay lingers before it claims a batch; the producer need not linger again.
     this.producer = new BusProducer(kafka, { lingerMs: 0, spanPerRecord: true });
@@ -42,7 +44,8 @@ export class BusCommandProducer implements CommandProducer {
     for (const c of commands) {
       if (this.ensured.has(c.topic)) continue;
       // Keyed by the agent's channel key: created, never grown (growing would reorder keys).
-      await this.admin.ensureTopic(c.topic, { partitions: this.partitionsOf(c.agentId), grow: false });
+      const { name: _name, ...settings } = this.definitionOf(c.agentId);
+      await this.admin.ensureTopic(c.topic, { ...settings, grow: false });
       this.ensured.add(c.topic);
     }
     await Promise.all(commands.map((c) => this.producer.sendRecord(c.topic, c.key, c.value, c.headers)));

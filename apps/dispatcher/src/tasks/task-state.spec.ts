@@ -3,12 +3,13 @@ import assert from 'node:assert/strict';
 import { TaskState } from '@a2a-js/sdk';
 import { isInterrupted, isSettled, isTerminal, parseState, stateName, stateRank } from './task-state.js';
 
-test('worker state spellings all parse; unknown and SUBMITTED-less garbage do not', () => {
-  for (const raw of ['TASK_STATE_WORKING', 'working', 'WORKING', 2]) assert.equal(parseState(raw), TaskState.TASK_STATE_WORKING);
-  assert.equal(parseState('input-required'), TaskState.TASK_STATE_INPUT_REQUIRED);
-  assert.equal(parseState('auth_required'), TaskState.TASK_STATE_AUTH_REQUIRED);
-  for (const raw of ['', 'done', 'TASK_STATE_UNSPECIFIED', 0, 99]) assert.equal(parseState(raw), undefined);
+test('only the wire spelling of a state parses; other spellings and unknown states do not', () => {
+  assert.equal(parseState('TASK_STATE_WORKING'), TaskState.TASK_STATE_WORKING);
+  assert.equal(parseState('TASK_STATE_INPUT_REQUIRED'), TaskState.TASK_STATE_INPUT_REQUIRED);
+  for (const raw of ['', 'done', 'working', 'WORKING', 'input-required', 'auth_required', 'TASK_STATE_UNSPECIFIED', '2'])
+    assert.equal(parseState(raw), undefined);
   assert.equal(stateName(TaskState.TASK_STATE_COMPLETED), 'TASK_STATE_COMPLETED');
+  assert.throws(() => stateName(TaskState.TASK_STATE_UNSPECIFIED), /no task has the state TASK_STATE_UNSPECIFIED/);
 });
 
 test('ranks only move forward within a turn; settled = terminal or interrupted', () => {

@@ -1,12 +1,20 @@
 import { TaskState, taskStateFromJSON, taskStateToJSON } from '@a2a-js/sdk';
+import {
+  INTERRUPTED_TASK_STATES,
+  MeshError,
+  OPEN_TASK_STATES,
+  parseTaskState,
+  TERMINAL_TASK_STATES,
+  type TaskState as WireTaskState,
+} from '@mesh/contract';
 
-const TERMINAL = new Set<TaskState>([
-  TaskState.TASK_STATE_COMPLETED,
-  TaskState.TASK_STATE_FAILED,
-  TaskState.TASK_STATE_CANCELED,
-  TaskState.TASK_STATE_REJECTED,
-]);
-const INTERRUPTED = new Set<TaskState>([TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED]);
+/*
+ * The dispatcher works with @a2a-js/sdk's TaskState enum (its Task objects carry it); events and
+ * the `state` column carry `@mesh/contract`'s TaskState names. These functions translate.
+ */
+
+const TERMINAL = new Set<TaskState>(TERMINAL_TASK_STATES.map((s) => taskStateFromJSON(s)));
+const INTERRUPTED = new Set<TaskState>(INTERRUPTED_TASK_STATES.map((s) => taskStateFromJSON(s)));
 
 /** No further turn is possible. */
 export const isTerminal = (s: TaskState): boolean => TERMINAL.has(s);
@@ -16,10 +24,8 @@ export const isInterrupted = (s: TaskState): boolean => INTERRUPTED.has(s);
 export const isSettled = (s: TaskState): boolean => isTerminal(s) || isInterrupted(s);
 
 /** Stored names of the terminal states, and of the states a task can still change from. */
-export const TERMINAL_STATE_NAMES: readonly string[] = [...TERMINAL].map((s) => taskStateToJSON(s));
-export const OPEN_STATE_NAMES: readonly string[] = [TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING, ...INTERRUPTED].map((s) =>
-  taskStateToJSON(s),
-);
+export const TERMINAL_STATE_NAMES: readonly WireTaskState[] = TERMINAL_TASK_STATES;
+export const OPEN_STATE_NAMES: readonly WireTaskState[] = OPEN_TASK_STATES;
 
 /**
  * Order of states within one turn: a later event may only keep or raise the rank, so a late
@@ -31,19 +37,18 @@ export function stateRank(s: TaskState): number {
   return 2;
 }
 
-/** `TASK_STATE_WORKING`, `working`, `input-required`, `INPUT_REQUIRED` or the enum number → TaskState. */
-export function parseState(raw: string | number): TaskState | undefined {
-  let s: TaskState;
-  if (typeof raw === 'number') s = taskStateFromJSON(raw);
-  else {
-    const upper = raw.trim().toUpperCase().replace(/-/g, '_');
-    s = taskStateFromJSON(upper.startsWith('TASK_STATE_') ? upper : `TASK_STATE_${upper}`);
-  }
-  return s === TaskState.UNRECOGNIZED || s === TaskState.TASK_STATE_UNSPECIFIED ? undefined : s;
+/** A state as events and the `state` column carry it (`TASK_STATE_WORKING` …) → TaskState; anything else: undefined. */
+export function parseState(raw: string): TaskState | undefined {
+  const s = parseTaskState(raw);
+  return s === undefined ? undefined : taskStateFromJSON(s);
 }
 
 /** A settled state as the `outcome` label of `mesh_tasks_total` (`completed`, `input_required` …). */
 export const outcomeLabel = (s: TaskState): string => taskStateToJSON(s).replace('TASK_STATE_', '').toLowerCase();
 
-/** TaskState → its A2A 1.0 JSON name, as stored in the `state` column. */
-export const stateName = (s: TaskState): string => taskStateToJSON(s);
+/** TaskState → its A2A 1.0 JSON name, as stored in the `state` column and sent in events. */
+export function stateName(s: TaskState): WireTaskState {
+  const name = parseTaskState(taskStateToJSON(s));
+  if (name === undefined) throw new MeshError('CONTRACT_VIOLATION', `no task has the state ${taskStateToJSON(s)}`);
+  return name;
+}

@@ -11,9 +11,11 @@ import {
   executionId,
   FIRST_TURN,
   newId,
+  TaskStates,
   type AgentRecord,
   type Envelope,
   type Identity,
+  type TaskState as WireTaskState,
   type TopicNames,
 } from '@mesh/contract';
 import type { Principal } from '@mesh/auth';
@@ -70,7 +72,8 @@ interface TurnEnd {
 
 /** Who stands behind a change the platform makes on its own (a deadline passing), in the command's identity. */
 const PLATFORM_PRINCIPAL = 'mesh:dispatcher';
-const sqlList = (names: readonly string[]) => names.map((n) => `'${n}'`).join(', ');
+/** State names of `@mesh/contract` as an SQL list (constants, never input: safe to inline, and partial indexes still match). */
+const sqlList = (names: readonly WireTaskState[]) => names.map((n) => `'${n}'`).join(', ');
 
 export interface TaskServiceOptions {
   /** Told of each task created here, as stored (the projection primes its cache with it). */
@@ -203,7 +206,7 @@ export class TaskService {
     const rows: TaskRow[] = await this.ds.query(
       `SELECT task FROM dispatcher.tasks
         WHERE tenant = $1 AND agent_id = $2 AND context_id = $3 AND work_hash = $4
-          AND state IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING')
+          AND state IN (${sqlList([TaskStates.submitted, TaskStates.working])})
         ORDER BY created_at DESC LIMIT 1`,
       [tenant, agentId, contextId, work],
     );
@@ -398,7 +401,7 @@ export class TaskService {
          WHERE (deadline_at IS NOT NULL AND deadline_at < now() - make_interval(secs => $1::double precision / 1000)
                 AND state IN (${sqlList(OPEN_STATE_NAMES)}))
             OR (start_by_at IS NOT NULL AND start_by_at < now() - make_interval(secs => $1::double precision / 1000)
-                AND state = 'TASK_STATE_SUBMITTED')
+                AND state = '${TaskStates.submitted}')
          ORDER BY LEAST(deadline_at, start_by_at) LIMIT $2 FOR UPDATE SKIP LOCKED`,
         [graceMs, limit],
       );

@@ -2,7 +2,7 @@ import { TaskState, type Task } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import type { Admin } from 'kafkajs';
 import { BusAdmin, createKafka } from '@mesh/bus';
-import { TopicNames } from '@mesh/contract';
+import { ConsumerGroups, TopicNames } from '@mesh/contract';
 import { agentClient, taskSummary } from '../a2a-client.js';
 import { requestJson } from '../http-client.js';
 
@@ -47,12 +47,14 @@ export class OverviewSource {
   private rawConnected?: Promise<void>;
   private readonly clients = new Map<string, Promise<Client>>();
   private readonly topics: TopicNames;
+  private readonly groups: ConsumerGroups;
 
   constructor(private readonly t: ConsoleTargets) {
     const kafka = createKafka({ brokers: t.brokers, clientId: 'mesh-console' }, { retry: { retries: 1 }, connectionTimeout: 3000 });
     this.admin = new BusAdmin(kafka);
     this.raw = kafka.admin();
     this.topics = new TopicNames(t.prefix);
+    this.groups = new ConsumerGroups(t.prefix);
   }
 
   async close(): Promise<void> {
@@ -92,7 +94,7 @@ export class OverviewSource {
     await Promise.all(
       (dir?.items ?? []).map(async (a) => {
         const [lag, dlq, listed] = await Promise.all([
-          soft(`lag of ${a.id}`, this.admin.consumerLag(`${this.t.prefix}agents.${a.id}`, [this.topics.commands(a.id)])),
+          soft(`lag of ${a.id}`, this.admin.consumerLag(this.groups.agentWorkers(a.id), [this.topics.commands(a.id)])),
           soft(`dead letters of ${a.id}`, this.deadLetterCount(this.topics.deadLetters(this.topics.commands(a.id)))),
           a.retired
             ? Promise.resolve(undefined)
