@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { TaskState, type Task } from '@a2a-js/sdk';
 import { eventually } from '../support/infra.js';
 import { a2aClient, agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
-import { sendRequest, userMessage } from '../support/a2a-fixtures.js';
+import { listRequest, sendRequest, userMessage } from '../support/a2a-fixtures.js';
 import { startManualWorker } from '../support/manual-worker.js';
 import { streamingClient } from '../support/streaming.js';
 import { openRawSse, type RawSse } from '../support/raw-sse.js';
@@ -86,16 +86,7 @@ test('the stream over the cap is refused with 429 on both bindings; other tenant
   await assert.rejects(async () => {
     for await (const _ of sdk.sendMessageStream(sendRequest(userMessage('refused stream')))) void _;
   });
-  const listed = await a.client.listTasks({
-    tenant: '',
-    contextId: '',
-    status: TaskState.TASK_STATE_UNSPECIFIED,
-    pageSize: 50,
-    pageToken: '',
-    historyLength: 0,
-    includeArtifacts: false,
-    statusTimestampAfter: undefined,
-  });
+  const listed = await a.client.listTasks(listRequest());
   assert.equal(listed.totalSize, 1, 'the refused SendStreamingMessage created no task');
 
   // Another tenant streams as usual.

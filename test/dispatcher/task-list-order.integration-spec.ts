@@ -1,10 +1,10 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { TaskState, type ListTasksRequest, type Task } from '@a2a-js/sdk';
+import { TaskState, type Task } from '@a2a-js/sdk';
 import { eventually } from '../support/infra.js';
 import { a2aClient, agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
-import { sendRequest, userMessage } from '../support/a2a-fixtures.js';
+import { listRequest, sendRequest, userMessage } from '../support/a2a-fixtures.js';
 import { startManualWorker } from '../support/manual-worker.js';
 
 // ListTasks pages are ordered by the `status.timestamp` they show: the list is ordered and paged on
@@ -22,18 +22,6 @@ db.on('error', () => undefined); // the database is dropped under it at the end
 await db.connect();
 after(() => db.end());
 
-/** A ListTasks request of every task of the agent (the SDK's request type has no defaults). */
-const listOf = (patch: Partial<ListTasksRequest> = {}): ListTasksRequest => ({
-  tenant: '',
-  contextId: '',
-  status: TaskState.TASK_STATE_UNSPECIFIED,
-  pageSize: 50,
-  pageToken: '',
-  historyLength: 0,
-  includeArtifacts: false,
-  statusTimestampAfter: undefined,
-  ...patch,
-});
 const timestamps = (tasks: Task[]) => tasks.map((t) => t.status?.timestamp ?? '');
 const nonIncreasing = (ts: string[]) => ts.every((t, i) => i === 0 || Date.parse(ts[i - 1]) >= Date.parse(t));
 
@@ -48,11 +36,11 @@ test('ListTasks comes back in the order of the status timestamps it shows, acros
   await worker.emit(cmds[0], [{ seq: 0, state: 'WORKING' }]);
   await Promise.all(cmds.slice(1).map((cmd) => worker.emit(cmd, [{ seq: 0, state: 'WORKING' }])));
   await eventually('every task WORKING', async () => {
-    const all = await client.listTasks(listOf({ status: TaskState.TASK_STATE_WORKING }));
+    const all = await client.listTasks(listRequest({ status: TaskState.TASK_STATE_WORKING }));
     return all.tasks.length === 8;
   });
 
-  const page = await client.listTasks(listOf());
+  const page = await client.listTasks(listRequest());
   assert.equal(page.tasks.length, 8);
   const shown = timestamps(page.tasks);
   assert.ok(nonIncreasing(shown), `page order by shown timestamps: ${shown.join(', ')}`);
@@ -71,7 +59,7 @@ test('ListTasks comes back in the order of the status timestamps it shows, acros
   const paged: Task[] = [];
   let pageToken = '';
   do {
-    const p = await client.listTasks(listOf({ pageSize: 3, pageToken }));
+    const p = await client.listTasks(listRequest({ pageSize: 3, pageToken }));
     paged.push(...p.tasks);
     pageToken = p.nextPageToken;
   } while (pageToken);
@@ -83,7 +71,7 @@ test('ListTasks comes back in the order of the status timestamps it shows, acros
 
   // statusTimestampAfter filters on the same time the tasks show.
   const cut = page.tasks[3].status!.timestamp!;
-  const newer = await client.listTasks(listOf({ statusTimestampAfter: cut }));
+  const newer = await client.listTasks(listRequest({ statusTimestampAfter: cut }));
   assert.deepEqual(
     newer.tasks.map((t) => t.id),
     page.tasks.filter((t) => Date.parse(t.status!.timestamp!) > Date.parse(cut)).map((t) => t.id),

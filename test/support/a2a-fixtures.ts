@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Role, type Message, type SendMessageRequest, type Task } from '@a2a-js/sdk';
+import { Role, TaskState, type ListTasksRequest, type Message, type SendMessageRequest, type Task } from '@a2a-js/sdk';
 
 /** A user text message in the SDK's (protobuf-shaped) types. */
 export function userMessage(text: string, extra: Partial<Message> = {}): Message {
@@ -28,6 +28,19 @@ export function sendRequest(
     metadata: undefined,
   };
 }
+
+/** A ListTasks request of every task the caller sees (the SDK's request type has no defaults). */
+export const listRequest = (patch: Partial<ListTasksRequest> = {}): ListTasksRequest => ({
+  tenant: '',
+  contextId: '',
+  status: TaskState.TASK_STATE_UNSPECIFIED,
+  pageSize: 50,
+  pageToken: '',
+  historyLength: 0,
+  includeArtifacts: false,
+  statusTimestampAfter: undefined,
+  ...patch,
+});
 
 /** The text of every artifact part of a task. */
 export const artifactText = (task: Task) =>
