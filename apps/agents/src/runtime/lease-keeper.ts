@@ -24,8 +24,10 @@ export class LeaseKeeper {
   /** Aborted when this attempt no longer owns the execution: its lease was taken, or it was handed away (`giveUp`). */
   readonly lost: AbortSignal = this.lostController.signal;
   readonly canceled: AbortSignal = this.canceledController.signal;
+  readonly executionId: string;
 
   constructor(private readonly o: LeaseKeeperOptions) {
+    this.executionId = o.executionId;
     this.timer = setInterval(() => this.renew(), Math.max(50, Math.floor(o.leaseMs / 3)));
   }
 

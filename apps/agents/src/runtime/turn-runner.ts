@@ -126,10 +126,7 @@ export class TurnRunner {
         const { outcome, unavailable } = await this.runHandler(cmd, input, owner, turn, { signal: stop.signal, unwatch });
         if (lease.lost.aborted) {
           this.log.debug({ executionId: id.executionId }, 'lease lost or command revoked during the turn; not reporting');
-          trace.getActiveSpan()?.setAttribute(SpanAttr.outcome, 'abandoned');
-          lease.stop(); // before giving the lease up: a renewal must not take it back
-          if (revoked.aborted) await this.o.ledger.abandon(id.executionId, owner).catch(() => undefined);
-          return;
+          return await this.abandon(lease, owner, 'abandoned', revoked.aborted);
         }
         if (unavailable !== undefined) {
           // Failing the task for a database blip would be a wrong business fact. Give the execution up
@@ -137,9 +134,7 @@ export class TurnRunner {
           // failures do not count towards its dead-letter limit), and the next attempt runs the turn
           // with the effect ledger keeping every side effect single.
           this.log.warn({ error: String(unavailable) }, 'a dependency was unavailable during the turn; it runs again');
-          trace.getActiveSpan()?.setAttribute(SpanAttr.outcome, 'retried');
-          lease.stop();
-          await this.o.ledger.abandon(id.executionId, owner).catch(() => undefined);
+          await this.abandon(lease, owner, 'retried', true);
           throw unavailable;
         }
         await finish(outcome);
@@ -278,6 +273,16 @@ export class TurnRunner {
     }
     if (signal.aborted && outcome.state !== 'canceled' && outcome.state !== 'failed') outcome = this.outcomeOfError(signal.reason, signal);
     return unavailable === undefined ? { outcome } : { outcome, unavailable };
+  }
+
+  /**
+   * Ends this attempt without reporting: stops renewing first (a renewal must not take the lease
+   * back), then releases the lease for the next owner when `release`.
+   */
+  private async abandon(lease: LeaseKeeper, owner: string, spanOutcome: 'abandoned' | 'retried', release: boolean): Promise<void> {
+    trace.getActiveSpan()?.setAttribute(SpanAttr.outcome, spanOutcome);
+    lease.stop();
+    if (release) await this.o.ledger.abandon(lease.executionId, owner).catch(() => undefined);
   }
 
   /**
