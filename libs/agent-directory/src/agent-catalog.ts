@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Admin, Consumer, Kafka } from 'kafkajs';
-import type { AgentHeartbeat, AgentRecord, TopicNames } from '@mesh/contract';
+import { sleep, type AgentHeartbeat, type AgentRecord, type TopicNames } from '@mesh/contract';
 import { CatalogState } from './catalog-state.js';
 
 /** Options of an AgentCatalog. */
@@ -137,7 +137,7 @@ export async function endOffsets(admin: Admin, topic: string): Promise<Awaited<R
       return await admin.fetchTopicOffsets(topic);
     } catch (err) {
       if (!(err as { retriable?: boolean }).retriable || Date.now() > until) throw err;
-      await new Promise((r) => setTimeout(r, delay));
+      await sleep(delay);
     }
   }
 }

@@ -1,5 +1,5 @@
 import type { Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
-import { decodeEnvelope, isRetryable, normalizeHeaders, TopicDefinitions, type Envelope } from '@mesh/contract';
+import { decodeEnvelope, isRetryable, normalizeHeaders, sleep, TopicDefinitions, wakeableSleep, type Envelope } from '@mesh/contract';
 import { withConsumerSpan } from '@mesh/telemetry';
 import { BusAdmin } from './bus-admin.js';
 import { BusProducer } from './bus-producer.js';
@@ -230,14 +230,7 @@ export class BusConsumer {
   }
 
   private waitForRoom(ms: number): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const t = setTimeout(done, ms);
-      function done() {
-        clearTimeout(t);
-        resolve();
-      }
-      this.roomWaiters.push(done);
-    });
+    return wakeableSleep(ms, (wake) => this.roomWaiters.push(wake));
   }
 
   private notifyRoom(): void {
@@ -549,14 +542,7 @@ export class BusConsumer {
   }
 
   private waitIdle(ms: number): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const t = setTimeout(done, Math.max(1, ms));
-      function done() {
-        clearTimeout(t);
-        resolve();
-      }
-      this.idleWaiters.push(done);
-    });
+    return wakeableSleep(Math.max(1, ms), (wake) => this.idleWaiters.push(wake));
   }
 
   private notifyIdle(): void {
@@ -593,21 +579,6 @@ export class BusConsumer {
 function isRebalancing(err: unknown): boolean {
   const type = (err as { type?: string } | null)?.type;
   return type === 'REBALANCE_IN_PROGRESS' || type === 'NOT_COORDINATOR_FOR_GROUP' || type === 'ILLEGAL_GENERATION';
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const onAbort = () => {
-      clearTimeout(t);
-      resolve();
-    };
-    const t = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 async function withTimeout(p: Promise<void>, ms: number): Promise<void> {

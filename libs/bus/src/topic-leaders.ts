@@ -1,3 +1,4 @@
+import { sleep } from '@mesh/contract';
 import type { Admin } from 'kafkajs';
 
 /**
@@ -16,6 +17,6 @@ export async function awaitTopicLeaders(admin: Admin, topic: string, partitions:
       if (!(err as { retriable?: boolean }).retriable) throw err;
     }
     if (Date.now() > until) throw new Error(`topic ${topic} has no leaders after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, delay));
+    await sleep(delay);
   }
 }

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { TaskState, type Task } from '@a2a-js/sdk';
-import { TopicNames } from '@mesh/contract';
+import { sleep, TopicNames } from '@mesh/contract';
 import { a2aError, agentClient, stateName, taskSummary, TERMINAL, textMessage } from './a2a-client.js';
 import { CliError, ExitCode } from './cli-error.js';
 import { requestJson } from './http-client.js';
@@ -256,7 +256,7 @@ export function buildProgram(io: CliIo = processIo): Command {
             break;
           }
           if (Date.now() > until) throw new CliError(`task ${id} did not settle within ${o.timeout} ms`);
-          await new Promise((r) => setTimeout(r, o.interval));
+          await sleep(o.interval);
         }
       }
       showTask(final);

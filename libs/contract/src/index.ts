@@ -8,3 +8,4 @@ export * from './task-state.js';
 export * from './envelope.js';
 export * from './agent-record.js';
 export * from './timer-delay.js';
+export { sleep, wakeableSleep } from './sleep.js';

@@ -1,3 +1,4 @@
+import { sleep } from '@mesh/contract';
 import type { ToolObservation } from '@mesh/agent-sdk';
 import type { EffectLedger } from './effect-ledger.js';
 import type { ToolGateway } from './tool-gateway.js';
@@ -77,7 +78,7 @@ export class Reconciler {
         };
       }
       if (entry.state === 'absent') return undefined;
-      await new Promise((r) => setTimeout(r, pollMs));
+      await sleep(pollMs);
     }
   }
 }

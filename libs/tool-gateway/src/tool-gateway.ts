@@ -1,6 +1,6 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { parseToolName, type McpServerSpec, type ToolIntent, type ToolObservation } from '@mesh/agent-sdk';
-import { argsHash, clampTimerMs, idempotencyKey, MeshError, type JsonObject } from '@mesh/contract';
+import { argsHash, clampTimerMs, idempotencyKey, MeshError, sleep, type JsonObject } from '@mesh/contract';
 import { SpanAttr, withSpan } from '@mesh/telemetry';
 import type { EffectEntry, EffectLedger, RecordedResult } from './effect-ledger.js';
 import { McpConnection, type ToolInfo } from './mcp-connection.js';
@@ -143,7 +143,7 @@ export class ToolGateway {
       }
       if (claim.kind === 'busy') {
         // The same call of the same attempt is in flight (the handler issued it twice at once): wait for it.
-        await sleep(100, scope.signal);
+        await sleepOrThrow(100, scope.signal);
         continue;
       }
       break;
@@ -216,7 +216,7 @@ export class ToolGateway {
             retryable: true,
           });
         }
-        await sleep(this.backoff(attempt), scope.signal).catch(async (abortErr: unknown) => {
+        await sleepOrThrow(this.backoff(attempt), scope.signal).catch(async (abortErr: unknown) => {
           await this.ledger.release(key, scope.owner);
           throw abortErr;
         });
@@ -350,17 +350,8 @@ function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(abortError(signal));
-    const t = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(t);
-      reject(abortError(signal!));
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
+/** Waits like `sleep`, but an abort ends the wait with the scope's abort error. */
+async function sleepOrThrow(ms: number, signal?: AbortSignal): Promise<void> {
+  await sleep(ms, signal);
+  if (signal?.aborted) throw abortError(signal);
 }

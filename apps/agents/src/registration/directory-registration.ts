@@ -1,5 +1,5 @@
 import type { AgentDefinition } from '@mesh/agent-sdk';
-import { MeshError } from '@mesh/contract';
+import { MeshError, sleep } from '@mesh/contract';
 import { silentLogger, type Logger } from '@mesh/telemetry';
 
 export interface DirectoryRegistrationOptions {
@@ -116,7 +116,7 @@ async function withRetries(fn: () => Promise<void>, opts: DirectoryRegistrationO
     } catch (err) {
       if (!(err instanceof MeshError) || !err.retryable || i >= attempts) throw err;
       logOf(opts).warn({ attempt: i, error: err.message }, 'directory registration failed; retrying');
-      await new Promise((r) => setTimeout(r, Math.min(5000, 250 * 2 ** i)));
+      await sleep(Math.min(5000, 250 * 2 ** i));
     }
   }
 }

@@ -12,10 +12,10 @@ import {
 } from '@mesh/agent-sdk';
 import {
   anyTransient,
-  deadlineTimerMs,
   Envelopes,
   FIRST_TURN,
   MeshError,
+  sleep,
   TaskStates,
   type MeshErrorCode,
   type Envelope,
@@ -34,6 +34,8 @@ import { trace } from '@opentelemetry/api';
 import { linkFromHeaders, silentLogger, SpanAttr, withSpan, type Logger } from '@mesh/telemetry';
 import { fromWireMessage, toWireArtifact, toWireMessage, wireStateOf } from './a2a-wire.js';
 import type { ExecutionLedger } from './execution-ledger.js';
+import { LeaseKeeper } from './lease-keeper.js';
+import { TurnSignal } from './turn-signal.js';
 
 /** The ledgers are in Postgres and events go to Kafka: an outage of either is not the turn's failure. */
 const isTransientInfrastructure = anyTransient(isTransientKafkaError, isTransientPostgresError);
@@ -102,6 +104,56 @@ export class TurnRunner {
     const id = cmd.identity;
     const input = fromWireMessage(cmd.body.message);
     const owner = `${this.o.workerId}/${randomUUID().slice(0, 8)}`;
+    const claimed = await this.claim(cmd, input, owner);
+    if (!claimed) return;
+    return withSpan(`invoke_agent ${this.o.agent.id}`, this.spanOptions(cmd, claimed.attempt), async () => {
+      const turn = new TurnEmitter(this, id, (claimed.attempt - 1) * SEQ_PER_ATTEMPT);
+      // The lease is held from the claim until the turn is finished or given up — the wait for its
+      // side effects' outcomes included.
+      const lease = new LeaseKeeper({
+        ledger: this.o.ledger,
+        executionId: id.executionId,
+        owner,
+        leaseMs: this.o.leaseMs,
+      });
+      const stop = new TurnSignal(lease);
+      const finish = (outcome: TurnOutcome) => this.finish(turn, owner, outcome, lease.lost);
+      // `return await` below: the lease is renewed until finish (and its wait) has ended.
+      try {
+        const refused = this.notStarted(cmd, claimed.attempt, cancel.aborted || claimed.canceled);
+        if (refused) return await finish(refused);
+        const unwatch = stop.watch(cancel, revoked, id.deadlineUnixMs);
+        const { outcome, unavailable } = await this.runHandler(cmd, input, owner, turn, { signal: stop.signal, unwatch });
+        if (lease.lost.aborted) {
+          this.log.debug({ executionId: id.executionId }, 'lease lost or command revoked during the turn; not reporting');
+          return await this.abandon(lease, owner, 'abandoned', revoked.aborted);
+        }
+        if (unavailable !== undefined) {
+          // Failing the task for a database blip would be a wrong business fact. Give the execution up
+          // and throw: the bus delivers the command again for as long as the outage lasts (transient
+          // failures do not count towards its dead-letter limit), and the next attempt runs the turn
+          // with the effect ledger keeping every side effect single.
+          this.log.warn({ error: String(unavailable) }, 'a dependency was unavailable during the turn; it runs again');
+          await this.abandon(lease, owner, 'retried', true);
+          throw unavailable;
+        }
+        await finish(outcome);
+      } finally {
+        lease.stop();
+      }
+    });
+  }
+
+  /**
+   * Claims the execution, waiting while another owner holds it; undefined when it had finished
+   * already (its final events are sent again).
+   */
+  private async claim(
+    cmd: TaskRunCommand,
+    input: AgentMessage,
+    owner: string,
+  ): Promise<{ attempt: number; canceled: boolean } | undefined> {
+    const id = cmd.identity;
     const claim = {
       executionId: id.executionId,
       tenant: id.tenant,
@@ -111,9 +163,6 @@ export class TurnRunner {
       turn: cmd.body.turn,
       input,
     };
-
-    let attempt: number;
-    let canceledBefore = false;
     for (;;) {
       const c = await this.o.ledger.claim(claim, owner, this.o.leaseMs);
       if (c.kind === 'finished') {
@@ -121,21 +170,22 @@ export class TurnRunner {
         this.o.observe?.dedupHit();
         trace.getActiveSpan()?.addEvent('execution already finished', { [SpanAttr.executionId]: id.executionId });
         for (const e of c.events) await this.send(e);
-        return;
+        return undefined;
       }
-      if (c.kind === 'claimed') {
-        attempt = c.attempt;
-        canceledBefore = c.canceled;
-        break;
-      }
+      if (c.kind === 'claimed') return { attempt: c.attempt, canceled: c.canceled };
       // Someone else runs it now: wait for it to finish, or for its lease to expire and take over.
       await sleep(Math.min(Math.max(c.leaseRemainingMs + 20, 50), 1000));
     }
+  }
 
-    // A first attempt continues the request's trace; a takeover after a crash or lost lease starts
-    // its own trace, linked to the submit span, so the original trace is not stretched over hours.
+  /**
+   * A first attempt continues the request's trace; a takeover after a crash or lost lease starts
+   * its own trace, linked to the submit span, so the original trace is not stretched over hours.
+   */
+  private spanOptions(cmd: TaskRunCommand, attempt: number) {
+    const id = cmd.identity;
     const resumed = attempt > 1;
-    const span = {
+    return {
       root: resumed,
       links: resumed && id.traceparent ? linkFromHeaders({ traceparent: id.traceparent }) : [],
       attributes: {
@@ -150,144 +200,111 @@ export class TurnRunner {
         'mesh.attempt': attempt,
       },
     };
-    return withSpan(`invoke_agent ${this.o.agent.id}`, span, async () => {
-      const turn = new TurnEmitter(this, id, (attempt - 1) * SEQ_PER_ATTEMPT);
-      const ac = new AbortController();
-      // Aborted when this attempt no longer owns the execution: its lease was taken, or the command revoked.
-      const lost = new AbortController();
-      // The lease is held from the claim until the turn is finished or given up — the wait for its
-      // side effects' outcomes included — renewed every third of it.
-      const renewTimer = setInterval(
-        () => {
-          this.o.ledger.renew(id.executionId, owner, this.o.leaseMs).then(
-            (renewal) => {
-              if (renewal === 'lost' && !lost.signal.aborted) {
-                lost.abort();
-                ac.abort(new MeshError('LEASE_LOST', 'another worker took this execution over'));
-              }
-              // A cancel another process recorded (the cancel command was read there).
-              if (renewal === 'canceled') ac.abort(new MeshError('CANCELLED', 'the task was canceled'));
-            },
-            () => undefined, // a failed renewal is retried on the next tick; the lease covers a few misses
-          );
-        },
-        Math.max(50, Math.floor(this.o.leaseMs / 3)),
-      );
-      const finish = async (outcome: TurnOutcome): Promise<void> => {
-        // Progress and artifacts were sent without waiting (the producer keeps their order); a failed
-        // one surfaces here, before the outcome is recorded, so the redelivery runs or re-emits it.
-        await turn.flush();
-        const reported =
-          outcome.state === 'completed' || outcome.state === 'input-required'
-            ? outcome
-            : await this.withSideEffects(id, outcome, lost.signal);
-        const status = turn.status(wireStateOf(reported.state), reported.message, true);
-        const events = [...turn.artifacts, status];
-        if (!(await this.o.ledger.finish(id.executionId, owner, { state: outcome.state, reply: reported.message, events }))) {
-          this.log.debug({ executionId: id.executionId }, 'lost the execution before finishing; its new owner reports it');
-          return;
-        }
-        trace.getActiveSpan()?.setAttribute(SpanAttr.outcome, outcome.state);
-        this.o.observe?.turnFinished(outcome.state);
-        await this.send(status);
+  }
+
+  /** The outcome of a turn that must not start, or undefined when it may. */
+  private notStarted(cmd: TaskRunCommand, attempt: number, canceled: boolean): TurnOutcome | undefined {
+    const id = cmd.identity;
+    if (id.deadlineUnixMs !== undefined && id.deadlineUnixMs <= Date.now()) {
+      return Outcomes.failed('The deadline passed before the task was started.');
+    }
+    // The dispatcher fails a turn nobody started by then; starting it now would contradict that.
+    // A takeover (attempt > 1) continues a turn that was started.
+    if (attempt === 1 && id.startByUnixMs !== undefined && id.startByUnixMs <= Date.now()) {
+      return Outcomes.failed('No worker started the task by its start-by time; it is not started now.');
+    }
+    // A cancel read here, or recorded by any worker before this claim (see ExecutionLedger).
+    if (canceled) return Outcomes.canceled('Canceled before it started.');
+    return undefined;
+  }
+
+  /**
+   * Runs the handler under `signal`, then stops following the turn's abort sources (`unwatch`) before
+   * the outcome is settled. `unavailable` is set when a dependency went away mid-turn (a Postgres
+   * restart): not the task's outcome. A handler returning after the abort has not finished.
+   */
+  private async runHandler(
+    cmd: TaskRunCommand,
+    input: AgentMessage,
+    owner: string,
+    turn: TurnEmitter,
+    { signal, unwatch }: { signal: AbortSignal; unwatch: () => void },
+  ): Promise<{ outcome: TurnOutcome; unavailable?: unknown }> {
+    const id = cmd.identity;
+    let outcome: TurnOutcome;
+    let unavailable: unknown;
+    try {
+      if (signal.aborted) throw signal.reason;
+      turn.emit(turn.status(TaskStates.working, undefined, false));
+      const task: AgentTask = {
+        agentId: this.o.agent.id,
+        tenant: id.tenant,
+        taskId: id.taskId,
+        contextId: id.contextId,
+        turn: cmd.body.turn,
+        subject: id.subject,
+        actor: id.actor,
+        message: input,
+        parts: input.parts,
+        // A first turn has no history: skip the query on the hot path.
+        history: cmd.body.turn > FIRST_TURN ? await this.o.ledger.history(id.tenant, id.taskId, cmd.body.turn) : [],
+        ...(validDate(id.deadlineUnixMs) ? { deadline: new Date(id.deadlineUnixMs) } : {}),
+        signal,
       };
+      const scope: ToolCallScope = {
+        tenant: id.tenant,
+        taskId: id.taskId,
+        executionId: id.executionId,
+        subject: id.subject,
+        owner,
+        signal,
+        ...(task.deadline ? { deadline: task.deadline } : {}),
+        budget: new RetryBudget(this.o.retryBudget),
+      };
+      const ctx = this.context(turn, scope, signal);
+      // Revoked, canceled or past the deadline while the history was read: the handler never starts.
+      if (signal.aborted) throw signal.reason;
+      outcome = await raceAbort(this.o.agent.handler(task, ctx), signal);
+    } catch (err) {
+      if (!signal.aborted && isTransientInfrastructure(err)) unavailable = err;
+      outcome = this.outcomeOfError(err, signal);
+    } finally {
+      unwatch();
+    }
+    if (signal.aborted && outcome.state !== 'canceled' && outcome.state !== 'failed') outcome = this.outcomeOfError(signal.reason, signal);
+    return unavailable === undefined ? { outcome } : { outcome, unavailable };
+  }
 
-      // `return await` below: the lease is renewed until finish (and its wait) has ended.
-      try {
-        if (id.deadlineUnixMs !== undefined && id.deadlineUnixMs <= Date.now()) {
-          return await finish(Outcomes.failed('The deadline passed before the task was started.'));
-        }
-        // The dispatcher fails a turn nobody started by then; starting it now would contradict that.
-        // A takeover (attempt > 1) continues a turn that was started.
-        if (attempt === 1 && id.startByUnixMs !== undefined && id.startByUnixMs <= Date.now()) {
-          return await finish(Outcomes.failed('No worker started the task by its start-by time; it is not started now.'));
-        }
-        // A cancel read here, or recorded by any worker before this claim (see ExecutionLedger).
-        if (cancel.aborted || canceledBefore) return await finish(Outcomes.canceled('Canceled before it started.'));
+  /**
+   * Ends this attempt without reporting: stops renewing first (a renewal must not take the lease
+   * back), then releases the lease for the next owner when `release`.
+   */
+  private async abandon(lease: LeaseKeeper, owner: string, spanOutcome: 'abandoned' | 'retried', release: boolean): Promise<void> {
+    trace.getActiveSpan()?.setAttribute(SpanAttr.outcome, spanOutcome);
+    lease.stop();
+    if (release) await this.o.ledger.abandon(lease.executionId, owner).catch(() => undefined);
+  }
 
-        const onCancel = () => ac.abort(new MeshError('CANCELLED', 'the task was canceled'));
-        cancel.addEventListener('abort', onCancel, { once: true });
-        const onRevoked = () => {
-          lost.abort();
-          ac.abort(new MeshError('REVOKED', 'this worker no longer owns the command'));
-        };
-        revoked.addEventListener('abort', onRevoked, { once: true });
-        // Abort events do not replay: a command revoked while it was being claimed stops here too.
-        if (revoked.aborted) onRevoked();
-        // A deadline further away than a timer can wait arms none (a longer delay would fire at once).
-        const deadlineMs = deadlineTimerMs(id.deadlineUnixMs);
-        const deadlineTimer =
-          deadlineMs === undefined
-            ? undefined
-            : setTimeout(() => ac.abort(new MeshError('DEADLINE_EXCEEDED', 'the deadline passed')), deadlineMs);
-
-        let outcome: TurnOutcome;
-        let unavailable: unknown; // a dependency went away mid-turn (Postgres restart): not the task's outcome
-        try {
-          if (ac.signal.aborted) throw ac.signal.reason;
-          turn.emit(turn.status(TaskStates.working, undefined, false));
-          const task: AgentTask = {
-            agentId: this.o.agent.id,
-            tenant: id.tenant,
-            taskId: id.taskId,
-            contextId: id.contextId,
-            turn: cmd.body.turn,
-            subject: id.subject,
-            actor: id.actor,
-            message: input,
-            parts: input.parts,
-            // A first turn has no history: skip the query on the hot path.
-            history: cmd.body.turn > FIRST_TURN ? await this.o.ledger.history(id.tenant, id.taskId, cmd.body.turn) : [],
-            ...(validDate(id.deadlineUnixMs) ? { deadline: new Date(id.deadlineUnixMs) } : {}),
-            signal: ac.signal,
-          };
-          const scope: ToolCallScope = {
-            tenant: id.tenant,
-            taskId: id.taskId,
-            executionId: id.executionId,
-            subject: id.subject,
-            owner,
-            signal: ac.signal,
-            ...(task.deadline ? { deadline: task.deadline } : {}),
-            budget: new RetryBudget(this.o.retryBudget),
-          };
-          const ctx = this.context(turn, scope, ac.signal);
-          // Revoked, canceled or past the deadline while the history was read: the handler never starts.
-          if (ac.signal.aborted) throw ac.signal.reason;
-          outcome = await raceAbort(this.o.agent.handler(task, ctx), ac.signal);
-        } catch (err) {
-          if (!ac.signal.aborted && isTransientInfrastructure(err)) unavailable = err;
-          outcome = this.outcomeOfError(err, ac.signal);
-        } finally {
-          clearTimeout(deadlineTimer);
-          cancel.removeEventListener('abort', onCancel);
-          revoked.removeEventListener('abort', onRevoked);
-        }
-        if (ac.signal.aborted && outcome.state !== 'canceled' && outcome.state !== 'failed')
-          outcome = this.outcomeOfError(ac.signal.reason, ac.signal);
-        if (lost.signal.aborted) {
-          this.log.debug({ executionId: id.executionId }, 'lease lost or command revoked during the turn; not reporting');
-          trace.getActiveSpan()?.setAttribute(SpanAttr.outcome, 'abandoned');
-          clearInterval(renewTimer); // before giving the lease up: a renewal must not take it back
-          if (revoked.aborted) await this.o.ledger.abandon(id.executionId, owner).catch(() => undefined);
-          return;
-        }
-        if (unavailable !== undefined) {
-          // Failing the task for a database blip would be a wrong business fact. Give the execution up
-          // and throw: the bus delivers the command again for as long as the outage lasts (transient
-          // failures do not count towards its dead-letter limit), and the next attempt runs the turn
-          // with the effect ledger keeping every side effect single.
-          this.log.warn({ error: String(unavailable) }, 'a dependency was unavailable during the turn; it runs again');
-          trace.getActiveSpan()?.setAttribute(SpanAttr.outcome, 'retried');
-          clearInterval(renewTimer);
-          await this.o.ledger.abandon(id.executionId, owner).catch(() => undefined);
-          throw unavailable;
-        }
-        await finish(outcome);
-      } finally {
-        clearInterval(renewTimer);
-      }
-    });
+  /**
+   * Records the turn's outcome and sends its final status, unless this attempt lost the execution
+   * first (its new owner reports it).
+   */
+  private async finish(turn: TurnEmitter, owner: string, outcome: TurnOutcome, lost: AbortSignal): Promise<void> {
+    const id = turn.id;
+    // Progress and artifacts were sent without waiting (the producer keeps their order); a failed
+    // one surfaces here, before the outcome is recorded, so the redelivery runs or re-emits it.
+    await turn.flush();
+    const reported =
+      outcome.state === 'completed' || outcome.state === 'input-required' ? outcome : await this.withSideEffects(id, outcome, lost);
+    const status = turn.status(wireStateOf(reported.state), reported.message, true);
+    const events = [...turn.artifacts, status];
+    if (!(await this.o.ledger.finish(id.executionId, owner, { state: outcome.state, reply: reported.message, events }))) {
+      this.log.debug({ executionId: id.executionId }, 'lost the execution before finishing; its new owner reports it');
+      return;
+    }
+    trace.getActiveSpan()?.setAttribute(SpanAttr.outcome, outcome.state);
+    this.o.observe?.turnFinished(outcome.state);
+    await this.send(status);
   }
 
   /**
@@ -423,7 +440,7 @@ class TurnEmitter {
 
   constructor(
     private readonly runner: TurnRunner,
-    private readonly id: Identity,
+    readonly id: Identity,
     private readonly seqBase: number,
   ) {}
 
@@ -487,8 +504,4 @@ function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
 /** A deadline a Date can hold (Date ends at ±8.64e15 ms); beyond it the task simply has none the handler can see. */
 function validDate(ms: number | undefined): ms is number {
   return ms !== undefined && !Number.isNaN(new Date(ms).getTime());
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

@@ -27,7 +27,7 @@ import {
   type ServerCallContext,
 } from '@a2a-js/sdk/server';
 import { RequestMalformedError, TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
-import type { AgentRecord, TaskEvent } from '@mesh/contract';
+import { wakeableSleep, type AgentRecord, type TaskEvent } from '@mesh/contract';
 import type { TaskService } from '../tasks/task.service.js';
 import { PostgresTaskStore } from '../tasks/postgres-task.store.js';
 import { isSettled, isTerminal, stateRank } from '../tasks/task-state.js';
@@ -280,14 +280,7 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
         }
         if (queue.length === 0) {
           const until = settled && graceEnd !== undefined ? Math.min(endAt, graceEnd) : endAt;
-          await new Promise<void>((resolve) => {
-            const t = setTimeout(done, Math.max(1, until - Date.now()));
-            function done() {
-              clearTimeout(t);
-              resolve();
-            }
-            wake = done;
-          });
+          await wakeableSleep(Math.max(1, until - Date.now()), (w) => (wake = w));
           wake = undefined;
         }
         const batch = queue.splice(0);

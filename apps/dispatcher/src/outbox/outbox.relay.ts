@@ -1,3 +1,4 @@
+import { sleep, wakeableSleep } from '@mesh/contract';
 import type { DataSource } from 'typeorm';
 import { silentLogger, type Logger } from '@mesh/telemetry';
 import type { CommandProducer } from './command-producer.js';
@@ -48,14 +49,7 @@ export class OutboxRelay {
   }
 
   private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const t = setTimeout(done, ms);
-      function done() {
-        clearTimeout(t);
-        resolve();
-      }
-      this.wake = done;
-    });
+    return wakeableSleep(ms, (wake) => (this.wake = wake));
   }
 
   private async run(): Promise<void> {
@@ -65,7 +59,7 @@ export class OutboxRelay {
         // After a failed send, claim nothing until Kafka answers again: a claim transaction stays
         // open for as long as its send takes, which during an outage is the client's whole retry.
         if (this.failures > 0) await this.producer.ready();
-        if (this.kicked && this.opts.lingerMs) await new Promise((r) => setTimeout(r, this.opts.lingerMs));
+        if (this.kicked && this.opts.lingerMs) await sleep(this.opts.lingerMs);
         this.kicked = false;
         moved = await this.drainOnce();
         if (this.failures > 0) this.log.info({ after: this.failures }, 'delivering again');
