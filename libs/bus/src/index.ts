@@ -1,4 +1,13 @@
-export { createKafka, assertKafkaReachable, KafkaProbe } from './kafka-client.js';
+export {
+  createKafka,
+  assertKafkaReachable,
+  KafkaProbe,
+  logLevel,
+  type Admin,
+  type Consumer,
+  type Kafka,
+  type Producer,
+} from './kafka-client.js';
 export { ensureTopics, type LagReport, BusAdmin } from './bus-admin.js';
 export { type BusProducerOptions, BusProducer } from './bus-producer.js';
 export type { EnvelopeHandler, BusConsumerOptions } from './consumer-types.js';
