@@ -1,5 +1,6 @@
 // ESLint flat config: typescript-eslint recommended rules, plus the import boundary of the repo:
-// apps import libs by package name (@mesh/<lib>), never a deep path, and never another app.
+// apps import libs by package name (@mesh/<lib>), never a deep path, and never another app;
+// apps never import kafkajs: Kafka is the bus's business.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
@@ -43,7 +44,9 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         {
+          paths: [{ name: 'kafkajs', message: 'apps reach Kafka through @mesh/bus (it re-exports the kafkajs types they need)' }],
           patterns: [
+            { group: ['kafkajs/*'], message: 'apps reach Kafka through @mesh/bus' },
             { group: ['@mesh/app-*'], message: 'an app never imports another app' },
             { group: ['@mesh/*/*'], message: 'import a lib by its package name only' },
           ],

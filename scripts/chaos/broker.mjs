@@ -86,8 +86,8 @@ export async function workLag(kafka, prefix, timeoutMs = 60000) {
     do {
       total = 0;
       dead = {};
-      const { groups } = await a.listGroups();
-      const described = await a.describeGroups(groups.map((g) => g.groupId));
+      const listed = (await a.listGroups()).groups;
+      const described = await a.describeGroups(listed.map((g) => g.groupId));
       const topics = (await a.listTopics()).filter((t) => t.startsWith(prefix) && !t.endsWith('.dlq'));
       for (const g of described.groups) {
         let groupLag = 0;

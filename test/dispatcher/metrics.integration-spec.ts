@@ -7,7 +7,7 @@ import { sendRequest, userMessage } from '../support/a2a-fixtures.js';
 import { startEchoWorker } from '../support/echo-worker.js';
 import { metricSample } from '../support/metrics.js';
 
-// docs/design.md §7: the dispatcher's /metrics counts tasks by outcome and the duplicates it absorbed.
+// docs/contract.md §7: the dispatcher's /metrics counts tasks by outcome and the duplicates it absorbed.
 const env = await startTestDispatcher('metrics');
 await publishAgents(env.kafka, env.topics, [agentRecord('counted')]);
 const worker = await startEchoWorker(env.kafka, env.topics, 'counted');

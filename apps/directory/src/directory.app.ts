@@ -1,7 +1,6 @@
 import 'reflect-metadata';
 import type { JWK } from 'jose';
-import { logLevel } from 'kafkajs';
-import { assertKafkaReachable, createKafka, KafkaProbe } from '@mesh/bus';
+import { assertKafkaReachable, createKafka, KafkaProbe, logLevel } from '@mesh/bus';
 import { topicDefinitions } from '@mesh/config';
 import { ConsumerGroups } from '@mesh/contract';
 import { openServiceDatabase, PostgresProbe } from '@mesh/database';

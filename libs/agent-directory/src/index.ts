@@ -1,2 +1,1 @@
-export * from './catalog-state.js';
-export * from './agent-catalog.js';
+export { AgentCatalog } from './agent-catalog.js';

@@ -1,3 +1,29 @@
-export * from './agent-task.js';
-export * from './agent-definition.js';
+export {
+  textOf,
+  type Part,
+  type AgentMessage,
+  type AgentTask,
+  type ToolIntent,
+  type ToolResultObservation,
+  type ToolUnknownObservation,
+  type ToolObservation,
+  type ArtifactInput,
+  type TurnOutcome,
+  type AgentContext,
+  text,
+  data,
+  Outcomes,
+} from './agent-task.js';
+export {
+  defineAgent,
+  toolName,
+  parseToolName,
+  type StdioMcpServer,
+  type HttpMcpServer,
+  type McpServerSpec,
+  type ChannelSettings,
+  type AgentHandler,
+  type AgentDefinition,
+  type AgentDefinitionInput,
+} from './agent-definition.js';
 export type { JsonObject } from '@mesh/contract';

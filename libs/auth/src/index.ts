@@ -1,3 +1,3 @@
-export * from './principal.js';
-export * from './authenticator.js';
-export * from './auth.config.js';
+export type { Principal } from './principal.js';
+export { type AuthenticatorOptions, AuthError, Authenticator } from './authenticator.js';
+export { loadAuthOptions, authSpec, DEMO_API_KEYS } from './auth.config.js';

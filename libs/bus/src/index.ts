@@ -1,14 +1,18 @@
-export * from './kafka-client.js';
-export * from './bus-admin.js';
-export * from './topic-leaders.js';
-export * from './bus-producer.js';
-export * from './consumer-types.js';
-export * from './bus-consumer.js';
-export * from './interval-committer.js';
-export * from './dead-letters.js';
-export * from './offset-tracker.js';
-export * from './finished-offsets.js';
-export * from './key-queues.js';
-export * from './in-flight-slots.js';
-export * from './bus-transport.js';
-export * from './transient-errors.js';
+export {
+  createKafka,
+  assertKafkaReachable,
+  KafkaProbe,
+  logLevel,
+  type Admin,
+  type Consumer,
+  type Kafka,
+  type Producer,
+} from './kafka-client.js';
+export { ensureTopics, type LagReport, BusAdmin } from './bus-admin.js';
+export { type BusProducerOptions, BusProducer } from './bus-producer.js';
+export type { EnvelopeHandler, BusConsumerOptions } from './consumer-types.js';
+export { BusConsumer } from './bus-consumer.js';
+export { IntervalCommitter } from './interval-committer.js';
+export { deadLetterTopic, replayDeadLetters, DeadLetterHeaders } from './dead-letters.js';
+export { BusContext, KafkaBusTransport, BusExceptionFilter } from './bus-transport.js';
+export { isTransientKafkaError } from './transient-errors.js';

@@ -2,6 +2,10 @@ import { Kafka, logLevel, type KafkaConfig, type LogEntry, type logCreator } fro
 import { MeshError } from '@mesh/contract';
 import { createLogger, type Logger } from '@mesh/telemetry';
 
+// The kafkajs names an app needs to hold a client, so apps depend on the bus and never on kafkajs.
+export type { Admin, Consumer, Kafka, Producer } from 'kafkajs';
+export { logLevel } from 'kafkajs';
+
 export interface KafkaConnectionOptions {
   brokers: string[];
   clientId: string;

@@ -1,2 +1,2 @@
-export * from './config-loader.js';
-export * from './areas.js';
+export { loadConfig, type ConfigOf, port, positiveInt, flag } from './config-loader.js';
+export { topicDefinitions, kafkaSpec, databaseSpec, httpSpec } from './areas.js';

@@ -15,7 +15,7 @@ const PLACEHOLDER = /\{([^{}]*)\}/g;
 export const DEFAULT_CHANNEL_KEY_TEMPLATE = '{tenant}:{agent_id}';
 
 /**
- * The channel-key policy (docs/design.md §4.2): a template over task fields decides the partition.
+ * The channel-key policy (docs/contract.md §4.2): a template over task fields decides the partition.
  * It must contain `{tenant}` so one tenant's key can never collide with another's.
  */
 export class ChannelKey {

@@ -6,7 +6,7 @@ import { TASK_STATES, type TaskState } from './task-state.js';
 /** Version of the envelope body schema; bumped on incompatible changes. */
 export const SCHEMA_VERSION = 1;
 
-/** Who and what a message is about: travels as Kafka headers (docs/design.md §4.1). */
+/** Who and what a message is about: travels as Kafka headers (docs/contract.md §4.1). */
 export interface Identity {
   tenant: string;
   agentId: string;
@@ -198,7 +198,7 @@ export function decodeEnvelope(msg: { headers: Record<string, unknown> | undefin
     ...(h[Headers.tracestate] ? { tracestate: h[Headers.tracestate] } : {}),
   };
   if (kind === 'task.run') {
-    // The execution id is derived from the task side (docs/design.md §4.3); a command whose id does not
+    // The execution id is derived from the task side (docs/contract.md §4.3); a command whose id does not
     // match its own tenant, task and turn would let the execution ledger confuse two tasks.
     const expected = `${identity.tenant}:${identity.taskId}:${(parsed.data as TaskRunCommand['body']).turn}`;
     if (identity.executionId !== expected) {

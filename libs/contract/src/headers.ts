@@ -1,5 +1,5 @@
 /**
- * Kafka header names of the message contract (docs/design.md §4.1). Every command and event carries
+ * Kafka header names of the message contract (docs/contract.md §4.1). Every command and event carries
  * the identity headers; consumers read identity from headers, never from the payload alone.
  */
 export const Headers = {

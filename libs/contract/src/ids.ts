@@ -43,7 +43,7 @@ export function slugify(name: string): string {
 export const FIRST_TURN = 1;
 
 /**
- * Execution id of one turn of a task (docs/design.md §4.3): derived from the task side, never from
+ * Execution id of one turn of a task (docs/contract.md §4.3): derived from the task side, never from
  * the transport, so every redelivery of the same command carries the same id.
  */
 export function executionId(tenant: string, taskId: string, turn: number): string {

@@ -1,11 +1,37 @@
-export * from './headers.js';
-export * from './errors.js';
-export * from './canonical-json.js';
-export * from './ids.js';
-export * from './topics.js';
-export * from './channel-key.js';
-export * from './task-state.js';
-export * from './envelope.js';
-export * from './agent-record.js';
-export * from './timer-delay.js';
+export { Headers } from './headers.js';
+export { isRetryable, anyCause, anyTransient, type MeshErrorCode, MeshError, type TransientErrorTest, type ErrorFacts } from './errors.js';
+export { canonicalJson, argsHash } from './canonical-json.js';
+export { newId, assertTenant, isAgentId, slugify, executionId, idempotencyKey, FIRST_TURN } from './ids.js';
+export {
+  TopicNames,
+  ConsumerGroups,
+  type TopicDefinition,
+  DEFAULT_EVENTS_PARTITIONS,
+  DEFAULT_COMMAND_PARTITIONS,
+  TopicDefinitions,
+} from './topics.js';
+export { DEFAULT_CHANNEL_KEY_TEMPLATE, ChannelKey } from './channel-key.js';
+export {
+  parseTaskState,
+  TaskStates,
+  type TaskState,
+  TERMINAL_TASK_STATES,
+  INTERRUPTED_TASK_STATES,
+  OPEN_TASK_STATES,
+} from './task-state.js';
+export {
+  assertUnreachable,
+  encodeEnvelope,
+  normalizeHeaders,
+  decodeEnvelope,
+  type Identity,
+  type JsonObject,
+  type TaskRunCommand,
+  type TaskCancelCommand,
+  type Envelope,
+  type TaskEvent,
+  Envelopes,
+} from './envelope.js';
+export { canSee, type AgentVisibility, type AgentRecord, type AgentHeartbeat } from './agent-record.js';
+export { clampTimerMs, deadlineTimerMs } from './timer-delay.js';
 export { sleep, wakeableSleep } from './sleep.js';

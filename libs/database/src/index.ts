@@ -1,3 +1,10 @@
-export * from './database-bootstrap.js';
-export * from './statement-batcher.js';
-export * from './transient-errors.js';
+export {
+  ensureDatabase,
+  dropDatabase,
+  serviceDataSource,
+  openServiceDatabase,
+  migrateUnderLock,
+  PostgresProbe,
+} from './database-bootstrap.js';
+export { StatementBatcher } from './statement-batcher.js';
+export { isTransientPostgresError } from './transient-errors.js';

@@ -1,2 +1,2 @@
-export * from './egress-policy.js';
-export * from './pinned-http.js';
+export { EgressRefused, EgressPolicy } from './egress-policy.js';
+export { PinnedHttpClient } from './pinned-http.js';

@@ -1,4 +1,4 @@
-export * from './run-main.js';
-export * from './health.js';
-export * from './http-service.js';
-export * from './periodic-task.js';
+export { runMain } from './run-main.js';
+export { type HealthProbe, ServiceLifecycle, HealthModule } from './health.js';
+export { refuseMalformedUtf8, startHttpService } from './http-service.js';
+export { PeriodicTask } from './periodic-task.js';

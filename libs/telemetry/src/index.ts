@@ -1,5 +1,5 @@
-export * from './tracing.js';
-export * from './metrics.js';
-export * from './metrics.module.js';
-export * from './logging.js';
-export * from './messaging.js';
+export { startTelemetry, traceHeaders, linkFromHeaders, withSpan, tracer, SpanAttr, SpanKind } from './tracing.js';
+export { MeshMetrics } from './metrics.js';
+export { MetricsModule } from './metrics.module.js';
+export { createLogger, routeConsoleTo, type Logger, silentLogger, PinoNestLogger } from './logging.js';
+export { untracedProducer, startProducerSpans, withConsumerSpan } from './messaging.js';

@@ -1,4 +1,4 @@
-/** Retries of one task draw from one budget, not one per hop (docs/design.md §5). */
+/** Retries of one task draw from one budget, not one per hop (docs/contract.md §5). */
 export class RetryBudget {
   constructor(private remaining: number) {}
 

@@ -2,7 +2,7 @@ import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { MeshMetrics } from '@mesh/telemetry';
 
 /**
- * Prometheus metrics of the worker process (docs/design.md §7): the platform catalog (dedup hits, tool
+ * Prometheus metrics of the worker process (docs/contract.md §7): the platform catalog (dedup hits, tool
  * latency, unknown outcomes, lag …) plus what only the runtime counts (turns, tool calls by outcome).
  */
 export class AgentsMetrics {

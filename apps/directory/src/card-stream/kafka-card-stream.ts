@@ -1,5 +1,4 @@
-import type { Admin, Kafka, Producer } from 'kafkajs';
-import { BusAdmin } from '@mesh/bus';
+import { BusAdmin, type Admin, type Kafka, type Producer } from '@mesh/bus';
 import type { AgentHeartbeat, AgentRecord, TopicDefinitions, TopicNames } from '@mesh/contract';
 import type { CardStream, CardsTopicState } from './card-stream.port.js';
 

@@ -1,5 +1,4 @@
-import type { Consumer, Kafka } from 'kafkajs';
-import { ensureTopics } from '@mesh/bus';
+import { ensureTopics, type Consumer, type Kafka } from '@mesh/bus';
 import type { AgentHeartbeat, TopicDefinition } from '@mesh/contract';
 import type { LivenessService } from './liveness.service.js';
 

@@ -1,5 +1,4 @@
-import { BusAdmin } from '@mesh/bus';
-import type { Kafka } from 'kafkajs';
+import { BusAdmin, type Kafka } from '@mesh/bus';
 import type { WorkerSignals } from './admission.js';
 
 /**

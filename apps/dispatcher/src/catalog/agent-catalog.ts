@@ -1,6 +1,5 @@
-import type { Kafka } from 'kafkajs';
 import { AgentCatalog } from '@mesh/agent-directory';
-import { ensureTopics } from '@mesh/bus';
+import { ensureTopics, type Kafka } from '@mesh/bus';
 import { canSee, type AgentRecord, type ConsumerGroups, type TopicDefinitions } from '@mesh/contract';
 
 /** Where agents come from: the directory's live records. */

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
-import type { Kafka } from 'kafkajs';
+import type { Kafka } from '@mesh/bus';
 import { createLogger } from '@mesh/telemetry';
 import { EventFanout } from './event-fanout.js';
 import { TaskEventBusManager } from './task-event-bus.manager.js';

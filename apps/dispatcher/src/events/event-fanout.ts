@@ -1,8 +1,7 @@
-import type { Admin, Consumer, Kafka } from 'kafkajs';
 import { AgentEvent } from '@a2a-js/sdk/server';
 import { Artifact, TaskStatus } from '@a2a-js/sdk';
 import { decodeEnvelope, newId, type TaskEvent } from '@mesh/contract';
-import { IntervalCommitter } from '@mesh/bus';
+import { IntervalCommitter, type Admin, type Consumer, type Kafka } from '@mesh/bus';
 import { silentLogger, type Logger } from '@mesh/telemetry';
 import type { EventFeed, TaskEventBusManager } from './task-event-bus.manager.js';
 

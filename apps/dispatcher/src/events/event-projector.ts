@@ -1,5 +1,4 @@
-import type { Kafka } from 'kafkajs';
-import { BusAdmin, BusConsumer, isTransientKafkaError } from '@mesh/bus';
+import { BusAdmin, BusConsumer, isTransientKafkaError, type Kafka } from '@mesh/bus';
 import { isTransientPostgresError } from '@mesh/database';
 import type { Task } from '@a2a-js/sdk';
 import { anyTransient, type TaskEvent, type TopicDefinitions } from '@mesh/contract';

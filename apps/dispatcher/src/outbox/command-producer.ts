@@ -1,5 +1,4 @@
-import type { Kafka } from 'kafkajs';
-import { BusAdmin, BusProducer } from '@mesh/bus';
+import { BusAdmin, BusProducer, type Kafka } from '@mesh/bus';
 import type { TopicDefinition } from '@mesh/contract';
 
 /** A command read from the outbox, on its way to its agent's command topic. */
