@@ -624,10 +624,14 @@ function fieldName(prefix: string, path: Seg[]): string {
   return out;
 }
 
-/** Rows of `target` a refused request must not change (tasks and their versions, dedup, turns, push configs). */
+/**
+ * Rows of `target` a refused request must not change: its tasks, the fuzzed task's version (the
+ * one every task operation names; tasks accepted by earlier valid cases move on by themselves as
+ * the worker answers them), dedup entries, turns and push configs.
+ */
 async function stored(): Promise<string> {
   const { rows } = await db.query(
-    `SELECT (SELECT count(*) || ':' || coalesce(sum(version), 0) FROM dispatcher.tasks WHERE agent_id = 'target') AS tasks,
+    `SELECT (SELECT count(*) || ':' || coalesce(max(version) FILTER (WHERE id = $1), 0) FROM dispatcher.tasks WHERE agent_id = 'target') AS tasks,
             (SELECT count(*) FROM dispatcher.message_dedup WHERE agent_id = 'target') AS dedup,
             (SELECT count(*) FROM dispatcher.executions e JOIN dispatcher.tasks t ON t.id = e.task_id WHERE t.agent_id = 'target') AS turns,
             (SELECT count(*) FROM dispatcher.push_configs WHERE task_id = $1) AS push`,
