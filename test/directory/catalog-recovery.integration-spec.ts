@@ -11,8 +11,8 @@ import { freePort, spawnNode, type SpawnedProcess } from '../support/processes.j
 import { startPrivateKafka } from '../support/private-kafka.js';
 import { card, client, KEYS, startTestDirectory } from './directory-fixtures.js';
 
-// Issue 17 finding 7: `scripts/kafka.sh start` formats a fresh data dir on every start while
-// Postgres keeps the directory. A running directory and dispatchers (their own processes) on a
+// A broker that comes back empty (a lost cluster, a data dir formatted afresh) while Postgres keeps
+// the directory. A running directory and dispatchers (their own processes) on a
 // private broker; the broker is killed and started on an empty data dir. The directory must bring
 // the cards topic (and the command topics) back from its database, and dispatchers, the one that
 // kept running and a fresh one, must serve every agent again.

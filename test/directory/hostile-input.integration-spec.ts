@@ -9,8 +9,8 @@ import { rawRequest } from '../support/raw-http.js';
 import { sendRaw } from '../fuzz/fuzz-support.js';
 import { card, client, KEYS, startTestDirectory, type Reply } from './directory-fixtures.js';
 
-// Issue 17, findings 4 and 5 (directory): each reproduction from the report, against the real
-// Kafka card stream, so "no orphan topic" is checked on the broker itself.
+// Hostile input and cross-tenant history at the directory's edge, each a reproduction that once got
+// a 500 or a leak, against the real Kafka card stream, so "no orphan topic" is checked on the broker.
 
 const { dir, prefix, databaseUrl } = await startTestDirectory('hostile-input');
 const api = client(dir.url);
