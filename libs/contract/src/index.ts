@@ -35,3 +35,4 @@ export {
 export { canSee, type AgentVisibility, type AgentRecord, type AgentHeartbeat } from './agent-record.js';
 export { clampTimerMs, deadlineTimerMs } from './timer-delay.js';
 export { sleep, wakeableSleep } from './sleep.js';
+export { hasControlCharacter, hasLoneSurrogate } from './unicode-text.js';

@@ -1,27 +1,18 @@
+import { hasControlCharacter, hasLoneSurrogate } from '@mesh/contract';
 import { fieldPath } from './field-path.js';
 import type { FieldError } from './directory.exception.js';
-
-/**
- * Characters no directory value may hold: NUL and the other C0 controls, DEL and the C1 controls.
- * Postgres refuses NUL in text and jsonb (a 500 after side effects), and the others are never part
- * of a name, id, media type or description a caller could mean. Free text may keep TAB, LF and CR.
- */
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/u;
-// eslint-disable-next-line no-control-regex -- as above
-const CONTROL_IN_TEXT = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/u;
-
-/** A high surrogate not followed by a low one, or a low one without a high one before it (no `u` flag: code units). */
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /** Deepest nesting a request body may have (the card schema needs 5; records inside it get the rest). */
 export const MAX_BODY_DEPTH = 32;
 
-/** Why `s` is refused (a control character, a lone surrogate), or undefined when it is clean. */
+/**
+ * Why `s` is refused, or undefined when it is clean. Postgres refuses NUL in text and jsonb (a 500
+ * after side effects) and cannot store lone surrogates; other controls are never part of a name,
+ * id, media type or description a caller could mean. Free text may keep TAB, LF and CR.
+ */
 export function badText(s: string, opts: { allowLineBreaks?: boolean } = {}): string | undefined {
-  if ((opts.allowLineBreaks ? CONTROL_IN_TEXT : CONTROL).test(s)) return 'contains a control character';
-  // Lone surrogates cannot be stored as UTF-8 (Postgres refuses them in jsonb).
-  if (LONE_SURROGATE.test(s)) return 'contains a lone surrogate (not well-formed Unicode)';
+  if (hasControlCharacter(s, opts)) return 'contains a control character';
+  if (hasLoneSurrogate(s)) return 'contains a lone surrogate (not well-formed Unicode)';
   return undefined;
 }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { hasControlCharacter, hasLoneSurrogate } from '@mesh/contract';
 
 /**
  * The A2A 1.0 request shapes (lf.a2a.v1, as `@a2a-js/sdk` 1.3 generates them) as the dispatcher
@@ -33,19 +34,13 @@ export const A2A_LIMITS = {
   historyLength: 2_147_483_647,
 } as const;
 
-// C0 controls, DEL and C1 controls: never part of an identifier.
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
-// A high surrogate not followed by a low one, or a low one not preceded by a high one.
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
 /**
  * What is wrong with a string the dispatcher would store: Postgres `text` and `jsonb` hold neither
  * NUL nor an unpaired surrogate, so both are refused (never stored lossily).
  */
 export function stringProblem(s: string): string | undefined {
   if (s.includes('\u0000')) return 'must not contain NUL (U+0000)';
-  if (LONE_SURROGATE.test(s)) return 'must be well-formed Unicode (a lone surrogate was found)';
+  if (hasLoneSurrogate(s)) return 'must be well-formed Unicode (a lone surrogate was found)';
   return undefined;
 }
 
@@ -62,7 +57,7 @@ const text = (max?: number) => {
 export function idProblem(s: string): string | undefined {
   if (s.trim() === '') return 'must not be empty';
   if (s.length > A2A_LIMITS.idChars) return `must be at most ${A2A_LIMITS.idChars} characters`;
-  if (CONTROL.test(s)) return 'must not contain control characters';
+  if (hasControlCharacter(s)) return 'must not contain control characters';
   return stringProblem(s);
 }
 
