@@ -89,6 +89,14 @@ export type TurnOutcome =
   | { state: 'rejected'; message: AgentMessage }
   | { state: 'canceled'; message: AgentMessage };
 
+/** Outcomes after which no further turn of the task can come (every one but `input-required`). */
+export const SETTLED_TURN_STATES: readonly Exclude<TurnOutcome['state'], 'input-required'>[] = [
+  'completed',
+  'failed',
+  'rejected',
+  'canceled',
+];
+
 /** What a handler can do; the runtime implements it (events, ledger, tools). */
 export interface AgentContext {
   /** Calls an MCP tool through the effect ledger; an `unknown` result is reconciled before it returns, when possible. */

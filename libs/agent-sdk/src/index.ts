@@ -9,6 +9,7 @@ export {
   type ToolObservation,
   type ArtifactInput,
   type TurnOutcome,
+  SETTLED_TURN_STATES,
   type AgentContext,
   text,
   data,

@@ -1,4 +1,5 @@
 import { PeriodicTask } from '@mesh/service';
+import { SETTLED_TURN_STATES } from '@mesh/agent-sdk';
 import { silentLogger, type Logger } from '@mesh/telemetry';
 import type { SqlRunner } from '../runtime/execution-ledger.js';
 
@@ -20,9 +21,6 @@ export interface LedgerSweep {
   effects: number;
   cancellations: number;
 }
-
-/** Turn outcomes after which the agents expect nothing more of a task. */
-const SETTLED = ['completed', 'failed', 'rejected', 'canceled'];
 
 /**
  * Keeps the execution and effect ledgers from growing for good. A task's rows go together, and
@@ -88,7 +86,7 @@ export class LedgerRetention {
          RETURNING 1)
        SELECT (SELECT count(*)::int FROM done) AS tasks, (SELECT count(*)::int FROM e) AS executions,
               (SELECT count(*)::int FROM f) AS effects, (SELECT count(*)::int FROM c) AS cancellations`,
-      [this.opts.retentionMs, this.batch, SETTLED],
+      [this.opts.retentionMs, this.batch, SETTLED_TURN_STATES],
     )) as LedgerSweep[];
     return rows[0];
   }
