@@ -1,11 +1,11 @@
-// The Helm chart under charts/agent-mesh, rendered like `helm template` (values merged and checked
-// against values.schema.json, every template executed by the Go template interpreter of
-// ./support, which go-template.spec.ts compares with the real Go engine), then every object checked
-// against the Kubernetes, KEDA and Prometheus Operator schemas of the kubernetes-models packages
-// and against what the apps read. No cluster, no Helm binary, no broker.
-import { test } from 'node:test';
+// The Helm chart under charts/agent-mesh, linted and rendered by the real Helm engine (helm-java:
+// values merged and checked against values.schema.json, templates executed by Helm's Go code), then
+// every object checked against the Kubernetes, KEDA and Prometheus Operator schemas of the
+// kubernetes-models packages and against what the apps read. No cluster, no broker.
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
@@ -25,13 +25,14 @@ import { dispatcherConfigSpec } from '@mesh/app-dispatcher';
 import { agentsConfigSpec } from '@mesh/app-agents';
 import { authSpec } from '@mesh/auth';
 import { repoRoot } from '../support/processes.js';
-import { Chart, ValuesSchemaError, type Manifest } from './support/helm.js';
-import { RenderFailure } from './support/sprig.js';
+import { Chart, RenderFailure, ValuesSchemaError, type Manifest } from './support/helm.js';
 import { StrictFields } from './support/strict-fields.js';
-import type { GoMap } from './support/go-template.js';
+
+type GoMap = Record<string, unknown>;
 
 const require = createRequire(import.meta.url);
 const chart = new Chart(join(repoRoot, 'charts/agent-mesh'));
+after(() => chart.close());
 const docs = readFileSync(join(repoRoot, 'docs/charts.md'), 'utf8');
 
 type ModelClass = (new (data: never) => { validate(): void }) & { kind: string };
@@ -58,8 +59,8 @@ const strict = new StrictFields();
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 /** Renders and checks every object's kind, apiVersion, name and schema; returns the objects. */
-function renderValid(overrides: GoMap = {}): Manifest[] {
-  const { manifests } = chart.render(overrides);
+async function renderValid(overrides: GoMap = {}): Promise<Manifest[]> {
+  const manifests = await chart.render(overrides);
   const names = new Set<string>();
   for (const m of manifests) {
     const { source, ...obj } = m;
@@ -86,10 +87,10 @@ const byName = <T>(ms: Manifest[], kind: string, name: string): Manifest & T => 
 };
 const isHook = (m: Manifest) => m.metadata.annotations?.['helm.sh/hook'] !== undefined;
 const selects = (selector: Record<string, string>, labels: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels[k] === v);
-const values = chart.values();
+const values = chart.defaults;
 const groups = values.agents as { groups: { name: string; agentIds: string[]; partitions: number; autoscaling: Record<string, number> }[] };
 
-test('the unknown-field check finds misspelt fields in core objects and CRDs, and leaves maps alone', () => {
+test('the unknown-field check finds misspelt fields in core objects and CRDs, and leaves maps alone', async () => {
   const d = models['apps/v1/Deployment'];
   const deployment = {
     apiVersion: 'apps/v1',
@@ -105,8 +106,8 @@ test('the unknown-field check finds misspelt fields in core objects and CRDs, an
   assert.deepEqual(strict.unknownFields({ spec: { selector: {}, endpoints: [{ port: 'http', paht: '/metrics' }] } }, sm.iface, sm.decl), ['.spec.endpoints[0].paht']);
 });
 
-test('default values render valid objects: 4 Deployments with a Service and a PDB each, config, migration hooks, HPAs', () => {
-  const ms = renderValid();
+test('default values render valid objects: 4 Deployments with a Service and a PDB each, config, migration hooks, HPAs', async () => {
+  const ms = await renderValid();
   const count = (kind: string) => ms.filter((m) => m.kind === kind && !isHook(m)).length;
   assert.equal(count('Deployment'), 2 + groups.groups.length);
   assert.equal(count('Service'), count('Deployment'));
@@ -119,8 +120,8 @@ test('default values render valid objects: 4 Deployments with a Service and a PD
   assert.equal(ms.filter((m) => m.kind === 'Job').length, 1);
 });
 
-test('each Deployment runs its app from the one image, with probes, resources, drain-long grace and the config', () => {
-  const ms = renderValid();
+test('each Deployment runs its app from the one image, with probes, resources, drain-long grace and the config', async () => {
+  const ms = await renderValid();
   const config = ofKind<{ data: Record<string, string> }>(ms, 'ConfigMap').find((m) => !isHook(m))!;
   const secret = ofKind<{ data: Record<string, string> }>(ms, 'Secret').find((m) => !isHook(m))!;
   const drain = values.drain as { timeoutSeconds: number; preStopSleepSeconds: number };
@@ -165,8 +166,8 @@ test('each Deployment runs its app from the one image, with probes, resources, d
   assert.equal(Buffer.from(secret.data.DATABASE_URL, 'base64').toString(), (values.secrets as GoMap).databaseUrl);
 });
 
-test('every Deployment has exactly one PDB and one Service, and none selects another component', () => {
-  for (const ms of [renderValid(), renderValid({ keda: { enabled: true } })]) {
+test('every Deployment has exactly one PDB and one Service, and none selects another component', async () => {
+  for (const ms of [await renderValid(), await renderValid({ keda: { enabled: true } })]) {
     const deployments = ofKind<IDeployment>(ms, 'Deployment');
     const podLabels = deployments.map((d) => d.spec!.template.metadata!.labels!);
     for (const [kind, selectorOf] of [
@@ -186,8 +187,8 @@ test('every Deployment has exactly one PDB and one Service, and none selects ano
   }
 });
 
-test('KEDA on: one kafka ScaledObject per agent group on its command topics and consumer group, max replicas <= partitions', () => {
-  const ms = renderValid({ keda: { enabled: true }, kafka: { topicPrefix: 'prod.', brokers: 'k1:9092,k2:9092' } });
+test('KEDA on: one kafka ScaledObject per agent group on its command topics and consumer group, max replicas <= partitions', async () => {
+  const ms = await renderValid({ keda: { enabled: true }, kafka: { topicPrefix: 'prod.', brokers: 'k1:9092,k2:9092' } });
   assert.equal(ofKind(ms, 'HorizontalPodAutoscaler').length, 0, 'no HPA next to KEDA');
   const scaled = ofKind<IScaledObject>(ms, 'ScaledObject');
   assert.equal(scaled.length, groups.groups.length);
@@ -218,8 +219,8 @@ test('KEDA on: one kafka ScaledObject per agent group on its command topics and 
   }
 });
 
-test('KEDA off: an HPA on CPU per agent group, capped at the partition count', () => {
-  const ms = renderValid({ keda: { enabled: false } });
+test('KEDA off: an HPA on CPU per agent group, capped at the partition count', async () => {
+  const ms = await renderValid({ keda: { enabled: false } });
   assert.equal(ofKind(ms, 'ScaledObject').length, 0);
   const hpas = ofKind<IHorizontalPodAutoscaler>(ms, 'HorizontalPodAutoscaler');
   assert.equal(hpas.length, groups.groups.length);
@@ -233,12 +234,12 @@ test('KEDA off: an HPA on CPU per agent group, capped at the partition count', (
   }
 });
 
-test('a group whose maxReplicas exceeds its partitions, or a group name used twice, fails the render with a clear message', () => {
+test('a group whose maxReplicas exceeds its partitions, or a group name used twice, fails the render with a clear message', async () => {
   const tooMany = {
     agents: { groups: [{ name: 'billing', agentIds: ['refund-agent'], partitions: 4, autoscaling: { minReplicas: 1, maxReplicas: 10, lagThreshold: 50, activationLagThreshold: 0, targetCPUUtilizationPercentage: 70 } }] },
   };
   for (const keda of [true, false]) {
-    assert.throws(
+    await assert.rejects(
       () => chart.render({ ...tooMany, keda: { enabled: keda } }),
       (e: Error) => e instanceof RenderFailure && /agents\.groups\[billing\]\.autoscaling\.maxReplicas \(10\) exceeds its partitions \(4\)/.test(e.message),
     );
@@ -246,15 +247,15 @@ test('a group whose maxReplicas exceeds its partitions, or a group name used twi
   const twice = structuredClone(tooMany);
   twice.agents.groups[0].autoscaling.maxReplicas = 4;
   twice.agents.groups.push(structuredClone(twice.agents.groups[0]));
-  assert.throws(() => chart.render(twice), (e: Error) => e instanceof RenderFailure && /the name "billing" is used twice/.test(e.message));
+  await assert.rejects(() => chart.render(twice), (e: Error) => e instanceof RenderFailure && /the name "billing" is used twice/.test(e.message));
   // At the partition count it renders.
   const ok = structuredClone(tooMany);
   ok.agents.groups[0].autoscaling.maxReplicas = 4;
-  const so = ofKind<IScaledObject>(renderValid({ ...ok, keda: { enabled: true } }), 'ScaledObject');
+  const so = ofKind<IScaledObject>(await renderValid({ ...ok, keda: { enabled: true } }), 'ScaledObject');
   assert.equal(so[0].spec!.maxReplicaCount, 4);
 });
 
-test('large numbers render as integers, not as the float64 form 1e+06 that Kubernetes and KEDA reject', () => {
+test('large numbers render as integers, not as the float64 form 1e+06 that Kubernetes and KEDA reject', async () => {
   const big = {
     keda: { enabled: true, cooldownPeriod: 1000000 },
     migrations: { ttlSecondsAfterFinished: 1000000 },
@@ -262,7 +263,7 @@ test('large numbers render as integers, not as the float64 form 1e+06 that Kuber
       groups: [{ name: 'bulk', agentIds: ['echo-agent'], partitions: 1000000, autoscaling: { minReplicas: 1, maxReplicas: 1000000, lagThreshold: 5000000, activationLagThreshold: 1000000, targetCPUUtilizationPercentage: 70 } }],
     },
   };
-  const ms = renderValid(big);
+  const ms = await renderValid(big);
   const so = ofKind<IScaledObject>(ms, 'ScaledObject')[0];
   assert.equal(so.spec!.maxReplicaCount, 1000000);
   assert.equal(so.spec!.cooldownPeriod, 1000000);
@@ -271,7 +272,7 @@ test('large numbers render as integers, not as the float64 form 1e+06 that Kuber
   assert.equal(ofKind<IJob>(ms, 'Job')[0].spec!.ttlSecondsAfterFinished, 1000000);
 });
 
-test('values that break values.schema.json are rejected before rendering', () => {
+test('values that break values.schema.json are rejected before rendering', async () => {
   const bad: [string, GoMap][] = [
     ['bad topic prefix', { kafka: { topicPrefix: 'no spaces!' } }],
     ['brokers not host:port', { kafka: { brokers: 'nonsense' } }],
@@ -290,14 +291,16 @@ test('values that break values.schema.json are rejected before rendering', () =>
     ['resources without requests', { agents: { resources: { requests: null } } }],
   ];
   for (const [why, overrides] of bad) {
-    assert.throws(() => chart.render(overrides), ValuesSchemaError, why);
+    await assert.rejects(() => chart.render(overrides), ValuesSchemaError, why);
   }
+  // Helm's refusal names the offending key.
+  await assert.rejects(() => chart.render({ kafka: { brokerz: 'a:9092' } }), (e: Error) => e instanceof ValuesSchemaError && /brokerz/.test(e.message));
   // The same shapes with good values pass: the schema is not simply rejecting overrides.
-  assert.doesNotThrow(() => chart.values({ kafka: { topicPrefix: 'prod-1.', brokers: 'a:9092, b:9093' }, dispatcher: { port: 9000 }, secrets: { existingSecret: 'mine', databaseUrl: null } }));
+  await assert.doesNotReject(() => chart.render({ kafka: { topicPrefix: 'prod-1.', brokers: 'a:9092, b:9093' }, dispatcher: { port: 9000 }, secrets: { existingSecret: 'mine', databaseUrl: null } }));
 });
 
-test('the migration Job is a pre-install/pre-upgrade hook running every app with MIGRATE_ONLY=true, after its config hooks', () => {
-  const ms = renderValid();
+test('the migration Job is a pre-install/pre-upgrade hook running every app with MIGRATE_ONLY=true, after its config hooks', async () => {
+  const ms = await renderValid();
   const job = ofKind<IJob>(ms, 'Job')[0];
   const hook = (m: Manifest) => m.metadata.annotations ?? {};
   assert.equal(hook(job)['helm.sh/hook'], 'pre-install,pre-upgrade');
@@ -315,11 +318,11 @@ test('the migration Job is a pre-install/pre-upgrade hook running every app with
     assert.equal(hook(m)['helm.sh/hook'], 'pre-install,pre-upgrade', 'hooks run before release objects exist, so the Job needs its own config');
     assert.ok(Number(hook(m)['helm.sh/hook-weight']) < Number(hook(job)['helm.sh/hook-weight']), 'config hooks come before the Job');
   }
-  assert.equal(renderValid({ migrations: { enabled: false } }).filter((m) => m.kind === 'Job').length, 0);
+  assert.equal((await renderValid({ migrations: { enabled: false } })).filter((m) => m.kind === 'Job').length, 0);
 });
 
-test('existingSecret: no chart Secret, every pod and the Job read the named one', () => {
-  const ms = renderValid({ secrets: { existingSecret: 'mesh-prod', databaseUrl: null } });
+test('existingSecret: no chart Secret, every pod and the Job read the named one', async () => {
+  const ms = await renderValid({ secrets: { existingSecret: 'mesh-prod', databaseUrl: null } });
   assert.equal(ofKind(ms, 'Secret').length, 0);
   for (const d of ofKind<IDeployment>(ms, 'Deployment')) {
     assert.equal(d.spec!.template.spec!.containers[0].envFrom![1].secretRef!.name, 'mesh-prod');
@@ -328,8 +331,8 @@ test('existingSecret: no chart Secret, every pod and the Job read the named one'
   assert.equal(job.spec!.template.spec!.containers[0].envFrom![1].secretRef!.name, 'mesh-prod');
 });
 
-test('ServiceMonitor on: one per component on the http port and the metrics path', () => {
-  const ms = renderValid({ metrics: { serviceMonitor: { enabled: true, labels: { release: 'prom' } } } });
+test('ServiceMonitor on: one per component on the http port and the metrics path', async () => {
+  const ms = await renderValid({ metrics: { serviceMonitor: { enabled: true, labels: { release: 'prom' } } } });
   const monitors = ofKind<IServiceMonitor>(ms, 'ServiceMonitor');
   const services = ofKind<IService>(ms, 'Service');
   assert.equal(monitors.length, services.length);
@@ -340,8 +343,8 @@ test('ServiceMonitor on: one per component on the http port and the metrics path
   }
 });
 
-test('auth settings go to the Secret; every env variable is one an app reads or a documented contract', () => {
-  const ms = renderValid({ secrets: { auth: { apiKeys: 'demo-acme=acme:alice', jwtIssuer: 'https://idp', jwtAudience: 'mesh', jwksUrl: 'https://idp/jwks' } } });
+test('auth settings go to the Secret; every env variable is one an app reads or a documented contract', async () => {
+  const ms = await renderValid({ secrets: { auth: { apiKeys: 'demo-acme=acme:alice', jwtIssuer: 'https://idp', jwtAudience: 'mesh', jwksUrl: 'https://idp/jwks' } } });
   const secret = ofKind<{ data: Record<string, string> }>(ms, 'Secret').find((m) => !isHook(m))!;
   assert.deepEqual(Object.keys(secret.data).sort(), ['AUTH_API_KEYS', 'AUTH_JWKS_URL', 'AUTH_JWT_AUDIENCE', 'AUTH_JWT_ISSUER', 'DATABASE_URL']);
   // The contract docs/charts.md states for the app owners (runtime variables the chart sets).
@@ -365,33 +368,48 @@ test('auth settings go to the Secret; every env variable is one an app reads or 
   for (const name of envNames) assert.ok(read.has(name), `the chart sets ${name}, which no app reads and the contract does not list`);
 });
 
-test('Chart.yaml is a v2 application chart with semver versions, and NOTES.txt names the endpoints', () => {
+test('Chart.yaml is a v2 application chart with semver versions, and NOTES.txt names the endpoints', async () => {
   const meta = chart.meta as typeof chart.meta & { apiVersion?: string; type?: string };
   const raw = readFileSync(join(chart.dir, 'Chart.yaml'), 'utf8');
   assert.match(raw, /^apiVersion: v2$/m);
   assert.match(raw, /^type: application$/m);
   assert.equal(meta.name, 'agent-mesh');
   for (const v of [meta.version, meta.appVersion]) assert.match(v, /^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$/);
-  const { notes } = chart.render({}, { releaseName: 'prod', namespace: 'mesh' });
+  const notes = await chart.notes({}, { releaseName: 'prod', namespace: 'mesh' });
   assert.match(notes, /http:\/\/prod-agent-mesh-dispatcher\.mesh\.svc:8080/);
   assert.match(notes, /HPA on CPU/);
-  assert.match(chart.render({ keda: { enabled: true } }).notes, /KEDA ScaledObjects on consumer lag/);
+  assert.match(await chart.notes({ keda: { enabled: true } }), /KEDA ScaledObjects on consumer lag/);
 });
 
-test('docs/charts.md covers install, every top-level value, sizing and drain', () => {
+test('docs/charts.md covers install, every top-level value, sizing and drain', async () => {
   for (const key of Object.keys(values)) assert.ok(docs.includes(`\`${key}`), `docs/charts.md mentions the value ${key}`);
   for (const topic of ['helm install', 'lagThreshold', 'partitions', 'terminationGracePeriodSeconds', 'MIGRATE_ONLY', 'values.schema.json']) {
     assert.ok(docs.includes(topic), `docs/charts.md covers ${topic}`);
   }
 });
 
-test('the agents ops token and tool-token secret go to the Secret when set, and nowhere when not', () => {
-  const plain = ofKind<{ data: Record<string, string> }>(renderValid(), 'Secret').find((m) => !isHook(m))!;
+test('the agents ops token and tool-token secret go to the Secret when set, and nowhere when not', async () => {
+  const plain = ofKind<{ data: Record<string, string> }>(await renderValid(), 'Secret').find((m) => !isHook(m))!;
   assert.ok(!('AGENTS_OPS_TOKEN' in plain.data) && !('AGENTS_TOOL_TOKEN_SECRET' in plain.data));
-  const ms = renderValid({ secrets: { agents: { opsToken: 'ops-token-123', toolTokenSecret: 'tool-token-secret-123456' } } });
+  const ms = await renderValid({ secrets: { agents: { opsToken: 'ops-token-123', toolTokenSecret: 'tool-token-secret-123456' } } });
   const secret = ofKind<{ data: Record<string, string> }>(ms, 'Secret').find((m) => !isHook(m))!;
   assert.equal(Buffer.from(secret.data.AGENTS_OPS_TOKEN, 'base64').toString(), 'ops-token-123');
   assert.equal(Buffer.from(secret.data.AGENTS_TOOL_TOKEN_SECRET, 'base64').toString(), 'tool-token-secret-123456');
   // Values the apps would refuse at start are refused at render time.
-  assert.throws(() => chart.render({ secrets: { agents: { opsToken: 'short' } } }));
+  await assert.rejects(() => chart.render({ secrets: { agents: { opsToken: 'short' } } }), ValuesSchemaError);
+});
+
+test('helm lint --strict passes, and a chart it would fail is reported', async () => {
+  const messages = await chart.lint();
+  assert.ok(messages.every((m) => !/\[(ERROR|WARNING)\]/.test(m)), messages.join('\n'));
+  const dir = mkdtempSync(join(tmpdir(), 'broken-chart-'));
+  cpSync(chart.dir, dir, { recursive: true });
+  writeFileSync(join(dir, 'Chart.yaml'), readFileSync(join(dir, 'Chart.yaml'), 'utf8').replace(/^version: .*$/m, 'version: not-semver'));
+  const broken = new Chart(dir);
+  try {
+    await assert.rejects(() => broken.lint(), /not-semver/);
+  } finally {
+    broken.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -1,13 +1,25 @@
-// `helm template` for the chart test: merges values like Helm (user values over values.yaml, maps
-// deep-merged, null deletes a key), validates them against values.schema.json with ajv (Helm does
-// the same before rendering), renders every file under templates/ with the Go template interpreter,
-// and splits the output into YAML documents.
-import { readdirSync, readFileSync } from 'node:fs';
+// The real Helm engine for the chart test: `helm template`, `helm lint` and the release notes, run by
+// helm-java (Helm's Go code as a native library, test/charts/helm) in one JVM per test file.
+// Helm merges the values, checks them against values.schema.json and renders; this module splits
+// the output into objects and names Helm's two kinds of refusal.
+import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Ajv, type ErrorObject } from 'ajv';
 import { parse, parseAllDocuments } from 'yaml';
-import { isMap, TemplateSet, type GoMap, type GoValue } from './go-template.js';
-import { sprigFunctions } from './sprig.js';
+import { repoRoot } from '../../support/processes.js';
+
+/** The chart declares `kubeVersion: >=1.25`; without a cluster Helm would assume 1.20. */
+export const KUBE_VERSION = '1.30.0';
+
+/*
+ * helm-java's template returns the release manifest without the hooks (Helm keeps hook objects
+ * apart, and `helm template` prints them from there). The chart's hooks are part of what is
+ * checked, so templates are rendered from a copy whose hook annotations carry this stand-in key,
+ * which no Helm treats as a hook, and the rendered objects get the real key back.
+ */
+const HOOK = 'helm.sh/hook';
+const HOOK_STAND_IN = 'chart-test.invalid/hook';
 
 /** A rendered Kubernetes object and the template file it came from. */
 export interface Manifest {
@@ -21,96 +33,132 @@ export interface Manifest {
 export interface RenderOptions {
   releaseName?: string;
   namespace?: string;
-  isUpgrade?: boolean;
 }
 
-/** Values rejected by values.schema.json; `errors` lists ajv's findings. */
+/** Values that break values.schema.json: Helm refuses them before rendering. */
 export class ValuesSchemaError extends Error {
   override name = 'ValuesSchemaError';
-  constructor(readonly errors: ErrorObject[]) {
-    super(`values don't meet the specifications of the schema: ${errors.map((e) => `${e.instancePath || '/'} ${e.message}`).join('; ')}`);
-  }
 }
 
-/** Helm's coalesce: `over` wins, maps merge recursively, a null in `over` removes the key. */
-export function mergeValues(base: GoValue, over: GoValue): GoValue {
-  if (!isMap(base) || !isMap(over)) return over === undefined ? base : over;
-  const out: GoMap = { ...base };
-  for (const [k, v] of Object.entries(over)) {
-    if (v === null) delete out[k];
-    else out[k] = isMap(out[k]) && isMap(v) ? mergeValues(out[k], v) : v;
-  }
-  return out;
+/** A template stopped the render (`fail`, `required`): the message is the chart's. */
+export class RenderFailure extends Error {
+  override name = 'RenderFailure';
 }
 
-const clone = <T>(v: T): T => structuredClone(v);
+type Values = Record<string, unknown>;
 
-/** A chart directory loaded once: Chart.yaml, values.yaml, values.schema.json and the templates. */
+function refusal(message: string): Error {
+  if (/values don't meet the specifications of the schema/.test(message)) return new ValuesSchemaError(message);
+  if (/execution error at/.test(message)) return new RenderFailure(message);
+  return new Error(message);
+}
+
+/** The jars of test/charts/helm/pom.xml, fetched from Maven Central on first use. */
+function helmJavaClasspath(): string {
+  const libs = join(repoRoot, '.helm-java', 'libs');
+  if (!existsSync(libs) || !readdirSync(libs).some((f) => f.startsWith('.complete-'))) {
+    const fetched = spawnSync(join(repoRoot, 'scripts', 'helm-java.sh'), ['fetch'], { stdio: 'inherit' });
+    if (fetched.status !== 0) throw new Error('scripts/helm-java.sh fetch failed: the chart test needs helm-java from Maven Central');
+  }
+  return `${libs}/*`;
+}
+
+/** A chart directory served by one helm-java process; `close()` ends it. */
 export class Chart {
   readonly meta: { name: string; version: string; appVersion: string };
-  readonly defaults: GoMap;
-  readonly schema: object;
-  private readonly files: { name: string; src: string }[];
-  private readonly validate;
+  /** values.yaml as Helm reads it (YAML 1.1). */
+  readonly defaults: Values;
+  private helm?: ChildProcessWithoutNullStreams;
+  private queue: Promise<unknown> = Promise.resolve();
+  private buffered = Buffer.alloc(0);
+  private waiting?: (answer: { ok: boolean; body: string }) => void;
+  private readonly scratch = mkdtempSync(join(tmpdir(), 'chart-test-'));
+  private readonly withHooksShown: string;
+  private seq = 0;
 
   constructor(readonly dir: string) {
-    const meta = parse(readFileSync(join(dir, 'Chart.yaml'), 'utf8')) as { name: string; version: string; appVersion: string };
-    this.meta = meta;
-    this.defaults = parse(readFileSync(join(dir, 'values.yaml'), 'utf8'), { version: '1.1' }) as GoMap;
-    this.schema = JSON.parse(readFileSync(join(dir, 'values.schema.json'), 'utf8')) as object;
-    this.validate = new Ajv({ allErrors: true, strict: false }).compile(this.schema);
-    this.files = readdirSync(join(dir, 'templates'))
-      .sort()
-      .map((f) => ({ name: `${meta.name}/templates/${f}`, src: readFileSync(join(dir, 'templates', f), 'utf8') }));
+    this.meta = parse(readFileSync(join(dir, 'Chart.yaml'), 'utf8')) as Chart['meta'];
+    this.defaults = parse(readFileSync(join(dir, 'values.yaml'), 'utf8'), { version: '1.1' }) as Values;
+    this.withHooksShown = join(this.scratch, 'chart');
+    cpSync(dir, this.withHooksShown, { recursive: true });
+    const templates = join(this.withHooksShown, 'templates');
+    for (const f of readdirSync(templates)) {
+      const src = readFileSync(join(templates, f), 'utf8');
+      writeFileSync(join(templates, f), src.replaceAll(`"${HOOK}`, `"${HOOK_STAND_IN}`));
+    }
   }
 
-  /** The merged values, or ValuesSchemaError when they break values.schema.json. */
-  values(overrides: GoMap = {}): GoMap {
-    const merged = mergeValues(clone(this.defaults), clone(overrides)) as GoMap;
-    if (!this.validate(merged)) throw new ValuesSchemaError(this.validate.errors ?? []);
-    return merged;
-  }
-
-  /** Renders every template; returns the objects (hooks included) and NOTES.txt. */
-  render(overrides: GoMap = {}, opts: RenderOptions = {}): { manifests: Manifest[]; notes: string } {
-    const values = this.values(overrides);
-    const set = new TemplateSet(sprigFunctions);
-    for (const f of this.files) set.add(f.name, f.src);
-    const top: GoMap = {
-      Values: values,
-      Release: {
-        Name: opts.releaseName ?? 'mesh',
-        Namespace: opts.namespace ?? 'default',
-        Service: 'Helm',
-        IsInstall: !opts.isUpgrade,
-        IsUpgrade: !!opts.isUpgrade,
-        Revision: 1n,
-      },
-      Chart: { Name: this.meta.name, Version: this.meta.version, AppVersion: this.meta.appVersion },
-      Template: { BasePath: `${this.meta.name}/templates` },
-    };
+  /** `helm template` with these values over values.yaml: the objects, hooks included. */
+  async render(overrides: Values = {}, opts: RenderOptions = {}): Promise<Manifest[]> {
+    const out = (await this.request('template', this.withHooksShown, overrides, opts)).replaceAll(HOOK_STAND_IN, HOOK);
     const manifests: Manifest[] = [];
-    let notes = '';
-    for (const f of this.files) {
-      const base = f.name.split('/').pop()!;
-      if (base.startsWith('_')) continue;
-      const out = set.execute(f.name, { ...top, Template: { ...(top.Template as GoMap), Name: f.name } }).replaceAll('<no value>', '');
-      if (base === 'NOTES.txt') {
-        notes = out;
-        continue;
-      }
-      // Helm splits a file's output on lines that are `---`.
-      for (const part of out.split(/(?:^|\n)---[ \t]*(?=\n|$)/)) {
-        // YAML 1.1 like Helm and the API server: an unquoted `on` or `yes` is a boolean there.
-        const docs = parseAllDocuments(part, { version: '1.1' });
-        for (const doc of docs) {
-          if (doc.errors.length > 0) throw new Error(`${f.name}: invalid YAML: ${doc.errors[0].message}\n${part}`);
-          const obj = doc.toJS() as Manifest | null;
-          if (obj === null || obj === undefined) continue;
-          manifests.push({ ...obj, source: f.name });
-        }
+    for (const part of out.split(/^---[ \t]*$/m)) {
+      const source = /^# Source: (.+)$/m.exec(part)?.[1] ?? '?';
+      // YAML 1.1 like the API server: an unquoted `on` or `yes` is a boolean there.
+      for (const doc of parseAllDocuments(part, { version: '1.1' })) {
+        if (doc.errors.length > 0) throw new Error(`${source}: invalid YAML: ${doc.errors[0].message}\n${part}`);
+        const obj = doc.toJS() as Manifest | null;
+        if (obj !== null && obj !== undefined) manifests.push({ ...obj, source });
       }
     }
-    return { manifests, notes };
+    return manifests;
+  }
+
+  /** The release notes (NOTES.txt) an install with these values prints. */
+  async notes(overrides: Values = {}, opts: RenderOptions = {}): Promise<string> {
+    const out = await this.request('notes', this.dir, overrides, opts);
+    return out.slice(out.indexOf('NOTES:') + 'NOTES:'.length);
+  }
+
+  /** `helm lint --strict`: its messages; rejects when the chart fails. */
+  async lint(): Promise<string[]> {
+    const out = await this.call(`lint\t${this.dir}`);
+    return out.split('\n').filter(Boolean);
+  }
+
+  close(): void {
+    this.helm?.stdin.end();
+    rmSync(this.scratch, { recursive: true, force: true });
+  }
+
+  private request(command: string, chartDir: string, overrides: Values, opts: RenderOptions): Promise<string> {
+    const file = join(this.scratch, `values-${++this.seq}.json`);
+    writeFileSync(file, JSON.stringify(overrides)); // JSON is YAML: Helm reads it as a values file
+    return this.call(`${command}\t${chartDir}\t${opts.releaseName ?? 'mesh'}\t${opts.namespace ?? 'default'}\t${file}`);
+  }
+
+  /** One request at a time over the process's stdin; answers are `OK|ERR <bytes>\n<body>`. */
+  private call(line: string): Promise<string> {
+    const next = this.queue.then(
+      () =>
+        new Promise<string>((resolve, reject) => {
+          this.waiting = ({ ok, body }) => (ok ? resolve(body) : reject(refusal(body)));
+          this.process().stdin.write(`${line}\n`);
+        }),
+    );
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  private process(): ChildProcessWithoutNullStreams {
+    if (this.helm) return this.helm;
+    const helm = spawn('java', ['-cp', helmJavaClasspath(), join(repoRoot, 'test/charts/helm/HelmChart.java'), KUBE_VERSION]);
+    helm.stderr.on('data', (d: Buffer) => process.stderr.write(d));
+    helm.stdout.on('data', (d: Buffer) => {
+      this.buffered = Buffer.concat([this.buffered, d]);
+      const eol = this.buffered.indexOf(10);
+      if (eol < 0) return;
+      const [status, size] = this.buffered.subarray(0, eol).toString().split(' ');
+      const end = eol + 1 + Number(size);
+      if (this.buffered.length < end) return;
+      const body = this.buffered.subarray(eol + 1, end).toString('utf8');
+      this.buffered = this.buffered.subarray(end);
+      const waiting = this.waiting;
+      this.waiting = undefined;
+      waiting?.({ ok: status === 'OK', body });
+    });
+    helm.on('exit', (code) => this.waiting?.({ ok: false, body: `helm-java exited with code ${code}` }));
+    this.helm = helm;
+    return helm;
   }
 }
