@@ -17,12 +17,13 @@ import { Job, type IJob } from 'kubernetes-models/batch/v1/Job';
 import { PodDisruptionBudget, type IPodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
 import { HorizontalPodAutoscaler, type IHorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
 import { ScaledObject, type IScaledObject } from '@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject';
+import { NetworkPolicy, type INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
 import { ServiceMonitor, type IServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
 import type { IService } from 'kubernetes-models/v1/Service';
 import type { IContainer } from 'kubernetes-models/v1/Container';
 import { directoryConfigSpec } from '@mesh/app-directory';
 import { dispatcherConfigSpec } from '@mesh/app-dispatcher';
-import { agentsConfigSpec } from '@mesh/app-agents';
+import { agentsConfigSpec, sampleAgents } from '@mesh/app-agents';
 import { authSpec } from '@mesh/auth';
 import { repoRoot } from '../support/processes.js';
 import { Chart, RenderFailure, ValuesSchemaError, type Manifest } from './support/helm.js';
@@ -52,6 +53,7 @@ const models: Record<string, ReturnType<typeof model>> = {
   'policy/v1/PodDisruptionBudget': model(PodDisruptionBudget, 'kubernetes-models/policy/v1/PodDisruptionBudget'),
   'autoscaling/v2/HorizontalPodAutoscaler': model(HorizontalPodAutoscaler, 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler'),
   'keda.sh/v1alpha1/ScaledObject': model(ScaledObject, '@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject'),
+  'networking.k8s.io/v1/NetworkPolicy': model(NetworkPolicy, 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy'),
   'monitoring.coreos.com/v1/ServiceMonitor': model(ServiceMonitor, '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor'),
 };
 const strict = new StrictFields();
@@ -88,7 +90,10 @@ const byName = <T>(ms: Manifest[], kind: string, name: string): Manifest & T => 
 const isHook = (m: Manifest) => m.metadata.annotations?.['helm.sh/hook'] !== undefined;
 const selects = (selector: Record<string, string>, labels: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels[k] === v);
 const values = chart.defaults;
-const groups = values.agents as { groups: { name: string; agentIds: string[]; partitions: number; autoscaling: Record<string, number> }[] };
+type Autoscaling = Record<string, number>;
+const agentValues = values.agents as { autoscaling: Autoscaling; groups: { name: string; agentIds: string[]; partitions: number; autoscaling?: Autoscaling }[] };
+/** The groups with their effective autoscaling: agents.autoscaling with each group's own keys over it. */
+const groups = { groups: agentValues.groups.map((g) => ({ ...g, autoscaling: { ...agentValues.autoscaling, ...g.autoscaling } })) };
 
 test('the unknown-field check finds misspelt fields in core objects and CRDs, and leaves maps alone', async () => {
   const d = models['apps/v1/Deployment'];
@@ -118,6 +123,82 @@ test('default values render valid objects: 4 Deployments with a Service and a PD
   assert.equal(count('ConfigMap'), 1);
   assert.equal(count('Secret'), 1);
   assert.equal(ms.filter((m) => m.kind === 'Job').length, 1);
+  assert.equal(count('NetworkPolicy'), count('Deployment'));
+});
+
+test("every pod meets Pod Security 'restricted', mounts no service-account token, and spreads over nodes", async () => {
+  const ms = await renderValid();
+  const pods = [...ofKind<IDeployment>(ms, 'Deployment'), ...ofKind<IJob>(ms, 'Job')].map((w) => ({ name: w.metadata.name, labels: w.spec!.template.metadata!.labels!, pod: w.spec!.template.spec! }));
+  for (const { name, labels, pod } of pods) {
+    assert.equal(pod.automountServiceAccountToken, false, name);
+    assert.equal(pod.securityContext?.runAsNonRoot, true, name);
+    assert.equal(pod.securityContext?.seccompProfile?.type, 'RuntimeDefault', name);
+    for (const c of [...(pod.initContainers ?? []), ...pod.containers]) {
+      assert.equal(c.securityContext?.allowPrivilegeEscalation, false, `${name}/${c.name}`);
+      assert.deepEqual(c.securityContext?.capabilities?.drop, ['ALL'], `${name}/${c.name}`);
+      assert.equal(c.securityContext?.privileged ?? false, false);
+    }
+    if (labels['app.kubernetes.io/component'] === 'migrate') continue;
+    const spread = pod.topologySpreadConstraints ?? [];
+    assert.equal(spread.length, 1, `${name}: one topology spread constraint`);
+    assert.equal(spread[0].topologyKey, 'kubernetes.io/hostname');
+    assert.ok(selects(spread[0].labelSelector!.matchLabels!, labels), `${name}: spreads its own pods`);
+  }
+  // The restricted profile is part of values.schema.json: a pod without a seccomp profile is refused.
+  await assert.rejects(() => chart.render({ podSecurityContext: { seccompProfile: null } }), ValuesSchemaError);
+  const unspread = await renderValid({ topologySpread: { enabled: false } });
+  for (const d of ofKind<IDeployment>(unspread, 'Deployment')) assert.equal(d.spec!.template.spec!.topologySpreadConstraints, undefined);
+});
+
+test('NetworkPolicies: one per component, ingress to its http port only, from the configured peers', async () => {
+  const ms = await renderValid();
+  const deployments = ofKind<IDeployment>(ms, 'Deployment');
+  const policies = ofKind<INetworkPolicy>(ms, 'NetworkPolicy');
+  assert.equal(policies.length, deployments.length);
+  for (const np of policies) {
+    const matched = deployments.filter((d) => selects(np.spec!.podSelector.matchLabels!, d.spec!.template.metadata!.labels!));
+    assert.equal(matched.length, 1, `${np.metadata.name} selects one Deployment's pods`);
+    assert.deepEqual(np.spec!.policyTypes, ['Ingress']);
+    assert.deepEqual(np.spec!.ingress, [{ ports: [{ port: 'http', protocol: 'TCP' }] }]);
+  }
+  const peers = [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }];
+  const limited = ofKind<INetworkPolicy>(await renderValid({ networkPolicy: { ingressFrom: { agents: peers } } }), 'NetworkPolicy');
+  for (const np of limited) {
+    const isAgents = np.metadata!.name!.includes('-agents-');
+    assert.deepEqual(np.spec!.ingress![0].from, isAgents ? peers : undefined, np.metadata!.name);
+  }
+  assert.equal(ofKind(await renderValid({ networkPolicy: { enabled: false } }), 'NetworkPolicy').length, 0);
+});
+
+test('dispatcher.publicUrl becomes DISPATCHER_PUBLIC_URL; the default partitions are what the agents create', async () => {
+  const envOf = (ms: Manifest[], component: string) => {
+    const d = ofKind<IDeployment>(ms, 'Deployment').find((m) => m.metadata.name.endsWith(`-${component}`))!;
+    return Object.fromEntries((d.spec!.template.spec!.containers[0].env ?? []).map((e) => [e.name, e.value]));
+  };
+  assert.equal(envOf(await renderValid(), 'dispatcher').DISPATCHER_PUBLIC_URL, undefined);
+  const ms = await renderValid({ dispatcher: { publicUrl: 'https://a2a.example.com' } });
+  assert.equal(envOf(ms, 'dispatcher').DISPATCHER_PUBLIC_URL, 'https://a2a.example.com');
+  assert.ok('DISPATCHER_PUBLIC_URL' in dispatcherConfigSpec);
+  await assert.rejects(() => chart.render({ dispatcher: { publicUrl: 'not a url' } }), ValuesSchemaError);
+  // A group's partitions size its autoscaling; the topic is created by the agents from the agent's channel.
+  for (const g of groups.groups) {
+    for (const id of g.agentIds) {
+      const agent = (sampleAgents as Record<string, { channel: { partitions: number } }>)[id];
+      assert.ok(agent, `group ${g.name} runs the sample agent ${id}`);
+      assert.equal(g.partitions, agent.channel.partitions, `${g.name}: partitions as the agents create ${id}'s command topic`);
+    }
+  }
+});
+
+test('a group overrides any subset of agents.autoscaling; the rest comes from the defaults', async () => {
+  const ms = await renderValid({ agents: { groups: [{ name: 'solo', agentIds: ['echo-agent'], partitions: 4, autoscaling: { maxReplicas: 2 } }] } });
+  const hpa = ofKind<IHorizontalPodAutoscaler>(ms, 'HorizontalPodAutoscaler')[0];
+  assert.equal(hpa.spec!.maxReplicas, 2);
+  assert.equal(hpa.spec!.minReplicas, agentValues.autoscaling.minReplicas);
+  assert.equal(hpa.spec!.metrics![0].resource!.target.averageUtilization, agentValues.autoscaling.targetCPUUtilizationPercentage);
+  const so = ofKind<IScaledObject>(await renderValid({ keda: { enabled: true }, agents: { autoscaling: { lagThreshold: 7 }, groups: [{ name: 'solo', agentIds: ['echo-agent'], partitions: 4 }] } }), 'ScaledObject')[0];
+  assert.equal(so.spec!.triggers[0].metadata.lagThreshold, '7');
+  assert.equal(so.spec!.maxReplicaCount, agentValues.autoscaling.maxReplicas);
 });
 
 test('each Deployment runs its app from the one image, with probes, resources, drain-long grace and the config', async () => {

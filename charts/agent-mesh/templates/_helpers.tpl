@@ -169,8 +169,21 @@ spec:
       imagePullSecrets:
         {{- toYaml . | nindent 8 }}
       {{- end }}
+      {{- /* The apps never call the Kubernetes API. */}}
+      automountServiceAccountToken: false
       securityContext:
         {{- toYaml $v.podSecurityContext | nindent 8 }}
+      {{- with $v.topologySpread }}
+      {{- if .enabled }}
+      topologySpreadConstraints:
+        - maxSkew: {{ int .maxSkew }}
+          topologyKey: {{ .topologyKey }}
+          whenUnsatisfiable: {{ .whenUnsatisfiable }}
+          labelSelector:
+            matchLabels:
+              {{- include "agent-mesh.selectorLabels" $ctx | nindent 14 }}
+      {{- end }}
+      {{- end }}
       terminationGracePeriodSeconds: {{ include "agent-mesh.terminationGrace" $root }}
       containers:
         - name: {{ .app }}
@@ -259,9 +272,14 @@ spec:
       protocol: TCP
 {{- end -}}
 
-{{/* The replica ceiling of an agent group: never above its partition count (extra consumers idle). */}}
+{{/* An agent group's autoscaling as JSON: agents.autoscaling with the group's own keys over it; arg: dict root, group. */}}
+{{- define "agent-mesh.groupAutoscaling" -}}
+{{- merge (deepCopy (.group.autoscaling | default dict)) (deepCopy .root.Values.agents.autoscaling) | toJson -}}
+{{- end -}}
+
+{{/* The replica ceiling of an agent group: never above its partition count (extra consumers idle); arg: dict root, group. */}}
 {{- define "agent-mesh.groupMaxReplicas" -}}
-{{- $g := .group -}}
+{{- $g := merge (dict "autoscaling" (include "agent-mesh.groupAutoscaling" . | fromJson)) .group -}}
 {{- if gt (int $g.autoscaling.maxReplicas) (int $g.partitions) -}}
 {{- fail (printf "agents.groups[%s].autoscaling.maxReplicas (%d) exceeds its partitions (%d): consumers beyond the partition count sit idle; raise the topic's partitions or lower maxReplicas" $g.name (int $g.autoscaling.maxReplicas) (int $g.partitions)) -}}
 {{- end -}}
