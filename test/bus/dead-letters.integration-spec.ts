@@ -39,11 +39,13 @@ test('poison, non-retryable and exhausted messages go to the DLQ with their head
   let healed = false;
   const calls = new Map<string, number[]>();
   const handled: string[] = [];
+  const reported: string[] = [];
   const consumer = new BusConsumer(kafka, {
     groupId: `${topic}.workers`,
     topics: [topic],
     fromBeginning: true,
     retry: { maxAttempts: 3, initialBackoffMs: 10, maxBackoffMs: 50 },
+    onDeadLetter: (d) => void reported.push(`${d.topic}:${d.reason}`),
   });
   cleanup(() => consumer.stop());
   await consumer.start(async (env, ctx) => {
@@ -84,6 +86,8 @@ test('poison, non-retryable and exhausted messages go to the DLQ with their head
   assert.deepEqual(calls.get('flaky'), [1, 2, 3], 'retryable errors are retried until success');
   await eventually('good and flaky handled', () => handled.includes('good') && handled.includes('flaky'));
   assert.equal(consumer.stats().deadLettered, 3);
+  // One report per dead letter, after it was written, with its bounded reason (a metric label).
+  assert.deepEqual(reported.sort(), [`${topic}:attempts_exhausted`, `${topic}:not_retryable`, `${topic}:undecodable`]);
 
   // The operator fixed the cause: replay sends the dead letters back to the source topic.
   healed = true;

@@ -3,7 +3,7 @@ import { decodeEnvelope, isRetryable, normalizeHeaders, sleep, TopicDefinitions,
 import { withConsumerSpan } from '@mesh/telemetry';
 import { BusAdmin } from './bus-admin.js';
 import { BusProducer } from './bus-producer.js';
-import type { BusConsumerOptions, BusConsumerStats, EnvelopeHandler, KeyedBatchHandler } from './consumer-types.js';
+import type { BusConsumerOptions, BusConsumerStats, DeadLetterReason, EnvelopeHandler, KeyedBatchHandler } from './consumer-types.js';
 import { RecordContext } from './record-context.js';
 import { isTransientKafkaError } from './transient-errors.js';
 import { deadLetterHeaders, deadLetterTopic } from './dead-letters.js';
@@ -369,7 +369,7 @@ export class BusConsumer {
   private async process(item: WorkItem): Promise<Outcome> {
     const { state } = item;
     const signal = state.abort.signal;
-    if (item.decodeError !== undefined) return this.deadLetter(item, item.decodeError, 0);
+    if (item.decodeError !== undefined) return this.deadLetter(item, item.decodeError, 0, 'undecodable');
     let counted = 0; // failures that count towards the dead-letter limit
     for (let attempt = 1; ; attempt++) {
       if (signal.aborted || state.stale) return 'abandoned';
@@ -390,7 +390,8 @@ export class BusConsumer {
         // key held back) for as long as the outage lasts, without using up the attempts that lead to
         // the dead-letter topic (a good command dead-lettered during a Postgres restart is a lost task).
         if (!(this.opts.isTransient ?? isTransientKafkaError)(err)) counted++;
-        if (!isRetryable(err) || counted >= this.maxAttempts) return this.deadLetter(item, err, attempt);
+        if (!isRetryable(err)) return this.deadLetter(item, err, attempt, 'not_retryable');
+        if (counted >= this.maxAttempts) return this.deadLetter(item, err, attempt, 'attempts_exhausted');
         this.counters.retried++;
         await sleep(this.backoff(attempt), signal);
       }
@@ -403,7 +404,7 @@ export class BusConsumer {
   }
 
   /** Sends the record to `{topic}.dlq`, retrying the send itself until it succeeds or the work is dropped. */
-  private async deadLetter(item: WorkItem, error: unknown, attempts: number): Promise<Outcome> {
+  private async deadLetter(item: WorkItem, error: unknown, attempts: number, reason: DeadLetterReason): Promise<Outcome> {
     const { state, message } = item;
     const headers = deadLetterHeaders(normalizeHeaders(message.headers), {
       error,
@@ -417,6 +418,7 @@ export class BusConsumer {
       try {
         await this.producer.sendRecord(deadLetterTopic(state.topic), message.key?.toString() ?? '', message.value, headers);
         this.counters.deadLettered++;
+        this.opts.onDeadLetter?.({ topic: state.topic, reason, error });
         return 'done';
       } catch (err) {
         this.opts.onError?.(err, 'dead-letter send');

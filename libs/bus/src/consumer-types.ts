@@ -93,6 +93,25 @@ export interface BusConsumerOptions {
   consumerConfig?: Partial<Omit<ConsumerConfig, 'groupId'>>;
   /** Receives errors the consumer handled itself (failed commits, dead-letter sends being retried). */
   onError?: (err: unknown, what: string) => void;
+  /** Called once per record written to a dead-letter topic (metrics: `mesh_dead_letters_total`). */
+  onDeadLetter?: (dead: DeadLettered) => void;
+}
+
+/**
+ * Why a record was dead-lettered — a closed set, so it can be a metric label: it could not be
+ * decoded, its handler refused it as not retryable, or it failed on every allowed attempt.
+ */
+export type DeadLetterReason = 'undecodable' | 'not_retryable' | 'attempts_exhausted';
+
+/** Every {@link DeadLetterReason}, e.g. to start each metric series at 0. */
+export const DEAD_LETTER_REASONS: readonly DeadLetterReason[] = ['undecodable', 'not_retryable', 'attempts_exhausted'];
+
+/** One record written to its dead-letter topic. */
+export interface DeadLettered {
+  /** The topic the record came from. */
+  topic: string;
+  reason: DeadLetterReason;
+  error: unknown;
 }
 
 /** Counters and gauges for metrics; see docs/bus.md for their meaning. */

@@ -10,7 +10,8 @@ export {
 } from './kafka-client.js';
 export { ensureTopics, type LagReport, BusAdmin } from './bus-admin.js';
 export { type BusProducerOptions, BusProducer } from './bus-producer.js';
-export type { EnvelopeHandler, BusConsumerOptions } from './consumer-types.js';
+export type { EnvelopeHandler, BusConsumerOptions, DeadLettered, DeadLetterReason } from './consumer-types.js';
+export { DEAD_LETTER_REASONS } from './consumer-types.js';
 export { BusConsumer } from './bus-consumer.js';
 export { IntervalCommitter } from './interval-committer.js';
 export { deadLetterTopic, replayDeadLetters, DeadLetterHeaders } from './dead-letters.js';
