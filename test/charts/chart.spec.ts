@@ -18,6 +18,7 @@ import { PodDisruptionBudget, type IPodDisruptionBudget } from 'kubernetes-model
 import { HorizontalPodAutoscaler, type IHorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
 import { ScaledObject, type IScaledObject } from '@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject';
 import { NetworkPolicy, type INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
+import { PrometheusRule, type IPrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
 import { ServiceMonitor, type IServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
 import type { IService } from 'kubernetes-models/v1/Service';
 import type { IContainer } from 'kubernetes-models/v1/Container';
@@ -25,6 +26,7 @@ import { directoryConfigSpec } from '@mesh/app-directory';
 import { dispatcherConfigSpec } from '@mesh/app-dispatcher';
 import { agentsConfigSpec, sampleAgents } from '@mesh/app-agents';
 import { authSpec } from '@mesh/auth';
+import { MeshMetrics } from '@mesh/telemetry';
 import { repoRoot } from '../support/processes.js';
 import { Chart, RenderFailure, ValuesSchemaError, type Manifest } from './support/helm.js';
 import { StrictFields } from './support/strict-fields.js';
@@ -35,6 +37,7 @@ const require = createRequire(import.meta.url);
 const chart = new Chart(join(repoRoot, 'charts/agent-mesh'));
 after(() => chart.close());
 const docs = readFileSync(join(repoRoot, 'docs/charts.md'), 'utf8');
+const operations = readFileSync(join(repoRoot, 'docs/operations.md'), 'utf8');
 
 type ModelClass = (new (data: never) => { validate(): void }) & { kind: string };
 const model = (Model: ModelClass, module: string) => ({
@@ -54,6 +57,7 @@ const models: Record<string, ReturnType<typeof model>> = {
   'autoscaling/v2/HorizontalPodAutoscaler': model(HorizontalPodAutoscaler, 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler'),
   'keda.sh/v1alpha1/ScaledObject': model(ScaledObject, '@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject'),
   'networking.k8s.io/v1/NetworkPolicy': model(NetworkPolicy, 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy'),
+  'monitoring.coreos.com/v1/PrometheusRule': model(PrometheusRule, '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule'),
   'monitoring.coreos.com/v1/ServiceMonitor': model(ServiceMonitor, '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor'),
 };
 const strict = new StrictFields();
@@ -422,6 +426,36 @@ test('ServiceMonitor on: one per component on the http port and the metrics path
     assert.deepEqual(sm.spec.endpoints!.map((e) => [e.port, e.path]), [['http', '/metrics']]);
     assert.equal(services.filter((s) => selects(sm.spec.selector.matchLabels!, s.metadata!.labels!)).length, 1);
   }
+});
+
+test('PrometheusRule on: every alert reads metrics and labels the services export, combining replicas with max', async () => {
+  assert.equal(ofKind(await renderValid(), 'PrometheusRule').length, 0, 'off by default (needs the CRD)');
+  const ms = await renderValid({ metrics: { prometheusRule: { enabled: true, labels: { release: 'prom' }, lagThreshold: 250 } } });
+  const [rule] = ofKind<IPrometheusRule>(ms, 'PrometheusRule');
+  assert.equal(rule.metadata!.labels!.release, 'prom');
+  const exported = new Map(
+    (new MeshMetrics({ defaultMetrics: false }).registry.getMetricsAsArray() as unknown as { name: string; labelNames: string[] }[]).map((m) => [m.name, m.labelNames]),
+  );
+  const rules = rule.spec!.groups!.flatMap((g) => g.rules ?? []);
+  const alerts = rules.map((r) => r.alert);
+  for (const name of ['MeshDeadLetters', 'MeshConsumerLagHigh', 'MeshUnknownOutcomesOpen', 'MeshAdmissionRefused', 'MeshTasksNotStarted']) assert.ok(alerts.includes(name), name);
+  for (const r of rules) {
+    const expr = String(r.expr);
+    const metrics = [...expr.matchAll(/\b(mesh_[a-z_]+)\b/g)].map((m) => m[1]);
+    assert.ok(metrics.length > 0, `${r.alert} reads a mesh metric`);
+    for (const metric of metrics) {
+      const labels = exported.get(metric);
+      assert.ok(labels, `${r.alert}: ${metric} is a metric the services export`);
+      const used = [...expr.matchAll(/by \(([^)]*)\)/g), ...expr.matchAll(/\{([a-z_]+)[!=~]/g)].flatMap((m) => m[1].split(',').map((l) => l.trim()));
+      for (const l of used) assert.ok(labels.includes(l), `${r.alert}: ${metric} has the label ${l}`);
+    }
+    // Gauges of one partition come from every agents replica: summing would multiply them.
+    if (/mesh_(consumer_lag|unknown_outcomes_open)/.test(expr)) assert.match(expr, /^max by/, `${r.alert} combines replicas with max`);
+    assert.ok(r.labels?.severity, `${r.alert} has a severity`);
+  }
+  assert.match(String(rules.find((r) => r.alert === 'MeshConsumerLagHigh')!.expr), /> 250$/);
+  // Label values the rules match on are ones the services record.
+  for (const value of ['not_started', 'expired', 'RATE_LIMITED']) assert.ok(operations.includes(value), `docs/operations.md names ${value}`);
 });
 
 test('auth settings go to the Secret; every env variable is one an app reads or a documented contract', async () => {
