@@ -6,19 +6,32 @@
 #                             a kill: an outage that keeps the data), wait until ready
 #   scripts/kafka.sh stop     stop the broker this script started (by pid)
 #   scripts/kafka.sh status   exit 0 when something accepts connections on the port
+#   scripts/kafka.sh cluster start|stop|status
+#                             a three-node KRaft cluster on loopback (each node broker and controller):
+#                             brokers on KAFKA_CLUSTER_PORT, +2, +4 (29092, 29094, 29096), controllers one
+#                             above each; replication factor 3, min.insync.replicas=2, no unclean leader
+#                             election. Single nodes of it are stopped and resumed with
+#                             `KAFKA_PORT=<its port> scripts/kafka.sh stop|resume` (or killed by pid).
 # Env: KAFKA_PORT (9092), KAFKA_CONTROLLER_PORT (9093), KAFKA_HOME_DIR (<repo>/.kafka), KAFKA_HEAP (1g),
-#      KAFKA_EXTRA_PROPERTIES (lines appended to the broker config by `start`, e.g. for a test broker).
+#      KAFKA_CLUSTER_PORT (29092), KAFKA_EXTRA_PROPERTIES (lines appended to the broker config by
+#      `start`, e.g. for a test broker).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 HOME_DIR="${KAFKA_HOME_DIR:-$ROOT/.kafka}"
 LIBS="$HOME_DIR/libs"
-PORT="${KAFKA_PORT:-9092}"
-CPORT="${KAFKA_CONTROLLER_PORT:-9093}"
-PIDFILE="$HOME_DIR/kafka-$PORT.pid"
-DATA="$HOME_DIR/data-$PORT"
-LOGS="$HOME_DIR/logs-$PORT"
-CONF="$HOME_DIR/server-$PORT.properties"
+CLUSTER_PORT="${KAFKA_CLUSTER_PORT:-29092}"
+CLUSTER_SIZE=3
+
+# Files of the node listening on port $1 (controller on $2).
+at_port() {
+  PORT="$1"; CPORT="$2"
+  PIDFILE="$HOME_DIR/kafka-$PORT.pid"
+  DATA="$HOME_DIR/data-$PORT"
+  LOGS="$HOME_DIR/logs-$PORT"
+  CONF="$HOME_DIR/server-$PORT.properties"
+}
+at_port "${KAFKA_PORT:-9092}" "${KAFKA_CONTROLLER_PORT:-$(( ${KAFKA_PORT:-9092} + 1 ))}"
 KAFKA_VERSION="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$ROOT/scripts/kafka/pom.xml")"
 
 die() { echo "kafka.sh: $*" >&2; exit 1; }
@@ -50,11 +63,20 @@ run_java() {
 start() {
   if listening "$PORT"; then echo "kafka.sh: a broker already listens on 127.0.0.1:$PORT; not starting another"; return 0; fi
   fetch
+  write_conf 1 "1@127.0.0.1:$CPORT" 1
+  format "$(run_java kafka.tools.StorageTool random-uuid)"
+  launch
+}
+
+# A fresh data dir and config for node $1 of the quorum $2, topics replicated $3 times.
+write_conf() {
+  local id="$1" voters="$2" rf="$3" isr=1
+  [ "$rf" -ge 3 ] && isr=2
   mkdir -p "$HOME_DIR"; rm -rf "$DATA" "$LOGS"; mkdir -p "$DATA" "$LOGS"
   cat > "$CONF" <<PROPS
 process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:$CPORT
+node.id=$id
+controller.quorum.voters=$voters
 listeners=PLAINTEXT://127.0.0.1:$PORT,CONTROLLER://127.0.0.1:$CPORT
 advertised.listeners=PLAINTEXT://127.0.0.1:$PORT
 controller.listener.names=CONTROLLER
@@ -63,22 +85,57 @@ listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
 log.dirs=$DATA
 num.partitions=1
 auto.create.topics.enable=false
-offsets.topic.replication.factor=1
+default.replication.factor=$rf
+min.insync.replicas=$isr
+unclean.leader.election.enable=false
+offsets.topic.replication.factor=$rf
 offsets.topic.num.partitions=10
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
+transaction.state.log.replication.factor=$rf
+transaction.state.log.min.isr=$isr
 transaction.state.log.num.partitions=4
-share.coordinator.state.topic.replication.factor=1
-share.coordinator.state.topic.min.isr=1
+share.coordinator.state.topic.replication.factor=$rf
+share.coordinator.state.topic.min.isr=$isr
 group.initial.rebalance.delay.ms=0
 log.retention.hours=24
 delete.topic.enable=true
 PROPS
   if [ -n "${KAFKA_EXTRA_PROPERTIES:-}" ]; then printf '%s\n' "$KAFKA_EXTRA_PROPERTIES" >> "$CONF"; fi
-  local cid; cid="$(run_java kafka.tools.StorageTool random-uuid)"
-  run_java kafka.tools.StorageTool format -t "$cid" -c "$CONF" >"$LOGS/format.log" 2>&1 \
+}
+
+# Formats the node's data dir for cluster id $1.
+format() {
+  run_java kafka.tools.StorageTool format -t "$1" -c "$CONF" >"$LOGS/format.log" 2>&1 \
     || { cat "$LOGS/format.log" >&2; die "formatting the data dir failed"; }
-  launch
+}
+
+cluster_ports() { for i in $(seq 0 $((CLUSTER_SIZE - 1))); do echo $((CLUSTER_PORT + 2 * i)); done; }
+
+cluster() {
+  case "${1:-}" in
+    start)
+      fetch
+      local voters="" id=1 p cid
+      for p in $(cluster_ports); do voters="$voters${voters:+,}$id@127.0.0.1:$((p + 1))"; id=$((id + 1)); done
+      for p in $(cluster_ports); do listening "$p" && die "port $p is taken: stop what listens there (scripts/kafka.sh cluster stop)"; done
+      cid="$(run_java kafka.tools.StorageTool random-uuid)"
+      id=1
+      for p in $(cluster_ports); do
+        at_port "$p" $((p + 1)); write_conf "$id" "$voters" "$CLUSTER_SIZE"; format "$cid"; id=$((id + 1))
+      done
+      # All three at once: a controller quorum needs a majority before any node is ready.
+      for p in $(cluster_ports); do at_port "$p" $((p + 1)); launch >/dev/null & done
+      wait
+      for p in $(cluster_ports); do listening "$p" || die "node on $p did not start (logs: $HOME_DIR/logs-$p)"; done
+      echo "kafka.sh: three-node cluster ready: 127.0.0.1:$(cluster_ports | paste -sd, - | sed 's/,/,127.0.0.1:/g')"
+      ;;
+    stop) for p in $(cluster_ports); do at_port "$p" $((p + 1)); stop; done ;;
+    status)
+      local up=0 p
+      for p in $(cluster_ports); do listening "$p" && up=$((up + 1)); done
+      echo "kafka.sh: $up of $CLUSTER_SIZE cluster nodes listening"; [ "$up" -eq "$CLUSTER_SIZE" ]
+      ;;
+    *) echo "usage: scripts/kafka.sh cluster start|stop|status" >&2; exit 2 ;;
+  esac
 }
 
 # The broker on $CONF and $DATA as they are, in the background; waits until it accepts connections.
@@ -117,6 +174,7 @@ case "${1:-}" in
   start) start ;;
   resume) resume ;;
   stop) stop ;;
+  cluster) cluster "${2:-}" ;;
   status) if listening "$PORT"; then echo "kafka.sh: listening on 127.0.0.1:$PORT"; else echo "kafka.sh: nothing listens on 127.0.0.1:$PORT"; exit 1; fi ;;
-  *) echo "usage: scripts/kafka.sh fetch|start|resume|stop|status" >&2; exit 2 ;;
+  *) echo "usage: scripts/kafka.sh fetch|start|resume|stop|status|cluster start|stop|status" >&2; exit 2 ;;
 esac

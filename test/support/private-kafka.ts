@@ -93,10 +93,17 @@ class Broker implements PrivateKafka {
     readonly homeDir: string,
     private readonly heap: string,
     private readonly properties: Record<string, string>,
+    /** False for a node of a cluster: the cluster owns the home dir. */
+    private readonly ownsHome = true,
   ) {
     this.brokers = [`127.0.0.1:${port}`];
     // Backstop for a spec that dies before its after() hook: never leave a JVM or its data behind.
     process.once('exit', this.onExit);
+  }
+
+  /** Resumes this node of a cluster on its data (its cluster id is the quorum's). */
+  async resumeNode(): Promise<void> {
+    await this.script('resume');
   }
 
   private get env(): NodeJS.ProcessEnv {
@@ -157,7 +164,9 @@ class Broker implements PrivateKafka {
   private killSync(signal: NodeJS.Signals, remove: boolean): void {
     const pid = this.pid();
     if (pid !== undefined && alive(pid)) process.kill(pid, signal);
-    if (remove) {
+    if (remove && !this.ownsHome) {
+      process.off('exit', this.onExit);
+    } else if (remove) {
       this.destroyed = true;
       rmSync(this.homeDir, { recursive: true, force: true });
       process.off('exit', this.onExit);
@@ -220,4 +229,73 @@ function isFree(port: number): Promise<boolean> {
     srv.once('error', () => resolve(false));
     srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
   });
+}
+
+/** One node (broker and controller) of a {@link PrivateKafkaCluster}. */
+export interface ClusterNode {
+  readonly nodeId: number;
+  readonly port: number;
+  /** SIGKILLs the node; its data stays. */
+  kill(): Promise<void>;
+  /** Starts it again on its data (`kafka.sh resume`). */
+  resume(): Promise<void>;
+}
+
+/** A three-node KRaft cluster of one's own (`kafka.sh cluster start`): replication factor 3, min ISR 2. */
+export interface PrivateKafkaCluster {
+  readonly brokers: string[];
+  readonly nodes: ClusterNode[];
+  node(nodeId: number): ClusterNode;
+  /** Kills every node and deletes the home dir; safe to call more than once. */
+  destroy(): Promise<void>;
+}
+
+/** Starts a private three-node cluster on six free consecutive ports; throws if it does not start. */
+export async function startPrivateKafkaCluster(opts: Omit<PrivateKafkaOptions, 'firstPort'> = {}): Promise<PrivateKafkaCluster> {
+  const sharedEnv = { ...process.env };
+  delete sharedEnv.KAFKA_HOME_DIR;
+  await run(kafkaSh, ['fetch'], { env: sharedEnv });
+  let base = 30192 + 6 * Math.floor(Math.random() * 300);
+  for (let attempt = 0; attempt < 8; attempt++, base += 6) {
+    const ports = Array.from({ length: 6 }, (_, i) => base + i);
+    if (ports.some((p) => RESERVED.has(p))) continue;
+    if (!(await Promise.all(ports.map(isFree))).every(Boolean)) continue;
+    const homeDir = await mkdtemp(join(tmpdir(), 'mesh-kafka-cluster-'));
+    symlinkSync(join(root, '.kafka', 'libs'), join(homeDir, 'libs'));
+    const env: NodeJS.ProcessEnv = {
+      ...sharedEnv,
+      KAFKA_HOME_DIR: homeDir,
+      KAFKA_CLUSTER_PORT: String(base),
+      KAFKA_HEAP: opts.heap ?? '384m',
+      KAFKA_EXTRA_PROPERTIES: Object.entries(opts.properties ?? FAST_RESTART)
+        .map(([k, v]) => `${k}=${v}`)
+        .join('\n'),
+    };
+    const nodes = [0, 1, 2].map(
+      (i) => new Broker(base + 2 * i, base + 2 * i + 1, homeDir, env.KAFKA_HEAP!, opts.properties ?? FAST_RESTART, false),
+    );
+    const destroy = async () => {
+      await Promise.all(nodes.map((n) => n.stop('SIGKILL')));
+      rmSync(homeDir, { recursive: true, force: true });
+    };
+    try {
+      await run(kafkaSh, ['cluster', 'start'], { env });
+      const view = nodes.map((n, i) => ({
+        nodeId: i + 1,
+        port: n.port,
+        kill: () => n.stop('SIGKILL'),
+        resume: () => n.resumeNode(),
+      }));
+      return {
+        brokers: nodes.map((n) => `127.0.0.1:${n.port}`),
+        nodes: view,
+        node: (id) => view[id - 1],
+        destroy,
+      };
+    } catch (err) {
+      await destroy();
+      if (attempt === 7) throw err;
+    }
+  }
+  throw new Error('no private Kafka cluster could be started');
 }
