@@ -9,6 +9,7 @@ import { startTelemetry, SpanAttr } from '@mesh/telemetry';
 import { eventually } from '../support/infra.js';
 import { a2aClient } from '../support/dispatcher-harness.js';
 import { startRefundStack, textMessage } from '../support/refund-stack.js';
+import { jsonMessage } from '../support/a2a-fixtures.js';
 
 // Before any Kafka client exists, so the instrumentation sees every producer and consumer.
 const exporter = new InMemorySpanExporter();
@@ -104,4 +105,36 @@ test('the refund conversation: server span → produce → process → invoke_ag
       'the refund call is in the trace',
     );
   }
+});
+
+test('every A2A response names its trace in X-Trace-Id, continuing a caller traceparent', async () => {
+  const body = (id: string) =>
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id,
+      method: 'SendMessage',
+      params: { message: jsonMessage('hello'), configuration: { returnImmediately: true } },
+    });
+  const headers = { authorization: 'Bearer demo-acme', 'content-type': 'application/json', 'a2a-version': '1.0' };
+  const fresh = await fetch(`${env.url}/a2a/refund-agent`, { method: 'POST', headers, body: body('1') });
+  assert.equal(fresh.status, 200);
+  const traceId = fresh.headers.get('x-trace-id');
+  assert.match(traceId ?? '', /^[0-9a-f]{32}$/);
+  await eventually('its server span ended', async () =>
+    exporter.getFinishedSpans().some((s) => s.kind === SpanKind.SERVER && s.spanContext().traceId === traceId),
+  );
+  const callerTrace = '4bf92f3577b34da6a3ce929d0e0e4736';
+  const continued = await fetch(`${env.url}/a2a/refund-agent`, {
+    method: 'POST',
+    headers: { ...headers, traceparent: `00-${callerTrace}-00f067aa0ba902b7-01` },
+    body: body('2'),
+  });
+  assert.equal(continued.headers.get('x-trace-id'), callerTrace);
+  // Errors name their trace too (an unknown method, answered by the JSON-RPC handler).
+  const unknown = await fetch(`${env.url}/a2a/refund-agent`, {
+    method: 'POST',
+    headers,
+    body: '{"jsonrpc":"2.0","id":3,"method":"NoSuchMethod","params":{}}',
+  });
+  assert.match(unknown.headers.get('x-trace-id') ?? '', /^[0-9a-f]{32}$/);
 });

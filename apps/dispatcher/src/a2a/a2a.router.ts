@@ -10,7 +10,7 @@ import {
   VersionNotSupportedError,
 } from '@a2a-js/sdk/errors';
 import type { Authenticator, Principal } from '@mesh/auth';
-import { context, propagation, trace, ROOT_CONTEXT, SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import { context, isSpanContextValid, propagation, trace, ROOT_CONTEXT, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { silentLogger, SpanAttr, tracer, type Logger } from '@mesh/telemetry';
 import type { AgentRecord } from '@mesh/contract';
 import { refuseMalformedUtf8 } from '@mesh/service';
@@ -299,6 +299,9 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
       },
       parent,
     );
+    // The caller can quote it to find this request's trace (in Jaeger: search by trace id). An id,
+    // never authority: it grants nothing and is derived from nothing the caller must be trusted for.
+    if (isSpanContextValid(span.spanContext())) res.setHeader('X-Trace-Id', span.spanContext().traceId);
     res.once('close', () => {
       span.setAttribute('http.response.status_code', res.statusCode);
       if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
