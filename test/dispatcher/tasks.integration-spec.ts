@@ -107,6 +107,23 @@ test('concurrent retries of one message create one task and one command', async 
   assert.equal(worker.commands.filter((c) => c.identity.messageId === message.messageId).length, 1);
 });
 
+test('concurrent retries of one follow-up add one turn and one command, and none is refused', async () => {
+  const client = await a2aClient(env.url, 'echo', 'JSONRPC');
+  const first = (await client.sendMessage(sendRequest(userMessage('need-input: race the answer')))) as Task;
+  assert.equal(first.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+  const answer = userMessage('green', { taskId: first.id });
+  // The twins that wait for the task's row lock find the task no longer asking for input: they
+  // must answer as retries of the accepted message, not refuse it.
+  const results = (await Promise.all(
+    Array.from({ length: 10 }, () => client.sendMessage(sendRequest(answer, { returnImmediately: true }))),
+  )) as Task[];
+  assert.deepEqual(new Set(results.map((t) => t.id)), new Set([first.id]));
+  await eventually('command delivered', () => worker.commands.some((c) => c.identity.messageId === answer.messageId));
+  assert.equal(await count('message_dedup', 'message_id = $1', [answer.messageId]), 1);
+  assert.equal(await count('executions', 'task_id = $1', [first.id]), 2);
+  assert.equal(worker.commands.filter((c) => c.identity.messageId === answer.messageId).length, 1);
+});
+
 test('COMPLETED without an artifact is recorded as FAILED, never as success', async () => {
   const client = await a2aClient(env.url, 'echo', 'HTTP+JSON');
   const task = (await client.sendMessage(sendRequest(userMessage('no-artifact')))) as Task;

@@ -1,6 +1,6 @@
-// Push records the task service writes in its own transactions (a config given with SendMessage,
-// the notification of a deadline passing), shared with the push feature without either importing
-// the other.
+// Push records shared by the push feature and the task repository without either importing the
+// other: a validated config (stored with the task that SendMessage starts or continues), the
+// notification of a status change the dispatcher makes itself (CancelTask, a deadline passing).
 import { StreamResponse, type TaskStatus } from '@a2a-js/sdk';
 
 /** A push config that passed `PushService.validate`, ready to be stored with a task id. */

@@ -2,8 +2,15 @@ import { Task, TaskState, type TaskStatus } from '@a2a-js/sdk';
 import type { DataSource } from 'typeorm';
 import { Envelopes, newId, type TaskEvent } from '@mesh/contract';
 import { StatementBatcher } from '@mesh/database';
-import { preparedQuery, type Json, type TaskRow } from './task-db.js';
+import { preparedQuery, type Json, type TaskRow } from './task.repository.js';
 import { isInterrupted, isTerminal, parseState, stateName, stateRank } from './task-state.js';
+
+/*
+ * The projection keeps its two statements (readProjected, writeProjected) beside the decisions
+ * they serve rather than in TaskRepository: a write is a compare-and-set on the version its read
+ * returned, batched across tasks, and its row shapes (ProjectedRow, ProjectionWrite) exist only for
+ * that decide-then-write loop. Every other task statement is TaskRepository's.
+ */
 
 /** Outcome of projecting one event. */
 export type ProjectionOutcome =

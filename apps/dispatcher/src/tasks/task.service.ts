@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Message, Task, TaskState, type ListTasksRequest, type ListTasksResponse } from '@a2a-js/sdk';
-import { RequestMalformedError, TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
-import type { DataSource, QueryRunner } from 'typeorm';
+import { TaskNotCancelableError, TaskNotFoundError } from '@a2a-js/sdk/errors';
+import type { DataSource } from 'typeorm';
 import {
   argsHash,
   canonicalJson,
@@ -11,20 +11,19 @@ import {
   executionId,
   FIRST_TURN,
   newId,
-  TaskStates,
   type AgentRecord,
   type Envelope,
   type Identity,
-  type TaskState as WireTaskState,
   type TopicNames,
 } from '@mesh/contract';
 import type { Principal } from '@mesh/auth';
 import { messageIdConflict } from './task.errors.js';
-import { StatementBatcher } from '@mesh/database';
-import { inTransaction, insertNewTasks, lockTask, type Json, type NewTaskRow, type TaskRow } from './task-db.js';
-import { listTasks } from './task-list.query.js';
-import { INSERT_TASK_DELIVERIES, statusChangeBody, UPSERT_PUSH_CONFIG, type ValidPushConfig } from '../push/push-config.js';
-import { isInterrupted, isTerminal, OPEN_STATE_NAMES, parseState, stateName, TERMINAL_STATE_NAMES } from './task-state.js';
+import type { OutboxCommand } from '../outbox/command-producer.js';
+import { TaskRepository, type Json, type TaskRow, type TaskTransaction, type TurnRow } from './task.repository.js';
+import { listQuery, listResponse } from './task-list.js';
+import { statusChangeBody, type ValidPushConfig } from '../push/push-config.js';
+import { isTerminal, parseState, stateName } from './task-state.js';
+import { ended, followUpRefusal, resubmitted, turnDeadline } from './task-turn.js';
 
 /** What SendMessage asks for, after authentication and agent resolution. */
 export interface AcceptInput {
@@ -72,8 +71,6 @@ interface TurnEnd {
 
 /** Who stands behind a change the platform makes on its own (a deadline passing), in the command's identity. */
 const PLATFORM_PRINCIPAL = 'mesh:dispatcher';
-/** State names of `@mesh/contract` as an SQL list (constants, never input: safe to inline, and partial indexes still match). */
-const sqlList = (names: readonly WireTaskState[]) => names.map((n) => `'${n}'`).join(', ');
 
 export interface TaskServiceOptions {
   /** Told of each task created here, as stored (the projection primes its cache with it). */
@@ -87,27 +84,21 @@ export interface TaskServiceOptions {
  * tasks; every mutation of an existing task runs in a transaction holding the task row lock
  * (SELECT … FOR UPDATE), so there is one writer per task at a time whether the write comes from
  * an API call or from the event stream. Commands are written to the outbox in the same
- * transaction as the task change they belong to.
+ * transaction as the task change they belong to. The SQL is TaskRepository's.
  */
 export class TaskService {
-  /** New tasks of concurrent requests share one statement and one commit (see insertNewTasks). */
-  private readonly newTasks: StatementBatcher<NewTaskRow, boolean>;
-
+  private readonly repo: TaskRepository;
   private readonly created?: (row: TaskRow, executionId: string) => void;
   private readonly startTimeoutMs: number;
 
   constructor(
-    private readonly ds: DataSource,
+    ds: DataSource,
     private readonly topics: TopicNames,
     opts: TaskServiceOptions = {},
   ) {
+    this.repo = new TaskRepository(ds);
     this.created = opts.created;
     this.startTimeoutMs = opts.startTimeoutMs ?? 0;
-    this.newTasks = new StatementBatcher((rows) => insertNewTasks(ds, rows), { maxBatch: 256, maxInFlight: 4 });
-  }
-
-  private tx<T>(work: (q: QueryRunner) => Promise<T>): Promise<T> {
-    return inTransaction(this.ds, work);
   }
 
   /**
@@ -124,99 +115,49 @@ export class TaskService {
       const work = input.message.contextId ? argsHash(incoming.parts) : undefined;
       if (work) {
         // Same work (tenant, context, parts) still running: that task, not a second one.
-        const running = await this.findRunningWork(tenant, agent.id, input.message.contextId, work);
-        if (running) return { task: running, duplicate: 'same_work' };
+        const running = await this.repo.findRunningWork(tenant, agent.id, input.message.contextId, work);
+        if (running) return { task: Task.fromJSON(running), duplicate: 'same_work' };
       }
       const created = await this.acceptNew(input, incoming, hash, work);
       if (created) return { task: created, duplicate: false };
-      const winner = await this.findDedup(tenant, agent.id, messageId);
+      const winner = await this.repo.findDedup(tenant, agent.id, messageId);
       if (!winner) throw new Error(`dedup row for ${messageId} vanished`);
       return this.answerDuplicate(winner, hash, messageId, tenant, agent.id);
     }
-    const known = await this.findDedup(tenant, agent.id, messageId);
+    const known = await this.repo.findDedup(tenant, agent.id, messageId);
     if (known) return this.answerDuplicate(known, hash, messageId, tenant, agent.id);
     try {
-      return await this.tx(async (q) => {
+      return await this.repo.transaction(async (tx) => {
         // A follow-up turn: everything happens under the task row lock.
-        const row = await lockTask(q, input.message.taskId, tenant, agent.id);
+        const row = await this.repo.lock(tx, input.message.taskId, tenant, agent.id);
         if (!row) throw new TaskNotFoundError(`Task not found: ${input.message.taskId}`);
-        const taskId = row.id;
-        const contextId = row.context_id;
-        const turn = row.turn + 1;
-        // Dedup before anything is created: the insert waits for a concurrent twin and then loses.
-        const claimed = await q.query(
-          `INSERT INTO dispatcher.message_dedup (tenant, agent_id, message_id, content_hash, task_id, turn)
-           VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING 1`,
-          [tenant, agent.id, messageId, hash, taskId, turn],
-        );
-        if (claimed.length === 0) throw new DedupHit();
-        {
-          const state = parseState(row.state)!;
-          if (isTerminal(state)) {
-            throw new UnsupportedOperationError(`Task ${row.id} is in a terminal state (${row.state}) and cannot be modified.`);
-          }
-          if (input.message.contextId && input.message.contextId !== row.context_id) {
-            throw new RequestMalformedError(
-              `contextId mismatch: message contextId '${input.message.contextId}' does not match task '${row.id}' contextId '${row.context_id}'`,
-            );
-          }
-          if (!isInterrupted(state)) {
-            throw new UnsupportedOperationError(
-              `Task ${row.id} is ${row.state}; a follow-up message is accepted only when the task asks for input.`,
-            );
-          }
+        const refusal = followUpRefusal(row, input.message.contextId);
+        if (refusal) {
+          // A twin that took the lock first has claimed the message by now: a retry, answered as one.
+          if (await this.repo.findDedup(tenant, agent.id, messageId, tx)) throw new DedupHit();
+          throw refusal;
         }
-        const now = new Date();
-        const message = { ...incoming, taskId, contextId };
-        const status = { state: stateName(TaskState.TASK_STATE_SUBMITTED), timestamp: now.toISOString() };
-        const task: Json = { ...row.task, status, history: [...((row.task.history as Json[]) ?? []), message] };
-        // One budget per task: a later turn never gets more time than the task was given.
-        const budget = row.deadline_at ? new Date(row.deadline_at).getTime() : undefined;
-        const deadlineUnixMs =
-          budget !== undefined && input.deadlineUnixMs !== undefined
-            ? Math.min(budget, input.deadlineUnixMs)
-            : (budget ?? input.deadlineUnixMs);
-        const identity = this.identity({ ...input, deadlineUnixMs }, taskId, contextId, turn);
-        await q.query(
-          `UPDATE dispatcher.tasks SET state = $2, turn = $3, status_timestamp = $4, task = $5, start_by_at = $6, version = version + 1, updated_at = now() WHERE id = $1`,
-          [taskId, status.state, turn, now, task, identity.startByUnixMs !== undefined ? new Date(identity.startByUnixMs) : null],
-        );
-        await q.query(`INSERT INTO dispatcher.executions (execution_id, task_id, tenant, turn, message_id) VALUES ($1, $2, $3, $4, $5)`, [
-          identity.executionId,
-          taskId,
-          tenant,
-          turn,
-          messageId,
-        ]);
-        await this.enqueue(q, agent, Envelopes.run(identity, { turn, message }));
-        const p = input.push;
-        if (p) await q.query(UPSERT_PUSH_CONFIG, [tenant, taskId, p.id, p.url, p.token, p.authScheme, p.authCredentials]);
+        const turn = row.turn + 1;
+        const message = { ...incoming, taskId: row.id, contextId: row.context_id };
+        const task = resubmitted(row.task, message, new Date());
+        const deadlineUnixMs = turnDeadline(row.deadline_at, input.deadlineUnixMs);
+        const identity = this.identity({ ...input, deadlineUnixMs }, row.id, row.context_id, turn);
+        // The dedup claim comes first in the statement: a concurrent twin's makes it write nothing.
+        if (!(await this.repo.insertTurn(this.turnRow(input, hash, identity, turn, message, task), tx))) throw new DedupHit();
         return { task: Task.fromJSON(task), duplicate: false };
       });
     } catch (err) {
       if (!(err instanceof DedupHit)) throw err;
-      const winner = await this.findDedup(tenant, agent.id, messageId);
+      const winner = await this.repo.findDedup(tenant, agent.id, messageId);
       if (!winner) throw new Error(`dedup row for ${messageId} vanished`, { cause: err });
       return this.answerDuplicate(winner, hash, messageId, tenant, agent.id);
     }
   }
 
-  /** A SUBMITTED or WORKING task of the same tenant, agent, context and work hash. */
-  private async findRunningWork(tenant: string, agentId: string, contextId: string, work: string): Promise<Task | undefined> {
-    const rows: TaskRow[] = await this.ds.query(
-      `SELECT task FROM dispatcher.tasks
-        WHERE tenant = $1 AND agent_id = $2 AND context_id = $3 AND work_hash = $4
-          AND state IN (${sqlList([TaskStates.submitted, TaskStates.working])})
-        ORDER BY created_at DESC LIMIT 1`,
-      [tenant, agentId, contextId, work],
-    );
-    return rows[0] ? Task.fromJSON(rows[0].task) : undefined;
-  }
-
   /**
    * The hot path, a message that starts a task: dedup claim, task, execution, outbox command and
    * the push config given with it in one statement, batched with the concurrent requests' (see
-   * insertNewTasks). Nothing is written when the dedup claim loses; undefined then.
+   * TaskRepository.insertTurn). Nothing is written when the dedup claim loses; undefined then.
    */
   private async acceptNew(input: AcceptInput, incoming: Json, hash: string, work?: string): Promise<Task | undefined> {
     const { principal, agent } = input;
@@ -227,31 +168,13 @@ export class TaskService {
     const message = { ...incoming, taskId, contextId };
     const task: Json = { id: taskId, contextId, status, history: [message] };
     const identity = this.identity(input, taskId, contextId, FIRST_TURN);
-    const cmd = this.command(agent, Envelopes.run(identity, { turn: FIRST_TURN, message }));
-    const created = await this.newTasks.submit({
-      tenant: principal.tenant,
-      agent_id: agent.id,
-      message_id: input.message.messageId,
-      content_hash: hash,
-      task_id: taskId,
-      context_id: contextId,
-      state: status.state,
-      status_timestamp: status.timestamp,
-      task,
-      execution_id: identity.executionId,
-      topic: cmd.topic,
-      key: cmd.key,
-      headers: cmd.headers,
-      value: cmd.value,
-      work_hash: work ?? null,
-      deadline_at: input.deadlineUnixMs !== undefined ? new Date(input.deadlineUnixMs).toISOString() : null,
-      start_by_at: identity.startByUnixMs !== undefined ? new Date(identity.startByUnixMs).toISOString() : null,
-      push_id: input.push?.id ?? null,
-      push_url: input.push?.url ?? null,
-      push_token: input.push?.token ?? null,
-      push_auth_scheme: input.push?.authScheme ?? null,
-      push_auth_credentials: input.push?.authCredentials ?? null,
-    });
+    const deadlineAt = input.deadlineUnixMs !== undefined ? new Date(input.deadlineUnixMs) : null;
+    const created = await this.repo.insertTurn(
+      this.turnRow(input, hash, identity, FIRST_TURN, message, task, {
+        workHash: work ?? null,
+        deadlineAt: deadlineAt?.toISOString() ?? null,
+      }),
+    );
     if (!created) return undefined;
     this.created?.(
       {
@@ -264,12 +187,51 @@ export class TaskService {
         version: 0,
         status_timestamp: now,
         task,
-        deadline_at: input.deadlineUnixMs !== undefined ? new Date(input.deadlineUnixMs) : null,
+        deadline_at: deadlineAt,
         start_by_at: identity.startByUnixMs !== undefined ? new Date(identity.startByUnixMs) : null,
       },
       identity.executionId,
     );
     return Task.fromJSON(task);
+  }
+
+  /** A turn as the repository writes it: `task` as it reads after the accept, the run command, the push config given. */
+  private turnRow(
+    input: AcceptInput,
+    hash: string,
+    identity: Identity,
+    turn: number,
+    message: Json,
+    task: Json,
+    first: { workHash: string | null; deadlineAt: string | null } = { workHash: null, deadlineAt: null },
+  ): TurnRow {
+    const cmd = this.command(input.agent, Envelopes.run(identity, { turn, message }));
+    const status = task.status as { state: string; timestamp: string };
+    return {
+      tenant: identity.tenant,
+      agent_id: identity.agentId,
+      message_id: identity.messageId,
+      content_hash: hash,
+      task_id: identity.taskId,
+      context_id: identity.contextId,
+      turn,
+      state: status.state,
+      status_timestamp: status.timestamp,
+      task,
+      execution_id: identity.executionId,
+      topic: cmd.topic,
+      key: cmd.key,
+      headers: cmd.headers,
+      value: cmd.value,
+      work_hash: first.workHash,
+      deadline_at: first.deadlineAt,
+      start_by_at: identity.startByUnixMs !== undefined ? new Date(identity.startByUnixMs).toISOString() : null,
+      push_id: input.push?.id ?? null,
+      push_url: input.push?.url ?? null,
+      push_token: input.push?.token ?? null,
+      push_auth_scheme: input.push?.authScheme ?? null,
+      push_auth_credentials: input.push?.authCredentials ?? null,
+    };
   }
 
   private identity(input: AcceptInput, taskId: string, contextId: string, turn: number): Identity {
@@ -302,20 +264,8 @@ export class TaskService {
     return { task, duplicate: 'message_id' };
   }
 
-  private async findDedup(
-    tenant: string,
-    agentId: string,
-    messageId: string,
-  ): Promise<{ content_hash: string; task_id: string } | undefined> {
-    const rows = await this.ds.query(
-      `SELECT content_hash, task_id FROM dispatcher.message_dedup WHERE tenant = $1 AND agent_id = $2 AND message_id = $3`,
-      [tenant, agentId, messageId],
-    );
-    return rows[0];
-  }
-
   /** The outbox row of a command: the agent's command topic, keyed by its channel-key template. */
-  private command(agent: AgentRecord, env: Envelope): { topic: string; key: string; headers: Record<string, string>; value: string } {
+  private command(agent: AgentRecord, env: Envelope): OutboxCommand {
     const id = env.identity;
     const key = ChannelKey.parse(agent.channel?.keyTemplate).render({
       tenant: id.tenant,
@@ -324,28 +274,13 @@ export class TaskService {
       task_id: id.taskId,
     });
     const wire = encodeEnvelope(env);
-    return { topic: this.topics.commands(agent.id), key, headers: wire.headers, value: wire.value.toString('utf8') };
-  }
-
-  private async enqueue(q: QueryRunner, agent: AgentRecord, env: Envelope): Promise<void> {
-    const c = this.command(agent, env);
-    await q.query(`INSERT INTO dispatcher.outbox (topic, key, headers, value, agent_id) VALUES ($1, $2, $3, $4, $5)`, [
-      c.topic,
-      c.key,
-      c.headers,
-      c.value,
-      agent.id,
-    ]);
+    return { topic: this.topics.commands(agent.id), key, headers: wire.headers, value: wire.value.toString('utf8'), agentId: agent.id };
   }
 
   /** A task as its tenant sees it (undefined for unknown ids and other tenants' tasks). */
   async load(taskId: string, tenant: string, agentId: string): Promise<Task | undefined> {
-    const rows: TaskRow[] = await this.ds.query(`SELECT task FROM dispatcher.tasks WHERE id = $1 AND tenant = $2 AND agent_id = $3`, [
-      taskId,
-      tenant,
-      agentId,
-    ]);
-    return rows[0] ? Task.fromJSON(rows[0].task) : undefined;
+    const task = await this.repo.load(taskId, tenant, agentId);
+    return task ? Task.fromJSON(task) : undefined;
   }
 
   /**
@@ -358,19 +293,13 @@ export class TaskService {
     tenant: string,
     agentId: string,
   ): Promise<{ task: Task; lastSeq: Record<string, number> } | undefined> {
-    const rows: Array<{ task: Json; last_seq: Record<string, number> }> = await this.ds.query(
-      `SELECT t.task, coalesce(jsonb_object_agg(e.execution_id, e.last_seq) FILTER (WHERE e.execution_id IS NOT NULL), '{}') AS last_seq
-         FROM dispatcher.tasks t LEFT JOIN dispatcher.executions e ON e.task_id = t.id
-        WHERE t.id = $1 AND t.tenant = $2 AND t.agent_id = $3
-        GROUP BY t.id`,
-      [taskId, tenant, agentId],
-    );
-    return rows[0] ? { task: Task.fromJSON(rows[0].task), lastSeq: rows[0].last_seq } : undefined;
+    const found = await this.repo.loadWithProgress(taskId, tenant, agentId);
+    return found ? { task: Task.fromJSON(found.task), lastSeq: found.lastSeq } : undefined;
   }
 
   /** Newest status first, keyset pagination on (status_timestamp, id). */
-  list(params: ListTasksRequest, tenant: string, agentId: string): Promise<ListTasksResponse> {
-    return listTasks(this.ds, params, tenant, agentId);
+  async list(params: ListTasksRequest, tenant: string, agentId: string): Promise<ListTasksResponse> {
+    return listResponse(params, await this.repo.list(listQuery(params, tenant, agentId)));
   }
 
   /**
@@ -390,21 +319,8 @@ export class TaskService {
     limit: number,
     agentOf: (agentId: string, tenant: string) => AgentRecord | undefined,
   ): Promise<ExpiredTask[]> {
-    return this.tx(async (q) => {
-      // One scan (a BitmapOr over the partial indexes tasks_open_deadline_idx and
-      // tasks_not_started_idx: the state lists are written out so they apply), so locking re-checks
-      // the conditions on a row changed since (a WORKING just projected). Which of the two passed is
-      // decided by the database's clock, as the selection was.
-      const rows: Array<TaskRow & { past_deadline: boolean }> = await q.query(
-        `SELECT *, (deadline_at < now() - make_interval(secs => $1::double precision / 1000)) IS TRUE AS past_deadline
-         FROM dispatcher.tasks
-         WHERE (deadline_at IS NOT NULL AND deadline_at < now() - make_interval(secs => $1::double precision / 1000)
-                AND state IN (${sqlList(OPEN_STATE_NAMES)}))
-            OR (start_by_at IS NOT NULL AND start_by_at < now() - make_interval(secs => $1::double precision / 1000)
-                AND state = '${TaskStates.submitted}')
-         ORDER BY LEAST(deadline_at, start_by_at) LIMIT $2 FOR UPDATE SKIP LOCKED`,
-        [graceMs, limit],
-      );
+    return this.repo.transaction(async (tx) => {
+      const rows = await this.repo.lockOverdue(tx, graceMs, limit);
       const expired: ExpiredTask[] = [];
       for (const row of rows) {
         // Past its deadline (whatever its state), else a turn no worker started.
@@ -425,7 +341,7 @@ export class TaskService {
         // Without the agent's record there is no channel to address (and maybe no topic: a send
         // there would hold up the outbox); its workers refuse the turn by its deadline or start-by anyway.
         const task = await this.endTurn(
-          q,
+          tx,
           row,
           {
             state: TaskState.TASK_STATE_FAILED,
@@ -448,36 +364,19 @@ export class TaskService {
    * starts a new task), push configs and deliveries. Returns how many tasks went.
    */
   async deleteSettled(retentionMs: number, limit: number): Promise<number> {
-    return this.tx(async (q) => {
-      const deleted = await q.query(
-        `WITH old AS (
-         SELECT id, tenant, agent_id FROM dispatcher.tasks
-          WHERE state IN (${sqlList(TERMINAL_STATE_NAMES)})
-            AND updated_at < now() - make_interval(secs => $1::double precision / 1000)
-          ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED),
-       dedup AS (
-         DELETE FROM dispatcher.message_dedup m USING old JOIN dispatcher.executions e ON e.task_id = old.id
-          WHERE m.tenant = old.tenant AND m.agent_id = old.agent_id AND m.message_id = e.message_id),
-       deliveries AS (
-         DELETE FROM dispatcher.push_deliveries p USING old WHERE p.tenant = old.tenant AND p.task_id = old.id)
-       DELETE FROM dispatcher.tasks t USING old WHERE t.id = old.id RETURNING t.id`,
-        [retentionMs, limit],
-        true, // structured, as above
-      );
-      return (deleted.records as unknown[]).length;
-    });
+    return this.repo.deleteSettled(retentionMs, limit);
   }
 
   /** CancelTask: CANCELED at once (terminal), plus a cancel command so the worker stops. */
   async cancel(taskId: string, principal: Principal, agent: AgentRecord, reason?: string): Promise<{ task: Task; changed: boolean }> {
-    return this.tx(async (q) => {
-      const row = await lockTask(q, taskId, principal.tenant, agent.id);
+    return this.repo.transaction(async (tx) => {
+      const row = await this.repo.lock(tx, taskId, principal.tenant, agent.id);
       if (!row) throw new TaskNotFoundError(`Task not found: ${taskId}`);
       const state = parseState(row.state)!;
       if (state === TaskState.TASK_STATE_CANCELED) return { task: Task.fromJSON(row.task), changed: false };
       if (isTerminal(state)) throw new TaskNotCancelableError(`Task not cancelable: ${taskId} is ${row.state}`);
       const task = await this.endTurn(
-        q,
+        tx,
         row,
         { state: TaskState.TASK_STATE_CANCELED, event: 'cancel', by: { subject: principal.subject, actor: principal.actor }, reason },
         agent,
@@ -488,52 +387,38 @@ export class TaskService {
 
   /**
    * Ends a task's open turn with a state the dispatcher sets itself (CancelTask, a deadline
-   * passing), under the task row lock `q` holds: the task (with `message` as its status message
+   * passing), under the task row lock `tx` holds: the task (with `message` as its status message
    * and last history entry), the turn's execution closed (a late worker event is ignored), the
    * push deliveries of the change (event id `{taskId}:{event}`, with the change itself, as for
    * projected events) and, when the agent's channel is known, a cancel command so a worker still
    * running the turn stops.
    */
-  private async endTurn(q: QueryRunner, row: TaskRow, end: TurnEnd, agent: AgentRecord | undefined): Promise<Task> {
+  private async endTurn(tx: TaskTransaction, row: TaskRow, end: TurnEnd, agent: AgentRecord | undefined): Promise<Task> {
     const now = new Date();
-    const status = { state: stateName(end.state), timestamp: now.toISOString(), ...(end.message ? { message: end.message } : {}) };
-    const task: Json = {
-      ...row.task,
-      status,
-      ...(end.message ? { history: [...((row.task.history as Json[]) ?? []), end.message] } : {}),
-    };
-    await q.query(
-      `UPDATE dispatcher.tasks SET state = $2, status_timestamp = $3, task = $4, version = version + 1, updated_at = now() WHERE id = $1`,
-      [row.id, status.state, now, task],
-    );
+    const json = ended(row.task, end.state, now, end.message);
+    const task = Task.fromJSON(json);
     const exec = executionId(row.tenant, row.id, row.turn);
-    // Structured: TypeORM answers a bare UPDATE … RETURNING with [rows, count].
-    const closed = (
-      await q.query(
-        `UPDATE dispatcher.executions SET closed = true, ended_by = $2 WHERE execution_id = $1 RETURNING message_id`,
-        [exec, end.event],
-        true,
-      )
-    ).records as Array<{ message_id: string }>;
-    if (agent && closed[0]) {
+    const messageId = await this.repo.endTurn(tx, {
+      task: row,
+      state: stateName(end.state),
+      statusTimestamp: now,
+      json,
+      executionId: exec,
+      endedBy: end.event,
+      push: { eventId: `${row.id}:${end.event}`, body: statusChangeBody(row.id, row.context_id, task.status!) },
+    });
+    if (agent && messageId !== undefined) {
       const identity: Identity = {
         tenant: row.tenant,
         agentId: row.agent_id,
         taskId: row.id,
         contextId: row.context_id,
-        messageId: closed[0].message_id,
+        messageId,
         executionId: exec,
         ...end.by,
       };
-      await this.enqueue(q, agent, Envelopes.cancel(identity, end.reason ? { reason: end.reason } : {}));
+      await this.repo.enqueue(tx, this.command(agent, Envelopes.cancel(identity, end.reason ? { reason: end.reason } : {})));
     }
-    const ended = Task.fromJSON(task);
-    await q.query(INSERT_TASK_DELIVERIES, [
-      `${row.id}:${end.event}`,
-      statusChangeBody(row.id, row.context_id, ended.status!),
-      row.tenant,
-      row.id,
-    ]);
-    return ended;
+    return task;
   }
 }

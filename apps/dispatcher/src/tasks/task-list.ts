@@ -1,45 +1,32 @@
 import { Task, type ListTasksRequest, type ListTasksResponse } from '@a2a-js/sdk';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
-import type { DataSource } from 'typeorm';
-import type { TaskRow } from './task-db.js';
+import type { TaskListPage, TaskListQuery } from './task.repository.js';
 import { stateName } from './task-state.js';
 
-/**
+/*
  * ListTasks of one tenant and agent: newest status first, keyset pagination on (status_timestamp, id).
  * Every writer keeps the column equal to the `status.timestamp` the task shows, so a page is in the
  * order of the timestamps it returns and the cursor ([that timestamp, id]) continues it exactly.
  */
-export async function listTasks(ds: DataSource, params: ListTasksRequest, tenant: string, agentId: string): Promise<ListTasksResponse> {
-  const pageSize = params.pageSize ?? 50;
-  const where = ['tenant = $1', 'agent_id = $2'];
-  const args: unknown[] = [tenant, agentId];
-  if (params.contextId) {
-    args.push(params.contextId);
-    where.push(`context_id = $${args.length}`);
-  }
-  if (params.status) {
-    args.push(stateName(params.status));
-    where.push(`state = $${args.length}`);
-  }
-  if (params.statusTimestampAfter) {
-    args.push(new Date(params.statusTimestampAfter));
-    where.push(`status_timestamp > $${args.length}`);
-  }
-  const filter = where.join(' AND ');
-  const [{ total }] = await ds.query(`SELECT count(*)::int AS total FROM dispatcher.tasks WHERE ${filter}`, args);
-  const pageArgs = [...args];
-  let cursor = '';
-  if (params.pageToken) {
-    const [ts, id] = decodeCursor(params.pageToken);
-    pageArgs.push(ts, id);
-    cursor = ` AND (status_timestamp, id) < ($${pageArgs.length - 1}::timestamptz, $${pageArgs.length})`;
-  }
-  pageArgs.push(pageSize + 1);
-  const rows: Array<TaskRow & { ts: string }> = await ds.query(
-    `SELECT id, task, to_char(status_timestamp AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS ts
-       FROM dispatcher.tasks WHERE ${filter}${cursor} ORDER BY status_timestamp DESC, id DESC LIMIT $${pageArgs.length}`,
-    pageArgs,
-  );
+
+const DEFAULT_PAGE_SIZE = 50;
+
+/** The rows a ListTasks request asks for: one more than a page, to tell whether another follows. A foreign pageToken is refused. */
+export function listQuery(params: ListTasksRequest, tenant: string, agentId: string): TaskListQuery {
+  return {
+    tenant,
+    agentId,
+    ...(params.contextId ? { contextId: params.contextId } : {}),
+    ...(params.status ? { state: stateName(params.status) } : {}),
+    ...(params.statusTimestampAfter ? { statusAfter: new Date(params.statusTimestampAfter) } : {}),
+    ...(params.pageToken ? { after: decodeCursor(params.pageToken) } : {}),
+    limit: (params.pageSize ?? DEFAULT_PAGE_SIZE) + 1,
+  };
+}
+
+/** The ListTasks answer for the rows {@link listQuery} asked for. */
+export function listResponse(params: ListTasksRequest, { total, rows }: TaskListPage): ListTasksResponse {
+  const pageSize = params.pageSize ?? DEFAULT_PAGE_SIZE;
   const page = rows.slice(0, pageSize);
   const last = page[page.length - 1];
   return {
@@ -54,7 +41,8 @@ export async function listTasks(ds: DataSource, params: ListTasksRequest, tenant
   };
 }
 
-function encodeCursor(ts: string, id: string): string {
+/** A page token: the last row's status timestamp (microseconds, UTC) and id. */
+export function encodeCursor(ts: string, id: string): string {
   return Buffer.from(JSON.stringify([ts, id]), 'utf8').toString('base64url');
 }
 
@@ -69,7 +57,8 @@ const isCursorTs = (v: unknown) =>
 // eslint-disable-next-line no-control-regex
 const isCursorId = (v: unknown) => typeof v === 'string' && v.length > 0 && v.length <= 256 && !/[\u0000-\u001f\ud800-\udfff]/.test(v);
 
-function decodeCursor(token: string): [string, string] {
+/** The [timestamp, id] of a page token {@link encodeCursor} wrote; anything else is a malformed request. */
+export function decodeCursor(token: string): [string, string] {
   try {
     const v = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as unknown;
     // Exactly what encodeCursor writes (to_char's format, a task id): `["1","x"]` parses as a

@@ -1,0 +1,385 @@
+import type { DataSource, QueryRunner } from 'typeorm';
+import { FIRST_TURN, TaskStates, type TaskState as WireTaskState } from '@mesh/contract';
+import { StatementBatcher } from '@mesh/database';
+import type { OutboxCommand } from '../outbox/command-producer.js';
+import { INSERT_TASK_DELIVERIES } from '../push/push-config.js';
+import { OPEN_STATE_NAMES, TERMINAL_STATE_NAMES } from './task-state.js';
+
+/** A JSON object as stored in jsonb. */
+export type Json = Record<string, unknown>;
+
+/** A row of `dispatcher.tasks`. */
+export interface TaskRow {
+  id: string;
+  tenant: string;
+  agent_id: string;
+  context_id: string;
+  state: string;
+  turn: number;
+  /** Bumped by every write; the projector's compare-and-set reads it. */
+  version: number;
+  status_timestamp: Date;
+  task: Json;
+  /** The task's deadline budget: every turn and retry draws from it. */
+  deadline_at?: Date | null;
+  /** The current turn is failed if no worker has started it by then (see TaskService.failOverdue). */
+  start_by_at?: Date | null;
+}
+
+/** A task row picked by {@link TaskRepository.lockOverdue}, with which of its two times passed. */
+export type OverdueRow = TaskRow & { past_deadline: boolean };
+
+/**
+ * One turn as {@link TaskRepository.insertTurn} writes it: dedup claim, task (created for the
+ * first turn, advanced to `turn` for a later one), the turn's execution, its outbox command and
+ * the push config given with the message. Timestamps are ISO strings (the rows travel as jsonb).
+ */
+export interface TurnRow {
+  tenant: string;
+  agent_id: string;
+  message_id: string;
+  content_hash: string;
+  task_id: string;
+  context_id: string;
+  turn: number;
+  state: string;
+  status_timestamp: string;
+  task: Json;
+  execution_id: string;
+  topic: string;
+  key: string;
+  headers: Record<string, string>;
+  value: string;
+  /** First turn only: the task's work hash, deadline budget (a later turn keeps the task's). */
+  work_hash: string | null;
+  deadline_at: string | null;
+  start_by_at: string | null;
+  /** The push config given with the message (null: none), stored with the task. */
+  push_id: string | null;
+  push_url: string | null;
+  push_token: string | null;
+  push_auth_scheme: string | null;
+  push_auth_credentials: string | null;
+}
+
+/** Who first sent a message id to an agent: the hash of what was sent and the task it went to. */
+export interface DedupRecord {
+  content_hash: string;
+  task_id: string;
+}
+
+/** The rows ListTasks shows: one tenant and agent, optionally narrowed; a page after `after` ([status timestamp, id]). */
+export interface TaskListQuery {
+  tenant: string;
+  agentId: string;
+  contextId?: string;
+  state?: WireTaskState;
+  statusAfter?: Date;
+  after?: readonly [string, string];
+  limit: number;
+}
+
+/** A ListTasks page as stored: each task with its status timestamp at microseconds (the cursor's format), and the filter's total. */
+export interface TaskListPage {
+  total: number;
+  rows: Array<{ id: string; task: Json; ts: string }>;
+}
+
+/** The transaction a TaskRepository runs `work` in: the row locks taken through it hold until it ends. */
+export class TaskTransaction {
+  /** @internal */
+  constructor(readonly runner: QueryRunner) {}
+}
+
+/** State names of `@mesh/contract` as an SQL list (constants, never input: safe to inline, and partial indexes still match). */
+const sqlList = (names: readonly WireTaskState[]) => names.map((n) => `'${n}'`).join(', ');
+
+/**
+ * Writes turns in one statement (data-modifying CTEs run atomically, in one round trip): each
+ * row's dedup claim on (tenant, agent, messageId), then — only for the claims won — the task
+ * (inserted for a first turn; a later turn advances the stored row, from the turn before only,
+ * keeping its context, deadline budget and work hash), the turn's execution, its outbox command
+ * (in row order) and its push config (the same id replaces one stored before). A lost claim (an
+ * earlier or concurrent twin, also within the batch) writes nothing. Every data-modifying CTE
+ * runs to completion whether or not the final SELECT reads it. Rows of one statement name
+ * distinct tasks.
+ */
+const INSERT_TURNS = `WITH v AS (
+       SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(
+         tenant text, agent_id text, message_id text, content_hash text, task_id text, context_id text, turn int, state text,
+         status_timestamp timestamptz, task jsonb, execution_id text, topic text, key text, headers jsonb, value text,
+         work_hash text, deadline_at timestamptz, start_by_at timestamptz, push_id text, push_url text, push_token text, push_auth_scheme text,
+         push_auth_credentials text, ord int)),
+     d AS (
+       INSERT INTO dispatcher.message_dedup (tenant, agent_id, message_id, content_hash, task_id, turn)
+       SELECT tenant, agent_id, message_id, content_hash, task_id, turn FROM v ORDER BY ord
+       ON CONFLICT DO NOTHING RETURNING task_id),
+     t AS (
+       INSERT INTO dispatcher.tasks AS x (id, tenant, agent_id, context_id, state, turn, status_timestamp, task, work_hash, deadline_at, start_by_at)
+       SELECT v.task_id, v.tenant, v.agent_id, v.context_id, v.state, v.turn, v.status_timestamp, v.task, v.work_hash, v.deadline_at, v.start_by_at
+       FROM v JOIN d ON d.task_id = v.task_id
+       ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, turn = EXCLUDED.turn, status_timestamp = EXCLUDED.status_timestamp,
+         task = EXCLUDED.task, start_by_at = EXCLUDED.start_by_at, version = x.version + 1, updated_at = now()
+         WHERE x.turn = EXCLUDED.turn - 1
+       RETURNING x.id),
+     e AS (
+       INSERT INTO dispatcher.executions (execution_id, task_id, tenant, turn, message_id)
+       SELECT v.execution_id, v.task_id, v.tenant, v.turn, v.message_id FROM v JOIN t ON t.id = v.task_id RETURNING task_id),
+     o AS (
+       INSERT INTO dispatcher.outbox (topic, key, headers, value, agent_id)
+       SELECT v.topic, v.key, v.headers, v.value, v.agent_id FROM v JOIN e ON e.task_id = v.task_id ORDER BY v.ord RETURNING 1),
+     p AS (
+       INSERT INTO dispatcher.push_configs (tenant, task_id, id, url, token, auth_scheme, auth_credentials)
+       SELECT v.tenant, v.task_id, v.push_id, v.push_url, v.push_token, v.push_auth_scheme, v.push_auth_credentials
+       FROM v JOIN t ON t.id = v.task_id WHERE v.push_url IS NOT NULL
+       ON CONFLICT (tenant, task_id, id) DO UPDATE SET url = EXCLUDED.url, token = EXCLUDED.token,
+         auth_scheme = EXCLUDED.auth_scheme, auth_credentials = EXCLUDED.auth_credentials
+       RETURNING 1)
+     SELECT task_id FROM e`;
+
+const turnsParam = (rows: readonly TurnRow[]) => [JSON.stringify(rows.map((r, ord) => ({ ...r, ord })))];
+const writtenOf = (rows: readonly TurnRow[], won: Array<{ task_id: string }>) => {
+  const written = new Set(won.map((w) => w.task_id));
+  return rows.map((r) => written.has(r.task_id));
+};
+
+/**
+ * Runs one of the hot statements (accept, projection) as a named prepared statement straight on
+ * the driver's pool: Postgres parses and plans it once per connection instead of per call.
+ */
+export async function preparedQuery<R>(ds: DataSource, name: string, text: string, values: unknown[]): Promise<R[]> {
+  const pool = (ds.driver as unknown as { master: { query(q: { name: string; text: string; values: unknown[] }): Promise<{ rows: R[] }> } })
+    .master;
+  return (await pool.query({ name, text, values })).rows;
+}
+
+/**
+ * The dispatcher's task SQL for TaskService: accepting turns, dedup lookups, reads, and the
+ * changes the dispatcher makes itself (cancel, deadlines, retention). Event projection writes
+ * through its own compare-and-set statements (TaskProjection). A change of an existing task runs
+ * in a {@link transaction} that first locks its row.
+ */
+export class TaskRepository {
+  /** First turns of concurrent requests share one statement and one commit (see {@link insertTurn}). */
+  private readonly firstTurns: StatementBatcher<TurnRow, boolean>;
+
+  constructor(private readonly ds: DataSource) {
+    this.firstTurns = new StatementBatcher(
+      async (rows) =>
+        writtenOf(rows, await preparedQuery<{ task_id: string }>(ds, 'dispatcher-insert-turns', INSERT_TURNS, turnsParam(rows))),
+      { maxBatch: 256, maxInFlight: 4 },
+    );
+  }
+
+  /** Runs `work` in one transaction (READ COMMITTED, the server default); rolls back on any error. */
+  async transaction<T>(work: (tx: TaskTransaction) => Promise<T>): Promise<T> {
+    const q = this.ds.createQueryRunner();
+    await q.connect();
+    await q.startTransaction();
+    try {
+      const out = await work(new TaskTransaction(q));
+      await q.commitTransaction();
+      return out;
+    } catch (err) {
+      await q.rollbackTransaction().catch(() => undefined);
+      throw err;
+    } finally {
+      await q.release();
+    }
+  }
+
+  /**
+   * Writes a turn (see INSERT_TURNS); false when its dedup claim lost to an earlier or concurrent
+   * message with the same id, and nothing was written. A first turn goes without `tx`, batched
+   * with concurrent requests' into one statement; a later turn goes in the transaction that
+   * locked its task, whose row it was computed from.
+   */
+  async insertTurn(turn: TurnRow, tx?: TaskTransaction): Promise<boolean> {
+    if (!tx) {
+      if (turn.turn !== FIRST_TURN) throw new Error(`turn ${turn.turn} of task ${turn.task_id} is written under its task's row lock`);
+      return this.firstTurns.submit(turn);
+    }
+    const won: Array<{ task_id: string }> = await tx.runner.query(INSERT_TURNS, turnsParam([turn]));
+    return writtenOf([turn], won)[0];
+  }
+
+  /** The message `messageId` as first sent to the agent; undefined when it is new. */
+  async findDedup(tenant: string, agentId: string, messageId: string, tx?: TaskTransaction): Promise<DedupRecord | undefined> {
+    const rows: DedupRecord[] = await (tx?.runner ?? this.ds).query(
+      `SELECT content_hash, task_id FROM dispatcher.message_dedup WHERE tenant = $1 AND agent_id = $2 AND message_id = $3`,
+      [tenant, agentId, messageId],
+    );
+    return rows[0];
+  }
+
+  /** The newest SUBMITTED or WORKING task of the same tenant, agent, context and work hash. */
+  async findRunningWork(tenant: string, agentId: string, contextId: string, workHash: string): Promise<Json | undefined> {
+    const rows: Array<{ task: Json }> = await this.ds.query(
+      `SELECT task FROM dispatcher.tasks
+        WHERE tenant = $1 AND agent_id = $2 AND context_id = $3 AND work_hash = $4
+          AND state IN (${sqlList([TaskStates.submitted, TaskStates.working])})
+        ORDER BY created_at DESC LIMIT 1`,
+      [tenant, agentId, contextId, workHash],
+    );
+    return rows[0]?.task;
+  }
+
+  /** A task of `tenant` and `agentId`; undefined for unknown ids and other tenants' tasks. */
+  async load(taskId: string, tenant: string, agentId: string): Promise<Json | undefined> {
+    const rows: Array<{ task: Json }> = await this.ds.query(
+      `SELECT task FROM dispatcher.tasks WHERE id = $1 AND tenant = $2 AND agent_id = $3`,
+      [taskId, tenant, agentId],
+    );
+    return rows[0]?.task;
+  }
+
+  /** A task with, per execution, the seq of the last worker event its stored state includes, in one consistent read. */
+  async loadWithProgress(
+    taskId: string,
+    tenant: string,
+    agentId: string,
+  ): Promise<{ task: Json; lastSeq: Record<string, number> } | undefined> {
+    const rows: Array<{ task: Json; last_seq: Record<string, number> }> = await this.ds.query(
+      `SELECT t.task, coalesce(jsonb_object_agg(e.execution_id, e.last_seq) FILTER (WHERE e.execution_id IS NOT NULL), '{}') AS last_seq
+         FROM dispatcher.tasks t LEFT JOIN dispatcher.executions e ON e.task_id = t.id
+        WHERE t.id = $1 AND t.tenant = $2 AND t.agent_id = $3
+        GROUP BY t.id`,
+      [taskId, tenant, agentId],
+    );
+    return rows[0] ? { task: rows[0].task, lastSeq: rows[0].last_seq } : undefined;
+  }
+
+  /** Up to `limit` tasks of a ListTasks filter, newest status first, keyset pagination on (status_timestamp, id). */
+  async list(query: TaskListQuery): Promise<TaskListPage> {
+    const where = ['tenant = $1', 'agent_id = $2'];
+    const args: unknown[] = [query.tenant, query.agentId];
+    if (query.contextId) {
+      args.push(query.contextId);
+      where.push(`context_id = $${args.length}`);
+    }
+    if (query.state) {
+      args.push(query.state);
+      where.push(`state = $${args.length}`);
+    }
+    if (query.statusAfter) {
+      args.push(query.statusAfter);
+      where.push(`status_timestamp > $${args.length}`);
+    }
+    const filter = where.join(' AND ');
+    const [{ total }] = await this.ds.query(`SELECT count(*)::int AS total FROM dispatcher.tasks WHERE ${filter}`, args);
+    const pageArgs = [...args];
+    let cursor = '';
+    if (query.after) {
+      pageArgs.push(...query.after);
+      cursor = ` AND (status_timestamp, id) < ($${pageArgs.length - 1}::timestamptz, $${pageArgs.length})`;
+    }
+    pageArgs.push(query.limit);
+    const rows: TaskListPage['rows'] = await this.ds.query(
+      `SELECT id, task, to_char(status_timestamp AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS ts
+         FROM dispatcher.tasks WHERE ${filter}${cursor} ORDER BY status_timestamp DESC, id DESC LIMIT $${pageArgs.length}`,
+      pageArgs,
+    );
+    return { total, rows };
+  }
+
+  /** Loads and locks a task of `tenant` (and `agentId` when given); undefined when there is none. */
+  async lock(tx: TaskTransaction, taskId: string, tenant: string, agentId?: string): Promise<TaskRow | undefined> {
+    const rows: TaskRow[] = await tx.runner.query(
+      `SELECT * FROM dispatcher.tasks WHERE id = $1 AND tenant = $2 ${agentId ? 'AND agent_id = $3' : ''} FOR UPDATE`,
+      agentId ? [taskId, tenant, agentId] : [taskId, tenant],
+    );
+    return rows[0];
+  }
+
+  /**
+   * Locks up to `limit` tasks more than `graceMs` past their deadline while still open, or past
+   * their turn's start-by time while still SUBMITTED; rows other replicas hold are skipped.
+   */
+  async lockOverdue(tx: TaskTransaction, graceMs: number, limit: number): Promise<OverdueRow[]> {
+    // One scan (a BitmapOr over the partial indexes tasks_open_deadline_idx and
+    // tasks_not_started_idx: the state lists are written out so they apply), so locking re-checks
+    // the conditions on a row changed since (a WORKING just projected). Which of the two passed is
+    // decided by the database's clock, as the selection was.
+    return tx.runner.query(
+      `SELECT *, (deadline_at < now() - make_interval(secs => $1::double precision / 1000)) IS TRUE AS past_deadline
+       FROM dispatcher.tasks
+       WHERE (deadline_at IS NOT NULL AND deadline_at < now() - make_interval(secs => $1::double precision / 1000)
+              AND state IN (${sqlList(OPEN_STATE_NAMES)}))
+          OR (start_by_at IS NOT NULL AND start_by_at < now() - make_interval(secs => $1::double precision / 1000)
+              AND state = '${TaskStates.submitted}')
+       ORDER BY LEAST(deadline_at, start_by_at) LIMIT $2 FOR UPDATE SKIP LOCKED`,
+      [graceMs, limit],
+    );
+  }
+
+  /**
+   * Stores the end of a locked task's open turn: the task as ended, its execution closed by
+   * `endedBy` (a late worker event is then ignored) and a push delivery of the change for each
+   * of the task's configs. Returns the closed execution's message id (undefined: no such execution).
+   */
+  async endTurn(
+    tx: TaskTransaction,
+    end: {
+      task: TaskRow;
+      state: string;
+      statusTimestamp: Date;
+      json: Json;
+      executionId: string;
+      endedBy: string;
+      push: { eventId: string; body: unknown };
+    },
+  ): Promise<string | undefined> {
+    const q = tx.runner;
+    await q.query(
+      `UPDATE dispatcher.tasks SET state = $2, status_timestamp = $3, task = $4, version = version + 1, updated_at = now() WHERE id = $1`,
+      [end.task.id, end.state, end.statusTimestamp, end.json],
+    );
+    // Structured: TypeORM answers a bare UPDATE … RETURNING with [rows, count].
+    const closed = (
+      await q.query(
+        `UPDATE dispatcher.executions SET closed = true, ended_by = $2 WHERE execution_id = $1 RETURNING message_id`,
+        [end.executionId, end.endedBy],
+        true,
+      )
+    ).records as Array<{ message_id: string }>;
+    await q.query(INSERT_TASK_DELIVERIES, [end.push.eventId, end.push.body, end.task.tenant, end.task.id]);
+    return closed[0]?.message_id;
+  }
+
+  /** Adds a command to the outbox, sent after `tx` commits. */
+  async enqueue(tx: TaskTransaction, c: OutboxCommand): Promise<void> {
+    await tx.runner.query(`INSERT INTO dispatcher.outbox (topic, key, headers, value, agent_id) VALUES ($1, $2, $3, $4, $5)`, [
+      c.topic,
+      c.key,
+      c.headers,
+      c.value,
+      c.agentId,
+    ]);
+  }
+
+  /**
+   * Deletes up to `limit` settled (terminal) tasks unchanged for `retentionMs`, with their
+   * executions, message dedup rows, push configs and deliveries; returns how many tasks went.
+   * Replicas share the work (SKIP LOCKED).
+   */
+  async deleteSettled(retentionMs: number, limit: number): Promise<number> {
+    return this.transaction(async (tx) => {
+      const deleted = await tx.runner.query(
+        `WITH old AS (
+         SELECT id, tenant, agent_id FROM dispatcher.tasks
+          WHERE state IN (${sqlList(TERMINAL_STATE_NAMES)})
+            AND updated_at < now() - make_interval(secs => $1::double precision / 1000)
+          ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED),
+       dedup AS (
+         DELETE FROM dispatcher.message_dedup m USING old JOIN dispatcher.executions e ON e.task_id = old.id
+          WHERE m.tenant = old.tenant AND m.agent_id = old.agent_id AND m.message_id = e.message_id),
+       deliveries AS (
+         DELETE FROM dispatcher.push_deliveries p USING old WHERE p.tenant = old.tenant AND p.task_id = old.id)
+       DELETE FROM dispatcher.tasks t USING old WHERE t.id = old.id RETURNING t.id`,
+        [retentionMs, limit],
+        true, // structured: TypeORM answers a bare DELETE … RETURNING with [rows, count]
+      );
+      return (deleted.records as unknown[]).length;
+    });
+  }
+}
