@@ -17,7 +17,7 @@ export interface TaskLifecycleOptions {
 }
 
 /**
- * The two ends of a task's life the API never touches (DESIGN §4, lifecycle): a task whose
+ * The two ends of a task's life the API never touches (docs/contract.md §4, lifecycle): a task whose
  * deadline passed with no result from its worker is failed explicitly, and settled tasks leave
  * the store after the retention period. Runs on every replica; the statements share the work.
  */
