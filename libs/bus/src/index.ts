@@ -10,9 +10,16 @@ export {
 } from './kafka-client.js';
 export { ensureTopics, type LagReport, BusAdmin } from './bus-admin.js';
 export { type BusProducerOptions, BusProducer } from './bus-producer.js';
-export type { EnvelopeHandler, BusConsumerOptions } from './consumer-types.js';
+export type { EnvelopeHandler, BusConsumerOptions, KeyedRecord, MessageContext } from './consumer-types.js';
 export { BusConsumer } from './bus-consumer.js';
 export { IntervalCommitter } from './interval-committer.js';
 export { deadLetterTopic, replayDeadLetters, DeadLetterHeaders } from './dead-letters.js';
-export { BusContext, KafkaBusTransport, BusExceptionFilter } from './bus-transport.js';
+export {
+  BusBatchContext,
+  BusContext,
+  KafkaBusTransport,
+  BusExceptionFilter,
+  KEYED_BATCH_PATTERN,
+  type KafkaBusTransportOptions,
+} from './bus-transport.js';
 export { isTransientKafkaError } from './transient-errors.js';
