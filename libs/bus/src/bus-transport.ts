@@ -4,7 +4,7 @@ import type { Kafka } from 'kafkajs';
 import { isObservable, lastValueFrom, throwError, type Observable } from 'rxjs';
 import { MeshError, type Envelope } from '@mesh/contract';
 import { BusConsumer } from './bus-consumer.js';
-import type { BusConsumerOptions, BusConsumerStats, MessageContext } from './consumer-types.js';
+import type { BusConsumerOptions, BusConsumerStats, KeyedRecord, MessageContext } from './consumer-types.js';
 
 /** What `@Ctx()` gives an `@EventPattern` handler: the record's {@link MessageContext}. */
 export class BusContext extends BaseRpcContext<[MessageContext]> {
@@ -13,9 +13,35 @@ export class BusContext extends BaseRpcContext<[MessageContext]> {
   }
 }
 
+/** What `@Ctx()` gives the {@link KEYED_BATCH_PATTERN} handler: each record's context, in payload order. */
+export class BusBatchContext extends BaseRpcContext<[readonly MessageContext[]]> {
+  get messages(): readonly MessageContext[] {
+    return this.args[0];
+  }
+}
+
+/**
+ * The pattern of the one handler of a transport in batch mode (`@EventPattern(KEYED_BATCH_PATTERN)`):
+ * its payload is an `Envelope[]` of ONE ordering key in offset order, whatever their kinds.
+ */
+export const KEYED_BATCH_PATTERN = 'mesh.bus.keyed-batch';
+
+/** Options of {@link KafkaBusTransport}: the consumer's, and how records reach the handlers. */
+export interface KafkaBusTransportOptions extends BusConsumerOptions {
+  /**
+   * Consecutive queued records of one ordering key go together (up to `maxBatchPerKey`, see
+   * `BusConsumer.startBatches`) to the {@link KEYED_BATCH_PATTERN} handler with a
+   * {@link BusBatchContext}, so it can do one piece of work for all of them. If it rejects, the
+   * records come again one at a time (arrays of one), each with its own retries and dead-lettering.
+   * Default false: each envelope goes to the handler of its kind.
+   */
+  batches?: boolean;
+}
+
 /**
  * Nest transport over {@link BusConsumer}: each envelope goes to the `@EventPattern(kind)` handler
- * (`'task.run'`, `'task.cancel'`, …) with the envelope as payload and a {@link BusContext}.
+ * (`'task.run'`, `'task.cancel'`, …) with the envelope as payload and a {@link BusContext}, or, in
+ * batch mode, a key's envelopes to the {@link KEYED_BATCH_PATTERN} handler.
  * A handler's rejection is retried or dead-lettered like any bus handler's; register
  * {@link BusExceptionFilter} so Nest hands the original error (and its `retryable`) back
  * instead of a generic "Internal server error". An envelope kind without a handler is dead-lettered.
@@ -25,21 +51,23 @@ export class KafkaBusTransport extends Server implements CustomTransportStrategy
 
   constructor(
     private readonly kafka: Kafka,
-    private readonly options: BusConsumerOptions,
+    private readonly options: KafkaBusTransportOptions,
   ) {
     super();
     this.transportId = Symbol.for('mesh.bus');
   }
 
   listen(callback: (err?: unknown) => void): void {
-    const consumer = new BusConsumer(this.kafka, this.options);
+    const { batches, ...consumerOptions } = this.options;
+    const consumer = new BusConsumer(this.kafka, consumerOptions);
     this.consumer = consumer;
-    consumer
-      .start((envelope, ctx) => this.route(envelope, ctx))
-      .then(
-        () => callback(),
-        (err: unknown) => callback(err),
-      );
+    const started = batches
+      ? consumer.startBatches((records) => this.routeBatch(records))
+      : consumer.start((envelope, ctx) => this.route(envelope, ctx));
+    started.then(
+      () => callback(),
+      (err: unknown) => callback(err),
+    );
   }
 
   /** Drains and leaves the group (called by Nest on app.close(), e.g. on SIGTERM with shutdown hooks). */
@@ -61,11 +89,20 @@ export class KafkaBusTransport extends Server implements CustomTransportStrategy
   }
 
   private async route(envelope: Envelope, ctx: MessageContext): Promise<void> {
-    const handler = this.getHandlerByPattern(envelope.kind);
+    await this.call(envelope.kind, envelope, new BusContext([ctx]));
+  }
+
+  private async routeBatch(records: readonly KeyedRecord[]): Promise<void> {
+    const envelopes = records.map((r) => r.envelope);
+    await this.call(KEYED_BATCH_PATTERN, envelopes, new BusBatchContext([records.map((r) => r.ctx)]));
+  }
+
+  private async call(pattern: string, payload: unknown, ctx: BaseRpcContext): Promise<void> {
+    const handler = this.getHandlerByPattern(pattern);
     if (!handler) {
-      throw new MeshError('NO_HANDLER', `no @EventPattern('${envelope.kind}') handler`, { retryable: false });
+      throw new MeshError('NO_HANDLER', `no @EventPattern('${pattern}') handler`, { retryable: false });
     }
-    const result: unknown = await handler(envelope, new BusContext([ctx]));
+    const result: unknown = await handler(payload, ctx);
     if (isObservable(result)) await lastValueFrom(result, { defaultValue: undefined });
   }
 }

@@ -10,10 +10,17 @@ export {
 } from './kafka-client.js';
 export { ensureTopics, type LagReport, BusAdmin } from './bus-admin.js';
 export { type BusProducerOptions, BusProducer } from './bus-producer.js';
-export type { EnvelopeHandler, BusConsumerOptions, DeadLettered, DeadLetterReason } from './consumer-types.js';
+export type { EnvelopeHandler, BusConsumerOptions, DeadLettered, DeadLetterReason, KeyedRecord, MessageContext } from './consumer-types.js';
 export { DEAD_LETTER_REASONS } from './consumer-types.js';
 export { BusConsumer } from './bus-consumer.js';
 export { IntervalCommitter } from './interval-committer.js';
 export { deadLetterTopic, replayDeadLetters, DeadLetterHeaders } from './dead-letters.js';
-export { BusContext, KafkaBusTransport, BusExceptionFilter } from './bus-transport.js';
+export {
+  BusBatchContext,
+  BusContext,
+  KafkaBusTransport,
+  BusExceptionFilter,
+  KEYED_BATCH_PATTERN,
+  type KafkaBusTransportOptions,
+} from './bus-transport.js';
 export { isTransientKafkaError } from './transient-errors.js';

@@ -82,15 +82,23 @@ export function serviceDataSource(opts: ServiceDataSourceOptions): DataSource {
  * under an advisory lock, so replicas starting together never run them twice.
  */
 export async function openServiceDatabase(opts: ServiceDataSourceOptions): Promise<DataSource> {
-  await ensureDatabase(opts.url);
   const ds = serviceDataSource(opts);
+  await initializeServiceDatabase(ds, opts);
+  return ds;
+}
+
+/**
+ * {@link openServiceDatabase} for a data source built beforehand with {@link serviceDataSource}
+ * (an app that hands it to its modules before it connects).
+ */
+export async function initializeServiceDatabase(ds: DataSource, opts: Pick<ServiceDataSourceOptions, 'url' | 'schema'>): Promise<void> {
+  await ensureDatabase(opts.url);
   try {
     await ds.initialize();
   } catch (cause) {
     throw databaseError(opts.url, cause);
   }
   await migrateUnderLock(ds, opts.schema);
-  return ds;
 }
 
 /** Applies pending migrations while holding a session-level advisory lock keyed by the schema. */

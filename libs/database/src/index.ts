@@ -3,6 +3,7 @@ export {
   dropDatabase,
   serviceDataSource,
   openServiceDatabase,
+  initializeServiceDatabase,
   migrateUnderLock,
   PostgresProbe,
 } from './database-bootstrap.js';

@@ -22,7 +22,10 @@ export interface HttpServiceOptions {
   bodyLimit?: string;
   /** The process's metrics; served on GET /metrics and injectable as MeshMetrics. */
   metrics?: MeshMetrics;
-  /** Extra wiring before listen (filters, raw routers, …). */
+  /**
+   * Extra wiring before listen (filters, raw routers, …). Microservices connected here
+   * (`app.connectMicroservice`) start once the bootstrap hooks ran, before the HTTP port opens.
+   */
   configure?: (app: NestExpressApplication) => void | Promise<void>;
 }
 
@@ -72,6 +75,11 @@ export async function startHttpService(opts: HttpServiceOptions): Promise<INestA
   const server = app.getHttpServer() as Server;
   server.headersTimeout = HEADERS_TIMEOUT_MS;
   server.requestTimeout = REQUEST_TIMEOUT_MS;
+  if (app.getMicroservices().length > 0) {
+    // Their handlers may rely on what the bootstrap hooks start; requests may rely on them.
+    await app.init();
+    await app.startAllMicroservices();
+  }
   await app.listen(opts.port, opts.host ?? '127.0.0.1');
   app.get(ServiceLifecycle).markReady();
   return app;

@@ -68,6 +68,14 @@ export interface CommandRelay {
   kick(): void;
 }
 
+/** The dispatcher's services every agent's handler shares. */
+export interface DispatcherHandlerServices {
+  tasks: TaskService;
+  buses: TaskEventBusManager;
+  relay: CommandRelay;
+  push: PushService;
+}
+
 /**
  * The A2A request handler of one agent. Reads (GetTask, ListTasks, the capability refusals for
  * streaming, push and the extended card) are the SDK's DefaultRequestHandler over
@@ -78,22 +86,28 @@ export interface CommandRelay {
 export class DispatcherRequestHandler implements A2ARequestHandler {
   private readonly reads: DefaultRequestHandler;
 
+  private readonly tasks: TaskService;
+  private readonly buses: TaskEventBusManager;
+  private readonly relay: CommandRelay;
+  private readonly push: PushService;
+
   constructor(
     private readonly card: AgentCard,
     private readonly agent: AgentRecord,
-    private readonly tasks: TaskService,
-    private readonly buses: TaskEventBusManager,
-    private readonly relay: CommandRelay,
-    private readonly push: PushService,
+    services: DispatcherHandlerServices,
     private readonly opts: DispatcherHandlerOptions,
   ) {
+    this.tasks = services.tasks;
+    this.buses = services.buses;
+    this.relay = services.relay;
+    this.push = services.push;
     const neverExecutes = {
       execute: async () => {
         throw new Error('the dispatcher never executes agents in-process');
       },
       cancelTask: async () => undefined,
     };
-    this.reads = new DefaultRequestHandler(card, new PostgresTaskStore(tasks, agent.id), neverExecutes, buses);
+    this.reads = new DefaultRequestHandler(card, new PostgresTaskStore(this.tasks, agent.id), neverExecutes, this.buses);
   }
 
   async getAgentCard(): Promise<AgentCard> {

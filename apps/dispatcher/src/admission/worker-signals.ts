@@ -1,36 +1,46 @@
 import { BusAdmin, type Kafka } from '@mesh/bus';
+import type { OnApplicationShutdown } from '@nestjs/common';
 import type { WorkerSignals } from './admission.js';
+
+export interface KafkaWorkerSignalsOptions {
+  /** The agent's workers' consumer group. */
+  groupOf: (agentId: string) => string;
+  /** The agent's command topic. */
+  topicOf: (agentId: string) => string;
+  /** Whether a worker of the agent sent a heartbeat within its TTL. */
+  healthy: (agentId: string) => boolean;
+  /** How long a backlog measurement is reused. */
+  ttlMs: number;
+  /** Longest an accept waits for a stale measurement. */
+  waitMs: number;
+}
 
 /**
  * Backlog of an agent = total lag of its workers' consumer group on its command topic (group
  * `ConsumerGroups.agentWorkers` of `@mesh/contract`), read at most once per `ttlMs` per agent
  * so admission costs no broker round trip on the hot path.
  */
-export class KafkaWorkerSignals implements WorkerSignals {
+export class KafkaWorkerSignals implements WorkerSignals, OnApplicationShutdown {
   private readonly admin: BusAdmin;
   private readonly backlogs: CachedBacklog;
 
   constructor(
     kafka: Kafka,
-    private readonly groupOf: (agentId: string) => string,
-    private readonly topicOf: (agentId: string) => string,
-    private readonly health: (agentId: string) => boolean,
-    ttlMs: number,
-    waitMs: number,
+    private readonly opts: KafkaWorkerSignalsOptions,
   ) {
     this.admin = new BusAdmin(kafka);
     this.backlogs = new CachedBacklog(
       (agentId) =>
         this.admin
-          .consumerLag(this.groupOf(agentId), [this.topicOf(agentId)])
+          .consumerLag(opts.groupOf(agentId), [opts.topicOf(agentId)])
           .then((rows) => (rows.length ? rows.reduce((n, r) => n + r.lag, 0) : undefined)),
-      ttlMs,
-      waitMs,
+      opts.ttlMs,
+      opts.waitMs,
     );
   }
 
   healthy(agentId: string): boolean {
-    return this.health(agentId);
+    return this.opts.healthy(agentId);
   }
 
   backlog(agentId: string): Promise<number | undefined> {
@@ -39,6 +49,10 @@ export class KafkaWorkerSignals implements WorkerSignals {
 
   async close(): Promise<void> {
     await this.admin.close();
+  }
+
+  onApplicationShutdown(): Promise<void> {
+    return this.close();
   }
 }
 

@@ -1,3 +1,4 @@
+import type { OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { AgentCatalog } from '@mesh/agent-directory';
 import { ensureTopics, type Kafka } from '@mesh/bus';
 import { canSee, type AgentRecord, type ConsumerGroups, type TopicDefinitions } from '@mesh/contract';
@@ -42,7 +43,7 @@ export class InMemoryAgentCatalog implements AgentLookup {
  * heartbeats from now, per-replica groups) behind the dispatcher's lookup, plus worker health for
  * admission control.
  */
-export class DirectoryAgentLookup implements AgentLookup {
+export class DirectoryAgentLookup implements AgentLookup, OnApplicationBootstrap, OnApplicationShutdown {
   private readonly catalog: AgentCatalog;
   /** Owner tenant of each agent seen, for the tenant-less internal `get`. */
   private readonly owners = new Map<string, string>();
@@ -85,5 +86,14 @@ export class DirectoryAgentLookup implements AgentLookup {
 
   stop(): Promise<void> {
     return this.catalog.stop();
+  }
+
+  /** Loaded before the relay starts: a command topic is created with its agent's partition count. */
+  onApplicationBootstrap(): Promise<void> {
+    return this.start();
+  }
+
+  onApplicationShutdown(): Promise<void> {
+    return this.stop();
   }
 }

@@ -52,7 +52,7 @@ test('the fan-out rests from the start; the first follower wakes it at the proje
     },
   ]);
   const buses = new TaskEventBusManager();
-  const fanout = new EventFanout(kafka, 'ev', (id) => `g.${id}`, buses, { projectorGroup: 'proj', idleMs: 20 });
+  const fanout = new EventFanout(kafka, buses, { topic: 'ev', groupName: (id) => `g.${id}`, projectorGroup: 'proj', idleMs: 20 });
   buses.feedFrom(fanout);
   await fanout.start();
   assert.deepEqual(names(calls), ['pause']);
@@ -76,7 +76,7 @@ test('the fan-out rests from the start; the first follower wakes it at the proje
 test('a follower who comes back within the idle time keeps it reading', async () => {
   const { kafka, calls } = fakeKafka(async () => [{ topic: 'ev', partitions: [{ partition: 0, offset: '1' }] }]);
   const buses = new TaskEventBusManager();
-  const fanout = new EventFanout(kafka, 'ev', (id) => `g.${id}`, buses, { projectorGroup: 'proj', idleMs: 40 });
+  const fanout = new EventFanout(kafka, buses, { topic: 'ev', groupName: (id) => `g.${id}`, projectorGroup: 'proj', idleMs: 40 });
   buses.feedFrom(fanout);
   await fanout.start();
   (await buses.subscribe('t1', () => undefined))();
@@ -94,7 +94,7 @@ test('when the projector offsets cannot be read, the fan-out still wakes (readin
   const buses = new TaskEventBusManager();
   const written: string[] = [];
   const logger = createLogger('dispatcher', 'warn', { write: (line: string) => void written.push(line) });
-  const fanout = new EventFanout(kafka, 'ev', (id) => `g.${id}`, buses, { projectorGroup: 'proj', idleMs: 20, logger });
+  const fanout = new EventFanout(kafka, buses, { topic: 'ev', groupName: (id) => `g.${id}`, projectorGroup: 'proj', idleMs: 20, logger });
   buses.feedFrom(fanout);
   await fanout.start();
   const off = await buses.subscribe('t1', () => undefined);

@@ -3,9 +3,14 @@ import { Artifact, TaskStatus } from '@a2a-js/sdk';
 import { decodeEnvelope, newId, type TaskEvent } from '@mesh/contract';
 import { IntervalCommitter, type Admin, type Consumer, type Kafka } from '@mesh/bus';
 import { silentLogger, type Logger } from '@mesh/telemetry';
+import type { OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import type { EventFeed, TaskEventBusManager } from './task-event-bus.manager.js';
 
 export interface EventFanoutOptions {
+  /** The events topic. */
+  topic: string;
+  /** This replica's group name for a fresh replica id (`ConsumerGroups.dispatcherFanout`). */
+  groupName: (replicaId: string) => string;
   /** The projector's consumer group: its committed offsets mark what is stored. */
   projectorGroup: string;
   /** How long the fan-out goes on reading after the last follower here left. */
@@ -26,7 +31,7 @@ export interface EventFanoutOptions {
  * committed offsets: every event below them is stored, so a follower that reads its snapshot after
  * `wake()` resolved misses nothing (it may see an event twice; streams drop what they have shown).
  */
-export class EventFanout implements EventFeed {
+export class EventFanout implements EventFeed, OnApplicationBootstrap, OnApplicationShutdown {
   private consumer?: Consumer;
   private committer?: IntervalCommitter;
   private admin?: Admin;
@@ -38,15 +43,15 @@ export class EventFanout implements EventFeed {
   private idleTimer?: NodeJS.Timeout;
   private readonly log: Logger;
 
+  private readonly topic: string;
+
   constructor(
     private readonly kafka: Kafka,
-    private readonly topic: string,
-    /** This replica's group name for a fresh replica id (`ConsumerGroups.dispatcherFanout`). */
-    groupName: (replicaId: string) => string,
     private readonly buses: TaskEventBusManager,
     private readonly opts: EventFanoutOptions,
   ) {
-    this.groupId = groupName(newId());
+    this.topic = opts.topic;
+    this.groupId = opts.groupName(newId());
     this.log = (opts.logger ?? silentLogger).child({ src: 'event-fanout' });
   }
 
@@ -132,6 +137,14 @@ export class EventFanout implements EventFeed {
       ? new Map((await admin.fetchTopicOffsets(this.topic)).map((o) => [o.partition, o.low]))
       : undefined;
     return partitions.map((p) => ({ partition: p.partition, offset: BigInt(p.offset) >= 0n ? p.offset : (low?.get(p.partition) ?? '0') }));
+  }
+
+  onApplicationBootstrap(): Promise<void> {
+    return this.start();
+  }
+
+  onApplicationShutdown(): Promise<void> {
+    return this.stop();
   }
 
   async stop(): Promise<void> {

@@ -1,15 +1,17 @@
-import { BusAdmin, BusConsumer, isTransientKafkaError, type Kafka } from '@mesh/bus';
+import { isTransientKafkaError, type KafkaBusTransportOptions, type MessageContext } from '@mesh/bus';
 import { isTransientPostgresError } from '@mesh/database';
 import type { Task } from '@a2a-js/sdk';
-import { anyTransient, type TaskEvent, type TopicDefinitions } from '@mesh/contract';
+import { anyTransient, type ConsumerGroups, type Envelope, type TaskEvent, type TopicDefinitions } from '@mesh/contract';
 import type { TaskProjection } from '../tasks/task-projection.js';
 import type { TaskEventBusManager } from './task-event-bus.manager.js';
 import type { PushService } from '../push/push.service.js';
 import { silentLogger, type Logger, type MeshMetrics } from '@mesh/telemetry';
 import { isSettled, outcomeLabel } from '../tasks/task-state.js';
 
-/** What the projector also feeds, and where it logs. */
+/** What the projector writes to and feeds, and where it logs. */
 export interface EventProjectorOptions {
+  tasks: TaskProjection;
+  buses: TaskEventBusManager;
   push?: PushService;
   /** Settled turns are counted here (`mesh_tasks_total`). */
   metrics?: MeshMetrics;
@@ -18,69 +20,47 @@ export interface EventProjectorOptions {
 }
 
 /**
- * Consumes the agents' event topic (key: task id) with the bus's keyed consumer: events of one
- * task are applied in offset order — those queued together in one write — different tasks in
- * parallel; the committed offset never passes an unfinished event. Events are projected into the
- * task store, then local blocking sends are woken (streams are fed by EventFanout on every
- * replica). A failed write is retried by the consumer (then dead-lettered); undecodable records
- * go to the dead-letter topic without reaching the handler.
+ * Projects the agents' events (key: task id) into the task store. They arrive through the
+ * projector's `KafkaBusTransport` (see {@link projectorConsumerOptions}) in batch mode: events of
+ * one task in offset order — those queued together in one write — different tasks in parallel;
+ * the committed offset never passes an unfinished event. Projected events then wake local
+ * blocking sends (streams are fed by EventFanout on every replica). A failed write is retried by
+ * the consumer (then dead-lettered); undecodable records go to the dead-letter topic without
+ * reaching the handler.
  */
 export class EventProjector {
-  private consumer?: BusConsumer;
+  private readonly tasks: TaskProjection;
+  private readonly buses: TaskEventBusManager;
   private readonly push?: PushService;
   private readonly metrics?: MeshMetrics;
   private readonly log: Logger;
 
-  constructor(
-    private readonly kafka: Kafka,
-    private readonly topics: TopicDefinitions,
-    private readonly groupId: string,
-    private readonly tasks: TaskProjection,
-    private readonly buses: TaskEventBusManager,
-    opts: EventProjectorOptions = {},
-  ) {
+  constructor(opts: EventProjectorOptions) {
+    this.tasks = opts.tasks;
+    this.buses = opts.buses;
     this.push = opts.push;
     this.metrics = opts.metrics;
     this.log = (opts.logger ?? silentLogger).child({ src: 'event-projector' });
   }
 
-  async start(): Promise<void> {
-    const admin = new BusAdmin(this.kafka);
-    // Never grown: the topic is keyed by task, and growing it under running workers can split one
-    // task's events over two partitions (a COMPLETED projected before its artifact reads as FAILED).
-    const events = this.topics.events();
-    await admin.ensureTopic(events.name, events).finally(() => admin.close());
-    this.consumer = new BusConsumer(this.kafka, {
-      groupId: this.groupId,
-      topics: [events.name],
-      topicDefinitions: this.topics,
-      // Projecting writes to Postgres: a database restart is an outage, not a bad event.
-      isTransient: anyTransient(isTransientKafkaError, isTransientPostgresError),
-      fromBeginning: true,
-      // Many tasks' events in flight at once: their projection statements share batches.
-      maxInFlight: 256,
-      commitIntervalMs: 200,
-      // A dead replica's partitions move to the others after 10 s, not kafkajs's default 30 s.
-      consumerConfig: { maxWaitTimeInMs: 100, sessionTimeout: 10000, heartbeatInterval: 1000 },
-      onError: (err, what) => this.log.warn({ err: String(err) }, what),
-    });
-    // A task's events queued together (an artifact and the COMPLETED behind it) are projected in
-    // one write; if that fails the consumer retries them one at a time (then dead-letters).
-    await this.consumer.startBatches(async (records) => {
-      const events: TaskEvent[] = [];
-      for (const { envelope } of records) {
-        if (envelope.kind === 'task.status' || envelope.kind === 'task.artifact') events.push(envelope);
-        else this.log.warn({ kind: envelope.kind }, 'skipped a command on the event topic');
-      }
-      if (events.length === 0) return;
-      try {
-        await this.project(events);
-      } catch (err) {
-        // The consumer retries (then dead-letters); say why, once per attempt.
-        this.log.warn({ taskId: events[0].identity.taskId, attempt: records[0].ctx.attempt, err: String(err) }, 'projecting events failed');
-        throw err;
-      }
-    });
+  /**
+   * Consecutive events of one task queued together (an artifact and the COMPLETED behind it),
+   * projected in one write; if that fails the consumer hands them over again one at a time.
+   */
+  async projectRecords(envelopes: readonly Envelope[], contexts: readonly MessageContext[]): Promise<void> {
+    const events: TaskEvent[] = [];
+    for (const envelope of envelopes) {
+      if (envelope.kind === 'task.status' || envelope.kind === 'task.artifact') events.push(envelope);
+      else this.log.warn({ kind: envelope.kind }, 'skipped a command on the event topic');
+    }
+    if (events.length === 0) return;
+    try {
+      await this.project(events);
+    } catch (err) {
+      // The consumer retries (then dead-letters); say why, once per attempt.
+      this.log.warn({ taskId: events[0].identity.taskId, attempt: contexts[0]?.attempt, err: String(err) }, 'projecting events failed');
+      throw err;
+    }
   }
 
   /** Projects consecutive events of one task and wakes this process's blocking sends waiting on it. */
@@ -109,8 +89,31 @@ export class EventProjector {
     // Its push deliveries were recorded with the change: wake the delivery loop.
     if (deliveries > 0) this.push?.kick();
   }
+}
 
-  async stop(): Promise<void> {
-    await this.consumer?.stop();
-  }
+/**
+ * The projector's consumer: one group shared by every replica (`ConsumerGroups.dispatcherProjector`),
+ * reading the events topic from the beginning, a task's queued events handed over together.
+ */
+export function projectorConsumerOptions(
+  topics: TopicDefinitions,
+  groups: ConsumerGroups,
+  logger: Logger = silentLogger,
+): KafkaBusTransportOptions {
+  const log = logger.child({ src: 'event-projector' });
+  return {
+    groupId: groups.dispatcherProjector(),
+    topics: [topics.events().name],
+    topicDefinitions: topics,
+    batches: true,
+    // Projecting writes to Postgres: a database restart is an outage, not a bad event.
+    isTransient: anyTransient(isTransientKafkaError, isTransientPostgresError),
+    fromBeginning: true,
+    // Many tasks' events in flight at once: their projection statements share batches.
+    maxInFlight: 256,
+    commitIntervalMs: 200,
+    // A dead replica's partitions move to the others after 10 s, not kafkajs's default 30 s.
+    consumerConfig: { maxWaitTimeInMs: 100, sessionTimeout: 10000, heartbeatInterval: 1000 },
+    onError: (err, what) => log.warn({ err: String(err) }, what),
+  };
 }

@@ -1,3 +1,4 @@
+import type { OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { sleep, wakeableSleep } from '@mesh/contract';
 import type { DataSource } from 'typeorm';
 import { silentLogger, type Logger } from '@mesh/telemetry';
@@ -20,7 +21,7 @@ export interface OutboxRelayOptions {
  * only once Kafka answers again); a crash between produce and commit re-produces them, which
  * workers absorb by execution id.
  */
-export class OutboxRelay {
+export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdown {
   private running = false;
   private loop?: Promise<void>;
   private wake?: () => void;
@@ -39,6 +40,15 @@ export class OutboxRelay {
   start(): void {
     this.running = true;
     this.loop = this.run();
+  }
+
+  onApplicationBootstrap(): void {
+    this.start();
+  }
+
+  /** After the HTTP server and the projector closed: nothing commits commands any more. */
+  onApplicationShutdown(): Promise<void> {
+    return this.stop();
   }
 
   /** Something was committed: drain now instead of at the next poll. */

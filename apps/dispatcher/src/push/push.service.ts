@@ -1,3 +1,4 @@
+import type { OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { StreamResponse, type TaskPushNotificationConfig, type TaskStatus } from '@a2a-js/sdk';
 import { RequestMalformedError, TaskNotFoundError } from '@a2a-js/sdk/errors';
 import type { DataSource } from 'typeorm';
@@ -91,7 +92,7 @@ async function insertDeliveries(ds: DataSource, events: DeliveryEvent[]): Promis
  * SSRF-checked, DNS-pinned, no-redirect client, with exponential backoff up to a retry limit; what
  * keeps failing stays in `push_deliveries` with status `failed` and its last error.
  */
-export class PushService {
+export class PushService implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly http: PinnedHttpClient;
   private readonly policy: EgressPolicy;
   private readonly log: Logger;
@@ -298,6 +299,14 @@ export class PushService {
     );
     // Delivering a row makes the next one of its subscription due: look again at once.
     return due.length > 0;
+  }
+
+  onApplicationBootstrap(): void {
+    this.start();
+  }
+
+  onApplicationShutdown(): Promise<void> {
+    return this.stop();
   }
 
   async stop(): Promise<void> {

@@ -1,0 +1,132 @@
+import { Module } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import type { AddressInfo } from 'node:net';
+import type { RequestHandler } from 'express';
+import type { Authenticator } from '@mesh/auth';
+import { MeshMetrics, type Logger } from '@mesh/telemetry';
+import { Admission } from '../admission/admission.js';
+import { AdmissionModule } from '../admission/admission.module.js';
+import { CatalogModule } from '../catalog/catalog.module.js';
+import { DirectoryAgentLookup } from '../catalog/agent-catalog.js';
+import type { DispatcherConfig } from '../config/dispatcher.config.js';
+import { AUTHENTICATOR, DISPATCHER_CONFIG, LOGGER } from '../core.module.js';
+import { EventsModule } from '../events/events.module.js';
+import { StoredTaskWatch } from '../events/stored-task-watch.js';
+import { TenantStreamSlots } from '../events/stream-slots.js';
+import { TaskEventBusManager } from '../events/task-event-bus.manager.js';
+import { OutboxModule } from '../outbox/outbox.module.js';
+import { OutboxRelay } from '../outbox/outbox.relay.js';
+import { PushModule } from '../push/push.module.js';
+import { PushService } from '../push/push.service.js';
+import { TasksModule } from '../tasks/tasks.module.js';
+import { TaskService } from '../tasks/task.service.js';
+import { a2aRouter } from './a2a.router.js';
+import { DispatcherRequestHandler } from './dispatcher-request-handler.js';
+
+/** The `/a2a` router (mounted by startDispatcher with the other raw express handlers). */
+export const A2A_ROUTER = Symbol('dispatcher.a2a-router');
+
+interface A2aServices {
+  authenticator: Authenticator;
+  catalog: DirectoryAgentLookup;
+  tasks: TaskService;
+  buses: TaskEventBusManager;
+  relay: OutboxRelay;
+  push: PushService;
+  storedTasks: StoredTaskWatch;
+  admission: Admission;
+  metrics: MeshMetrics;
+  http: HttpAdapterHost;
+}
+
+function a2aRouterOf(s: A2aServices, config: DispatcherConfig, logger: Logger): RequestHandler {
+  const streamSlots = new TenantStreamSlots(config.DISPATCHER_MAX_STREAMS_PER_TENANT);
+  const { metrics } = s;
+  // Known only once listening when the port is 0 (tests); cards are built on first use.
+  let listeningUrl: string | undefined;
+  const publicUrl = () => {
+    if (config.DISPATCHER_PUBLIC_URL) return config.DISPATCHER_PUBLIC_URL;
+    const address = s.http.httpAdapter?.getHttpServer().address() as AddressInfo | null | undefined;
+    if (!address) return `http://localhost:${config.DISPATCHER_PORT}`;
+    return (listeningUrl ??= `http://localhost:${address.port}`);
+  };
+  return a2aRouter({
+    authenticator: s.authenticator,
+    catalog: s.catalog,
+    publicUrl,
+    bodyLimit: config.DISPATCHER_BODY_LIMIT,
+    cardMaxAgeSeconds: config.DISPATCHER_CARD_MAX_AGE_S,
+    logger,
+    handlerFor: (record, card) =>
+      new DispatcherRequestHandler(
+        card,
+        record,
+        { tasks: s.tasks, buses: s.buses, relay: s.relay, push: s.push },
+        {
+          maxBlockingMs: config.DISPATCHER_BLOCKING_TIMEOUT_MS,
+          storedTasks: s.storedTasks,
+          settleGraceMs: config.DISPATCHER_STREAM_POLL_MS,
+          streamMaxMs: config.DISPATCHER_STREAM_MAX_MS,
+          defaultDeadlineMs: config.DISPATCHER_DEFAULT_DEADLINE_MS,
+          maxDeadlineMs: config.DISPATCHER_MAX_DEADLINE_MS,
+          metrics,
+        },
+      ),
+    admit: async (tenant, record) => {
+      const refusal = await s.admission.check(tenant, record);
+      if (refusal) metrics.admissionRefusals.inc({ tenant, agent: record.id, reason: refusal.reason });
+      return refusal;
+    },
+    reserveStream: (tenant, record) => {
+      const release = streamSlots.reserve(tenant);
+      if (release) return release;
+      metrics.admissionRefusals.inc({ tenant, agent: record.id, reason: 'TOO_MANY_STREAMS' });
+      return {
+        httpStatus: 429,
+        reason: 'TOO_MANY_STREAMS',
+        message: `tenant "${tenant}" has ${streamSlots.maxPerTenant} streams open, the most allowed; close one or retry later`,
+        retryAfterSeconds: config.DISPATCHER_RETRY_AFTER_S,
+      };
+    },
+  });
+}
+
+/** The A2A front door: one request handler per agent over the task store, admission and streams. */
+@Module({
+  imports: [TasksModule, EventsModule, OutboxModule, PushModule, CatalogModule, AdmissionModule],
+  providers: [
+    {
+      provide: A2A_ROUTER,
+      useFactory: (
+        authenticator: Authenticator,
+        catalog: DirectoryAgentLookup,
+        tasks: TaskService,
+        buses: TaskEventBusManager,
+        relay: OutboxRelay,
+        push: PushService,
+        storedTasks: StoredTaskWatch,
+        admission: Admission,
+        metrics: MeshMetrics,
+        http: HttpAdapterHost,
+        config: DispatcherConfig,
+        logger: Logger,
+      ) => a2aRouterOf({ authenticator, catalog, tasks, buses, relay, push, storedTasks, admission, metrics, http }, config, logger),
+      inject: [
+        AUTHENTICATOR,
+        DirectoryAgentLookup,
+        TaskService,
+        TaskEventBusManager,
+        OutboxRelay,
+        PushService,
+        StoredTaskWatch,
+        Admission,
+        MeshMetrics,
+        HttpAdapterHost,
+        DISPATCHER_CONFIG,
+        LOGGER,
+      ],
+    },
+  ],
+  exports: [A2A_ROUTER],
+})
+export class A2aModule {}

@@ -1,0 +1,22 @@
+import type { OnApplicationBootstrap } from '@nestjs/common';
+import { BusAdmin, type Kafka } from '@mesh/bus';
+import type { TopicDefinitions } from '@mesh/contract';
+
+/**
+ * The agents' events topic, created at bootstrap if missing. Providers that read it inject this
+ * one, so they start after it (the projector's transport starts after every bootstrap hook).
+ */
+export class EventsTopic implements OnApplicationBootstrap {
+  constructor(
+    private readonly kafka: Kafka,
+    private readonly topics: TopicDefinitions,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    const admin = new BusAdmin(this.kafka);
+    // Never grown: the topic is keyed by task, and growing it under running workers can split one
+    // task's events over two partitions (a COMPLETED projected before its artifact reads as FAILED).
+    const events = this.topics.events();
+    await admin.ensureTopic(events.name, events).finally(() => admin.close());
+  }
+}

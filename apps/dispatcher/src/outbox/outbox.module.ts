@@ -1,0 +1,51 @@
+import { Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
+import type { DataSource } from 'typeorm';
+import type { Kafka } from '@mesh/bus';
+import { DEFAULT_COMMAND_PARTITIONS, TopicDefinitions } from '@mesh/contract';
+import type { Logger } from '@mesh/telemetry';
+import { CatalogModule } from '../catalog/catalog.module.js';
+import { DirectoryAgentLookup } from '../catalog/agent-catalog.js';
+import type { DispatcherConfig } from '../config/dispatcher.config.js';
+import { DATA_SOURCE, DISPATCHER_CONFIG, DISPATCHER_DEPS, KAFKA, LOGGER, type DispatcherDeps } from '../core.module.js';
+import { BusCommandProducer, type CommandProducer } from './command-producer.js';
+import { OutboxRelay } from './outbox.relay.js';
+
+const COMMAND_PRODUCER = Symbol('dispatcher.command-producer');
+
+/** Commands committed with their tasks, moved to the agents' command topics. */
+@Module({
+  imports: [CatalogModule],
+  providers: [
+    {
+      provide: COMMAND_PRODUCER,
+      useFactory: (kafka: Kafka, topics: TopicDefinitions, catalog: DirectoryAgentLookup, deps: DispatcherDeps): CommandProducer => {
+        const producer = new BusCommandProducer(kafka, (agentId) =>
+          topics.commands(agentId, catalog.get(agentId)?.channel?.partitions || DEFAULT_COMMAND_PARTITIONS),
+        );
+        return deps.wrapProducer ? deps.wrapProducer(producer) : producer;
+      },
+      inject: [KAFKA, TopicDefinitions, DirectoryAgentLookup, DISPATCHER_DEPS],
+    },
+    {
+      provide: OutboxRelay,
+      useFactory: (ds: DataSource, producer: CommandProducer, config: DispatcherConfig, logger: Logger) =>
+        new OutboxRelay(ds, producer, {
+          batchSize: config.OUTBOX_BATCH_SIZE,
+          idleMs: config.OUTBOX_IDLE_MS,
+          lingerMs: config.OUTBOX_LINGER_MS,
+          maxBackoffMs: 5000,
+          logger,
+        }),
+      inject: [DATA_SOURCE, COMMAND_PRODUCER, DISPATCHER_CONFIG, LOGGER],
+    },
+  ],
+  exports: [OutboxRelay],
+})
+export class OutboxModule implements OnApplicationShutdown {
+  constructor(@Inject(COMMAND_PRODUCER) private readonly producer: CommandProducer) {}
+
+  /** Runs after the relay (a provider of this module) stopped: nothing sends any more. */
+  onApplicationShutdown(): Promise<void> {
+    return this.producer.close();
+  }
+}
