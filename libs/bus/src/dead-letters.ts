@@ -1,6 +1,21 @@
 import type { Kafka } from 'kafkajs';
 import { MeshError, normalizeHeaders, TopicNames } from '@mesh/contract';
 import { BusProducer } from './bus-producer.js';
+import { DEAD_LETTER_REASONS, type DeadLettered } from './consumer-types.js';
+
+/** The part of `mesh_dead_letters_total` (a prom-client Counter) the bus records into. */
+export interface DeadLetterCounter {
+  inc(labels: { topic: string; reason: string }, value?: number): void;
+}
+
+/**
+ * An `onDeadLetter` that counts into `counter`, whose series for `sourceTopics` start at 0 for every
+ * reason: an alert on `increase()` then sees the first dead letter, not a series appearing.
+ */
+export function countDeadLetters(counter: DeadLetterCounter, sourceTopics: string[]): (dead: DeadLettered) => void {
+  for (const topic of sourceTopics) for (const reason of DEAD_LETTER_REASONS) counter.inc({ topic, reason }, 0);
+  return ({ topic, reason }) => counter.inc({ topic, reason });
+}
 
 /** Headers a dead letter carries besides the original record's own. */
 export const DeadLetterHeaders = {

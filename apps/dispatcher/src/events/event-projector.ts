@@ -1,4 +1,4 @@
-import { isTransientKafkaError, type KafkaBusTransportOptions, type MessageContext } from '@mesh/bus';
+import { countDeadLetters, isTransientKafkaError, type KafkaBusTransportOptions, type MessageContext } from '@mesh/bus';
 import { isTransientPostgresError } from '@mesh/database';
 import type { Task } from '@a2a-js/sdk';
 import { anyTransient, type ConsumerGroups, type Envelope, type TaskEvent, type TopicDefinitions } from '@mesh/contract';
@@ -99,9 +99,11 @@ export function projectorConsumerOptions(
   topics: TopicDefinitions,
   groups: ConsumerGroups,
   logger: Logger = silentLogger,
+  metrics?: MeshMetrics,
 ): KafkaBusTransportOptions {
   const log = logger.child({ src: 'event-projector' });
   return {
+    ...(metrics ? { onDeadLetter: countDeadLetters(metrics.deadLetters, [topics.events().name]) } : {}),
     groupId: groups.dispatcherProjector(),
     topics: [topics.events().name],
     topicDefinitions: topics,

@@ -35,9 +35,9 @@ export const PROJECTOR_TRANSPORT = Symbol('dispatcher.projector-transport');
     },
     {
       provide: PROJECTOR_TRANSPORT,
-      useFactory: (kafka: Kafka, topics: TopicDefinitions, groups: ConsumerGroups, logger: Logger) =>
-        new KafkaBusTransport(kafka, projectorConsumerOptions(topics, groups, logger)),
-      inject: [KAFKA, TopicDefinitions, ConsumerGroups, LOGGER],
+      useFactory: (kafka: Kafka, topics: TopicDefinitions, groups: ConsumerGroups, logger: Logger, metrics: MeshMetrics) =>
+        new KafkaBusTransport(kafka, projectorConsumerOptions(topics, groups, logger, metrics)),
+      inject: [KAFKA, TopicDefinitions, ConsumerGroups, LOGGER, MeshMetrics],
     },
     {
       provide: EventProjector,
