@@ -13,6 +13,14 @@ export { type BusProducerOptions, BusProducer } from './bus-producer.js';
 export type { EnvelopeHandler, BusConsumerOptions } from './consumer-types.js';
 export { BusConsumer } from './bus-consumer.js';
 export { IntervalCommitter } from './interval-committer.js';
-export { deadLetterTopic, replayDeadLetters, DeadLetterHeaders } from './dead-letters.js';
+export {
+  deadLetterTopic,
+  replayDeadLetters,
+  readDeadLetters,
+  DeadLetterHeaders,
+  type DeadLetterRecord,
+  type ReadDeadLettersOptions,
+  type ReplayOptions,
+} from './dead-letters.js';
 export { BusContext, KafkaBusTransport, BusExceptionFilter } from './bus-transport.js';
 export { isTransientKafkaError } from './transient-errors.js';
