@@ -1,7 +1,7 @@
 // Child process of scripts/chaos.mjs: billing-tools with test hooks on. Every CHAOS_HANG_EVERY_MS
 // it arms one issue_refund call to hang (before any work) for CHAOS_HANG_MS, longer than the
 // workers' tool timeout, so the caller times out, retries or reconciles. Prints "ready".
-import { loadBillingToolsConfig, startBillingTools } from '@mesh/app-agents';
+import { loadBillingToolsConfig, startBillingTools } from '@mesh/app-billing-tools';
 
 // BILLING_TOKEN_SECRET comes from scripts/chaos.mjs (the workers get the same AGENTS_TOOL_TOKEN_SECRET).
 const billing = await startBillingTools(loadBillingToolsConfig({ ...process.env, BILLING_TEST_HOOKS: 'true' }));

@@ -39,7 +39,7 @@ const services = [
   { name: 'directory', script: 'apps/directory/dist/main.js', port: ports.directory, env: { DEMO: 'true' } },
   {
     name: 'billing-tools',
-    script: 'apps/agents/dist/billing-tools/billing-tools.main.js',
+    script: 'apps/billing-tools/dist/main.js',
     port: ports.billing,
     env: { BILLING_TOKEN_SECRET: toolTokenSecret },
   },

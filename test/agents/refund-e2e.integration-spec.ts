@@ -5,7 +5,7 @@ import { a2aClient } from '../support/dispatcher-harness.js';
 import { startRefundStack, textMessage } from '../support/refund-stack.js';
 import { refundCount } from './agents-fixtures.js';
 import { addDuplicateInvoice } from './runtime-fixtures.js';
-import { textMessage as cliTextMessage } from '@mesh/cli';
+import { textMessage as cliTextMessage } from '@mesh/app-cli';
 import { eventually } from '../support/infra.js';
 
 const { env, billing } = await startRefundStack('agents-e2e');

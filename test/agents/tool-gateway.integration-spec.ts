@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
 import { HmacToolTokenMinter, McpConnection, Reconciler, RetryBudget, ToolMeta, type ToolCallScope } from '@mesh/tool-gateway';
 import { newId } from '@mesh/contract';
-import { loadBillingToolsConfig, startBillingTools } from '@mesh/app-agents';
+import { loadBillingToolsConfig, startBillingTools } from '@mesh/app-billing-tools';
 import { eventually, freshDatabase } from '../support/infra.js';
 import { freePort } from '../support/processes.js';
 import { TEST_TOOL_TOKEN_SECRET } from '../support/agents-runtime.js';

@@ -6,7 +6,7 @@ import { writeFile, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runCli, ExitCode } from '@mesh/cli';
+import { runCli, ExitCode } from '@mesh/app-cli';
 import { echoAgent } from '@mesh/app-agents';
 import { BusProducer, createKafka, deadLetterTopic } from '@mesh/bus';
 import { eventually, testRun } from '../support/infra.js';
@@ -155,7 +155,7 @@ test('dead letters: list shows the failure, replay sends it back to its source t
 });
 
 test('the bin runs as a process: --json output and exit codes', async () => {
-  const bin = fileURLToPath(new URL('../../../libs/cli/dist/main.js', import.meta.url));
+  const bin = fileURLToPath(new URL('../../../apps/cli/dist/main.js', import.meta.url));
   const run = (args: string[]) =>
     new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
       execFile(process.execPath, [bin, ...args], { env: { ...process.env, ...cliEnv } }, (err, stdout, stderr) =>

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { Role, type Task } from '@a2a-js/sdk';
-import { startConsole } from '@mesh/cli';
+import { startConsole } from '@mesh/app-cli';
 import { echoAgent } from '@mesh/app-agents';
 import { eventually, testRun } from '../support/infra.js';
 import { a2aClient, agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
@@ -89,9 +89,16 @@ test('the console loads, lists the agent, shows a task submitted meanwhile, and 
     metadata: undefined,
   })) as Task;
 
-  // The page refreshes itself: no reload.
-  const row = await page.waitForSelector(`#tasks tr[data-task="${task.id}"]`, { timeout: 20000 });
-  assert.match((await row.textContent()) ?? '', /echo-agent\s*completed/);
+  // The page refreshes itself: no reload. A refresh during the send may list the task before it
+  // completed, so the row is awaited in its final state.
+  const taskRow = `#tasks tr[data-task="${task.id}"]`;
+  await page.waitForSelector(taskRow, { timeout: 20000 });
+  await eventually(
+    `the console shows ${task.id} completed`,
+    async () => /echo-agent\s*completed/.test((await page.textContent(taskRow)) ?? ''),
+    20000,
+    200,
+  );
   const agentRow = (await page.textContent('#agents tr[data-agent="echo-agent"]')) ?? '';
   assert.match(agentRow, /healthy|no heartbeat/);
   assert.match(agentRow, /\d/, 'lag and in-flight are numbers once the runtime answered');

@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { directoryConfigSpec } from '@mesh/app-directory';
 import { dispatcherConfigSpec } from '@mesh/app-dispatcher';
-import { agentsConfigSpec, billingToolsConfigSpec } from '@mesh/app-agents';
+import { agentsConfigSpec } from '@mesh/app-agents';
+import { billingToolsConfigSpec } from '@mesh/app-billing-tools';
 import { authSpec, DEMO_API_KEYS } from '@mesh/auth';
 import { repoRoot } from '../support/processes.js';
 

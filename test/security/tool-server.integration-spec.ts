@@ -265,7 +265,7 @@ test('malformed JSON, an oversized body, an unknown route and a wrong method get
 });
 
 test('billing-tools refuses to start without a token secret, and listens on 127.0.0.1 unless HTTP_HOST says otherwise', async () => {
-  const main = join(repoRoot, 'apps/agents/dist/billing-tools/billing-tools.main.js');
+  const main = join(repoRoot, 'apps/billing-tools/dist/main.js');
   const noSecret = spawnNode(main, { DATABASE_URL: db, BILLING_TOKEN_SECRET: '', BILLING_TOOLS_PORT: String(await freePort()) });
   const { code } = await noSecret.exited;
   assert.equal(code, 1);

@@ -1,6 +1,6 @@
 // The refund conversation's whole stack for end-to-end specs: a dispatcher, billing-tools and an
 // agents runtime running refund-agent, on the spec's own database and topic prefix.
-import { textMessage as cliTextMessage } from '@mesh/cli';
+import { textMessage as cliTextMessage } from '@mesh/app-cli';
 import { refundAgent } from '@mesh/app-agents';
 import { eventually } from './infra.js';
 import { agentRecord, publishAgents, startTestDispatcher } from './dispatcher-harness.js';

@@ -4,8 +4,4 @@ export * from './database/migrations/index.js';
 export * from './runtime/execution-ledger.js';
 export * from './runtime/a2a-wire.js';
 export * from './sample-agents/index.js';
-export * from './billing-tools/billing-tools.app.js';
-export * from './billing-tools/billing-tools.config.js';
-export * from './billing-tools/billing-hooks.js';
-export * from './billing-tools/migrations/index.js';
 export * from './retention/ledger-retention.js';

@@ -130,6 +130,16 @@ export class BusAdmin {
     return (found?.partitions ?? []).map((p) => ({ partition: p.partition, offset: Number(p.offset), metadata: p.metadata }));
   }
 
+  /**
+   * Records in the topic now, summed over its partitions (high minus low watermark); 0 for a
+   * topic that does not exist (yet), e.g. a dead-letter topic nothing was ever dead-lettered to.
+   */
+  async recordCount(topic: string): Promise<number> {
+    await this.connect();
+    const marks = await this.admin.fetchTopicOffsets(topic).catch(() => []);
+    return marks.reduce((n, m) => n + Number(BigInt(m.high) - BigInt(m.low)), 0);
+  }
+
   /** How long the broker keeps the topic's records (`retention.ms`; -1: forever). */
   async retentionMs(topic: string): Promise<number> {
     await this.connect();

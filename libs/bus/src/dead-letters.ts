@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Kafka } from 'kafkajs';
 import { MeshError, normalizeHeaders, TopicNames } from '@mesh/contract';
 import { BusProducer } from './bus-producer.js';
@@ -67,6 +68,98 @@ export function deadLetterHeaders(original: Record<string, string>, cause: DeadL
 /** The record's headers without the dead-letter description (what a replay sends back). */
 export function withoutDeadLetterHeaders(headers: Record<string, string>): Record<string, string> {
   return Object.fromEntries(Object.entries(headers).filter(([k]) => !k.startsWith(DLQ_PREFIX)));
+}
+
+/** One record of a dead-letter topic, as an operator needs to judge it (from its dead-letter headers). */
+export interface DeadLetterRecord {
+  partition: number;
+  offset: string;
+  key: string | null;
+  error: string | null;
+  errorCode: string | null;
+  attempts: number | null;
+  /** `{topic}/{partition}@{offset}` the record failed at. */
+  source: string | null;
+  failedAt: string | null;
+}
+
+/** Options of {@link readDeadLetters}. */
+export interface ReadDeadLettersOptions {
+  /** Return at most this many records (the first ones by partition and offset read). */
+  limit: number;
+  /** Give up waiting after this long (default 30 s) and return what was read. */
+  timeoutMs?: number;
+}
+
+/** A dead letter's description from its headers. */
+function deadLetterRecord(partition: number, offset: string, key: Buffer | null, h: Record<string, string>): DeadLetterRecord {
+  return {
+    partition,
+    offset,
+    key: key?.toString() ?? null,
+    error: h[DeadLetterHeaders.error] ?? null,
+    errorCode: h[DeadLetterHeaders.errorCode] ?? null,
+    attempts: h[DeadLetterHeaders.attempts] ? Number(h[DeadLetterHeaders.attempts]) : null,
+    source: h[DeadLetterHeaders.sourceTopic]
+      ? `${h[DeadLetterHeaders.sourceTopic]}/${h[DeadLetterHeaders.sourcePartition]}@${h[DeadLetterHeaders.sourceOffset]}`
+      : null,
+    failedAt: h[DeadLetterHeaders.failedAt] ?? null,
+  };
+}
+
+/**
+ * Operator view: reads a dead-letter topic from its start to its end as of now, committing
+ * nothing (a throwaway consumer group, deleted afterwards), sorted by partition and offset.
+ * Resolves `undefined` when the topic does not exist.
+ */
+export async function readDeadLetters(
+  kafka: Kafka,
+  deadLetterTopic: string,
+  opts: ReadDeadLettersOptions,
+): Promise<DeadLetterRecord[] | undefined> {
+  const admin = kafka.admin();
+  await admin.connect();
+  let ends: Map<number, bigint>;
+  try {
+    if (!(await admin.listTopics()).includes(deadLetterTopic)) return undefined;
+    ends = new Map((await admin.fetchTopicOffsets(deadLetterTopic)).map((o) => [o.partition, BigInt(o.high)]));
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+  const out: DeadLetterRecord[] = [];
+  const pending = new Set([...ends].filter(([, high]) => high > 0n).map(([p]) => p));
+  if (pending.size === 0) return out;
+  const groupId = `mesh-dlq-reader-${randomUUID()}`;
+  const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 100 });
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topic: deadLetterTopic, fromBeginning: true });
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => resolve(), opts.timeoutMs ?? 30_000);
+      consumer
+        .run({
+          autoCommit: false,
+          eachMessage: async ({ partition, message }) => {
+            if (!pending.has(partition)) return;
+            if (out.length < opts.limit)
+              out.push(deadLetterRecord(partition, message.offset, message.key, normalizeHeaders(message.headers)));
+            if (BigInt(message.offset) + 1n >= ends.get(partition)!) pending.delete(partition);
+            if (pending.size === 0 || out.length >= opts.limit) {
+              clearTimeout(timer);
+              resolve();
+            }
+          },
+        })
+        .catch(reject);
+    });
+  } finally {
+    await consumer.disconnect().catch(() => undefined);
+    const cleanup = kafka.admin();
+    await cleanup.connect().catch(() => undefined);
+    await cleanup.deleteGroups([groupId]).catch(() => undefined);
+    await cleanup.disconnect().catch(() => undefined);
+  }
+  return out.sort((a, b) => a.partition - b.partition || Number(BigInt(a.offset) - BigInt(b.offset)));
 }
 
 /** Options of {@link replayDeadLetters}. */

@@ -14,7 +14,17 @@ export type { EnvelopeHandler, BusConsumerOptions, DeadLettered, DeadLetterReaso
 export { DEAD_LETTER_REASONS } from './consumer-types.js';
 export { BusConsumer } from './bus-consumer.js';
 export { IntervalCommitter } from './interval-committer.js';
-export { deadLetterTopic, replayDeadLetters, DeadLetterHeaders, countDeadLetters, type DeadLetterCounter } from './dead-letters.js';
+export {
+  deadLetterTopic,
+  replayDeadLetters,
+  readDeadLetters,
+  countDeadLetters,
+  DeadLetterHeaders,
+  type DeadLetterCounter,
+  type DeadLetterRecord,
+  type ReadDeadLettersOptions,
+  type ReplayOptions,
+} from './dead-letters.js';
 export {
   BusBatchContext,
   BusContext,

@@ -36,3 +36,4 @@ export { canSee, type AgentVisibility, type AgentRecord, type AgentHeartbeat } f
 export { clampTimerMs, deadlineTimerMs } from './timer-delay.js';
 export { sleep, wakeableSleep } from './sleep.js';
 export { hasControlCharacter, hasLoneSurrogate } from './unicode-text.js';
+export { BillingTools, type BillingInvoice, type BillingRefund } from './billing-tools.js';

@@ -1,4 +1,5 @@
-import { data, defineAgent, textOf, type AgentMessage } from '@mesh/agent-sdk';
+import { data, defineAgent, textOf, toolName, type AgentMessage } from '@mesh/agent-sdk';
+import { BillingTools, type BillingInvoice, type BillingRefund } from '@mesh/contract';
 
 const INVOICE_RE = /\bINV-\d{1,10}\b/i;
 
@@ -8,16 +9,8 @@ function invoiceIn(m: AgentMessage): string | undefined {
   return INVOICE_RE.exec(textOf(m.parts))?.[0].toUpperCase();
 }
 
-interface Invoice {
-  invoice_id: string;
-  amount_cents: number;
-  currency: string;
-  charges: number;
-  refunded_cents: number;
-  /** Refunds already made on it, oldest first (billing-tools reports them). */
-  refund_ids?: string[];
-  duplicate_charge: boolean;
-}
+/** The refund agent's name for billing-tools among its MCP servers (tools are `mcp__billing__…`). */
+const BILLING = 'billing';
 
 /**
  * Refunds a duplicate charge: asks for the invoice number when it has none, checks the invoice, and
@@ -43,13 +36,13 @@ export const refundAgent = defineAgent({
   },
   channel: { visibility: 'public', maxInFlight: 64 },
   mcpServers: {
-    billing: {
+    [BILLING]: {
       transport: 'http',
-      url: 'http://127.0.0.1:8083/mcp',
-      reconcileTool: 'refund_status',
+      url: `http://127.0.0.1:${BillingTools.port}/mcp`,
+      reconcileTool: BillingTools.tools.refundStatus,
       requestTimeoutMs: 10000,
       // billing-tools refuses calls without a token for this audience (AGENTS_TOOL_TOKEN_SECRET).
-      tokenAudience: 'billing-tools',
+      tokenAudience: BillingTools.audience,
     },
   },
   handler: async (task, ctx) => {
@@ -63,10 +56,10 @@ export const refundAgent = defineAgent({
     if (!invoiceId) return ctx.askForInput('Which invoice was charged twice? Please send its number, e.g. INV-2291.');
 
     await ctx.progress(`Checking invoice ${invoiceId}.`);
-    const found = await ctx.callTool({ tool: 'mcp__billing__get_invoice', args: { invoice_id: invoiceId } });
+    const found = await ctx.callTool({ tool: toolName(BILLING, BillingTools.tools.getInvoice), args: { invoice_id: invoiceId } });
     if (found.status === 'error') return ctx.reject(`I cannot refund ${invoiceId}: ${found.text}`);
     if (found.status !== 'ok' || !found.data) return ctx.fail(`Could not read invoice ${invoiceId}.`);
-    const invoice = found.data as unknown as Invoice;
+    const invoice = found.data as unknown as BillingInvoice;
 
     const refundable = invoice.amount_cents * (invoice.charges - 1) - invoice.refunded_cents;
     if (!invoice.duplicate_charge || refundable <= 0) {
@@ -89,7 +82,7 @@ export const refundAgent = defineAgent({
     }
 
     const refund = await ctx.callTool({
-      tool: 'mcp__billing__issue_refund',
+      tool: toolName(BILLING, BillingTools.tools.issueRefund),
       args: { invoice_id: invoiceId, amount_cents: refundable, reason: 'duplicate charge' },
     });
     if (refund.status === 'unknown') {
@@ -103,7 +96,7 @@ export const refundAgent = defineAgent({
     }
     if (refund.status === 'error' || !refund.data)
       return ctx.fail(`The refund for ${invoiceId} failed: ${refund.status === 'error' ? refund.text : 'no result'}`);
-    const r = refund.data as unknown as { refund_id: string; amount_cents: number; currency: string };
+    const r = refund.data as unknown as BillingRefund;
     await ctx.artifact({
       name: 'refund',
       parts: [

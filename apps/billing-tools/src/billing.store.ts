@@ -1,29 +1,5 @@
 import type { DataSource } from 'typeorm';
-
-/** An invoice as tools report it. */
-export interface Invoice {
-  invoice_id: string;
-  customer: string;
-  amount_cents: number;
-  currency: string;
-  charges: number;
-  refunded_cents: number;
-  /** Ids of the refunds made on it, oldest first. */
-  refund_ids: string[];
-  /** True when the customer was charged more than once. */
-  duplicate_charge: boolean;
-}
-
-/** A refund as tools report it. */
-export interface Refund {
-  refund_id: string;
-  invoice_id: string;
-  amount_cents: number;
-  currency: string;
-  state: 'issued';
-  idempotency_key: string;
-  created_at: string;
-}
+import type { BillingInvoice as Invoice, BillingRefund as Refund } from '@mesh/contract';
 
 /** Billing data access: plain SQL so the idempotency-key constraint does the deduplication. */
 export class BillingStore {

@@ -3,7 +3,7 @@ import { startTelemetry } from '@mesh/telemetry';
 import { loadBillingToolsConfig } from './billing-tools.config.js';
 import { startBillingTools } from './billing-tools.app.js';
 
-// Tracing before anything connects (ESM imports above are hoisted anyway; startTelemetry patches kafkajs itself).
+// Tracing before anything serves (ESM imports above are hoisted anyway).
 startTelemetry({ serviceName: 'billing-tools' });
 
 runMain('billing-tools', async (logger) => {

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { BillingTools } from '@mesh/contract';
 import { isTransientPostgresError } from '@mesh/database';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { ToolMeta, verifyToolToken, type ToolTokenClaims } from '@mesh/tool-gateway';
@@ -74,7 +75,7 @@ export function createBillingServer(deps: BillingServerDeps): McpServer {
   const server = new McpServer({ name: 'billing-tools', version: '0.1.0' });
 
   server.registerTool(
-    'get_invoice',
+    BillingTools.tools.getInvoice,
     {
       description: 'Look up an invoice of the calling tenant: amount, how often it was charged, what was refunded.',
       inputSchema: { invoice_id: z.string().min(1).max(64) },
@@ -82,7 +83,7 @@ export function createBillingServer(deps: BillingServerDeps): McpServer {
     },
     async ({ invoice_id }, extra) => {
       try {
-        await deps.hooks.at('get_invoice', 'before', extra.signal);
+        await deps.hooks.at(BillingTools.tools.getInvoice, 'before', extra.signal);
         const { tenant } = await callerOf(extra._meta, extra.authInfo, deps);
         const invoice = await untilAvailable(extra.signal, () => deps.store.invoice(tenant, invoice_id));
         return invoice ? ok({ ...invoice }) : failure(`invoice ${invoice_id} not found`);
@@ -93,7 +94,7 @@ export function createBillingServer(deps: BillingServerDeps): McpServer {
   );
 
   server.registerTool(
-    'issue_refund',
+    BillingTools.tools.issueRefund,
     {
       description:
         'Refund a duplicate charge of an invoice: at most the amount charged beyond the first charge, less earlier refunds. ' +
@@ -107,7 +108,7 @@ export function createBillingServer(deps: BillingServerDeps): McpServer {
     },
     async ({ invoice_id, amount_cents, reason }, extra) => {
       try {
-        await deps.hooks.at('issue_refund', 'before', extra.signal);
+        await deps.hooks.at(BillingTools.tools.issueRefund, 'before', extra.signal);
         const caller = await callerOf(extra._meta, extra.authInfo, deps);
         const key = extra._meta?.[ToolMeta.idempotencyKey];
         if (typeof key !== 'string' || key === '') return failure(`_meta["${ToolMeta.idempotencyKey}"] is required`);
@@ -116,7 +117,7 @@ export function createBillingServer(deps: BillingServerDeps): McpServer {
         );
         if (!refund) return failure(`invoice ${invoice_id} not found`);
         // The refund is committed; a hang here is the "effect happened, answer lost" case.
-        await deps.hooks.at('issue_refund', 'after-commit', extra.signal);
+        await deps.hooks.at(BillingTools.tools.issueRefund, 'after-commit', extra.signal);
         return ok({ ...refund });
       } catch (err) {
         return failure(err instanceof Error ? err.message : String(err));
@@ -125,7 +126,7 @@ export function createBillingServer(deps: BillingServerDeps): McpServer {
   );
 
   server.registerTool(
-    'refund_status',
+    BillingTools.tools.refundStatus,
     {
       description: 'Reconcile a refund by idempotency key: {status: "applied", result} or {status: "not_found"}.',
       inputSchema: { idempotency_key: z.string().min(1).max(500) },
@@ -133,7 +134,7 @@ export function createBillingServer(deps: BillingServerDeps): McpServer {
     },
     async ({ idempotency_key }, extra) => {
       try {
-        await deps.hooks.at('refund_status', 'before', extra.signal);
+        await deps.hooks.at(BillingTools.tools.refundStatus, 'before', extra.signal);
         const { tenant } = await callerOf(extra._meta, extra.authInfo, deps);
         const refund = await untilAvailable(extra.signal, () => deps.store.refundByKey(tenant, idempotency_key));
         return ok(refund ? { status: 'applied', result: { ...refund } } : { status: 'not_found' });

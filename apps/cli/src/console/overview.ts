@@ -1,6 +1,5 @@
 import { TaskState, type Task } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
-import type { Admin } from 'kafkajs';
 import { BusAdmin, createKafka } from '@mesh/bus';
 import { ConsumerGroups, TopicNames } from '@mesh/contract';
 import { agentClient, taskSummary } from '../a2a-client.js';
@@ -43,8 +42,6 @@ const msg = (err: unknown) => (err instanceof Error ? err.message : String(err))
 /** Builds overviews; keeps one Kafka admin and one A2A client per agent between refreshes. */
 export class OverviewSource {
   private readonly admin: BusAdmin;
-  private readonly raw: Admin;
-  private rawConnected?: Promise<void>;
   private readonly clients = new Map<string, Promise<Client>>();
   private readonly topics: TopicNames;
   private readonly groups: ConsumerGroups;
@@ -52,14 +49,12 @@ export class OverviewSource {
   constructor(private readonly t: ConsoleTargets) {
     const kafka = createKafka({ brokers: t.brokers, clientId: 'mesh-console' }, { retry: { retries: 1 }, connectionTimeout: 3000 });
     this.admin = new BusAdmin(kafka);
-    this.raw = kafka.admin();
     this.topics = new TopicNames(t.prefix);
     this.groups = new ConsumerGroups(t.prefix);
   }
 
   async close(): Promise<void> {
     await this.admin.close().catch(() => undefined);
-    await this.raw.disconnect().catch(() => undefined);
   }
 
   private client(agent: string): Promise<Client> {
@@ -95,7 +90,7 @@ export class OverviewSource {
       (dir?.items ?? []).map(async (a) => {
         const [lag, dlq, listed] = await Promise.all([
           soft(`lag of ${a.id}`, this.admin.consumerLag(this.groups.agentWorkers(a.id), [this.topics.commands(a.id)])),
-          soft(`dead letters of ${a.id}`, this.deadLetterCount(this.topics.deadLetters(this.topics.commands(a.id)))),
+          soft(`dead letters of ${a.id}`, this.admin.recordCount(this.topics.deadLetters(this.topics.commands(a.id)))),
           a.retired
             ? Promise.resolve(undefined)
             : soft(
@@ -127,18 +122,6 @@ export class OverviewSource {
     agents.sort((x, y) => x.id.localeCompare(y.id));
     tasks.sort((x, y) => y.updated.localeCompare(x.updated));
     return { at: new Date().toISOString(), agents, tasks: tasks.slice(0, 50), unknowns: unknowns?.unknowns ?? [], problems };
-  }
-
-  /** Records in a dead-letter topic now (0 when it does not exist). */
-  private async deadLetterCount(topic: string): Promise<number> {
-    this.rawConnected ??= this.raw.connect().catch((err: unknown) => {
-      this.rawConnected = undefined;
-      throw err;
-    });
-    await this.rawConnected;
-    // A topic that does not exist yet has no dead letters.
-    const offsets = await this.raw.fetchTopicOffsets(topic).catch(() => []);
-    return offsets.reduce((n, o) => n + Number(BigInt(o.high) - BigInt(o.low)), 0);
   }
 }
 
