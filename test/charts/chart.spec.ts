@@ -4,7 +4,7 @@
 // kubernetes-models packages and against what the apps read. No cluster, no broker.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -24,7 +24,7 @@ import type { IService } from 'kubernetes-models/v1/Service';
 import type { IContainer } from 'kubernetes-models/v1/Container';
 import { directoryConfigSpec } from '@mesh/app-directory';
 import { dispatcherConfigSpec } from '@mesh/app-dispatcher';
-import { agentsConfigSpec, sampleAgents } from '@mesh/app-agents';
+import { agentsConfigSpec, billingToolsConfigSpec, sampleAgents } from '@mesh/app-agents';
 import { authSpec } from '@mesh/auth';
 import { MeshMetrics } from '@mesh/telemetry';
 import { repoRoot } from '../support/processes.js';
@@ -94,6 +94,9 @@ const byName = <T>(ms: Manifest[], kind: string, name: string): Manifest & T => 
 const isHook = (m: Manifest) => m.metadata.annotations?.['helm.sh/hook'] !== undefined;
 const selects = (selector: Record<string, string>, labels: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels[k] === v);
 const values = chart.defaults;
+/** The demo tool server on, with the secret it needs. */
+const withBillingTools = { billingTools: { enabled: true }, secrets: { agents: { toolTokenSecret: 'tool-token-secret-0123456789' } } };
+
 type Autoscaling = Record<string, number>;
 const agentValues = values.agents as { autoscaling: Autoscaling; groups: { name: string; agentIds: string[]; partitions: number; autoscaling?: Autoscaling }[] };
 /** The groups with their effective autoscaling: agents.autoscaling with each group's own keys over it. */
@@ -206,18 +209,24 @@ test('a group overrides any subset of agents.autoscaling; the rest comes from th
 });
 
 test('each Deployment runs its app from the one image, with probes, resources, drain-long grace and the config', async () => {
-  const ms = await renderValid();
+  const ms = await renderValid(withBillingTools);
   const config = ofKind<{ data: Record<string, string> }>(ms, 'ConfigMap').find((m) => !isHook(m))!;
   const secret = ofKind<{ data: Record<string, string> }>(ms, 'Secret').find((m) => !isHook(m))!;
   const drain = values.drain as { timeoutSeconds: number; preStopSleepSeconds: number };
-  const ports: Record<string, number> = { directory: 8081, dispatcher: 8080, agents: 8082 };
+  const ports: Record<string, number> = { directory: 8081, dispatcher: 8080, agents: 8082, 'billing-tools': 8083 };
   // The chart's ports are the apps' defaults (what npm start and docker-compose.yml use).
-  const specs = { directory: directoryConfigSpec.DIRECTORY_PORT, dispatcher: dispatcherConfigSpec.DISPATCHER_PORT, agents: agentsConfigSpec.AGENTS_PORT };
+  const specs = {
+    directory: directoryConfigSpec.DIRECTORY_PORT,
+    dispatcher: dispatcherConfigSpec.DISPATCHER_PORT,
+    agents: agentsConfigSpec.AGENTS_PORT,
+    'billing-tools': billingToolsConfigSpec.BILLING_TOOLS_PORT,
+  };
+  const valuesKey: Record<string, string> = { 'billing-tools': 'billingTools' };
   // The apps bind 127.0.0.1 by default; in a pod they must listen where the Service reaches them.
   assert.equal(config.data.HTTP_HOST, '0.0.0.0');
   for (const [app, spec] of Object.entries(specs)) {
     assert.equal(spec.parse(undefined), ports[app]);
-    assert.equal((values[app] as GoMap).port, ports[app]);
+    assert.equal((values[valuesKey[app] ?? app] as GoMap).port, ports[app]);
   }
   for (const d of ofKind<IDeployment>(ms, 'Deployment')) {
     const pod = d.spec!.template.spec!;
@@ -226,9 +235,11 @@ test('each Deployment runs its app from the one image, with probes, resources, d
     const app = c.name;
     assert.ok(app in ports, `${d.metadata.name}: container ${app}`);
     assert.deepEqual(c.command, ['node', `apps/${app}/dist/main.js`]);
+    assert.ok(existsSync(join(repoRoot, `apps/${app}/dist/main.js`)), `${app}: the entry point exists after npm run build`);
     assert.equal(c.image, `${(values.image as GoMap).repository}:${chart.meta.appVersion}`);
     assert.deepEqual(c.ports, [{ name: 'http', containerPort: ports[app], protocol: 'TCP' }]);
-    assert.deepEqual(c.env?.find((e) => e.name === `${app.toUpperCase()}_PORT`), { name: `${app.toUpperCase()}_PORT`, value: String(ports[app]) });
+    const portVar = `${app.toUpperCase().replace('-', '_')}_PORT`;
+    assert.deepEqual(c.env?.find((e) => e.name === portVar), { name: portVar, value: String(ports[app]) });
     assert.deepEqual(c.readinessProbe?.httpGet, { path: '/healthz', port: 'http' });
     assert.deepEqual(c.livenessProbe?.httpGet, { path: '/livez', port: 'http' });
     assert.deepEqual(c.startupProbe?.httpGet, { path: '/livez', port: 'http' });
@@ -428,6 +439,42 @@ test('ServiceMonitor on: one per component on the http port and the metrics path
   }
 });
 
+test('billingTools on: its Deployment and Service, the agents call it with the shared tool-token secret; off by default', async () => {
+  const off = await renderValid();
+  assert.ok(!ofKind(off, 'Deployment').some((d) => d.metadata.name.endsWith('-billing-tools')));
+  const agentsEnv = (ms: Manifest[]) =>
+    Object.fromEntries(ofKind<IDeployment>(ms, 'Deployment').find((d) => d.metadata.name.includes('-agents-'))!.spec!.template.spec!.containers[0].env!.map((e) => [e.name, e.value]));
+  assert.equal(agentsEnv(off).AGENTS_MCP_SERVERS, undefined);
+  await assert.rejects(() => chart.render({ billingTools: { enabled: true } }), (e: Error) => e instanceof RenderFailure && /toolTokenSecret/.test(e.message));
+
+  const ms = await renderValid(withBillingTools);
+  const tools = byName<IDeployment>(ms, 'Deployment', 'mesh-agent-mesh-billing-tools');
+  const svc = byName<IService>(ms, 'Service', 'mesh-agent-mesh-billing-tools');
+  const env = tools.spec!.template.spec!.containers[0].env!;
+  // BILLING_TOKEN_SECRET is the Secret's AGENTS_TOOL_TOKEN_SECRET: the key the agents mint with.
+  const secretRef = env.find((e) => e.name === 'BILLING_TOKEN_SECRET')?.valueFrom?.secretKeyRef;
+  assert.equal(secretRef?.key, 'AGENTS_TOOL_TOKEN_SECRET');
+  const secret = ofKind<{ data: Record<string, string> }>(ms, 'Secret').find((m) => m.metadata.name === secretRef?.name)!;
+  assert.equal(Buffer.from(secret.data.AGENTS_TOOL_TOKEN_SECRET, 'base64').toString(), withBillingTools.secrets.agents.toolTokenSecret);
+  const mcp = JSON.parse(agentsEnv(ms).AGENTS_MCP_SERVERS!) as Record<string, { url: string }>;
+  assert.equal(mcp.billing.url, `http://${svc.metadata!.name}:${svc.spec!.ports![0].port}/mcp`);
+  // An explicit billing server wins over the chart's.
+  const own = await renderValid({ ...withBillingTools, agents: { mcpServers: { billing: { url: 'http://billing.tools:9000/mcp' } } } });
+  assert.equal((JSON.parse(agentsEnv(own).AGENTS_MCP_SERVERS!) as Record<string, { url: string }>).billing.url, 'http://billing.tools:9000/mcp');
+});
+
+test('secrets.agents.directoryToken: the agents register their cards in the chart directory', async () => {
+  const envOf = (ms: Manifest[]) =>
+    Object.fromEntries(ofKind<IDeployment>(ms, 'Deployment').find((d) => d.metadata.name.includes('-agents-'))!.spec!.template.spec!.containers[0].env!.map((e) => [e.name, e.value]));
+  assert.equal(envOf(await renderValid()).AGENTS_DIRECTORY_URL, undefined, 'no token, no registration (the agents refuse a URL without one)');
+  const ms = await renderValid({ secrets: { agents: { directoryToken: 'team-key-123' } } });
+  const directory = byName<IService>(ms, 'Service', 'mesh-agent-mesh-directory');
+  assert.equal(envOf(ms).AGENTS_DIRECTORY_URL, `http://${directory.metadata!.name}:${directory.spec!.ports![0].port}`);
+  const secret = ofKind<{ data: Record<string, string> }>(ms, 'Secret').find((m) => !isHook(m))!;
+  assert.equal(Buffer.from(secret.data.AGENTS_DIRECTORY_TOKEN, 'base64').toString(), 'team-key-123');
+  assert.ok('AGENTS_DIRECTORY_URL' in agentsConfigSpec && 'AGENTS_DIRECTORY_TOKEN' in agentsConfigSpec);
+});
+
 test('PrometheusRule on: every alert reads metrics and labels the services export, combining replicas with max', async () => {
   assert.equal(ofKind(await renderValid(), 'PrometheusRule').length, 0, 'off by default (needs the CRD)');
   const ms = await renderValid({ metrics: { prometheusRule: { enabled: true, labels: { release: 'prom' }, lagThreshold: 250 } } });
@@ -471,6 +518,7 @@ test('auth settings go to the Secret; every env variable is one an app reads or 
     ...Object.keys(directoryConfigSpec),
     ...Object.keys(dispatcherConfigSpec),
     ...Object.keys(agentsConfigSpec),
+    ...Object.keys(billingToolsConfigSpec),
     ...Object.keys(authSpec),
     ...readElsewhere,
   ]);

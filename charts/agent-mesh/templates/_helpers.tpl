@@ -103,26 +103,47 @@ AUTH_JWKS_JSON: {{ . | b64enc | quote }}
 {{- with .opsToken }}
 AGENTS_OPS_TOKEN: {{ . | b64enc | quote }}
 {{- end }}
+{{- with .directoryToken }}
+AGENTS_DIRECTORY_TOKEN: {{ . | b64enc | quote }}
+{{- end }}
 {{- with .toolTokenSecret }}
 AGENTS_TOOL_TOKEN_SECRET: {{ . | b64enc | quote }}
 {{- end }}
 {{- end }}
 {{- end -}}
 
-{{/* env and envFrom of an app container; arg: dict root, app, port, env. */}}
+{{/* env and envFrom of an app container; arg: dict root, app, port, env, secretEnv (name → key of the Secret). */}}
 {{- define "agent-mesh.containerEnv" -}}
+{{- $secret := include "agent-mesh.secretName" .root -}}
 envFrom:
   - configMapRef:
       name: {{ include "agent-mesh.configName" .root }}
   - secretRef:
-      name: {{ include "agent-mesh.secretName" .root }}
+      name: {{ $secret }}
 env:
-  - name: {{ printf "%s_PORT" (upper .app) }}
+  - name: {{ printf "%s_PORT" (upper (replace "-" "_" .app)) }}
     value: {{ .port | int | toString | quote }}
 {{- range $k, $v := .env }}
   - name: {{ $k }}
     value: {{ $v | toString | quote }}
 {{- end }}
+{{- range $k, $key := .secretEnv }}
+  - name: {{ $k }}
+    valueFrom:
+      secretKeyRef:
+        name: {{ $secret }}
+        key: {{ $key }}
+{{- end }}
+{{- end -}}
+
+{{/* The stand-alone apps: values key and component (object suffix and entry folder under apps/). */}}
+{{- define "agent-mesh.apps" -}}
+{{- toJson (list (dict "key" "directory" "component" "directory") (dict "key" "dispatcher" "component" "dispatcher") (dict "key" "billingTools" "component" "billing-tools")) -}}
+{{- end -}}
+
+{{/* In-cluster URL of one component's Service; arg: dict root, component, port. */}}
+{{- define "agent-mesh.serviceUrl" -}}
+{{- printf "http://%s:%d" (include "agent-mesh.componentName" (dict "root" .root "component" .component)) (int .port) -}}
 {{- end -}}
 
 {{/*
@@ -194,7 +215,7 @@ spec:
             - name: http
               containerPort: {{ int .spec.port }}
               protocol: TCP
-          {{- include "agent-mesh.containerEnv" (dict "root" $root "app" .app "port" .spec.port "env" .env) | nindent 10 }}
+          {{- include "agent-mesh.containerEnv" (dict "root" $root "app" .app "port" .spec.port "env" .env "secretEnv" (.secretEnv | default dict)) | nindent 10 }}
           startupProbe:
             httpGet: { path: /livez, port: http }
             {{- toYaml $v.probes.startup | nindent 12 }}
