@@ -33,3 +33,16 @@ test('/metrics: accepted, completed, failed, input_required and canceled tasks, 
   assert.equal(await outcome('input_required'), 1);
   assert.equal(await outcome('canceled'), 1);
 });
+
+test('/metrics: mesh_dead_letters_total starts at 0 for the events topic and counts an undecodable event', async () => {
+  const topic = env.topics.events();
+  const dead = (reason: string) => metricSample(env.url, 'mesh_dead_letters_total', { topic, reason });
+  for (const reason of ['undecodable', 'not_retryable', 'attempts_exhausted'])
+    assert.equal(await dead(reason), 0, `${reason} at 0 from the start`);
+  const producer = env.kafka.producer();
+  await producer.connect();
+  after(() => producer.disconnect());
+  await producer.send({ topic, messages: [{ key: 'not-a-task', value: '{"not":"an envelope"}' }] });
+  await eventually('the poison event counted', async () => (await dead('undecodable')) === 1);
+  assert.equal(await dead('not_retryable'), 0);
+});
