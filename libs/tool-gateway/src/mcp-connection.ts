@@ -206,8 +206,12 @@ export class McpConnection {
 
   /** An HTTP server judged older long enough ago: it may have been upgraded behind the same URL. */
   private recheckDue(): boolean {
+    return this.spec.transport === 'http' && this.legacyVerdictDue();
+  }
+
+  private legacyVerdictDue(): boolean {
     const v = this.verdict;
-    return v?.era === 'legacy' && this.spec.transport === 'http' && Date.now() - v.checkedAt >= (this.opts.legacyRecheckMs ?? 15 * 60_000);
+    return v?.era === 'legacy' && Date.now() - v.checkedAt >= (this.opts.legacyRecheckMs ?? 15 * 60_000);
   }
 
   /**
@@ -239,7 +243,7 @@ export class McpConnection {
     const prior =
       v?.era === 'modern'
         ? { kind: 'modern' as const, discover: v.discover }
-        : v && !this.legacyStale(v)
+        : v && !this.legacyVerdictDue()
           ? { kind: 'legacy' as const }
           : undefined;
     let client: Client;
@@ -254,10 +258,6 @@ export class McpConnection {
     }
     this.adopt(client);
     return client;
-  }
-
-  private legacyStale(v: Verdict): boolean {
-    return v.era === 'legacy' && Date.now() - v.checkedAt >= (this.opts.legacyRecheckMs ?? 15 * 60_000);
   }
 
   /** Opens a client and negotiates; with `prior`, the remembered verdict instead of a probe. */
@@ -348,8 +348,10 @@ export class McpConnection {
     if (this.client === client) {
       this.client = undefined;
       this.toolCache = undefined;
-      // A remembered revision the server no longer serves is forgotten; the next open negotiates.
-      if (isRevisionMismatch(err)) this.verdict = undefined;
+      // The next open negotiates afresh after a refused revision, and after any failure on the new
+      // one: reused without a round trip, a verdict gone stale would only ever fail (while a stale
+      // "older server" verdict still works, and its re-check is on the schedule).
+      if (this.verdict?.era === 'modern' || isRevisionMismatch(err)) this.verdict = undefined;
     }
     await client.close().catch(() => undefined);
   }
@@ -384,21 +386,38 @@ function isConnectionFailure(err: unknown): boolean {
   return err instanceof SdkError && (err.code === 'CONNECTION_CLOSED' || err.code === 'SEND_FAILED' || err.code === 'NOT_CONNECTED');
 }
 
+/** The requests running under each outer signal; one listener per outer signal aborts them all. */
+const followers = new WeakMap<AbortSignal, { controllers: Set<AbortController>; follow: () => void }>();
+
 /**
  * Runs one SDK request with a signal of its own that follows `outer` only while the request runs.
  * The SDK adds an abort listener to the signal it is given and never removes it: handed a turn's
  * signal directly, every call of the turn left one behind (a MaxListeners warning past ten), and
  * aborting the turn later ran them all, sending `notifications/cancelled` for requests long answered.
+ * Concurrent requests of one turn share a single listener on its signal, removed with the last.
  */
 async function whileRequest<T>(outer: AbortSignal | undefined, request: (signal?: AbortSignal) => Promise<T>): Promise<T> {
   if (!outer) return request(undefined);
   const own = new AbortController();
-  const follow = () => own.abort(outer.reason);
-  if (outer.aborted) follow();
-  else outer.addEventListener('abort', follow, { once: true });
+  if (outer.aborted) own.abort(outer.reason);
+  let entry = followers.get(outer);
+  if (!entry && !outer.aborted) {
+    const controllers = new Set<AbortController>();
+    const follow = () => controllers.forEach((c) => c.abort(outer.reason));
+    entry = { controllers, follow };
+    followers.set(outer, entry);
+    outer.addEventListener('abort', follow, { once: true });
+  }
+  entry?.controllers.add(own);
   try {
     return await request(own.signal);
   } finally {
-    outer.removeEventListener('abort', follow);
+    if (entry) {
+      entry.controllers.delete(own);
+      if (entry.controllers.size === 0 && followers.get(outer) === entry) {
+        followers.delete(outer);
+        outer.removeEventListener('abort', entry.follow);
+      }
+    }
   }
 }
