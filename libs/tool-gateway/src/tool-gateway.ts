@@ -1,9 +1,9 @@
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { parseToolName, type McpServerSpec, type ToolIntent, type ToolObservation } from '@mesh/agent-sdk';
 import { argsHash, clampTimerMs, idempotencyKey, MeshError, sleep, type JsonObject } from '@mesh/contract';
 import { SpanAttr, withSpan } from '@mesh/telemetry';
 import type { EffectEntry, EffectLedger, RecordedResult } from './effect-ledger.js';
 import { McpConnection, type ToolInfo } from './mcp-connection.js';
+import type { ToolCallResult } from './mcp-shapes.js';
 import type { RetryBudget } from './retry-budget.js';
 import { abortError, SemaphoreSlotSupplier, type SlotSupplier } from './slot-supplier.js';
 import { ToolMeta } from './tool-meta.js';
@@ -33,6 +33,8 @@ export interface ToolGatewayOptions {
   readRetries?: number;
   retryBaseMs?: number;
   stderr?: 'inherit' | 'ignore' | 'pipe';
+  /** How long a server judged to speak only an older MCP revision is trusted to before it is probed again. */
+  legacyRecheckMs?: number;
   /** Record tool arguments and results on the execute_tool span (off: they may hold personal data). */
   tracePayloads?: boolean;
   /** Observes every finished call (metrics). */
@@ -60,7 +62,15 @@ export class ToolGateway {
       // A server that wants tokens also wants one on every HTTP request: a connection token opens the session.
       const audience = spec.transport === 'http' ? spec.tokenAudience : undefined;
       const bearer = audience && tokens ? () => tokens.mintConnection({ audience, subject: clientName }) : undefined;
-      this.connections.set(name, new McpConnection(name, spec, { clientName, stderr: opts.stderr, ...(bearer ? { bearer } : {}) }));
+      this.connections.set(
+        name,
+        new McpConnection(name, spec, {
+          clientName,
+          stderr: opts.stderr,
+          ...(opts.legacyRecheckMs !== undefined ? { legacyRecheckMs: opts.legacyRecheckMs } : {}),
+          ...(bearer ? { bearer } : {}),
+        }),
+      );
       this.slots.set(name, new SemaphoreSlotSupplier(spec.maxConcurrency ?? opts.defaultMaxConcurrency ?? 16));
     }
   }
@@ -236,7 +246,7 @@ export class ToolGateway {
     const parsed = parseToolName(entry.tool);
     const spec = parsed && this.connections.get(parsed.server)?.spec;
     if (!parsed || !spec?.reconcileTool) return undefined;
-    let result: CallToolResult;
+    let result: ToolCallResult;
     try {
       const meta: JsonObject = { [ToolMeta.tenant]: entry.tenant, [ToolMeta.taskId]: entry.taskId };
       // The reconciler reads the tenant's receipt for the platform: the worker is the subject.
@@ -329,7 +339,7 @@ function observationOf(entry: EffectEntry, replayed: boolean): ToolObservation {
   };
 }
 
-function recordedOf(result: CallToolResult): RecordedResult {
+function recordedOf(result: ToolCallResult): RecordedResult {
   const text = (result.content ?? [])
     .filter((c): c is { type: 'text'; text: string } => c.type === 'text')
     .map((c) => c.text)
@@ -340,14 +350,18 @@ function recordedOf(result: CallToolResult): RecordedResult {
 function classify(err: unknown, signal?: AbortSignal): Failure {
   if (signal?.aborted) return 'aborted';
   const code = (err as { code?: unknown }).code;
-  if (code === -32001) return 'timeout';
+  // The 2.x SDK reports its own timeout as REQUEST_TIMEOUT; -32001 is the JSON-RPC code older peers use.
+  if (code === -32001 || code === 'REQUEST_TIMEOUT') return 'timeout';
   // Invalid request/params, method not found, parse error: the server refused the request itself.
   if (code === -32600 || code === -32601 || code === -32602 || code === -32700) return 'refused';
   return 'connection';
 }
 
 function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  if (!(err instanceof Error)) return String(err);
+  // An HTTP refusal (401 on the probe, say) carries the server's own words in the body.
+  const body = (err as { data?: { text?: unknown } }).data?.text;
+  return typeof body === 'string' && body && !err.message.includes(body) ? `${err.message}: ${body.slice(0, 500)}` : err.message;
 }
 
 /** Waits like `sleep`, but an abort ends the wait with the scope's abort error. */
