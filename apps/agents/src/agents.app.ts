@@ -86,7 +86,9 @@ export async function startAgents(
         runtime.startHeartbeats();
       },
     });
-    return { url: await app.getUrl(), workerId, stop: () => app.close() };
+    let stopped: Promise<void> | undefined;
+    // Once: SIGTERM and an embedder's own stop may both ask.
+    return { url: await app.getUrl(), workerId, stop: () => (stopped ??= app.close()) };
   } catch (err) {
     // The app's shutdown hooks close what its start opened; without an app, only these are open.
     if (nest) await nest.close().catch(() => undefined);
