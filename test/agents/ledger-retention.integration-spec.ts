@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { agentsMigrations, AGENTS_SCHEMA, LedgerRetention, loadAgentsConfig, PostgresExecutionLedger, startAgents } from '@mesh/app-agents';
 import { openServiceDatabase } from '@mesh/database';
 import { executionId, TopicNames } from '@mesh/contract';
-import { freshDatabase, sql, testRun, uniquePrefix } from '../support/infra.js';
+import { eventually, freshDatabase, sql, testRun, uniquePrefix } from '../support/infra.js';
 
 const db = await freshDatabase('ledger-retention');
 const ds = await openServiceDatabase({ url: db, schema: AGENTS_SCHEMA, entities: [], migrations: agentsMigrations });
@@ -78,6 +78,16 @@ test('the agents refuse to start when a command topic keeps records as long as t
     // The test broker keeps records 24 h.
     AGENTS_LEDGER_RETENTION_MS: '3600000',
   });
+  const connections = async () =>
+    Number(
+      (
+        await sql<{ n: string }>(
+          db,
+          'SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+        )
+      )[0]!.n,
+    );
+  const before = await connections();
   await assert.rejects(startAgents({ ...config, AGENTS_PORT: 0 }), (err: Error & { code?: string }) => {
     assert.equal(err.code, 'CONFIG_INVALID');
     assert.match(
@@ -86,4 +96,6 @@ test('the agents refuse to start when a command topic keeps records as long as t
     );
     return true;
   });
+  // The failed start closed what it had opened (an abandoned pool would drop idle connections only after 10 s).
+  await eventually('the failed start closed its database connections', async () => (await connections()) <= before, 3000);
 });

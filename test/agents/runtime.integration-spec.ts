@@ -11,6 +11,7 @@ import { refundCount, startTestBillingTools } from './agents-fixtures.js';
 import { addDuplicateInvoice, commandProducer, EventCollector, runTask, sendCommand } from './runtime-fixtures.js';
 import { startTestAgents } from '../support/agents-runtime.js';
 
+const OPS_TOKEN = 'runtime-spec-ops-token';
 const spanExporter = new InMemorySpanExporter();
 const telemetry = startTelemetry({ serviceName: 'agents-test', exporter: spanExporter });
 after(() => telemetry.shutdown());
@@ -24,6 +25,7 @@ const agents = await startTestAgents(prefix, db, {
   AGENTS_RECONCILE_INTERVAL_MS: '200',
   AGENTS_EXECUTION_LEASE_MS: '3000',
   AGENTS_CONSUMER_SESSION_TIMEOUT_MS: '6000',
+  AGENTS_OPS_TOKEN: OPS_TOKEN,
 });
 const events = new EventCollector();
 await events.start(topics);
@@ -155,6 +157,21 @@ test('a cancel read before its run is recorded in the ledger: the run read later
   assert.equal(billing.hooks.calls('get_invoice'), reads, 'the handler never ran');
   assert.equal(billing.hooks.calls('issue_refund'), calls);
   assert.equal(await refundCount(db, 'acme', 'INV-9110'), 0);
+});
+
+test('an event on a command topic is ignored, not dead-lettered, and the command behind it runs', async () => {
+  const deadLettered = async (): Promise<number> => {
+    const res = await fetch(`${agents.url}/ops/workers`, { headers: { authorization: `Bearer ${OPS_TOKEN}` } });
+    const body = (await res.json()) as { agents: Array<{ agentId: string; deadLettered: number }> };
+    return body.agents.find((a) => a.agentId === 'echo-agent')!.deadLettered;
+  };
+  const before = await deadLettered();
+  const cmd = runTask('echo-agent', 'acme', 'after a stray event');
+  // Same task, same ordering key: the run waits until the stray event was handled.
+  await sendCommand(producer, topics, Envelopes.status(cmd.identity, { seq: 0, state: 'TASK_STATE_WORKING', final: false }));
+  await sendCommand(producer, topics, cmd);
+  assert.equal((await events.final(cmd.identity.taskId)).body.state, 'TASK_STATE_COMPLETED');
+  assert.equal(await deadLettered(), before);
 });
 
 test('a command whose deadline has passed is not started', async () => {

@@ -1,13 +1,29 @@
 import { Module, type DynamicModule } from '@nestjs/common';
 import { HealthModule, type HealthProbe } from '@mesh/service';
-import type { AgentsMetrics } from './metrics/agents.metrics.js';
 import { MetricsModule } from './metrics/metrics.controller.js';
-import { OpsModule, type OpsDeps } from './ops/ops.controller.js';
+import { OpsModule, type OpsSettings } from './ops/ops.controller.js';
+import type { AgentsRuntimeOptions } from './runtime/agents-runtime.js';
+import { RuntimeModule } from './runtime/runtime.module.js';
 
-/** Root module of the agents: health and metrics (the workers themselves run outside Nest's request cycle). */
+/** What the agents app is composed of. */
+export interface AppModuleOptions {
+  runtime: AgentsRuntimeOptions;
+  probes: HealthProbe[];
+  ops: OpsSettings;
+}
+
+/** Root module of the agents: the workers (RuntimeModule), health, metrics and the ops endpoints. */
 @Module({})
 export class AppModule {
-  static forRoot(probes: HealthProbe[], metrics: AgentsMetrics, ops: OpsDeps): DynamicModule {
-    return { module: AppModule, imports: [HealthModule.forProbes(probes), MetricsModule.forMetrics(metrics), OpsModule.forDeps(ops)] };
+  static forRoot(opts: AppModuleOptions): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        HealthModule.forProbes(opts.probes),
+        MetricsModule.forMetrics(opts.runtime.metrics),
+        RuntimeModule.forRoot(opts.runtime),
+        OpsModule.forRoot(opts.ops),
+      ],
+    };
   }
 }

@@ -1,4 +1,4 @@
-import type { BusAdmin, BusConsumer } from '@mesh/bus';
+import type { BusAdmin, KafkaBusTransport } from '@mesh/bus';
 import type { MeshMetrics } from '@mesh/telemetry';
 import type { EffectEntry, EffectLedger } from '@mesh/tool-gateway';
 import { PeriodicTask } from '@mesh/service';
@@ -8,8 +8,18 @@ export interface WorkerView {
   agentId: string;
   groupId: string;
   topic: string;
-  consumer: BusConsumer;
+  /** Its consumer's gauges and counters; undefined until the consumer started. */
+  stats: () => ReturnType<KafkaBusTransport['stats']>;
   inFlight: () => number;
+}
+
+/** What {@link OpsSampler} samples and where it records it. */
+export interface OpsSamplerOptions {
+  admin: BusAdmin;
+  workers: () => WorkerView[];
+  ledger: EffectLedger;
+  metrics: MeshMetrics;
+  intervalMs: number;
 }
 
 /** Lag of one agent's consumer group, summed and per partition. */
@@ -37,15 +47,9 @@ export class OpsSampler {
   private lastUnknownLabels = new Set<string>();
   last: AgentLag[] = [];
 
-  constructor(
-    private readonly admin: BusAdmin,
-    private readonly workers: () => WorkerView[],
-    private readonly ledger: EffectLedger,
-    private readonly metrics: MeshMetrics,
-    intervalMs: number,
-  ) {
+  constructor(private readonly opts: OpsSamplerOptions) {
     // The broker may be briefly away: a failed sample is dropped, the next one tries again.
-    this.schedule = new PeriodicTask(() => this.sample(), { intervalMs, firstDelayMs: 0 });
+    this.schedule = new PeriodicTask(() => this.sample(), { intervalMs: opts.intervalMs, firstDelayMs: 0 });
   }
 
   start(): void {
@@ -59,12 +63,13 @@ export class OpsSampler {
   /** Lag of every agent's group, also recorded as `mesh_consumer_lag` and `mesh_agent_backlog`. */
   async lag(): Promise<AgentLag[]> {
     const out: AgentLag[] = [];
-    for (const w of this.workers()) {
-      const reports = await this.admin.consumerLag(w.groupId, [w.topic]);
-      for (const r of reports) this.metrics.consumerLag.set({ group: w.groupId, topic: r.topic, partition: String(r.partition) }, r.lag);
+    for (const w of this.opts.workers()) {
+      const reports = await this.opts.admin.consumerLag(w.groupId, [w.topic]);
+      for (const r of reports)
+        this.opts.metrics.consumerLag.set({ group: w.groupId, topic: r.topic, partition: String(r.partition) }, r.lag);
       const lag = reports.reduce((n, r) => n + r.lag, 0);
       // Offsets carry no tenant: the backlog is per agent (tenant "*"); per-tenant in-flight is in /ops/workers.
-      this.metrics.agentLag.set({ tenant: '*', agent: w.agentId }, lag);
+      this.opts.metrics.agentLag.set({ tenant: '*', agent: w.agentId }, lag);
       out.push({
         agentId: w.agentId,
         groupId: w.groupId,
@@ -79,21 +84,22 @@ export class OpsSampler {
 
   /** Open unknown outcomes (oldest first), also recorded as `mesh_unknown_outcomes_open` by tool. */
   async unknowns(limit = 1000): Promise<EffectEntry[]> {
-    const entries = await this.ledger.listUnknown(limit);
+    const entries = await this.opts.ledger.listUnknown(limit);
     const counts = new Map<string, number>();
     for (const e of entries) counts.set(e.tool, (counts.get(e.tool) ?? 0) + 1);
     // Tools that had unknowns and have none now go to 0 rather than disappearing.
     for (const tool of this.lastUnknownLabels) if (!counts.has(tool)) counts.set(tool, 0);
-    for (const [name, n] of counts) this.metrics.unknownOutcomesOpen.set({ agent: '*', ...splitToolName(name) }, n);
+    for (const [name, n] of counts) this.opts.metrics.unknownOutcomesOpen.set({ agent: '*', ...splitToolName(name) }, n);
     this.lastUnknownLabels = new Set([...counts].filter(([, n]) => n > 0).map(([t]) => t));
     return entries;
   }
 
   async sample(): Promise<void> {
-    for (const w of this.workers()) {
-      const s = w.consumer.stats();
-      this.metrics.inFlight.set({ group: w.groupId }, s.inFlight);
-      this.metrics.pausedPartitions.set({ group: w.groupId }, s.pausedPartitions);
+    for (const w of this.opts.workers()) {
+      const s = w.stats();
+      if (!s) continue; // the sampler starts before the consumers do
+      this.opts.metrics.inFlight.set({ group: w.groupId }, s.inFlight);
+      this.opts.metrics.pausedPartitions.set({ group: w.groupId }, s.pausedPartitions);
     }
     await this.unknowns();
     await this.lag();

@@ -14,6 +14,7 @@ import {
 } from '@nestjs/common';
 import type { Request } from 'express';
 import type { EffectLedger } from '@mesh/tool-gateway';
+import { AgentsRuntime } from '../runtime/agents-runtime.js';
 import type { OpsSampler, WorkerView } from './ops-sampler.js';
 
 /** What the operator endpoints work with. */
@@ -56,8 +57,10 @@ export class OpsController {
     this.guard(req);
     return {
       workerId: this.deps.workerId,
-      agents: this.deps.workers().map((w) => {
-        const s = w.consumer.stats();
+      // HTTP listens only once every consumer started, so each has stats here.
+      agents: this.deps.workers().flatMap((w) => {
+        const s = w.stats();
+        if (!s) return [];
         return {
           agentId: w.agentId,
           groupId: w.groupId,
@@ -114,10 +117,32 @@ export class OpsController {
   }
 }
 
-/** `/ops/*` over the running workers. */
+/** Who may call `/ops/*`, and the worker process it reports as. */
+export interface OpsSettings {
+  workerId: string;
+  /** See {@link OpsDeps.token}. */
+  token?: string;
+}
+
+/** `/ops/*` over the running workers (the global RuntimeModule provides them). */
 @Module({})
 export class OpsModule {
-  static forDeps(deps: OpsDeps): DynamicModule {
-    return { module: OpsModule, controllers: [OpsController], providers: [{ provide: OPS_DEPS, useValue: deps }] };
+  static forRoot(settings: OpsSettings): DynamicModule {
+    return {
+      module: OpsModule,
+      controllers: [OpsController],
+      providers: [
+        {
+          provide: OPS_DEPS,
+          useFactory: (runtime: AgentsRuntime): OpsDeps => ({
+            ...settings,
+            sampler: runtime.sampler,
+            ledger: runtime.effects,
+            workers: () => runtime.workers,
+          }),
+          inject: [AgentsRuntime],
+        },
+      ],
+    };
   }
 }

@@ -36,12 +36,11 @@ function fakeRunner() {
   return { runner, started, canceledAtStart, recorded, release: (id: string) => releases.get(id)!() };
 }
 
-const noSource = { start: async () => undefined, stop: async () => undefined };
 const tick = () => new Promise((r) => setTimeout(r, 10));
 
 test('a cancel reaches a run still waiting for a slot, and one that runs', async () => {
   const { runner, started, canceledAtStart, release } = fakeRunner();
-  const worker = new AgentWorker('a', noSource, runner, 1);
+  const worker = new AgentWorker('a', runner, 1);
   const a1 = worker.handle(run('acme', 'a1'));
   const a2 = worker.handle(run('acme', 'a2'));
   await tick();
@@ -63,7 +62,7 @@ test('a cancel reaches a run still waiting for a slot, and one that runs', async
 
 test('every cancel is recorded, running here or not; a failed record rejects so the bus delivers the cancel again', async () => {
   const { runner, recorded } = fakeRunner();
-  const worker = new AgentWorker('a', noSource, runner, 10);
+  const worker = new AgentWorker('a', runner, 10);
   const running = worker.handle(run('acme', 'r1'));
   await tick();
   await worker.handle(Envelopes.cancel(run('acme', 'r1').identity));
@@ -103,8 +102,8 @@ test('a cancel read by one worker process stops the run read later by another (t
       unknownWaitMs: 1000,
       retryBudget: 0,
     });
-  const first = new AgentWorker('a', noSource, runnerOf('w1'), 10);
-  const second = new AgentWorker('a', noSource, runnerOf('w2'), 10);
+  const first = new AgentWorker('a', runnerOf('w1'), 10);
+  const second = new AgentWorker('a', runnerOf('w2'), 10);
   await first.handle(Envelopes.cancel(run('acme', 'late-run').identity, { reason: 'caller gave up' }));
   await second.handle(run('acme', 'late-run'));
   assert.equal(called, 0, 'the handler never ran');

@@ -1,13 +1,13 @@
 import { assertUnreachable, MeshError, type Envelope } from '@mesh/contract';
 import { SemaphoreSlotSupplier, type SlotSupplier } from '@mesh/tool-gateway';
-import type { CommandSource } from './command-source.js';
 import type { TurnRunner } from './turn-runner.js';
 
 /**
- * One agent's worker: takes commands from its channel, runs turns within its in-flight limit, and
- * routes cancels to the running turn here; every cancel is also recorded in the execution ledger,
- * so a turn whose run is read later (or by another process) is not started. The per-tenant limit
- * is the command source's (the bus holds a tenant's runs beyond it back; see agents.app.ts).
+ * One agent's worker: handles the commands of its channel (delivered by the CommandController),
+ * runs turns within its in-flight limit, and routes cancels to the running turn here; every cancel
+ * is also recorded in the execution ledger, so a turn whose run is read later (or by another
+ * process) is not started. The per-tenant limit is the consumer's (the bus holds a tenant's runs
+ * beyond it back; see agents-runtime.ts).
  */
 export class AgentWorker {
   private readonly running = new Map<string, AbortController>();
@@ -15,7 +15,6 @@ export class AgentWorker {
 
   constructor(
     readonly agentId: string,
-    private readonly source: CommandSource,
     private readonly runner: TurnRunner,
     maxInFlight: number,
   ) {
@@ -25,14 +24,6 @@ export class AgentWorker {
   /** Turns running now. */
   get inFlight(): number {
     return this.running.size;
-  }
-
-  async start(): Promise<void> {
-    await this.source.start((e, ctx) => this.handle(e, ctx.signal));
-  }
-
-  async stop(): Promise<void> {
-    await this.source.stop();
   }
 
   /** `revoked` aborts when this process no longer owns the command (rebalance, shutdown timeout). */

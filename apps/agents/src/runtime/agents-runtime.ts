@@ -1,0 +1,262 @@
+import {
+  Inject,
+  Injectable,
+  type BeforeApplicationShutdown,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
+import type { DataSource } from 'typeorm';
+import type { AgentDefinition, McpServerSpec } from '@mesh/agent-sdk';
+import { BusAdmin, BusProducer, isTransientKafkaError, KafkaBusTransport, type Kafka, type KafkaProbe } from '@mesh/bus';
+import { topicDefinitions } from '@mesh/config';
+import { anyTransient, ConsumerGroups, MeshError, type AgentHeartbeat, type TopicDefinition, type TopicDefinitions } from '@mesh/contract';
+import { isTransientPostgresError } from '@mesh/database';
+import { ServiceLifecycle } from '@mesh/service';
+import type { Logger } from '@mesh/telemetry';
+import { HmacToolTokenMinter, PostgresEffectLedger, Reconciler, ToolGateway } from '@mesh/tool-gateway';
+import type { AgentsConfig } from '../config/agents.config.js';
+import type { AgentsMetrics } from '../metrics/agents.metrics.js';
+import { OpsSampler, splitToolName, type WorkerView } from '../ops/ops-sampler.js';
+import { LedgerRetention } from '../retention/ledger-retention.js';
+import { AgentWorker } from './agent-worker.js';
+import { PostgresExecutionLedger } from './execution-ledger.js';
+import { TurnRunner } from './turn-runner.js';
+
+/** What the runtime is built from: validated config, the agents to run, and what start-up opened. */
+export interface AgentsRuntimeOptions {
+  config: AgentsConfig;
+  /** The agents AGENTS_RUN selected. */
+  agents: AgentDefinition[];
+  kafka: Kafka;
+  /** The agents' schema, migrated; the runtime closes it at shutdown. */
+  dataSource: DataSource;
+  /** The broker readiness probe (HealthModule's); the runtime closes it at shutdown. */
+  kafkaProbe: KafkaProbe;
+  metrics: AgentsMetrics;
+  /** The process's logger, naming this worker. */
+  logger: Logger;
+}
+
+export const AGENTS_RUNTIME_OPTIONS = Symbol('AGENTS_RUNTIME_OPTIONS');
+
+/** One agent served by this process: its command channel, consumer group, consumer and worker. */
+export interface AgentChannel {
+  agent: AgentDefinition;
+  topic: string;
+  groupId: string;
+  /** The channel's consumer as a Nest server; `app.connectMicroservice({ strategy: transport })`. */
+  transport: KafkaBusTransport;
+  worker: AgentWorker;
+  gateway: ToolGateway;
+}
+
+/** The agent's MCP servers with AGENTS_MCP_SERVERS overrides applied by server name. */
+function serversOf(agent: AgentDefinition, overrides: AgentsConfig['AGENTS_MCP_SERVERS']): Record<string, McpServerSpec> {
+  const out: Record<string, McpServerSpec> = {};
+  for (const [name, spec] of Object.entries(agent.mcpServers)) out[name] = { ...spec, ...(overrides[name] ?? {}) } as McpServerSpec;
+  return out;
+}
+
+/**
+ * Refuses a ledger retention the command topic outlives: a command redelivered after its
+ * execution row was deleted would run its turn (and its side effects) again.
+ */
+async function assertLedgerOutlivesCommands(admin: BusAdmin, topic: string, ledgerRetentionMs: number): Promise<void> {
+  if (ledgerRetentionMs === 0) return;
+  const topicMs = await admin.retentionMs(topic);
+  if (topicMs < 0 || topicMs >= ledgerRetentionMs)
+    throw new MeshError(
+      'CONFIG_INVALID',
+      `AGENTS_LEDGER_RETENTION_MS (${ledgerRetentionMs} ms) must be longer than the retention of ${topic} ` +
+        `(${topicMs < 0 ? 'forever' : `${topicMs} ms`}): a command redelivered after its execution was deleted would run again. ` +
+        'Lower the topic retention, raise AGENTS_LEDGER_RETENTION_MS, or set it to 0 to keep the ledgers.',
+    );
+}
+
+/**
+ * The worker process's lifetime, in one place because its steps are ordered. Bootstrap: the
+ * producer, topics (created when missing, never grown: they are keyed, and growing one under
+ * running producers and consumers moves keys to other partitions mid-task, see
+ * docs/operations.md), the ledger-retention check, reconciler, ops sampler and retention sweeps.
+ * The consumers are Nest servers (`channels[].transport`), started by the app after bootstrap;
+ * then {@link startHeartbeats}. Drain (before HTTP closes, so readiness says "draining" while
+ * liveness stays up): heartbeats, sampler and sweeps stop, every consumer drains its running
+ * turns. Shutdown: reconciler, tool connections, producer, admin, probe, database.
+ */
+@Injectable()
+export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
+  readonly channels: AgentChannel[];
+  readonly effects: PostgresEffectLedger;
+  readonly sampler: OpsSampler;
+  /** The channels as the ops endpoints and sampler see them. */
+  readonly workers: WorkerView[];
+  private readonly workerByTopic: Map<string, AgentWorker>;
+  private readonly producer: BusProducer;
+  private readonly admin: BusAdmin;
+  private readonly reconciler: Reconciler;
+  private readonly retention: LedgerRetention;
+  private readonly definitions: TopicDefinitions;
+  private heartbeat?: NodeJS.Timeout;
+
+  constructor(
+    @Inject(AGENTS_RUNTIME_OPTIONS) private readonly opts: AgentsRuntimeOptions,
+    @Inject(ServiceLifecycle) private readonly lifecycle: ServiceLifecycle,
+  ) {
+    const { config, kafka, dataSource, metrics, logger } = opts;
+    this.definitions = topicDefinitions(config);
+    this.producer = new BusProducer(kafka);
+    this.admin = new BusAdmin(kafka);
+    this.effects = new PostgresEffectLedger(dataSource);
+    this.reconciler = new Reconciler(this.effects, () => this.channels.map((c) => c.gateway), {
+      intervalMs: config.AGENTS_RECONCILE_INTERVAL_MS,
+      // Refreshes mesh_unknown_outcomes_open (by tool) whenever the reconciler's count changes.
+      onUnknownCount: () => void this.sampler.unknowns().catch(() => undefined),
+      onResolved: (tool, obs) => metrics.mesh.unknownOutcomesResolved.inc({ agent: '*', ...splitToolName(tool), resolution: obs.status }),
+    });
+    this.retention = new LedgerRetention(dataSource, {
+      retentionMs: config.AGENTS_LEDGER_RETENTION_MS,
+      sweepMs: config.AGENTS_LEDGER_SWEEP_MS,
+      logger,
+    });
+    const executions = new PostgresExecutionLedger(dataSource);
+    const tokens = config.AGENTS_TOOL_TOKEN_SECRET ? new HmacToolTokenMinter(config.AGENTS_TOOL_TOKEN_SECRET) : undefined;
+    this.channels = opts.agents.map((agent) => this.channel(agent, executions, tokens));
+    this.workerByTopic = new Map(this.channels.map((c) => [c.topic, c.worker]));
+    this.workers = this.channels.map((c) => ({
+      agentId: c.agent.id,
+      groupId: c.groupId,
+      topic: c.topic,
+      stats: () => c.transport.stats(),
+      inFlight: () => c.worker.inFlight,
+    }));
+    this.sampler = new OpsSampler({
+      admin: this.admin,
+      workers: () => this.workers,
+      ledger: this.effects,
+      metrics: metrics.mesh,
+      intervalMs: config.AGENTS_METRICS_INTERVAL_MS,
+    });
+  }
+
+  /** The worker of the agent whose command topic this is (undefined: not a channel served here). */
+  workerFor(topic: string): AgentWorker | undefined {
+    return this.workerByTopic.get(topic);
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    const { config } = this.opts;
+    await this.producer.connect();
+    const ensureMissing = (topic: TopicDefinition) => this.admin.ensureTopic(topic.name, topic);
+    await ensureMissing(this.definitions.events());
+    await ensureMissing(this.definitions.heartbeats());
+    for (const { agent, topic } of this.channels) {
+      await ensureMissing(this.definitions.commands(agent.id, agent.channel.partitions));
+      await assertLedgerOutlivesCommands(this.admin, topic, config.AGENTS_LEDGER_RETENTION_MS);
+    }
+    this.reconciler.start();
+    this.sampler.start();
+    this.retention.start();
+  }
+
+  /** Announces every agent's worker on the heartbeats topic now and every interval; call once the consumers run. */
+  startHeartbeats(): void {
+    const { config, metrics, logger } = this.opts;
+    const topic = this.definitions.names.heartbeats();
+    const workerId = config.AGENTS_WORKER_ID;
+    const beat = () => {
+      const now = Date.now();
+      for (const { worker } of this.channels) {
+        metrics.inFlight.set({ agent: worker.agentId }, worker.inFlight);
+        const hb: AgentHeartbeat = { agentId: worker.agentId, workerId, atUnixMs: now, ttlMs: config.AGENTS_HEARTBEAT_INTERVAL_MS * 3 };
+        this.producer
+          .sendRecord(topic, worker.agentId, JSON.stringify(hb))
+          .catch((err: unknown) => logger.warn({ src: 'heartbeat', agent: worker.agentId, error: String(err) }, 'heartbeat failed'));
+      }
+    };
+    beat();
+    this.heartbeat = setInterval(beat, config.AGENTS_HEARTBEAT_INTERVAL_MS);
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    // Not ready from the first moment of the drain (the pod leaves its Service), still alive.
+    this.lifecycle.markDraining();
+    clearInterval(this.heartbeat);
+    await this.sampler.stop();
+    await this.retention.stop();
+    // Drained here, while HTTP still answers; Nest closes the transports again after HTTP, a no-op then.
+    await Promise.allSettled(this.channels.map((c) => c.transport.close()));
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.reconciler.stop();
+    await Promise.allSettled(this.channels.map((c) => c.gateway.close()));
+    await this.producer.disconnect().catch(() => undefined);
+    await this.admin.close().catch(() => undefined);
+    await this.opts.kafkaProbe.close();
+    if (this.opts.dataSource.isInitialized) await this.opts.dataSource.destroy();
+  }
+
+  private channel(agent: AgentDefinition, executions: PostgresExecutionLedger, tokens: HmacToolTokenMinter | undefined): AgentChannel {
+    const { config, kafka, metrics, logger } = this.opts;
+    const topics = this.definitions.names;
+    const gateway = new ToolGateway({
+      servers: serversOf(agent, config.AGENTS_MCP_SERVERS),
+      ledger: this.effects,
+      clientName: `agent-mesh/${agent.id}`,
+      tokens,
+      defaultRequestTimeoutMs: config.AGENTS_TOOL_TIMEOUT_MS,
+      tracePayloads: config.AGENTS_TRACE_TOOL_PAYLOADS,
+      onCall: ({ tool, outcome, ms }) => {
+        metrics.toolCalls.inc({ agent: agent.id, tool, outcome });
+        metrics.mesh.toolLatency.observe({ ...splitToolName(tool), result: outcome }, ms / 1000);
+        // A side effect answered from the effect ledger instead of being done again.
+        if (outcome === 'replayed') metrics.mesh.dedupHits.inc({ kind: 'effect_key', agent: agent.id });
+      },
+    });
+    const maxInFlight = config.AGENTS_MAX_IN_FLIGHT ?? agent.channel.maxInFlight;
+    const runner = new TurnRunner({
+      agent,
+      ledger: executions,
+      tools: gateway,
+      effects: this.effects,
+      reconciler: this.reconciler,
+      sink: this.producer,
+      topics,
+      workerId: config.AGENTS_WORKER_ID,
+      leaseMs: config.AGENTS_EXECUTION_LEASE_MS,
+      unknownWaitMs: config.AGENTS_UNKNOWN_WAIT_MS,
+      retryBudget: config.AGENTS_RETRY_BUDGET,
+      logger,
+      observe: {
+        turnFinished: (state) => metrics.turns.inc({ agent: agent.id, state }),
+        dedupHit: () => metrics.mesh.dedupHits.inc({ kind: 'execution_id', agent: agent.id }),
+      },
+    });
+    const topic = topics.commands(agent.id);
+    const groupId = new ConsumerGroups(config.TOPIC_PREFIX).agentWorkers(agent.id);
+    const transport = new KafkaBusTransport(kafka, {
+      groupId,
+      topics: [topic],
+      topicDefinitions: this.definitions,
+      // Turns write the execution ledger: a Postgres restart is an outage, not a bad command.
+      isTransient: anyTransient(isTransientKafkaError, isTransientPostgresError),
+      // Cancels must get past runs waiting for a slot, so the consumer admits more than the worker runs.
+      maxInFlight: maxInFlight * 2,
+      // A tenant's runs beyond its limit wait in the bus while other tenants' go first; a cancel
+      // never waits behind them (it must reach the run it cancels).
+      ...(config.AGENTS_TENANT_MAX_IN_FLIGHT ? { perTenantInFlight: config.AGENTS_TENANT_MAX_IN_FLIGHT } : {}),
+      outsideTenantLimit: (e) => e.kind === 'task.cancel',
+      // One task's messages run in order, except a cancel: it must reach the run it cancels while that runs.
+      orderingKey: (e) => (e.kind === 'task.cancel' ? `${e.identity.taskId}:cancel` : e.identity.taskId),
+      fromBeginning: true,
+      drainTimeoutMs: config.DRAIN_TIMEOUT_MS,
+      consumerConfig: {
+        sessionTimeout: config.AGENTS_CONSUMER_SESSION_TIMEOUT_MS,
+        heartbeatInterval: Math.min(3000, Math.floor(config.AGENTS_CONSUMER_SESSION_TIMEOUT_MS / 3)),
+        maxWaitTimeInMs: 100,
+      },
+      onError: (err, what) => logger.warn({ src: 'command-consumer', agent: agent.id, error: String(err) }, what),
+    });
+    return { agent, topic, groupId, transport, worker: new AgentWorker(agent.id, runner, maxInFlight), gateway };
+  }
+}
