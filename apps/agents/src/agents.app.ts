@@ -79,12 +79,10 @@ export async function startAgents(
         nest = created;
         const runtime = created.get(AgentsRuntime);
         for (const { transport } of runtime.channels) created.connectMicroservice({ strategy: transport });
-        // Bootstrap hooks first (topics exist, ledgers checked), then the consumers, then the
-        // heartbeats that tell dispatchers a worker consumes; HTTP listens after this.
-        await created.init();
-        await created.startAllMicroservices();
-        runtime.startHeartbeats();
       },
+      // Bootstrap hooks first (topics exist, ledgers checked), then the consumers, then the
+      // heartbeats that tell dispatchers a worker consumes; HTTP listens after this.
+      started: (created) => created.get(AgentsRuntime).startHeartbeats(),
     });
     let stopped: Promise<void> | undefined;
     // Once: SIGTERM and an embedder's own stop may both ask.

@@ -58,6 +58,8 @@ export class KafkaBusTransport extends Server implements CustomTransportStrategy
   }
 
   listen(callback: (err?: unknown) => void): void {
+    // A second listen (an app started twice) must not join the group with a second consumer.
+    if (this.consumer) return callback();
     const { batches, ...consumerOptions } = this.options;
     const consumer = new BusConsumer(this.kafka, consumerOptions);
     this.consumer = consumer;

@@ -27,6 +27,8 @@ export interface HttpServiceOptions {
    * (`app.connectMicroservice`) start once the bootstrap hooks ran, before the HTTP port opens.
    */
   configure?: (app: NestExpressApplication) => void | Promise<void>;
+  /** Called once the bootstrap hooks ran and the microservices listen, before the HTTP port opens. */
+  started?: (app: NestExpressApplication) => void | Promise<void>;
 }
 
 /** `apps/<name>/dist/main.js` → `<name>`. */
@@ -80,6 +82,7 @@ export async function startHttpService(opts: HttpServiceOptions): Promise<INestA
     await app.init();
     await app.startAllMicroservices();
   }
+  await opts.started?.(app);
   await app.listen(opts.port, opts.host ?? '127.0.0.1');
   app.get(ServiceLifecycle).markReady();
   return app;
