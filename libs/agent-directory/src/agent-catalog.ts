@@ -92,6 +92,11 @@ export class AgentCatalog {
     return this.state.healthy(id);
   }
 
+  /** Ids of the registered agents that are not retired, whoever owns them. */
+  activeIds(): string[] {
+    return this.state.activeIds();
+  }
+
   /** Number of agents known (retired included). */
   get size(): number {
     return this.state.size;

@@ -75,6 +75,11 @@ export class CatalogState {
     return !!r && !r.retired && this.expiry(id) > this.now();
   }
 
+  /** Ids of the registered agents that are not retired. */
+  activeIds(): string[] {
+    return [...this.records.values()].filter((r) => !r.retired).map((r) => r.id);
+  }
+
   get size(): number {
     return this.records.size;
   }

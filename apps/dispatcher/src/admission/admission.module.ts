@@ -1,11 +1,13 @@
 import { Module } from '@nestjs/common';
-import type { Kafka } from '@mesh/bus';
+import { BusAdmin, type Kafka } from '@mesh/bus';
+import { MeshMetrics } from '@mesh/telemetry';
 import { ConsumerGroups, TopicDefinitions } from '@mesh/contract';
 import { CatalogModule } from '../catalog/catalog.module.js';
 import { DirectoryAgentLookup } from '../catalog/agent-catalog.js';
 import type { DispatcherConfig } from '../config/dispatcher.config.js';
 import { DISPATCHER_CONFIG, KAFKA } from '../core.module.js';
 import { Admission } from './admission.js';
+import { BacklogGauges } from './backlog-gauges.js';
 import { KafkaWorkerSignals } from './worker-signals.js';
 
 /** Admission control of new work: tenant rate, worker health and backlog. */
@@ -29,6 +31,17 @@ import { KafkaWorkerSignals } from './worker-signals.js';
           waitMs: config.DISPATCHER_BACKLOG_WAIT_MS,
         }),
       inject: [KAFKA, TopicDefinitions, ConsumerGroups, DirectoryAgentLookup, DISPATCHER_CONFIG],
+    },
+    {
+      provide: BacklogGauges,
+      useFactory: (kafka: Kafka, topics: TopicDefinitions, groups: ConsumerGroups, catalog: DirectoryAgentLookup, metrics: MeshMetrics, config: DispatcherConfig) =>
+        new BacklogGauges(new BusAdmin(kafka), metrics, {
+          agents: () => catalog.activeIds(),
+          groupOf: (agentId) => groups.agentWorkers(agentId),
+          topicOf: (agentId) => topics.names.commands(agentId),
+          intervalMs: config.DISPATCHER_METRICS_INTERVAL_MS,
+        }),
+      inject: [KAFKA, TopicDefinitions, ConsumerGroups, DirectoryAgentLookup, MeshMetrics, DISPATCHER_CONFIG],
     },
     {
       provide: Admission,

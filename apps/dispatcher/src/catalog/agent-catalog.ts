@@ -84,6 +84,11 @@ export class DirectoryAgentLookup implements AgentLookup, OnApplicationBootstrap
     return this.catalog.healthy(agentId);
   }
 
+  /** Every registered agent that is not retired (operations: backlog gauges). */
+  activeIds(): string[] {
+    return this.catalog.activeIds();
+  }
+
   stop(): Promise<void> {
     return this.catalog.stop();
   }

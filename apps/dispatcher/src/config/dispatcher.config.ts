@@ -68,6 +68,8 @@ export const dispatcherConfigSpec = {
   DISPATCHER_MAX_AGENT_BACKLOG: positiveInt(10_000),
   /** How long a measured backlog is reused. */
   DISPATCHER_BACKLOG_CHECK_MS: positiveInt(1000),
+  /** How often each agent's command backlog is read from the broker for `/metrics` (mesh_consumer_lag, mesh_agent_backlog). */
+  DISPATCHER_METRICS_INTERVAL_MS: positiveInt(15_000),
   /** Longest an accept waits for a backlog measurement before going on without it (Kafka slow or down). */
   DISPATCHER_BACKLOG_WAIT_MS: positiveInt(250),
   /** Retry-After of 503 refusals (seconds). */
