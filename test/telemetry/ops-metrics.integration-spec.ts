@@ -1,11 +1,13 @@
-// /metrics moves with the system: consumer lag grows with a backlog and drains back to 0; an
-// unknown tool outcome shows as open and goes back to 0 when resolved (here through /ops).
+// /metrics moves with the system: consumer lag (published by the dispatcher, which runs while the
+// workers are scaled to zero) grows with a backlog and drains back to 0; an unknown tool outcome
+// shows as open on the agents and goes back to 0 when resolved (here through /ops).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { defineAgent } from '@mesh/agent-sdk';
 import { loadAgentsConfig, startAgents } from '@mesh/app-agents';
 import { ConsumerGroups, TopicNames } from '@mesh/contract';
-import { eventually, testRun, uniquePrefix } from '../support/infra.js';
+import { eventually, testRun } from '../support/infra.js';
+import { agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { metricSample } from '../support/metrics.js';
 import { ledgerDatabase } from '../agents/agents-fixtures.js';
 import { BusProducer } from '@mesh/bus';
@@ -32,8 +34,12 @@ const gateAgent = defineAgent({
   },
 });
 
+const dispatcher = await startTestDispatcher('opsm', {}, { DISPATCHER_METRICS_INTERVAL_MS: '200' });
+const prefix = dispatcher.prefix;
+await publishAgents(dispatcher.kafka, dispatcher.topics, [
+  agentRecord('gate-agent', { channel: { keyTemplate: '{tenant}:{agent_id}', partitions: 1 } }),
+]);
 const db = await ledgerDatabase('ops-metrics');
-const prefix = uniquePrefix('opsm');
 const topics = new TopicNames(prefix);
 const TOKEN = 'ops-secret-token';
 const agents = await startAgents(
@@ -74,18 +80,22 @@ test('every /metrics sample carries the agent group (AGENTS_GROUP, label agent_g
   assert.ok((await sample('mesh_agent_turns_in_flight', { agent: 'gate-agent', agent_group: 'payments' })) !== undefined);
 });
 
-test('consumer lag on /metrics grows with a backlog and drains back to 0', async () => {
+test("consumer lag on the dispatcher's /metrics grows with a backlog and drains back to 0", async () => {
   const lagLabels = { group: new ConsumerGroups(prefix).agentWorkers('gate-agent'), topic: topics.commands('gate-agent'), partition: '0' };
+  const lagOf = (name: string, labels: Record<string, string>) => metricSample(dispatcher.url, name, labels);
   for (let i = 0; i < 5; i++) await sendCommand(producer, topics, runTask('gate-agent', 'acme', `task ${i}`));
-  await eventually('lag > 0 while the gate is closed', async () => ((await sample('mesh_consumer_lag', lagLabels)) ?? 0) > 0);
-  assert.ok(((await sample('mesh_agent_backlog', { tenant: '*', agent: 'gate-agent' })) ?? 0) > 0);
+  await eventually('lag > 0 while the gate is closed', async () => ((await lagOf('mesh_consumer_lag', lagLabels)) ?? 0) > 0);
+  assert.ok(((await lagOf('mesh_agent_backlog', { agent: 'gate-agent' })) ?? 0) > 0);
+  // Published once, by the dispatcher: the agents replicas do not repeat the same partitions.
+  assert.equal(await sample('mesh_consumer_lag', lagLabels), undefined);
   // The gauge is sampled every 200 ms: wait for the sample that sees the consumer full (twice the turn limit).
   await eventually('in-flight at twice the turn limit', async () => (await sample('mesh_in_flight', { group: lagLabels.group })) === 2);
   assert.equal(await sample('mesh_in_flight', { group: lagLabels.group }), 2, 'the consumer admits twice the turn limit and no more');
   const lag = (await (await ops('/lag')).json()) as { agents: Array<{ agentId: string; lag: number }> };
   assert.ok(lag.agents.find((a) => a.agentId === 'gate-agent')!.lag > 0);
   open();
-  await eventually('lag back to 0 after the drain', async () => (await sample('mesh_consumer_lag', lagLabels)) === 0, 30000);
+  await eventually('lag back to 0 after the drain', async () => (await lagOf('mesh_consumer_lag', lagLabels)) === 0, 30000);
+  assert.equal(await lagOf('mesh_agent_backlog', { agent: 'gate-agent' }), 0);
   const workers = (await (await ops('/workers')).json()) as {
     agents: Array<{ agentId: string; processed: number; deadLettered: number; skippedFinished: number }>;
   };

@@ -15,13 +15,13 @@ export class MeshMetrics {
   readonly unknownOutcomesOpen = new Gauge({
     name: 'mesh_unknown_outcomes_open',
     help: 'Side-effecting tool calls whose outcome is unknown and not yet reconciled',
-    labelNames: ['agent', 'server', 'tool'] as const,
+    labelNames: ['server', 'tool'] as const,
     registers: [this.registry],
   });
   readonly unknownOutcomesResolved = new Counter({
     name: 'mesh_unknown_outcomes_resolved_total',
     help: 'Unknown outcomes resolved by the reconciler, by resolution',
-    labelNames: ['agent', 'server', 'tool', 'resolution'] as const,
+    labelNames: ['server', 'tool', 'resolution'] as const,
     registers: [this.registry],
   });
   readonly admissionRefusals = new Counter({
@@ -44,8 +44,8 @@ export class MeshMetrics {
   });
   readonly agentLag = new Gauge({
     name: 'mesh_agent_backlog',
-    help: 'Commands waiting per tenant and agent',
-    labelNames: ['tenant', 'agent'] as const,
+    help: "Commands waiting per agent (its workers' group lag on its command topic)",
+    labelNames: ['agent'] as const,
     registers: [this.registry],
   });
   readonly inFlight = new Gauge({

@@ -45,7 +45,6 @@ export function splitToolName(name: string): { server: string; tool: string } {
 export class OpsSampler {
   private readonly schedule: PeriodicTask;
   private lastUnknownLabels = new Set<string>();
-  last: AgentLag[] = [];
 
   constructor(private readonly opts: OpsSamplerOptions) {
     // The broker may be briefly away: a failed sample is dropped, the next one tries again.
@@ -60,16 +59,16 @@ export class OpsSampler {
     await this.schedule.stop();
   }
 
-  /** Lag of every agent's group, also recorded as `mesh_consumer_lag` and `mesh_agent_backlog`. */
+  /**
+   * Lag of every agent's group, for `/ops` (the dispatcher publishes it as `mesh_consumer_lag`:
+   * it runs while the workers are scaled to zero, and every replica here would report the same
+   * partitions again).
+   */
   async lag(): Promise<AgentLag[]> {
     const out: AgentLag[] = [];
     for (const w of this.opts.workers()) {
       const reports = await this.opts.admin.consumerLag(w.groupId, [w.topic]);
-      for (const r of reports)
-        this.opts.metrics.consumerLag.set({ group: w.groupId, topic: r.topic, partition: String(r.partition) }, r.lag);
       const lag = reports.reduce((n, r) => n + r.lag, 0);
-      // Offsets carry no tenant: the backlog is per agent (tenant "*"); per-tenant in-flight is in /ops/workers.
-      this.opts.metrics.agentLag.set({ tenant: '*', agent: w.agentId }, lag);
       out.push({
         agentId: w.agentId,
         groupId: w.groupId,
@@ -78,7 +77,6 @@ export class OpsSampler {
         partitions: reports.map((r) => ({ partition: r.partition, lag: r.lag, committed: r.committed, highWatermark: r.highWatermark })),
       });
     }
-    this.last = out;
     return out;
   }
 
@@ -89,7 +87,7 @@ export class OpsSampler {
     for (const e of entries) counts.set(e.tool, (counts.get(e.tool) ?? 0) + 1);
     // Tools that had unknowns and have none now go to 0 rather than disappearing.
     for (const tool of this.lastUnknownLabels) if (!counts.has(tool)) counts.set(tool, 0);
-    for (const [name, n] of counts) this.opts.metrics.unknownOutcomesOpen.set({ agent: '*', ...splitToolName(name) }, n);
+    for (const [name, n] of counts) this.opts.metrics.unknownOutcomesOpen.set(splitToolName(name), n);
     this.lastUnknownLabels = new Set([...counts].filter(([, n]) => n > 0).map(([t]) => t));
     return entries;
   }
@@ -102,6 +100,5 @@ export class OpsSampler {
       this.opts.metrics.pausedPartitions.set({ group: w.groupId }, s.pausedPartitions);
     }
     await this.unknowns();
-    await this.lag();
   }
 }

@@ -111,7 +111,7 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
       intervalMs: config.AGENTS_RECONCILE_INTERVAL_MS,
       // Refreshes mesh_unknown_outcomes_open (by tool) whenever the reconciler's count changes.
       onUnknownCount: () => void this.sampler.unknowns().catch(() => undefined),
-      onResolved: (tool, obs) => metrics.mesh.unknownOutcomesResolved.inc({ agent: '*', ...splitToolName(tool), resolution: obs.status }),
+      onResolved: (tool, obs) => metrics.mesh.unknownOutcomesResolved.inc({ ...splitToolName(tool), resolution: obs.status }),
     });
     this.retention = new LedgerRetention(dataSource, {
       retentionMs: config.AGENTS_LEDGER_RETENTION_MS,

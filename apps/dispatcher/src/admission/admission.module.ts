@@ -34,7 +34,14 @@ import { KafkaWorkerSignals } from './worker-signals.js';
     },
     {
       provide: BacklogGauges,
-      useFactory: (kafka: Kafka, topics: TopicDefinitions, groups: ConsumerGroups, catalog: DirectoryAgentLookup, metrics: MeshMetrics, config: DispatcherConfig) =>
+      useFactory: (
+        kafka: Kafka,
+        topics: TopicDefinitions,
+        groups: ConsumerGroups,
+        catalog: DirectoryAgentLookup,
+        metrics: MeshMetrics,
+        config: DispatcherConfig,
+      ) =>
         new BacklogGauges(new BusAdmin(kafka), metrics, {
           agents: () => catalog.activeIds(),
           groupOf: (agentId) => groups.agentWorkers(agentId),
