@@ -134,3 +134,14 @@ test('an unknown outcome is open on /metrics and /ops until resolved, then 0', a
   assert.equal(await sample('mesh_unknown_outcomes_open', labels), 0);
   assert.equal((await ops(`/unknowns/${encodeURIComponent(key)}/resolve`, { method: 'POST', body: '{"state":"absent"}' })).status, 404);
 });
+
+test('mesh_dead_letters_total: series at 0 for every reason from the start; an undecodable command counts', async () => {
+  const topic = topics.commands('gate-agent');
+  const dead = (reason: string) => sample('mesh_dead_letters_total', { topic, reason });
+  assert.equal(await dead('not_retryable'), 0);
+  assert.equal(await dead('attempts_exhausted'), 0);
+  const before = (await dead('undecodable')) ?? -1;
+  assert.equal(before, 0);
+  await producer.sendRecord(topic, 'acme:gate-agent', '{"not":"an envelope"}');
+  await eventually('the poison command counted', async () => (await dead('undecodable')) === 1);
+});

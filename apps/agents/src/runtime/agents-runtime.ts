@@ -7,7 +7,7 @@ import {
 } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import type { AgentDefinition, McpServerSpec } from '@mesh/agent-sdk';
-import { BusAdmin, BusProducer, isTransientKafkaError, KafkaBusTransport, type Kafka, type KafkaProbe } from '@mesh/bus';
+import { BusAdmin, BusProducer, countDeadLetters, isTransientKafkaError, KafkaBusTransport, type Kafka, type KafkaProbe } from '@mesh/bus';
 import { topicDefinitions } from '@mesh/config';
 import { anyTransient, ConsumerGroups, MeshError, type AgentHeartbeat, type TopicDefinition, type TopicDefinitions } from '@mesh/contract';
 import { isTransientPostgresError } from '@mesh/database';
@@ -256,6 +256,7 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
         maxWaitTimeInMs: 100,
       },
       onError: (err, what) => logger.warn({ src: 'command-consumer', agent: agent.id, error: String(err) }, what),
+      onDeadLetter: countDeadLetters(metrics.mesh.deadLetters, [topic]),
     });
     return { agent, topic, groupId, transport, worker: new AgentWorker(agent.id, runner, maxInFlight), gateway };
   }
