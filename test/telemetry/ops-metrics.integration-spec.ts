@@ -144,4 +144,7 @@ test('mesh_dead_letters_total: series at 0 for every reason from the start; an u
   assert.equal(before, 0);
   await producer.sendRecord(topic, 'acme:gate-agent', '{"not":"an envelope"}');
   await eventually('the poison command counted', async () => (await dead('undecodable')) === 1);
+  // The dispatcher reports what the dead-letter topic holds.
+  const depth = () => metricSample(dispatcher.url, 'mesh_dead_letter_depth', { topic: topics.deadLetters(topic) });
+  await eventually('dead-letter depth 1', async () => (await depth()) === 1);
 });

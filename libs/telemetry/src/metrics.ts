@@ -66,6 +66,12 @@ export class MeshMetrics {
     labelNames: ['topic', 'reason'] as const,
     registers: [this.registry],
   });
+  readonly deadLetterDepth = new Gauge({
+    name: 'mesh_dead_letter_depth',
+    help: 'Records held in a dead-letter topic (replayed ones included until retention removes them)',
+    labelNames: ['topic'] as const,
+    registers: [this.registry],
+  });
   readonly toolLatency = new Histogram({
     name: 'mesh_tool_call_duration_seconds',
     help: 'MCP tool call latency',

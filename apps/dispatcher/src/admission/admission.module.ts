@@ -46,6 +46,7 @@ import { KafkaWorkerSignals } from './worker-signals.js';
           agents: () => catalog.activeIds(),
           groupOf: (agentId) => groups.agentWorkers(agentId),
           topicOf: (agentId) => topics.names.commands(agentId),
+          deadLettersOf: (topic) => topics.names.deadLetters(topic),
           intervalMs: config.DISPATCHER_METRICS_INTERVAL_MS,
         }),
       inject: [KAFKA, TopicDefinitions, ConsumerGroups, DirectoryAgentLookup, MeshMetrics, DISPATCHER_CONFIG],

@@ -8,12 +8,14 @@ export interface BacklogGaugesOptions {
   agents: () => string[];
   groupOf: (agentId: string) => string;
   topicOf: (agentId: string) => string;
+  /** The dead-letter topic of a command topic. */
+  deadLettersOf: (topic: string) => string;
   intervalMs: number;
 }
 
 /**
  * Publishes each agent's command backlog from the broker: `mesh_consumer_lag` per partition of its
- * workers' group and `mesh_agent_backlog` per agent. The dispatcher does it, not the workers: it
+ * workers' group, `mesh_agent_backlog` per agent, and the depth of its dead-letter topic. The dispatcher does it, not the workers: it
  * runs while an agent's workers are scaled to zero (when the backlog matters most), and each
  * partition is one series per dispatcher replica — the same broker value, so dashboards and
  * alerts combine replicas with `max`, never `sum`.
@@ -43,6 +45,8 @@ export class BacklogGauges implements OnApplicationBootstrap, OnApplicationShutd
         total += r.lag;
       }
       this.metrics.agentLag.set({ agent: agentId }, total);
+      const dlq = this.opts.deadLettersOf(topic);
+      this.metrics.deadLetterDepth.set({ topic: dlq }, await this.admin.recordCount(dlq));
     }
   }
 
