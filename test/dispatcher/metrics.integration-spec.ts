@@ -46,3 +46,21 @@ test('/metrics: mesh_dead_letters_total starts at 0 for the events topic and cou
   await eventually('the poison event counted', async () => (await dead('undecodable')) === 1);
   assert.equal(await dead('not_retryable'), 0);
 });
+
+test('/metrics: HTTP requests by route pattern and status class, never a raw path', async () => {
+  const card = await fetch(`${env.url}/a2a/counted/.well-known/agent-card.json`);
+  assert.equal(card.status, 200);
+  assert.equal((await fetch(`${env.url}/no/such/path-${Date.now()}`)).status, 404);
+  const text = await (await fetch(`${env.url}/metrics`)).text();
+  const routes = [...text.matchAll(/^mesh_http_requests_total\{([^}]*)\} (\S+)$/gm)].map((m) => m[1]);
+  assert.ok(
+    routes.some((l) => /route="unmatched"/.test(l) && /status_class="4xx"/.test(l)),
+    'an unknown path counts as unmatched',
+  );
+  assert.ok(
+    routes.every((l) => !/path-\d/.test(l) && !/counted/.test(l)),
+    `no raw path or agent id in a label: ${routes.join('; ')}`,
+  );
+  assert.ok(routes.some((l) => l.includes('route="/a2a/:agentId/.well-known/agent-card.json"') && /status_class="2xx"/.test(l)));
+  assert.ok((await metricSample(env.url, 'mesh_http_request_duration_seconds_count', { route: '/a2a/:agentId', method: 'POST' }))! >= 1);
+});

@@ -4,6 +4,7 @@ import type { INestApplication } from '@nestjs/common';
 import type { NestExpressApplication, NestExpressBodyParserOptionsFor } from '@nestjs/platform-express';
 import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage, Server } from 'node:http';
+import type { Request, Response } from 'express';
 import { pinoHttp } from 'pino-http';
 import { createLogger, MeshMetrics, MetricsModule, PinoNestLogger, type Logger } from '@mesh/telemetry';
 import { ServiceLifecycle } from './health.js';
@@ -54,6 +55,48 @@ export function refuseMalformedUtf8(_req: IncomingMessage, _res: unknown, body: 
 }
 
 /**
+ * Where a request reached a router mounted under a parameter (`/a2a/:agentId`), the router says so
+ * in `res.locals.routePrefix` ({ actual: '/a2a/echo-agent', pattern: '/a2a/:agentId' }).
+ */
+export interface RoutePrefix {
+  actual: string;
+  pattern: string;
+}
+
+function basePattern(baseUrl: string, res: Response): string {
+  const prefix = (res.locals as { routePrefix?: RoutePrefix }).routePrefix;
+  return prefix && baseUrl.startsWith(prefix.actual) ? prefix.pattern + baseUrl.slice(prefix.actual.length) : baseUrl;
+}
+
+/** A router's root route under a base is the base itself: `/a2a/:agentId`, not `/a2a/:agentId/`. */
+const joinRoute = (base: string, path: string) => (path === '/' && base ? base : base + path);
+
+const KNOWN_METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
+
+/**
+ * `mesh_http_requests_total` and `mesh_http_request_duration_seconds` by method, route pattern and
+ * status class. The route is the matched pattern (`/a2a/:agentId/tasks/:id`), `unmatched` when no
+ * route took the request: a label never carries a raw path, so ids and probes cannot grow the series.
+ */
+function countRequests(metrics: MeshMetrics) {
+  return (req: Request, res: Response, next: () => void) => {
+    if (req.url === '/metrics') return next();
+    const started = process.hrtime.bigint();
+    res.once('close', () => {
+      const route = req.route as { path?: unknown } | undefined;
+      const labels = {
+        method: KNOWN_METHODS.has(req.method) ? req.method : 'OTHER',
+        route: typeof route?.path === 'string' ? joinRoute(basePattern(req.baseUrl, res), route.path) : 'unmatched',
+        status_class: `${Math.floor(res.statusCode / 100)}xx`,
+      };
+      metrics.httpRequests.inc(labels);
+      metrics.httpDuration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
+    });
+    next();
+  };
+}
+
+/**
  * Creates, configures and starts one Nest HTTP application with JSON logs (pino, trace ids),
  * `/metrics`, and the app's module; marks it ready once listening.
  */
@@ -67,6 +110,7 @@ export async function startHttpService(opts: HttpServiceOptions): Promise<INestA
     bodyParser: false,
     abortOnError: false,
   });
+  app.use(countRequests(metrics));
   // Access logs are info lines: below that level the middleware would only cost time per request.
   if (logger.isLevelEnabled('info')) app.use(pinoHttp({ logger, autoLogging: { ignore: (req) => QUIET_PATHS.has(req.url ?? '') } }));
   // Nest's options type leaves `verify` out (Nest uses the hook for rawBody, which is off here);

@@ -66,6 +66,19 @@ export class MeshMetrics {
     labelNames: ['topic', 'reason'] as const,
     registers: [this.registry],
   });
+  readonly httpRequests = new Counter({
+    name: 'mesh_http_requests_total',
+    help: 'HTTP requests answered, by route pattern (never the raw path) and status class',
+    labelNames: ['method', 'route', 'status_class'] as const,
+    registers: [this.registry],
+  });
+  readonly httpDuration = new Histogram({
+    name: 'mesh_http_request_duration_seconds',
+    help: 'Time from request to the end of the response (a stream counts until it closes)',
+    labelNames: ['method', 'route', 'status_class'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
   readonly deadLetterDepth = new Gauge({
     name: 'mesh_dead_letter_depth',
     help: 'Records held in a dead-letter topic (replayed ones included until retention removes them)',

@@ -13,7 +13,7 @@ import type { Authenticator, Principal } from '@mesh/auth';
 import { context, isSpanContextValid, propagation, trace, ROOT_CONTEXT, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { silentLogger, SpanAttr, tracer, type Logger } from '@mesh/telemetry';
 import type { AgentRecord } from '@mesh/contract';
-import { refuseMalformedUtf8 } from '@mesh/service';
+import { refuseMalformedUtf8, type RoutePrefix } from '@mesh/service';
 import { buildServedCard } from '../catalog/agent-card.builder.js';
 import type { AgentLookup } from '../catalog/agent-catalog.js';
 import { DispatcherRequestHandler } from './dispatcher-request-handler.js';
@@ -282,6 +282,10 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
       return;
     }
     locals.agent = record;
+    // The metrics' route label: the pattern, never the agent id (libs/service countRequests).
+    // Mounted at '/:agentId': the base ends with the (raw) agent id segment.
+    const mount = req.baseUrl.slice(0, req.baseUrl.lastIndexOf('/'));
+    (res.locals as { routePrefix?: RoutePrefix }).routePrefix = { actual: req.baseUrl, pattern: `${mount}/:agentId` };
     // The server span of the A2A request: everything it causes (the command, the worker's turn, its
     // tool calls) continues this trace through the outbox row and the message headers.
     const parent = propagation.extract(ROOT_CONTEXT, req.headers);
