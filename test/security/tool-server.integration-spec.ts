@@ -302,6 +302,20 @@ test('malformed JSON, an oversized body, an unknown route and a wrong method get
   await assertJsonError(await post(billing.mcpUrl, JSON.stringify({ pad: 'x'.repeat(1_100_000) }), auth), 413);
   const garbageBr = await post(billing.mcpUrl, '{"a":', { ...auth, 'content-encoding': 'br' });
   await assertJsonError(garbageBr, garbageBr.status === 415 ? 415 : 400);
+  // A 2026-07-28 request the SDK refuses (a revision it does not serve) is a JSON-RPC body as well.
+  const envelope = {
+    'io.modelcontextprotocol/protocolVersion': '2099-01-01',
+    'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '0' },
+    'io.modelcontextprotocol/clientCapabilities': {},
+  };
+  const unsupported = await assertJsonError(
+    await post(billing.mcpUrl, JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/list', params: { _meta: envelope } }), {
+      ...auth,
+      'mcp-protocol-version': '2099-01-01',
+    }),
+    400,
+  );
+  assert.equal(unsupported.error.code, -32022);
   // Without a token the body is never parsed: 401 first.
   await assertJsonError(await post(billing.mcpUrl, '{"jsonrpc":"2.0",'), 401);
   await assertJsonError(await fetch(new URL('/nope', billing.mcpUrl)), 404);
