@@ -120,9 +120,14 @@ export async function startBillingTools(config: BillingToolsConfig): Promise<Run
   };
 
   /** Hands the request to a 2025 session's transport, with the verified token and the parsed body. */
-  const serveOnSession = async (transport: WebStandardStreamableHTTPServerTransport, req: Request, res: Response) => {
+  const serveOnSession = async (
+    transport: WebStandardStreamableHTTPServerTransport,
+    req: Request,
+    res: Response,
+    request = toWebRequest(req, res),
+  ) => {
     const options = { authInfo: (req as AuthedRequest).auth, ...(req.method === 'POST' ? { parsedBody: req.body } : {}) };
-    await sendWebResponse(res, await transport.handleRequest(toWebRequest(req, res), options));
+    await sendWebResponse(res, await transport.handleRequest(request, options));
   };
 
   app.post('/mcp', async (req: Request, res: Response) => {
@@ -136,7 +141,7 @@ export async function startBillingTools(config: BillingToolsConfig): Promise<Run
     const known = sid ? sessions.get(sid) : undefined;
     if (known) {
       track(known, res);
-      return void (await serveOnSession(known.transport, req, res));
+      return void (await serveOnSession(known.transport, req, res, request));
     }
     // An unknown session (expired, or after a restart) gets 404, which tells the client to initialise again.
     if (sid) return void rpcError(res, 404, -32001, 'unknown session');
@@ -158,7 +163,7 @@ export async function startBillingTools(config: BillingToolsConfig): Promise<Run
     try {
       await createBillingServer(deps).connect(t);
       track(session, res);
-      await serveOnSession(t, req, res);
+      await serveOnSession(t, req, res, request);
     } finally {
       initializing--;
     }
