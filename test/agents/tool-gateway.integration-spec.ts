@@ -1,6 +1,9 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
+import { createServer } from 'node:http';
+import { Readable } from 'node:stream';
+import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { HmacToolTokenMinter, McpConnection, Reconciler, RetryBudget, ToolMeta, type ToolCallScope } from '@mesh/tool-gateway';
 import { newId } from '@mesh/contract';
 import { loadBillingToolsConfig, startBillingTools } from '@mesh/app-billing-tools';
@@ -62,6 +65,8 @@ test('the same side-effecting call three times reaches the tool once and returns
   const s = scope();
   const before = billing.hooks.calls('issue_refund');
   const first = await gateway.call(refund, s);
+  // billing-tools serves the newest revision: the gateway's probe settles on it.
+  assert.deepEqual(gateway.connection('billing').negotiated, { era: 'modern', version: '2026-07-28' });
   const second = await gateway.call(refund, { ...s, owner: 'another-attempt' });
   const third = await gateway.call(
     { tool: refund.tool, args: { reason: 'charged twice', amount_cents: 12900, invoice_id: 'INV-2291' } },
@@ -279,7 +284,46 @@ test('the cached tool list is dropped when the server announces list_changed', a
   assert.equal(gw.connection('dyn').connects, 1, 'same connection: the list was re-fetched, not reconnected');
 });
 
-test('a session the server no longer knows (404 after a restart) is replaced and the call sent once more', async () => {
+/**
+ * billing-tools as a server from before 2026-07-28 shows it: `server/discover` is answered "method
+ * not found" (so a negotiating client falls back to `initialize` and a session), the rest is passed on.
+ */
+async function olderServerFront(target: string): Promise<string> {
+  const front = createServer((req, res) => {
+    void (async () => {
+      const chunks: Buffer[] = [];
+      for await (const c of req) chunks.push(c as Buffer);
+      const body = Buffer.concat(chunks);
+      const message = req.method === 'POST' ? (JSON.parse(body.toString() || 'null') as { id?: unknown; method?: string } | null) : null;
+      if (message?.method === 'server/discover') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return void res.end(JSON.stringify({ jsonrpc: '2.0', id: message.id, error: { code: -32601, message: 'Method not found' } }));
+      }
+      const headers = new Headers();
+      for (const [k, v] of Object.entries(req.headers))
+        if (typeof v === 'string' && k !== 'host' && k !== 'content-length') headers.set(k, v);
+      const gone = new AbortController();
+      res.once('close', () => gone.abort());
+      const upstream = await fetch(target, { method: req.method, headers, signal: gone.signal, ...(body.length ? { body } : {}) });
+      const passed = [...upstream.headers].filter(
+        ([k]) => !['content-length', 'transfer-encoding', 'connection', 'keep-alive'].includes(k),
+      );
+      res.writeHead(upstream.status, Object.fromEntries(passed));
+      if (!upstream.body) return void res.end();
+      Readable.fromWeb(upstream.body as NodeReadableStream)
+        .on('error', () => res.destroy())
+        .pipe(res);
+    })().catch(() => res.destroy());
+  });
+  await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+  after(() => {
+    front.closeAllConnections();
+    front.close();
+  });
+  return `http://127.0.0.1:${(front.address() as { port: number }).port}/mcp`;
+}
+
+test('a 2025 session the server no longer knows (404 after a restart) is replaced and the call sent once more', async () => {
   const port = await freePort();
   const start = () =>
     startBillingTools({
@@ -287,19 +331,22 @@ test('a session the server no longer knows (404 after a restart) is replaced and
       BILLING_TOOLS_PORT: port,
     });
   const first = await start();
+  const olderUrl = await olderServerFront(first.mcpUrl);
   // readRetries 0: a success after the restart is the connection's own retry, not the gateway's.
   const gw = testGateway({
     ledger,
     readRetries: 0,
-    servers: { billing: { transport: 'http', url: first.mcpUrl, tokenAudience: 'billing-tools' } },
+    servers: { billing: { transport: 'http', url: olderUrl, tokenAudience: 'billing-tools' } },
   });
   const read = { tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2292' } };
   assert.equal((await gw.call(read, scope())).status, 'ok');
+  assert.deepEqual(gw.connection('billing').negotiated, { era: 'legacy', version: '2025-11-25' });
+  assert.equal(first.sessionCount(), 1);
   // The same for a bare connection: its call itself meets the 404 (no tool listing in between).
   const minter = new HmacToolTokenMinter(TEST_TOOL_TOKEN_SECRET);
   const conn = new McpConnection(
     'billing',
-    { transport: 'http', url: first.mcpUrl },
+    { transport: 'http', url: olderUrl },
     { clientName: 'spec', bearer: () => minter.mintConnection({ audience: 'billing-tools', subject: 'spec' }) },
   );
   after(() => conn.close());
@@ -313,4 +360,28 @@ test('a session the server no longer knows (404 after a restart) is replaced and
   assert.equal(gw.connection('billing').connects, 2, 'one new session');
   assert.equal((await conn.callTool('get_invoice', { invoice_id: 'INV-2292' }, meta, { timeoutMs: 5000 })).isError, undefined);
   assert.equal(conn.connects, 2);
+});
+
+test('on 2026-07-28 a restarted server needs no new connection: there is no session to lose', async () => {
+  const port = await freePort();
+  const start = () =>
+    startBillingTools({
+      ...loadBillingToolsConfig({ DATABASE_URL: billingUrl, BILLING_TOKEN_SECRET: TEST_TOOL_TOKEN_SECRET }),
+      BILLING_TOOLS_PORT: port,
+    });
+  const first = await start();
+  const gw = testGateway({
+    ledger,
+    readRetries: 0,
+    servers: { billing: { transport: 'http', url: first.mcpUrl, tokenAudience: 'billing-tools' } },
+  });
+  const read = { tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-2292' } };
+  assert.equal((await gw.call(read, scope())).status, 'ok');
+  assert.deepEqual(gw.connection('billing').negotiated, { era: 'modern', version: '2026-07-28' });
+  assert.equal(first.sessionCount(), 0, 'stateless: nothing held between requests');
+  await first.stop();
+  const second = await start();
+  after(() => second.stop());
+  assert.equal((await gw.call(read, scope())).status, 'ok');
+  assert.equal(gw.connection('billing').connects, 1);
 });

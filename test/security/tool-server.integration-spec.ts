@@ -1,7 +1,9 @@
 // billing-tools as an outside caller meets it: every request needs an audience-bound tool token
 // (401 JSON before any session exists otherwise), the tenant comes only from the verified token,
 // idempotency keys belong to a tenant, a refund is bounded by the duplicate charge, sessions are
-// capped and expire when idle, and every error is a JSON body. MCP through the official SDK client.
+// capped and expire when idle, and every error is a JSON body. MCP through the official SDK
+// clients, on both revisions it serves: the 1.32 client (2025-11-25, a session) and the 2.4.0
+// client negotiating 2026-07-28 (stateless).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { networkInterfaces } from 'node:os';
@@ -10,29 +12,57 @@ import { SignJWT } from 'jose';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { Client as NextClient, StreamableHTTPClientTransport as NextHttpTransport } from '@modelcontextprotocol/client';
 import { HmacToolTokenMinter, ToolMeta } from '@mesh/tool-gateway';
 import { eventually, freshDatabase, sql } from '../support/infra.js';
 import { freePort, repoRoot, spawnNode } from '../support/processes.js';
 import { TEST_TOOL_TOKEN_SECRET } from '../support/agents-runtime.js';
+import type { RunningBillingTools } from '@mesh/app-billing-tools';
 import { refundCount, startTestBillingTools } from '../agents/agents-fixtures.js';
 
-const db = await freshDatabase('sec-tool-server');
-const billing = await startTestBillingTools(db);
 const minter = new HmacToolTokenMinter(TEST_TOOL_TOKEN_SECRET);
 const AUD = 'billing-tools';
 const callToken = (tenant: string, subject = 'alice') => minter.mint({ audience: AUD, tenant, subject, taskId: 't1' });
 
-/** An SDK client whose every HTTP request carries `bearer` (a connection or a call token). */
+/** What the specs need of either SDK's client. */
+interface ToolClient {
+  callTool(params: { name: string; arguments: Record<string, unknown>; _meta?: Record<string, unknown> }): Promise<CallToolResult>;
+  close(): Promise<void>;
+}
+const bearerInit = (bearer?: string) => (bearer ? { requestInit: { headers: { authorization: `Bearer ${bearer}` } } } : {});
+
+/** The 1.32 SDK client (2025-11-25, one session), every HTTP request carrying `bearer` (a connection or a call token). */
 async function client(url: string, bearer?: string): Promise<Client> {
   const c = new Client({ name: 'outside-tester', version: '0' });
-  const transport = new StreamableHTTPClientTransport(
-    new URL(url),
-    bearer ? { requestInit: { headers: { authorization: `Bearer ${bearer}` } } } : {},
-  );
-  await c.connect(transport);
+  await c.connect(new StreamableHTTPClientTransport(new URL(url), bearerInit(bearer)));
   return c;
 }
-const worker = await client(billing.mcpUrl, await minter.mintConnection({ audience: AUD, subject: 'worker' }));
+
+/** The 2.4.0 SDK client negotiating the revision; billing-tools settles on 2026-07-28 (stateless). */
+async function nextClient(url: string, bearer?: string): Promise<NextClient> {
+  const c = new NextClient({ name: 'outside-tester', version: '0' }, { versionNegotiation: { mode: 'auto' } });
+  await c.connect(new NextHttpTransport(new URL(url), bearerInit(bearer)));
+  assert.equal(c.getNegotiatedProtocolVersion(), '2026-07-28');
+  return c;
+}
+
+const revisions = [
+  { revision: '2025-11-25', connect: client as (url: string, bearer?: string) => Promise<ToolClient> },
+  { revision: '2026-07-28', connect: nextClient as (url: string, bearer?: string) => Promise<ToolClient> },
+];
+
+// Each revision against its own billing-tools and database (the tenant cases refund the same
+// invoices), all started before the first test so they live until the last.
+const servedRevisions: Array<(typeof revisions)[number] & { db: string; billing: RunningBillingTools; worker: ToolClient }> = [];
+for (const r of revisions) {
+  const db = await freshDatabase(`sec-tool-server-${r.revision}`);
+  const billing = await startTestBillingTools(db);
+  const worker = await r.connect(billing.mcpUrl, await minter.mintConnection({ audience: AUD, subject: 'worker' }));
+  servedRevisions.push({ ...r, db, billing, worker });
+}
+// The revision-neutral cases run against the first: its worker is the 1.32 client, on a session.
+const { db, billing } = servedRevisions[0];
+const worker = servedRevisions[0].worker as Client;
 
 const textOf = (r: CallToolResult) => r.content.map((c) => (c.type === 'text' ? c.text : '')).join('');
 const initialize = {
@@ -92,140 +122,150 @@ test('without a token, or with a token of the wrong audience, an expired or a fo
     assert.equal(res.headers.get('mcp-session-id'), null, `${what}: no session id`);
   }
   assert.equal(billing.sessionCount(), sessions, 'no session was created for a refused request');
-  // The official client meets the same wall, and so does a request on an existing session.
+  // The official clients meet the same wall (the 2.4.0 one at its `server/discover` probe, which
+  // is an error to it, not a sign of an older server), and so does a request on an existing session.
   await assert.rejects(client(billing.mcpUrl), /401|token/);
+  await assert.rejects(nextClient(billing.mcpUrl), /401|token/);
+  const forged = await new HmacToolTokenMinter('another-secret-of-enough-length').mintConnection({ audience: AUD, subject: 'x' });
+  await assert.rejects(nextClient(billing.mcpUrl, forged), /401|token/);
   const sid = (worker.transport as StreamableHTTPClientTransport).sessionId!;
   const onSession = await post(billing.mcpUrl, JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }), { 'mcp-session-id': sid });
   await assertJsonError(onSession, 401);
 });
 
-test('_meta naming another tenant than the token is refused; without a call token nothing names a tenant', async () => {
-  const before = await refundCount(db, 'globex', 'INV-3108');
-  const claimGlobex = await worker.callTool({
-    name: 'issue_refund',
-    arguments: { invoice_id: 'INV-3108', amount_cents: 1, reason: 'x' },
-    _meta: { [ToolMeta.token]: await callToken('acme'), [ToolMeta.tenant]: 'globex', [ToolMeta.idempotencyKey]: 'k-meta' },
-  });
-  assert.equal(claimGlobex.isError, true);
-  assert.match(textOf(claimGlobex as CallToolResult), /does not match the tenant of the token/);
-  // The issue's reproduction: a bare _meta tenant (no call token) on a worker connection.
-  const bare = await worker.callTool({
-    name: 'get_invoice',
-    arguments: { invoice_id: 'INV-3108' },
-    _meta: { [ToolMeta.tenant]: 'globex' },
-  });
-  assert.equal(bare.isError, true);
-  assert.match(textOf(bare as CallToolResult), /token naming the tenant is required/);
-  const forgedCall = await worker.callTool({
-    name: 'get_invoice',
-    arguments: { invoice_id: 'INV-3108' },
-    _meta: {
-      [ToolMeta.token]: await new HmacToolTokenMinter('another-secret-of-enough-length').mint({
-        audience: AUD,
-        tenant: 'globex',
-        subject: 'x',
-        taskId: 't',
-      }),
-    },
-  });
-  assert.equal(forgedCall.isError, true);
-  assert.match(textOf(forgedCall as CallToolResult), /not a valid token/);
-  const otherSubject = await worker.callTool({
-    name: 'get_invoice',
-    arguments: { invoice_id: 'INV-2292' },
-    _meta: { [ToolMeta.token]: await callToken('acme', 'alice'), [ToolMeta.subject]: 'mallory' },
-  });
-  assert.equal(otherSubject.isError, true);
-  assert.equal(await refundCount(db, 'globex', 'INV-3108'), before, 'nothing refunded');
-});
-
-test("a token for acme cannot read or refund globex's invoice, nor read its refunds", async () => {
-  const globex = await callToken('globex', 'bob');
-  const acme = await callToken('acme');
-  const own = await worker.callTool({ name: 'get_invoice', arguments: { invoice_id: 'INV-3107' }, _meta: { [ToolMeta.token]: globex } });
-  assert.equal(own.isError, undefined);
-  const refunded = await worker.callTool({
-    name: 'issue_refund',
-    arguments: { invoice_id: 'INV-3107', amount_cents: 100, reason: 'duplicate' },
-    _meta: { [ToolMeta.token]: globex, [ToolMeta.idempotencyKey]: 'globex-only-key' },
-  });
-  assert.equal(refunded.isError, undefined, textOf(refunded as CallToolResult));
-  const read = await worker.callTool({ name: 'get_invoice', arguments: { invoice_id: 'INV-3107' }, _meta: { [ToolMeta.token]: acme } });
-  assert.equal(read.isError, true);
-  assert.match(textOf(read as CallToolResult), /not found/);
-  const refund = await worker.callTool({
-    name: 'issue_refund',
-    arguments: { invoice_id: 'INV-3107', amount_cents: 100, reason: 'x' },
-    _meta: { [ToolMeta.token]: acme, [ToolMeta.idempotencyKey]: 'acme-tries-globex' },
-  });
-  assert.equal(refund.isError, true);
-  const status = await worker.callTool({
-    name: 'refund_status',
-    arguments: { idempotency_key: 'globex-only-key' },
-    _meta: { [ToolMeta.token]: acme },
-  });
-  assert.deepEqual(status.structuredContent, { status: 'not_found' });
-  // A tenant-bound bearer token (the call token used as the connection token) acts for that tenant only.
-  const asAcme = await client(billing.mcpUrl, acme);
-  const viaBearer = await asAcme.callTool({ name: 'get_invoice', arguments: { invoice_id: 'INV-3107' } });
-  assert.equal(viaBearer.isError, true);
-  const mixed = await asAcme.callTool({ name: 'get_invoice', arguments: { invoice_id: 'INV-3107' }, _meta: { [ToolMeta.token]: globex } });
-  assert.equal(mixed.isError, true);
-  assert.match(textOf(mixed as CallToolResult), /different tenants/);
-  await asAcme.close();
-  assert.equal(await refundCount(db, 'globex', 'INV-3107'), 1);
-});
-
-test('the same idempotency key in two tenants is two refunds', async () => {
-  const key = 'shared-key-1';
-  const g = await worker.callTool({
-    name: 'issue_refund',
-    arguments: { invoice_id: 'INV-3107', amount_cents: 200, reason: 'duplicate' },
-    _meta: { [ToolMeta.token]: await callToken('globex', 'bob'), [ToolMeta.idempotencyKey]: key },
-  });
-  assert.equal(g.isError, undefined, textOf(g as CallToolResult));
-  const a = await worker.callTool({
-    name: 'issue_refund',
-    arguments: { invoice_id: 'INV-2291', amount_cents: 300, reason: 'duplicate' },
-    _meta: { [ToolMeta.token]: await callToken('acme'), [ToolMeta.idempotencyKey]: key },
-  });
-  assert.equal(a.isError, undefined, textOf(a as CallToolResult));
-  assert.equal((a.structuredContent as { invoice_id: string }).invoice_id, 'INV-2291');
-  const rows = await sql<{ tenant: string }>(db, `SELECT tenant FROM billing.refunds WHERE idempotency_key = $1 ORDER BY tenant`, [key]);
-  assert.deepEqual(
-    rows.map((r) => r.tenant),
-    ['acme', 'globex'],
-  );
-});
-
-test('a refund is bounded by the duplicate charge; an invoice charged once has nothing refundable', async () => {
-  await sql(
-    db,
-    `INSERT INTO billing.invoices (tenant, invoice_id, customer, amount_cents, currency, charges) VALUES ('acme', 'INV-7701', 'T', 5000, 'EUR', 2)`,
-  );
-  const acme = await callToken('acme');
-  const refund = (invoice_id: string, amount_cents: number, key: string) =>
-    worker.callTool({
+for (const { revision, connect, db, billing, worker } of servedRevisions) {
+  test(`${revision}: _meta naming another tenant than the token is refused; without a call token nothing names a tenant`, async () => {
+    const before = await refundCount(db, 'globex', 'INV-3108');
+    const claimGlobex = await worker.callTool({
       name: 'issue_refund',
-      arguments: { invoice_id, amount_cents, reason: 'duplicate' },
-      _meta: { [ToolMeta.token]: acme, [ToolMeta.idempotencyKey]: key },
-    }) as Promise<CallToolResult>;
-  const tooMuch = await refund('INV-7701', 5001, 'b1');
-  assert.equal(tooMuch.isError, true);
-  assert.match(textOf(tooMuch), /only 5000 cents of INV-7701 are refundable/);
-  assert.equal((await refund('INV-7701', 3000, 'b2')).isError, undefined);
-  const rest = await refund('INV-7701', 2001, 'b3');
-  assert.match(textOf(rest), /only 2000 cents/);
-  assert.equal((await refund('INV-7701', 2000, 'b4')).isError, undefined);
-  assert.match(textOf(await refund('INV-7701', 1, 'b5')), /only 0 cents/);
-  const once = await refund('INV-2292', 1, 'b6');
-  assert.equal(once.isError, true);
-  assert.match(textOf(once), /charged once/);
-  assert.equal(await refundCount(db, 'acme', 'INV-7701'), 2);
-  assert.equal(await refundCount(db, 'acme', 'INV-2292'), 0);
-});
+      arguments: { invoice_id: 'INV-3108', amount_cents: 1, reason: 'x' },
+      _meta: { [ToolMeta.token]: await callToken('acme'), [ToolMeta.tenant]: 'globex', [ToolMeta.idempotencyKey]: 'k-meta' },
+    });
+    assert.equal(claimGlobex.isError, true);
+    assert.match(textOf(claimGlobex as CallToolResult), /does not match the tenant of the token/);
+    // The issue's reproduction: a bare _meta tenant (no call token) on a worker connection.
+    const bare = await worker.callTool({
+      name: 'get_invoice',
+      arguments: { invoice_id: 'INV-3108' },
+      _meta: { [ToolMeta.tenant]: 'globex' },
+    });
+    assert.equal(bare.isError, true);
+    assert.match(textOf(bare as CallToolResult), /token naming the tenant is required/);
+    const forgedCall = await worker.callTool({
+      name: 'get_invoice',
+      arguments: { invoice_id: 'INV-3108' },
+      _meta: {
+        [ToolMeta.token]: await new HmacToolTokenMinter('another-secret-of-enough-length').mint({
+          audience: AUD,
+          tenant: 'globex',
+          subject: 'x',
+          taskId: 't',
+        }),
+      },
+    });
+    assert.equal(forgedCall.isError, true);
+    assert.match(textOf(forgedCall as CallToolResult), /not a valid token/);
+    const otherSubject = await worker.callTool({
+      name: 'get_invoice',
+      arguments: { invoice_id: 'INV-2292' },
+      _meta: { [ToolMeta.token]: await callToken('acme', 'alice'), [ToolMeta.subject]: 'mallory' },
+    });
+    assert.equal(otherSubject.isError, true);
+    assert.equal(await refundCount(db, 'globex', 'INV-3108'), before, 'nothing refunded');
+  });
 
-test('sessions are capped (503 JSON over the cap) and expire when idle (404 afterwards)', async () => {
+  test(`${revision}: a token for acme cannot read or refund globex's invoice, nor read its refunds`, async () => {
+    const globex = await callToken('globex', 'bob');
+    const acme = await callToken('acme');
+    const own = await worker.callTool({ name: 'get_invoice', arguments: { invoice_id: 'INV-3107' }, _meta: { [ToolMeta.token]: globex } });
+    assert.equal(own.isError, undefined);
+    const refunded = await worker.callTool({
+      name: 'issue_refund',
+      arguments: { invoice_id: 'INV-3107', amount_cents: 100, reason: 'duplicate' },
+      _meta: { [ToolMeta.token]: globex, [ToolMeta.idempotencyKey]: 'globex-only-key' },
+    });
+    assert.equal(refunded.isError, undefined, textOf(refunded as CallToolResult));
+    const read = await worker.callTool({ name: 'get_invoice', arguments: { invoice_id: 'INV-3107' }, _meta: { [ToolMeta.token]: acme } });
+    assert.equal(read.isError, true);
+    assert.match(textOf(read as CallToolResult), /not found/);
+    const refund = await worker.callTool({
+      name: 'issue_refund',
+      arguments: { invoice_id: 'INV-3107', amount_cents: 100, reason: 'x' },
+      _meta: { [ToolMeta.token]: acme, [ToolMeta.idempotencyKey]: 'acme-tries-globex' },
+    });
+    assert.equal(refund.isError, true);
+    const status = await worker.callTool({
+      name: 'refund_status',
+      arguments: { idempotency_key: 'globex-only-key' },
+      _meta: { [ToolMeta.token]: acme },
+    });
+    assert.deepEqual(status.structuredContent, { status: 'not_found' });
+    // A tenant-bound bearer token (the call token used as the connection token) acts for that tenant only.
+    const asAcme = await connect(billing.mcpUrl, acme);
+    const viaBearer = await asAcme.callTool({ name: 'get_invoice', arguments: { invoice_id: 'INV-3107' } });
+    assert.equal(viaBearer.isError, true);
+    const mixed = await asAcme.callTool({
+      name: 'get_invoice',
+      arguments: { invoice_id: 'INV-3107' },
+      _meta: { [ToolMeta.token]: globex },
+    });
+    assert.equal(mixed.isError, true);
+    assert.match(textOf(mixed as CallToolResult), /different tenants/);
+    await asAcme.close();
+    assert.equal(await refundCount(db, 'globex', 'INV-3107'), 1);
+  });
+
+  test(`${revision}: the same idempotency key in two tenants is two refunds`, async () => {
+    const key = 'shared-key-1';
+    const g = await worker.callTool({
+      name: 'issue_refund',
+      arguments: { invoice_id: 'INV-3107', amount_cents: 200, reason: 'duplicate' },
+      _meta: { [ToolMeta.token]: await callToken('globex', 'bob'), [ToolMeta.idempotencyKey]: key },
+    });
+    assert.equal(g.isError, undefined, textOf(g as CallToolResult));
+    const a = await worker.callTool({
+      name: 'issue_refund',
+      arguments: { invoice_id: 'INV-2291', amount_cents: 300, reason: 'duplicate' },
+      _meta: { [ToolMeta.token]: await callToken('acme'), [ToolMeta.idempotencyKey]: key },
+    });
+    assert.equal(a.isError, undefined, textOf(a as CallToolResult));
+    assert.equal((a.structuredContent as { invoice_id: string }).invoice_id, 'INV-2291');
+    const rows = await sql<{ tenant: string }>(db, `SELECT tenant FROM billing.refunds WHERE idempotency_key = $1 ORDER BY tenant`, [key]);
+    assert.deepEqual(
+      rows.map((r) => r.tenant),
+      ['acme', 'globex'],
+    );
+  });
+
+  test(`${revision}: a refund is bounded by the duplicate charge; an invoice charged once has nothing refundable`, async () => {
+    await sql(
+      db,
+      `INSERT INTO billing.invoices (tenant, invoice_id, customer, amount_cents, currency, charges) VALUES ('acme', 'INV-7701', 'T', 5000, 'EUR', 2)`,
+    );
+    const acme = await callToken('acme');
+    const refund = (invoice_id: string, amount_cents: number, key: string) =>
+      worker.callTool({
+        name: 'issue_refund',
+        arguments: { invoice_id, amount_cents, reason: 'duplicate' },
+        _meta: { [ToolMeta.token]: acme, [ToolMeta.idempotencyKey]: key },
+      }) as Promise<CallToolResult>;
+    const tooMuch = await refund('INV-7701', 5001, 'b1');
+    assert.equal(tooMuch.isError, true);
+    assert.match(textOf(tooMuch), /only 5000 cents of INV-7701 are refundable/);
+    assert.equal((await refund('INV-7701', 3000, 'b2')).isError, undefined);
+    const rest = await refund('INV-7701', 2001, 'b3');
+    assert.match(textOf(rest), /only 2000 cents/);
+    assert.equal((await refund('INV-7701', 2000, 'b4')).isError, undefined);
+    assert.match(textOf(await refund('INV-7701', 1, 'b5')), /only 0 cents/);
+    const once = await refund('INV-2292', 1, 'b6');
+    assert.equal(once.isError, true);
+    assert.match(textOf(once), /charged once/);
+    assert.equal(await refundCount(db, 'acme', 'INV-7701'), 2);
+    assert.equal(await refundCount(db, 'acme', 'INV-2292'), 0);
+  });
+}
+
+test('2025 sessions are capped (503 JSON over the cap) and expire when idle (404 afterwards); 2026-07-28 requests hold none', async () => {
   const small = await startTestBillingTools(db, { BILLING_TOOLS_MAX_SESSIONS: '2', BILLING_TOOLS_SESSION_IDLE_MS: '400' });
   const auth = { authorization: `Bearer ${await minter.mintConnection({ audience: AUD, subject: 'worker' })}` };
   const open = async () => post(small.mcpUrl, JSON.stringify(initialize), auth);
@@ -240,6 +280,11 @@ test('sessions are capped (503 JSON over the cap) and expire when idle (404 afte
   assert.match(body.error.message, /too many open sessions/);
   assert.ok(over.headers.get('retry-after'));
   assert.equal(small.sessionCount(), 2);
+  // A 2026-07-28 client holds no session between requests: the cap is not in its way and it opens none.
+  const stateless = await nextClient(small.mcpUrl, auth.authorization.slice('Bearer '.length));
+  assert.deepEqual((await stateless.listTools()).tools.map((t) => t.name).sort(), ['get_invoice', 'issue_refund', 'refund_status']);
+  assert.equal(small.sessionCount(), 2);
+  await stateless.close();
   // Walked away from: closed after the idle time, then a new session fits again.
   await eventually('idle sessions expired', () => small.sessionCount() === 0, 5000);
   const gone = await post(small.mcpUrl, JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }), {
@@ -257,6 +302,20 @@ test('malformed JSON, an oversized body, an unknown route and a wrong method get
   await assertJsonError(await post(billing.mcpUrl, JSON.stringify({ pad: 'x'.repeat(1_100_000) }), auth), 413);
   const garbageBr = await post(billing.mcpUrl, '{"a":', { ...auth, 'content-encoding': 'br' });
   await assertJsonError(garbageBr, garbageBr.status === 415 ? 415 : 400);
+  // A 2026-07-28 request the SDK refuses (a revision it does not serve) is a JSON-RPC body as well.
+  const envelope = {
+    'io.modelcontextprotocol/protocolVersion': '2099-01-01',
+    'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '0' },
+    'io.modelcontextprotocol/clientCapabilities': {},
+  };
+  const unsupported = await assertJsonError(
+    await post(billing.mcpUrl, JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/list', params: { _meta: envelope } }), {
+      ...auth,
+      'mcp-protocol-version': '2099-01-01',
+    }),
+    400,
+  );
+  assert.equal(unsupported.error.code, -32022);
   // Without a token the body is never parsed: 401 first.
   await assertJsonError(await post(billing.mcpUrl, '{"jsonrpc":"2.0",'), 401);
   await assertJsonError(await fetch(new URL('/nope', billing.mcpUrl)), 404);

@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import {
+  createMcpHandler,
+  isInitializeRequest,
+  isLegacyRequest,
+  WebStandardStreamableHTTPServerTransport,
+  type AuthInfo,
+} from '@modelcontextprotocol/server';
 import { openServiceDatabase } from '@mesh/database';
 import { verifyToolTokenClaims } from '@mesh/tool-gateway';
 import { refuseMalformedUtf8 } from '@mesh/service';
@@ -12,19 +16,20 @@ import type { BillingToolsConfig } from './billing-tools.config.js';
 import { createBillingServer } from './billing-tools.server.js';
 import { BillingStore } from './billing.store.js';
 import { billingMigrations, BILLING_SCHEMA } from './migrations/index.js';
+import { sendWebResponse, toWebRequest } from './web-exchange.js';
 
 /** A running billing-tools server. */
 export interface RunningBillingTools {
   /** MCP endpoint (Streamable HTTP), e.g. http://127.0.0.1:8083/mcp */
   mcpUrl: string;
   hooks: BillingHooks;
-  /** MCP sessions open now. */
+  /** MCP sessions (of 2025-revision clients) open now. */
   sessionCount(): number;
   stop(): Promise<void>;
 }
 
 interface Session {
-  transport: StreamableHTTPServerTransport;
+  transport: WebStandardStreamableHTTPServerTransport;
   /** Requests (and SSE streams) of the session still open. */
   open: number;
   lastUsed: number;
@@ -51,10 +56,14 @@ function bodyError(err: { type?: string; status?: number }): { status: number; c
   }
 }
 
+type AuthedRequest = Request & { auth?: AuthInfo };
+
 /**
- * Starts billing-tools: its schema (created and migrated), then MCP over Streamable HTTP with one
- * session per client. Every request needs a tool token for BILLING_TOKEN_AUDIENCE (401 before any
- * session exists otherwise); sessions are capped and closed when idle.
+ * Starts billing-tools: its schema (created and migrated), then MCP over Streamable HTTP on one
+ * path for both protocol revisions: 2026-07-28 requests are stateless (a server instance per
+ * request), 2025 clients get one session each. Every request needs a tool token for
+ * BILLING_TOKEN_AUDIENCE (401 before any session or server instance exists otherwise); sessions
+ * are capped and closed when idle.
  */
 export async function startBillingTools(config: BillingToolsConfig): Promise<RunningBillingTools> {
   const ds = await openServiceDatabase({
@@ -69,6 +78,9 @@ export async function startBillingTools(config: BillingToolsConfig): Promise<Run
   const token = { secret: config.BILLING_TOKEN_SECRET, audience: config.BILLING_TOKEN_AUDIENCE };
   const sessions = new Map<string, Session>();
   let initializing = 0;
+  const deps = { store, hooks, token };
+  // Strict: the 2025 revisions are served below, with sessions, not by the SDK's stateless fallback.
+  const modern = createMcpHandler(() => createBillingServer(deps), { legacy: 'reject' });
 
   const app = express();
   app.disable('x-powered-by');
@@ -89,7 +101,7 @@ export async function startBillingTools(config: BillingToolsConfig): Promise<Run
     try {
       const claims = await verifyToolTokenClaims(bearer, token.secret, token.audience);
       const auth: AuthInfo = { token: bearer, clientId: claims.subject, scopes: [], extra: { ...claims } };
-      (req as Request & { auth?: AuthInfo }).auth = auth;
+      (req as AuthedRequest).auth = auth;
     } catch {
       return void rpcError(res, 401, -32001, `invalid tool token (signature, issuer, audience ${token.audience} or expiry)`);
     }
@@ -107,12 +119,29 @@ export async function startBillingTools(config: BillingToolsConfig): Promise<Run
     });
   };
 
+  /** Hands the request to a 2025 session's transport, with the verified token and the parsed body. */
+  const serveOnSession = async (
+    transport: WebStandardStreamableHTTPServerTransport,
+    req: Request,
+    res: Response,
+    request = toWebRequest(req, res),
+  ) => {
+    const options = { authInfo: (req as AuthedRequest).auth, ...(req.method === 'POST' ? { parsedBody: req.body } : {}) };
+    await sendWebResponse(res, await transport.handleRequest(request, options));
+  };
+
   app.post('/mcp', async (req: Request, res: Response) => {
+    // The SDK's own classification: a request carrying the 2026-07-28 envelope is served statelessly.
+    const request = toWebRequest(req, res);
+    if (!(await isLegacyRequest(request, req.body))) {
+      const authInfo = (req as AuthedRequest).auth;
+      return void (await sendWebResponse(res, await modern.fetch(request, { authInfo, parsedBody: req.body })));
+    }
     const sid = req.header('mcp-session-id');
     const known = sid ? sessions.get(sid) : undefined;
     if (known) {
       track(known, res);
-      return void (await known.transport.handleRequest(req, res, req.body));
+      return void (await serveOnSession(known.transport, req, res, request));
     }
     // An unknown session (expired, or after a restart) gets 404, which tells the client to initialise again.
     if (sid) return void rpcError(res, 404, -32001, 'unknown session');
@@ -123,7 +152,7 @@ export async function startBillingTools(config: BillingToolsConfig): Promise<Run
     }
     initializing++;
     const session: Session = { transport: undefined as never, open: 0, lastUsed: Date.now() };
-    const t: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+    const t: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => void sessions.set(id, session),
     });
@@ -132,9 +161,9 @@ export async function startBillingTools(config: BillingToolsConfig): Promise<Run
       if (t.sessionId) sessions.delete(t.sessionId);
     };
     try {
-      await createBillingServer({ store, hooks, token }).connect(t);
+      await createBillingServer(deps).connect(t);
       track(session, res);
-      await t.handleRequest(req, res, req.body);
+      await serveOnSession(t, req, res, request);
     } finally {
       initializing--;
     }
@@ -143,7 +172,7 @@ export async function startBillingTools(config: BillingToolsConfig): Promise<Run
     const s = sessions.get(req.header('mcp-session-id') ?? '');
     if (!s) return void rpcError(res, 404, -32001, 'unknown session');
     track(s, res);
-    await s.transport.handleRequest(req, res);
+    await serveOnSession(s.transport, req, res);
   };
   app.get('/mcp', sessionRequest);
   app.delete('/mcp', sessionRequest);
@@ -178,6 +207,7 @@ export async function startBillingTools(config: BillingToolsConfig): Promise<Run
     sessionCount: () => sessions.size,
     async stop() {
       clearInterval(sweep);
+      await modern.close();
       await Promise.all([...sessions.values()].map((s) => s.transport.close().catch(() => undefined)));
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { Client } from '@modelcontextprotocol/client';
+import { InMemoryTransport } from '@modelcontextprotocol/server';
 import { HmacToolTokenMinter, ToolMeta } from '@mesh/tool-gateway';
 import { BillingHooks } from './billing-hooks.js';
 import { createBillingServer } from './billing-tools.server.js';

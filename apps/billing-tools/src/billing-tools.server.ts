@@ -1,10 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { McpServer, type CallToolResult, type ServerContext } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { BillingTools } from '@mesh/contract';
 import { isTransientPostgresError } from '@mesh/database';
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { ToolMeta, verifyToolToken, type ToolTokenClaims } from '@mesh/tool-gateway';
 import type { BillingHooks } from './billing-hooks.js';
 import type { BillingStore } from './billing.store.js';
@@ -28,8 +26,9 @@ const failure = (text: string): CallToolResult => ({ content: [{ type: 'text', t
  * worker mints one per call), else the request's bearer token when that one names a tenant.
  * `_meta` tenant or subject that disagree with the token are refused; absent ones are fine.
  */
-async function callerOf(meta: Meta, authInfo: AuthInfo | undefined, deps: BillingServerDeps): Promise<{ tenant: string; subject: string }> {
-  const bearer = authInfo?.extra as ToolTokenClaims | undefined;
+async function callerOf(ctx: ServerContext, deps: BillingServerDeps): Promise<{ tenant: string; subject: string }> {
+  const meta: Meta = ctx.mcpReq._meta;
+  const bearer = ctx.http?.authInfo?.extra as ToolTokenClaims | undefined;
   const callToken = meta?.[ToolMeta.token];
   let caller: { tenant: string; subject: string } | undefined;
   if (callToken !== undefined) {
@@ -70,7 +69,10 @@ async function untilAvailable<T>(signal: AbortSignal, work: () => Promise<T>): P
   }
 }
 
-/** One MCP server instance (one per session) exposing the billing tools. */
+/**
+ * One MCP server instance exposing the billing tools: one per 2025 session, or one per
+ * 2026-07-28 request (that revision is stateless). The same tools, checks and answers on both.
+ */
 export function createBillingServer(deps: BillingServerDeps): McpServer {
   const server = new McpServer({ name: 'billing-tools', version: '0.1.0' });
 
@@ -78,14 +80,14 @@ export function createBillingServer(deps: BillingServerDeps): McpServer {
     BillingTools.tools.getInvoice,
     {
       description: 'Look up an invoice of the calling tenant: amount, how often it was charged, what was refunded.',
-      inputSchema: { invoice_id: z.string().min(1).max(64) },
+      inputSchema: z.object({ invoice_id: z.string().min(1).max(64) }),
       annotations: { readOnlyHint: true },
     },
-    async ({ invoice_id }, extra) => {
+    async ({ invoice_id }, ctx) => {
       try {
-        await deps.hooks.at(BillingTools.tools.getInvoice, 'before', extra.signal);
-        const { tenant } = await callerOf(extra._meta, extra.authInfo, deps);
-        const invoice = await untilAvailable(extra.signal, () => deps.store.invoice(tenant, invoice_id));
+        await deps.hooks.at(BillingTools.tools.getInvoice, 'before', ctx.mcpReq.signal);
+        const { tenant } = await callerOf(ctx, deps);
+        const invoice = await untilAvailable(ctx.mcpReq.signal, () => deps.store.invoice(tenant, invoice_id));
         return invoice ? ok({ ...invoice }) : failure(`invoice ${invoice_id} not found`);
       } catch (err) {
         return failure(err instanceof Error ? err.message : String(err));
@@ -99,25 +101,25 @@ export function createBillingServer(deps: BillingServerDeps): McpServer {
       description:
         'Refund a duplicate charge of an invoice: at most the amount charged beyond the first charge, less earlier refunds. ' +
         'Idempotent per _meta idempotency key of the tenant: a repeated key returns the first refund.',
-      inputSchema: {
+      inputSchema: z.object({
         invoice_id: z.string().min(1).max(64),
         amount_cents: z.number().int().positive(),
         reason: z.string().min(1).max(500),
-      },
+      }),
       annotations: { readOnlyHint: false, idempotentHint: false, destructiveHint: false },
     },
-    async ({ invoice_id, amount_cents, reason }, extra) => {
+    async ({ invoice_id, amount_cents, reason }, ctx) => {
       try {
-        await deps.hooks.at(BillingTools.tools.issueRefund, 'before', extra.signal);
-        const caller = await callerOf(extra._meta, extra.authInfo, deps);
-        const key = extra._meta?.[ToolMeta.idempotencyKey];
+        await deps.hooks.at(BillingTools.tools.issueRefund, 'before', ctx.mcpReq.signal);
+        const caller = await callerOf(ctx, deps);
+        const key = ctx.mcpReq._meta?.[ToolMeta.idempotencyKey];
         if (typeof key !== 'string' || key === '') return failure(`_meta["${ToolMeta.idempotencyKey}"] is required`);
-        const refund = await untilAvailable(extra.signal, () =>
+        const refund = await untilAvailable(ctx.mcpReq.signal, () =>
           deps.store.issueRefund({ ...caller, invoiceId: invoice_id, amountCents: amount_cents, reason, key }),
         );
         if (!refund) return failure(`invoice ${invoice_id} not found`);
         // The refund is committed; a hang here is the "effect happened, answer lost" case.
-        await deps.hooks.at(BillingTools.tools.issueRefund, 'after-commit', extra.signal);
+        await deps.hooks.at(BillingTools.tools.issueRefund, 'after-commit', ctx.mcpReq.signal);
         return ok({ ...refund });
       } catch (err) {
         return failure(err instanceof Error ? err.message : String(err));
@@ -129,14 +131,14 @@ export function createBillingServer(deps: BillingServerDeps): McpServer {
     BillingTools.tools.refundStatus,
     {
       description: 'Reconcile a refund by idempotency key: {status: "applied", result} or {status: "not_found"}.',
-      inputSchema: { idempotency_key: z.string().min(1).max(500) },
+      inputSchema: z.object({ idempotency_key: z.string().min(1).max(500) }),
       annotations: { readOnlyHint: true },
     },
-    async ({ idempotency_key }, extra) => {
+    async ({ idempotency_key }, ctx) => {
       try {
-        await deps.hooks.at(BillingTools.tools.refundStatus, 'before', extra.signal);
-        const { tenant } = await callerOf(extra._meta, extra.authInfo, deps);
-        const refund = await untilAvailable(extra.signal, () => deps.store.refundByKey(tenant, idempotency_key));
+        await deps.hooks.at(BillingTools.tools.refundStatus, 'before', ctx.mcpReq.signal);
+        const { tenant } = await callerOf(ctx, deps);
+        const refund = await untilAvailable(ctx.mcpReq.signal, () => deps.store.refundByKey(tenant, idempotency_key));
         return ok(refund ? { status: 'applied', result: { ...refund } } : { status: 'not_found' });
       } catch (err) {
         return failure(err instanceof Error ? err.message : String(err));
