@@ -363,3 +363,13 @@ test('billing-tools refuses to start without a token secret, and listens on 127.
     await eventually('billing-tools on every interface', () => reachable(external, wide));
   }
 });
+
+test('billing-tools answers /livez and /metrics like every service: requests by route and status, never a token or id', async () => {
+  const base = billing.mcpUrl.replace(/\/mcp$/, '');
+  assert.equal((await fetch(`${base}/livez`)).status, 200);
+  await assertJsonError(await post(billing.mcpUrl, JSON.stringify(initialize)), 401);
+  const text = await (await fetch(`${base}/metrics`)).text();
+  assert.match(text, /^mesh_http_requests_total\{method="POST",route="\/mcp",status_class="4xx"\} [1-9]/m);
+  assert.match(text, /^process_cpu_seconds_total/m);
+  assert.doesNotMatch(text, /Bearer|acme:|INV-/);
+});

@@ -10,7 +10,8 @@ import {
 } from '@modelcontextprotocol/server';
 import { openServiceDatabase } from '@mesh/database';
 import { verifyToolTokenClaims } from '@mesh/tool-gateway';
-import { refuseMalformedUtf8 } from '@mesh/service';
+import { countRequests, refuseMalformedUtf8 } from '@mesh/service';
+import { MeshMetrics } from '@mesh/telemetry';
 import { BillingHooks } from './billing-hooks.js';
 import type { BillingToolsConfig } from './billing-tools.config.js';
 import { createBillingServer } from './billing-tools.server.js';
@@ -82,8 +83,15 @@ export async function startBillingTools(config: BillingToolsConfig): Promise<Run
   // Strict: the 2025 revisions are served below, with sessions, not by the SDK's stateless fallback.
   const modern = createMcpHandler(() => createBillingServer(deps), { legacy: 'reject' });
 
+  const metrics = new MeshMetrics();
   const app = express();
   app.disable('x-powered-by');
+  app.use(countRequests(metrics));
+  // The same probes and metrics as every service: liveness answers while the process runs.
+  app.get('/livez', (_req, res) => void res.json({ status: 'alive' }));
+  app.get('/metrics', async (_req, res) => {
+    res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+  });
   app.get('/healthz', async (_req, res) => {
     try {
       await ds.query('SELECT 1');

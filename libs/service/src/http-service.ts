@@ -78,7 +78,7 @@ const KNOWN_METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 
  * status class. The route is the matched pattern (`/a2a/:agentId/tasks/:id`), `unmatched` when no
  * route took the request: a label never carries a raw path, so ids and probes cannot grow the series.
  */
-function countRequests(metrics: MeshMetrics) {
+export function countRequests(metrics: MeshMetrics) {
   return (req: Request, res: Response, next: () => void) => {
     if (req.url === '/metrics') return next();
     const started = process.hrtime.bigint();

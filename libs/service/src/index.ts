@@ -1,4 +1,4 @@
 export { runMain } from './run-main.js';
 export { type HealthProbe, ServiceLifecycle, HealthModule } from './health.js';
-export { refuseMalformedUtf8, startHttpService, type RoutePrefix } from './http-service.js';
+export { countRequests, refuseMalformedUtf8, startHttpService, type RoutePrefix } from './http-service.js';
 export { PeriodicTask } from './periodic-task.js';
