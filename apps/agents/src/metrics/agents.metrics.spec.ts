@@ -19,6 +19,10 @@ const ALLOWED = new Set([
   'group',
   'topic',
   'partition',
+  // HTTP requests: the matched route pattern (`/a2a/:agentId`), never a raw path or id.
+  'method',
+  'route',
+  'status_class',
 ]);
 
 test('metrics labels carry no task, message, key or subject: only the allowed dimensions', () => {
