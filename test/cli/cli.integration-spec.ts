@@ -2,13 +2,13 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { writeFile, mkdtemp } from 'node:fs/promises';
+import { writeFile, mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runCli, ExitCode } from '@mesh/app-cli';
 import { echoAgent } from '@mesh/app-agents';
-import { BusProducer, createKafka, deadLetterTopic } from '@mesh/bus';
+import { BusAdmin, BusProducer, createKafka, deadLetterTopic } from '@mesh/bus';
 import { eventually, testRun } from '../support/infra.js';
 import { agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { card, KEYS, startTestDirectory } from '../directory/directory-fixtures.js';
@@ -56,6 +56,110 @@ test('usage errors exit 2; an unreachable service exits 3 with its URL', async (
   assert.match(down.err, /cannot reach the directory at http:\/\/127\.0\.0\.1:9/);
 });
 
+test('an unknown agent or topic and a bad --state are one clear line; under --json errors are JSON', async () => {
+  const send = await mesh('tasks', 'send', 'nobody-agent', 'hi');
+  assert.equal(send.code, ExitCode.failed);
+  assert.match(send.err, /^mesh: unknown agent nobody-agent: the dispatcher has no agent card for it/);
+  assert.doesNotMatch(send.err, /Agent Card/);
+  const lag = await mesh('lag', 'nobody-agent');
+  assert.equal(lag.code, ExitCode.failed);
+  assert.match(lag.err, /^mesh: unknown agent nobody-agent: there is no command topic \S+nobody-agent/);
+  assert.doesNotMatch(lag.err, /topic-partition/);
+  const state = await mesh('tasks', 'list', 'echo-agent', '--state', 'sleepy');
+  assert.equal(state.code, ExitCode.usage);
+  assert.match(state.err, /unknown state sleepy; valid states: submitted, working, completed, .*input-required/);
+  const json = await mesh('--json', 'workers', 'nobody-agent');
+  assert.equal(json.code, ExitCode.failed);
+  assert.equal(json.json().error.code, 'not_found');
+  assert.match(json.json().error.message, /unknown agent nobody-agent/);
+  assert.equal(json.err, '');
+  const usage = await mesh('--json', 'unknowns', 'resolve', 'k', '--state', 'maybe');
+  assert.equal(usage.code, ExitCode.usage);
+  assert.deepEqual(Object.keys(usage.json().error), ['code', 'message']);
+  assert.equal(usage.json().error.code, 'usage');
+  assert.match(usage.json().error.message, /Allowed choices are ok, error, absent/);
+});
+
+test('workers: group members, partition assignment, lag, and lag with no consumer flagged', async () => {
+  const live = await mesh('--json', 'workers', 'echo-agent', '--in-flight');
+  assert.equal(live.code, 0, live.err);
+  const [echo] = live.json().agents;
+  assert.equal(echo.agentId, 'echo-agent');
+  assert.ok(echo.members.length >= 1, 'the agents runtime is a member');
+  const assigned = echo.members.flatMap((m: { partitions: number[] }) => m.partitions).sort((a: number, b: number) => a - b);
+  assert.deepEqual(
+    assigned,
+    echo.partitions.map((p: { partition: number }) => p.partition),
+    'every partition is assigned',
+  );
+  assert.ok(echo.partitions.every((p: { memberId: string | null }) => p.memberId !== null));
+  assert.equal(echo.lagWithoutConsumer, false);
+  assert.equal(echo.turnsInFlight, 0);
+  assert.equal(echo.lastHeartbeatAt, null, 'echo-agent is not in this directory');
+  assert.equal(live.json().problems, undefined);
+
+  // An agent whose command topic holds a record and which no worker reads.
+  const topic = env.topics.commands('idle-agent');
+  const kafka = createKafka({ brokers: testRun().brokers, clientId: 'cli-test-workers' });
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: true });
+  await admin.disconnect();
+  const producer = new BusProducer(kafka);
+  await producer.connect();
+  await producer.sendRecord(topic, 'acme:idle-agent', JSON.stringify({}), {});
+  await producer.disconnect();
+  const idle = await mesh('--json', 'workers', 'idle-agent');
+  assert.equal(idle.code, 0, idle.err);
+  const [row] = idle.json().agents;
+  assert.deepEqual([row.members, row.lag, row.lagWithoutConsumer], [[], 1, true]);
+  assert.deepEqual(
+    row.partitions.map((p: { memberId: string | null }) => p.memberId),
+    [null, null],
+  );
+  assert.match((await mesh('workers', 'idle-agent')).out, /^idle-agent .*lag 1 {2}last heartbeat - {2}! LAG WITH NO CONSUMER/);
+  const noDirectory = await mesh('--json', '--directory-url', 'http://127.0.0.1:9', 'workers', 'idle-agent');
+  assert.equal(noDirectory.code, 0, 'the broker view is shown without the directory');
+  assert.match(noDirectory.json().problems[0], /cannot reach the directory/);
+});
+
+test('mesh --help loads neither Kafka nor the A2A SDK', async () => {
+  const folder = await mkdtemp(join(tmpdir(), 'mesh-cli-modules-'));
+  const log = join(folder, 'modules.log');
+  // A module-resolution hook that writes every module URL resolved to MODULE_LOG.
+  await writeFile(
+    join(folder, 'hooks.mjs'),
+    `import { appendFileSync } from 'node:fs';
+export async function resolve(specifier, context, next) {
+  const r = await next(specifier, context);
+  appendFileSync(process.env.MODULE_LOG, r.url + '\\n');
+  return r;
+}
+`,
+  );
+  await writeFile(join(folder, 'register.mjs'), `import { register } from 'node:module';\nregister('./hooks.mjs', import.meta.url);\n`);
+  const bin = fileURLToPath(new URL('../../../apps/cli/dist/main.js', import.meta.url));
+  for (const args of [['--help'], ['tasks', '--help'], ['dead-letters', 'replay', '--help']]) {
+    await writeFile(log, '');
+    const code = await new Promise<number>((resolve) =>
+      execFile(
+        process.execPath,
+        ['--import', join(folder, 'register.mjs'), bin, ...args],
+        { env: { ...process.env, MODULE_LOG: log } },
+        (err) => resolve(err ? Number((err as { code?: number }).code) : 0),
+      ),
+    );
+    assert.equal(code, 0);
+    const loaded = (await readFile(log, 'utf8')).split('\n');
+    assert.ok(
+      loaded.some((u) => u.includes('/commander/')),
+      'the hook saw the modules mesh loads',
+    );
+    const heavy = loaded.filter((u) => /\/node_modules\/(kafkajs|@a2a-js\/sdk|zod|@nestjs)\/|\/libs\/(bus|contract)\//.test(u));
+    assert.deepEqual(heavy, [], `mesh ${args.join(' ')} loaded them`);
+  }
+});
+
 test('agents register, list, search and retire through the directory', async () => {
   const folder = await mkdtemp(join(tmpdir(), 'mesh-cli-'));
   const file = join(folder, 'agent.json');
@@ -80,6 +184,8 @@ test('tasks send, get, list, watch and cancel with the official A2A client', asy
   const task = sent.json();
   assert.equal(task.state, 'completed');
   assert.deepEqual(task.artifacts, [{ name: 'echo', text: 'hello mesh' }]);
+  assert.match(sent.err, new RegExp(`sent to echo-agent: task ${task.id}`), 'a blocking send shows its progress on stderr');
+  assert.match(sent.err, /\d\d:\d\d:\d\d {2}completed/);
   const got = await mesh('tasks', 'get', 'echo-agent', task.id);
   assert.match(got.out, new RegExp(`^${task.id}  completed`));
   assert.match(got.out, /artifact echo: hello mesh/);
@@ -93,7 +199,23 @@ test('tasks send, get, list, watch and cancel with the official A2A client', asy
   const missing = await mesh('tasks', 'get', 'echo-agent', 'no-such-task');
   assert.equal(missing.code, ExitCode.failed);
   assert.match(missing.err, /^mesh: /);
-  assert.equal((await mesh('tasks', 'list', 'echo-agent', '--state', 'sleepy')).code, ExitCode.usage);
+});
+
+test('tasks list shows when each task changed and pages with --page-size and --page-token', async () => {
+  for (const text of ['page one', 'page two']) assert.equal((await mesh('tasks', 'send', 'echo-agent', text)).code, 0);
+  const first = await mesh('--json', 'tasks', 'list', 'echo-agent', '--page-size', '1');
+  assert.equal(first.code, 0, first.err);
+  const page1 = first.json();
+  assert.equal(page1.tasks.length, 1);
+  assert.match(page1.tasks[0].updated, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d/);
+  assert.ok(page1.nextPageToken, 'a next page is announced');
+  const page2 = (await mesh('--json', 'tasks', 'list', 'echo-agent', '--page-size', '1', '--page-token', page1.nextPageToken)).json();
+  assert.equal(page2.tasks.length, 1);
+  assert.notEqual(page2.tasks[0].id, page1.tasks[0].id);
+  const human = await mesh('tasks', 'list', 'echo-agent', '--page-size', '1');
+  const [line] = human.out.split('\n');
+  assert.deepEqual(line!.split(/\s+/).slice(0, 3), [page1.tasks[0].updated, page1.tasks[0].id, 'completed']);
+  assert.match(human.out, /\nnext page: --page-token \S+$/);
 });
 
 test('lag from the broker; unknown outcomes from the agents runtime', async () => {
@@ -147,11 +269,30 @@ test('dead letters: list shows the failure, replay sends it back to its source t
       ]),
     [['handler exploded', 'BOOM', 3, `${source}/0@7`]],
   );
+  assert.equal(listed.json().deadLetters[0].replayed, false);
+  const busAdmin = new BusAdmin(kafka);
+  after(() => busAdmin.close());
+  const dry = await mesh('--json', 'dead-letters', 'replay', dlq, '--dry-run');
+  assert.equal(dry.code, 0, dry.err);
+  assert.deepEqual(
+    dry.json().wouldReplay.map((d: { source: string }) => d.source),
+    [`${source}/0@7`],
+  );
+  assert.equal(await busAdmin.recordCount(source), 0, 'a dry run sends nothing');
   const replayed = await mesh('dead-letters', 'replay', dlq);
   assert.equal(replayed.code, 0, replayed.err);
   assert.equal(replayed.out, `replayed 1 record(s) from ${dlq}`);
   assert.match(replayed.err, /replaying/);
+  assert.match(replayed.err, /sent 1\/1/);
+  assert.equal(await busAdmin.recordCount(source), 1);
+  const after1 = await mesh('dead-letters', 'list', dlq);
+  assert.match(after1.out, /BOOM {2}handler exploded .*\[replayed\]$/);
+  const dryAgain = await mesh('dead-letters', 'replay', dlq, '--dry-run');
+  assert.equal(dryAgain.out, `would replay 0 record(s) from ${dlq} (dry run: nothing sent)`);
   assert.equal((await mesh('dead-letters', 'list', `${env.prefix}nothing.dlq`)).code, ExitCode.failed);
+  const missing = await mesh('--json', 'dead-letters', 'replay', `${env.prefix}nothing.dlq`);
+  assert.equal(missing.code, ExitCode.failed);
+  assert.deepEqual(missing.json(), { error: { code: 'not_found', message: `no dead-letter topic ${env.prefix}nothing.dlq` } });
 });
 
 test('the bin runs as a process: --json output and exit codes', async () => {
@@ -167,4 +308,24 @@ test('the bin runs as a process: --json output and exit codes', async () => {
   assert.deepEqual(JSON.parse(ok.stdout), { unknowns: [] });
   assert.equal((await run(['--agents-url', 'http://127.0.0.1:9', 'unknowns', 'list'])).code, ExitCode.unreachable);
   assert.equal((await run(['no-such-command'])).code, ExitCode.usage);
+  // Kafka failures are the one `mesh:` line: kafkajs itself prints nothing.
+  const lag = await run(['lag', 'nobody-agent']);
+  assert.equal(lag.code, ExitCode.failed);
+  assert.equal(
+    lag.stderr,
+    `mesh: unknown agent nobody-agent: there is no command topic ${env.topics.commands('nobody-agent')} (check the id and --prefix)\n`,
+  );
+  const replay = await run(['dead-letters', 'replay', `${env.prefix}nothing.dlq`]);
+  assert.equal(
+    replay.stderr
+      .trim()
+      .split('\n')
+      .filter((l) => !/^\d\d:\d\d:\d\d {2}/.test(l))
+      .join('\n'),
+    `mesh: no dead-letter topic ${env.prefix}nothing.dlq`,
+  );
+  const down = await run(['--json', '--brokers', '127.0.0.1:9', 'lag', 'echo-agent']);
+  assert.equal(down.code, ExitCode.unreachable);
+  assert.equal(JSON.parse(down.stdout).error.code, 'unreachable');
+  assert.equal(down.stderr, '', 'no kafkajs log lines');
 });

@@ -30,6 +30,13 @@ export async function agentClient(dispatcherUrl: string, agentId: string, token:
     const cause = (err as { cause?: { code?: string } }).cause?.code;
     if (cause || /fetch failed|ECONNREFUSED/.test(msg))
       throw new CliError(`cannot reach the dispatcher at ${dispatcherUrl}: ${cause ?? msg}`, ExitCode.unreachable);
+    // The SDK says "Failed to fetch Agent Card … 404": the dispatcher routes no such agent for this caller.
+    if (/\b404\b/.test(msg))
+      throw new CliError(
+        `unknown agent ${agentId}: the dispatcher has no agent card for it (not registered, retired, or not visible to your token)`,
+        ExitCode.failed,
+        'not_found',
+      );
     throw new CliError(`agent ${agentId}: ${msg}`);
   }
 }
@@ -64,8 +71,30 @@ export function stateName(s: TaskState | undefined): string {
 
 export const TERMINAL = new Set(['completed', 'failed', 'canceled', 'rejected']);
 
+/** The `--state` values `tasks list` accepts: every A2A task state but the unspecified one. */
+export const TASK_STATE_NAMES = Object.values(TaskState)
+  .filter((v): v is TaskState => typeof v === 'number' && v > TaskState.TASK_STATE_UNSPECIFIED)
+  .map(stateName);
+
+/** `input-required` → `TASK_STATE_INPUT_REQUIRED`; a usage error naming the valid values otherwise. */
+export function parseStateOption(value: string): TaskState {
+  const key = `TASK_STATE_${value.toUpperCase().replace(/-/g, '_')}` as keyof typeof TaskState;
+  const state = TaskState[key];
+  if (typeof state !== 'number' || state === TaskState.TASK_STATE_UNSPECIFIED)
+    throw new CliError(`unknown state ${value}; valid states: ${TASK_STATE_NAMES.join(', ')}`, ExitCode.usage);
+  return state;
+}
+
 /** The texts of a task's status message and artifacts, for a human. */
-export function taskSummary(t: Task): { id: string; contextId: string; state: string; message: string; artifacts: unknown[] } {
+export function taskSummary(t: Task): {
+  id: string;
+  contextId: string;
+  state: string;
+  /** When the task entered its current state (ISO 8601), as the agent recorded it. */
+  updated: string | null;
+  message: string;
+  artifacts: unknown[];
+} {
   const text = (parts: Array<{ content?: { $case: string; value: unknown } }> = []) =>
     parts
       .map((p) =>
@@ -76,6 +105,7 @@ export function taskSummary(t: Task): { id: string; contextId: string; state: st
     id: t.id,
     contextId: t.contextId,
     state: stateName(t.status?.state),
+    updated: t.status?.timestamp ?? null,
     message: text(t.status?.message?.parts as never),
     artifacts: (t.artifacts ?? []).map((a) => ({ name: a.name, text: text(a.parts as never) })),
   };

@@ -9,13 +9,23 @@ export const ExitCode = {
   unreachable: 3,
 } as const;
 
+/** The `code` of an error under `--json`: what kind of failure, for scripts. */
+export type CliErrorCode = 'usage' | 'not_found' | 'failed' | 'unreachable';
+
+const codeOfExit = (exitCode: number): CliErrorCode =>
+  exitCode === ExitCode.usage ? 'usage' : exitCode === ExitCode.unreachable ? 'unreachable' : 'failed';
+
 /** A failure with a one-line message for the operator and the exit code it maps to. */
 export class CliError extends Error {
+  readonly code: CliErrorCode;
+
   constructor(
     message: string,
     readonly exitCode: number = ExitCode.failed,
+    code?: CliErrorCode,
   ) {
     super(message);
     this.name = 'CliError';
+    this.code = code ?? codeOfExit(exitCode);
   }
 }

@@ -1,12 +1,14 @@
 import { readFile } from 'node:fs/promises';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { TaskState, type Task } from '@a2a-js/sdk';
-import { sleep, TopicNames } from '@mesh/contract';
-import { a2aError, agentClient, stateName, taskSummary, TERMINAL, textMessage } from './a2a-client.js';
+import type { Task } from '@a2a-js/sdk';
 import { CliError, ExitCode } from './cli-error.js';
 import { requestJson } from './http-client.js';
-import { agentLag, listDeadLetters, replay, type KafkaTarget } from './kafka-ops.js';
-import { startConsole } from './console/console-server.js';
+import type { KafkaTarget } from './kafka-ops.js';
+
+// Kafka (kafkajs via @mesh/bus), the A2A SDK and @mesh/contract (zod) load inside the actions that
+// use them: `mesh --help` and the HTTP-only commands start without them.
+const a2a = () => import('./a2a-client.js');
+const kafkaOps = () => import('./kafka-ops.js');
 
 /** Where output goes (tests capture it). */
 export interface CliIo {
@@ -49,7 +51,7 @@ type AgentView = {
 };
 
 /** Builds the `mesh` program; actions write through `io` and throw CliError on failure. */
-export function buildProgram(io: CliIo = processIo): Command {
+export function buildProgram(io: CliIo = processIo, jsonRequested = false): Command {
   const program = new Command('mesh')
     .description('Operate an agent mesh: agents, tasks, lag, dead letters and unknown tool outcomes')
     .showHelpAfterError()
@@ -65,7 +67,13 @@ export function buildProgram(io: CliIo = processIo): Command {
     .addOption(new Option('--brokers <list>', 'Kafka brokers host:port[,…]').env('KAFKA_BROKERS').default('localhost:9092'))
     .addOption(new Option('--prefix <prefix>', 'topic prefix of the installation').env('TOPIC_PREFIX').default(''))
     .option('--json', 'machine-readable output (one JSON document)')
-    .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) })
+    .configureOutput({
+      writeOut: (s) => io.out(s.trimEnd()),
+      // Under --json, runCli prints a usage error as one JSON document instead of commander's text and help.
+      writeErr: (s) => {
+        if (!jsonRequested) io.err(s.trimEnd());
+      },
+    })
     .exitOverride();
   const g = () => program.opts<Globals>();
   const kafka = (): KafkaTarget => ({
@@ -79,6 +87,9 @@ export function buildProgram(io: CliIo = processIo): Command {
     if (g().json) io.out(JSON.stringify(json, null, 2));
     else for (const l of human()) io.out(l);
   };
+  // Progress goes to stderr, so stdout keeps only the result (or the one JSON document).
+  const progress = (line: string) => io.err(`${new Date().toISOString().slice(11, 19)}  ${line}`);
+  const directoryAgentIds = async () => (await directory<{ items: AgentView[] }>('/v1/agents?limit=100')).items.map((a) => a.id);
   const directory = <T>(path: string, init: { method?: string; body?: unknown } = {}) =>
     requestJson<T>('directory', g().directoryUrl, path, { ...init, ...(g().token ? { token: g().token } : {}) });
   const ops = <T>(path: string, init: { method?: string; body?: unknown } = {}) =>
@@ -140,9 +151,9 @@ export function buildProgram(io: CliIo = processIo): Command {
 
   // ── tasks ──────────────────────────────────────────────────────────────────
   const tasks = program.command('tasks').description('tasks through the dispatcher (official A2A client)');
-  const client = (agent: string) => agentClient(g().dispatcherUrl, agent, g().token);
-  const showTask = (t: Task) => {
-    const s = taskSummary(t);
+  const client = async (agent: string) => (await a2a()).agentClient(g().dispatcherUrl, agent, g().token);
+  const showTask = async (t: Task) => {
+    const s = (await a2a()).taskSummary(t);
     print(s, () => [
       `${s.id}  ${s.state}${s.message ? `  ${s.message}` : ''}`,
       ...s.artifacts.map((a) => `  artifact ${(a as { name: string }).name}: ${(a as { text: string }).text}`),
@@ -154,59 +165,83 @@ export function buildProgram(io: CliIo = processIo): Command {
     .option('--task <id>', 'continue this task (multi-turn)')
     .option('--context <id>', 'context id')
     .option('--no-wait', 'return as soon as the task is accepted')
-    .action(async (agent: string, text: string[], o: { task?: string; context?: string; wait: boolean }) => {
-      const c = await client(agent);
-      const res = await c
-        .sendMessage(
-          textMessage(text.join(' '), { ...(o.task ? { taskId: o.task } : {}), ...(o.context ? { contextId: o.context } : {}) }, o.wait),
-        )
-        .catch((e: unknown) => {
-          throw a2aError(e);
+    .option('--interval <ms>', 'how often to check the task while waiting', positive, 500)
+    .option('--timeout <ms>', 'give up waiting after this long', positive, 600000)
+    .action(
+      async (agent: string, text: string[], o: { task?: string; context?: string; wait: boolean; interval: number; timeout: number }) => {
+        const { a2aError, textMessage } = await a2a();
+        const c = await client(agent);
+        // Accepted first, then followed: the wait reports each state on stderr instead of a silent block.
+        const res = await c
+          .sendMessage(
+            textMessage(text.join(' '), { ...(o.task ? { taskId: o.task } : {}), ...(o.context ? { contextId: o.context } : {}) }, false),
+          )
+          .catch((e: unknown) => {
+            throw a2aError(e);
+          });
+        if (!('status' in res)) return print(res, () => [JSON.stringify(res)]);
+        const accepted = res as Task;
+        if (!o.wait) return showTask(accepted);
+        progress(`sent to ${agent}: task ${accepted.id}`);
+        const { followTask } = await import('./task-progress.js');
+        const final = await followTask(c, accepted.id, {
+          intervalMs: o.interval,
+          timeoutMs: o.timeout,
+          stream: false,
+          progress: (state, msg) => progress(`${state}${msg ? `  ${msg}` : ''}`),
         });
-      if ('status' in res) showTask(res as Task);
-      else print(res, () => [JSON.stringify(res)]);
-    });
+        await showTask(final);
+      },
+    );
   tasks
     .command('get <agent> <taskId>')
     .description('one task with its state, message and artifacts')
     .action(async (agent: string, id: string) => {
+      const { a2aError } = await a2a();
       const t = await (await client(agent)).getTask({ tenant: '', id }).catch((e: unknown) => {
         throw a2aError(e);
       });
-      showTask(t);
+      await showTask(t);
     });
   tasks
     .command('list <agent>')
-    .description('your recent tasks of an agent')
+    .description('your recent tasks of an agent, newest first, a page at a time')
     .option('--state <state>', 'only this state (e.g. working, completed, input-required)')
-    .option('--limit <n>', 'at most this many', positive, 20)
-    .action(async (agent: string, o: { state?: string; limit: number }) => {
-      let status = TaskState.TASK_STATE_UNSPECIFIED;
-      if (o.state) {
-        const key = `TASK_STATE_${o.state.toUpperCase().replace(/-/g, '_')}` as keyof typeof TaskState;
-        if (typeof TaskState[key] !== 'number') throw new CliError(`unknown state ${o.state}`, ExitCode.usage);
-        status = TaskState[key];
-      }
+    .option('--page-size <n>', 'tasks per page', positive, 20)
+    .addOption(new Option('--limit <n>', 'same as --page-size').argParser(positive).hideHelp())
+    .option('--page-token <token>', 'the page after the one that printed this token')
+    .action(async (agent: string, o: { state?: string; pageSize: number; limit?: number; pageToken?: string }) => {
+      const { a2aError, parseStateOption, taskSummary } = await a2a();
+      const status = o.state ? parseStateOption(o.state) : 0;
       const res = await (
         await client(agent)
       )
-        .listTasks({ tenant: '', contextId: '', status, pageSize: o.limit, pageToken: '', statusTimestampAfter: undefined })
+        .listTasks({
+          tenant: '',
+          contextId: '',
+          status,
+          pageSize: o.limit ?? o.pageSize,
+          pageToken: o.pageToken ?? '',
+          statusTimestampAfter: undefined,
+        })
         .catch((e: unknown) => {
           throw a2aError(e);
         });
       const rows = res.tasks.map(taskSummary);
-      print({ tasks: rows, nextPageToken: res.nextPageToken }, () =>
-        rows.length ? rows.map((s) => `${s.id}  ${s.state.padEnd(15)} ${s.message}`) : ['(no tasks)'],
-      );
+      print({ tasks: rows, nextPageToken: res.nextPageToken }, () => [
+        ...(rows.length ? rows.map((s) => `${(s.updated ?? '').padEnd(24)} ${s.id}  ${s.state.padEnd(15)} ${s.message}`) : ['(no tasks)']),
+        ...(res.nextPageToken ? [`next page: --page-token ${res.nextPageToken}`] : []),
+      ]);
     });
   tasks
     .command('cancel <agent> <taskId>')
     .description('cancel a task')
     .action(async (agent: string, id: string) => {
+      const { a2aError } = await a2a();
       const t = await (await client(agent)).cancelTask({ tenant: '', id, metadata: undefined }).catch((e: unknown) => {
         throw a2aError(e);
       });
-      showTask(t);
+      await showTask(t);
     });
   tasks
     .command('watch <agent> <taskId>')
@@ -215,51 +250,15 @@ export function buildProgram(io: CliIo = processIo): Command {
     .option('--timeout <ms>', 'give up after this long', positive, 600000)
     .action(async (agent: string, id: string, o: { interval: number; timeout: number }) => {
       const c = await client(agent);
-      const until = Date.now() + o.timeout;
-      let last = '';
-      const progress = (state: string, text: string) => {
-        if (`${state}|${text}` === last) return;
-        last = `${state}|${text}`;
-        // Progress on stderr; the result (or JSON) on stdout.
-        io.err(`${new Date().toISOString().slice(11, 19)}  ${state}${text ? `  ${text}` : ''}`);
-      };
-      let final: Task = await c.getTask({ tenant: '', id }).catch((e: unknown) => {
-        throw a2aError(e);
+      const { followTask } = await import('./task-progress.js');
+      const final = await followTask(c, id, {
+        intervalMs: o.interval,
+        timeoutMs: o.timeout,
+        stream: true,
+        progress: (state, text) => progress(`${state}${text ? `  ${text}` : ''}`),
+        artifact: (name) => io.err(`  artifact ${name}`),
       });
-      progress(stateName(final.status?.state), taskSummary(final).message);
-      if (!TERMINAL.has(stateName(final.status?.state))) {
-        try {
-          for await (const ev of c.resubscribeTask({ tenant: '', id })) {
-            const p = ev.payload;
-            if (p?.$case === 'task') progress(stateName(p.value.status?.state), taskSummary(p.value).message);
-            if (p?.$case === 'statusUpdate') {
-              const s = stateName(p.value.status?.state);
-              progress(
-                s,
-                taskSummary({ id, contextId: '', status: p.value.status, artifacts: [], history: [], metadata: undefined } as Task).message,
-              );
-              if (TERMINAL.has(s)) break;
-            }
-            if (p?.$case === 'artifactUpdate') io.err(`  artifact ${p.value.artifact?.name ?? ''}`);
-            if (Date.now() > until) break;
-          }
-        } catch {
-          // No streaming on this agent or dispatcher: poll instead.
-        }
-        for (;;) {
-          const t = await c.getTask({ tenant: '', id }).catch((e: unknown) => {
-            throw a2aError(e);
-          });
-          progress(stateName(t.status?.state), taskSummary(t).message);
-          if (TERMINAL.has(stateName(t.status?.state)) || stateName(t.status?.state) === 'input-required') {
-            final = t;
-            break;
-          }
-          if (Date.now() > until) throw new CliError(`task ${id} did not settle within ${o.timeout} ms`);
-          await sleep(o.interval);
-        }
-      }
-      showTask(final);
+      await showTask(final);
     });
 
   // ── lag ────────────────────────────────────────────────────────────────────
@@ -268,9 +267,8 @@ export function buildProgram(io: CliIo = processIo): Command {
     .description('consumer lag of agents (all agents in the directory when none is named), from the broker')
     .option('--by-tenant', 'also show turns in flight per tenant (from the agents runtime)')
     .action(async (ids: string[], o: { byTenant?: boolean }) => {
-      let agentIds = ids;
-      if (agentIds.length === 0) agentIds = (await directory<{ items: AgentView[] }>('/v1/agents?limit=100')).items.map((a) => a.id);
-      const rows = await agentLag(kafka(), agentIds);
+      const agentIds = ids.length ? ids : await directoryAgentIds();
+      const rows = await (await kafkaOps()).agentLag(kafka(), agentIds);
       const tenants = o.byTenant
         ? (await ops<{ agents: Array<{ agentId: string; inFlightByTenant: Record<string, number> }> }>('/workers')).agents
         : undefined;
@@ -283,42 +281,101 @@ export function buildProgram(io: CliIo = processIo): Command {
       ]);
     });
 
+  // ── workers ────────────────────────────────────────────────────────────────
+  program
+    .command('workers [agents...]')
+    .description(
+      'worker-group members, partition assignment, lag per partition and last heartbeat (all agents in the directory when none is named)',
+    )
+    .option('--in-flight', 'also turns in flight per agent, from the agents runtime at --agents-url (that one replica)')
+    .action(async (ids: string[], o: { inFlight?: boolean }) => {
+      const agentIds = ids.length ? ids : await directoryAgentIds();
+      const rows = await (await kafkaOps()).agentWorkers(kafka(), agentIds);
+      // The heartbeat and in-flight views come from HTTP services: one that fails is reported, the broker's view still shown.
+      const problems: string[] = [];
+      const heartbeats = await Promise.all(
+        agentIds.map((id) =>
+          directory<{ lastHeartbeatAt?: string | null }>(`/v1/agents/${encodeURIComponent(id)}`).then(
+            (a) => a.lastHeartbeatAt ?? null,
+            (err: unknown) => {
+              // Not in the directory (or not visible to this token): no heartbeat to show.
+              if (!(err instanceof CliError && / 404 /.test(err.message))) problems.push(err instanceof Error ? err.message : String(err));
+              return null;
+            },
+          ),
+        ),
+      );
+      let inFlight: Map<string, number> | undefined;
+      if (o.inFlight) {
+        const w = await ops<{ agents: Array<{ agentId: string; turnsInFlight: number }> }>('/workers');
+        inFlight = new Map(w.agents.map((a) => [a.agentId, a.turnsInFlight]));
+      }
+      const agentsOut = rows.map((r, i) => ({
+        ...r,
+        lastHeartbeatAt: heartbeats[i] ?? null,
+        ...(inFlight ? { turnsInFlight: inFlight.get(r.agentId) ?? 0 } : {}),
+      }));
+      print({ agents: agentsOut, ...(problems.length ? { problems } : {}) }, () => [
+        ...agentsOut.flatMap((r) => [
+          [
+            `${r.agentId}  ${r.state}  ${r.members.length} member(s)  lag ${r.lag}`,
+            ...(r.turnsInFlight !== undefined ? [`in flight ${r.turnsInFlight}`] : []),
+            `last heartbeat ${r.lastHeartbeatAt ?? '-'}`,
+            ...(r.lagWithoutConsumer ? ['! LAG WITH NO CONSUMER'] : []),
+          ].join('  '),
+          ...r.members.map((m) => `  member ${m.clientId}@${m.host}  partitions ${m.partitions.join(',') || '-'}  (${m.memberId})`),
+          ...r.partitions.map(
+            (p) =>
+              `  p${p.partition}  lag ${String(p.lag).padStart(6)}  committed ${p.committed ?? '-'}  ${p.memberId ? `read by ${p.memberId}` : 'unassigned'}`,
+          ),
+        ]),
+        ...problems.map((p) => `(${p})`),
+      ]);
+    });
+
   // ── dead letters ───────────────────────────────────────────────────────────
   const dl = program.command('dead-letters').description('dead-letter topics ({topic}.dlq)');
-  const dlqOf = (topicOrAgent: string) =>
-    topicOrAgent.endsWith('.dlq')
-      ? topicOrAgent
-      : new TopicNames().deadLetters(topicOrAgent.includes('.') ? topicOrAgent : new TopicNames(g().prefix).commands(topicOrAgent));
+  const dlqOf = async (topicOrAgent: string) => (await kafkaOps()).deadLetterTopicOf(g().prefix, topicOrAgent);
+  const deadLetterLine = (r: {
+    partition: number;
+    offset: string;
+    errorCode: string | null;
+    error: string | null;
+    source: string | null;
+    attempts: number | null;
+  }) => `p${r.partition}@${r.offset}  ${r.errorCode ?? ''}  ${r.error ?? ''}  (from ${r.source ?? '?'}, ${r.attempts ?? '?'} attempts)`;
   dl.command('list <topicOrAgent>')
-    .description('records in a dead-letter topic (an agent id means its command topic)')
+    .description('records in a dead-letter topic (an agent id means its command topic); replayed ones are marked')
     .option('--limit <n>', 'at most this many', positive, 100)
     .action(async (target: string, o: { limit: number }) => {
-      const topic = dlqOf(target);
-      const rows = await listDeadLetters(kafka(), topic, o.limit);
+      const topic = await dlqOf(target);
+      const rows = await (await kafkaOps()).listDeadLetters(kafka(), topic, o.limit);
       print({ topic, deadLetters: rows }, () =>
-        rows.length
-          ? rows.map(
-              (r) =>
-                `p${r.partition}@${r.offset}  ${r.errorCode ?? ''}  ${r.error ?? ''}  (from ${r.source ?? '?'}, ${r.attempts ?? '?'} attempts)`,
-            )
-          : [`(no dead letters in ${topic})`],
+        rows.length ? rows.map((r) => `${deadLetterLine(r)}${r.replayed ? '  [replayed]' : ''}`) : [`(no dead letters in ${topic})`],
       );
     });
   dl.command('replay <topicOrAgent>')
-    .description('send the dead letters present now back to their source topic')
+    .description('send the dead letters present now (and not replayed before) back to their source topic')
     .option('--limit <n>', 'at most this many', positive)
     .option('--timeout <ms>', 'give up waiting after this long', positive, 60000)
-    .action(async (target: string, o: { limit?: number; timeout: number }) => {
-      const topic = dlqOf(target);
-      io.err(`replaying ${topic} …`);
-      const started = Date.now();
-      const tick = setInterval(() => io.err(`  … ${Math.round((Date.now() - started) / 1000)} s`), 2000);
-      try {
-        const n = await replay(kafka(), topic, { ...(o.limit !== undefined ? { limit: o.limit } : {}), timeoutMs: o.timeout });
-        print({ topic, replayed: n }, () => [`replayed ${n} record(s) from ${topic}`]);
-      } finally {
-        clearInterval(tick);
+    .option('--dry-run', 'list what would be replayed and send nothing')
+    .action(async (target: string, o: { limit?: number; timeout: number; dryRun?: boolean }) => {
+      const ops = await kafkaOps();
+      const topic = await dlqOf(target);
+      if (o.dryRun) {
+        const plan = await ops.replayPlan(kafka(), topic, o.limit);
+        return print({ topic, dryRun: true, wouldReplay: plan }, () => [
+          ...plan.map(deadLetterLine),
+          `would replay ${plan.length} record(s) from ${topic} (dry run: nothing sent)`,
+        ]);
       }
+      progress(`replaying ${topic} …`);
+      const n = await ops.replay(kafka(), topic, {
+        ...(o.limit !== undefined ? { limit: o.limit } : {}),
+        timeoutMs: o.timeout,
+        onProgress: (sent, total) => progress(`sent ${sent}/${total}`),
+      });
+      print({ topic, replayed: n }, () => [`replayed ${n} record(s) from ${topic}`]);
     });
 
   // ── unknown outcomes ───────────────────────────────────────────────────────
@@ -360,6 +417,7 @@ export function buildProgram(io: CliIo = processIo): Command {
     .option('--port <n>', 'port to listen on', positive, 8090)
     .option('--host <host>', 'address to bind (it shows what your tokens may see: keep it local)', '127.0.0.1')
     .action(async (o: { port: number; host: string }) => {
+      const { startConsole } = await import('./console/console-server.js');
       const c = await startConsole(
         {
           directoryUrl: g().directoryUrl,
@@ -381,20 +439,25 @@ export function buildProgram(io: CliIo = processIo): Command {
 
 /** Runs `mesh` with `argv` (without node and script) and returns the exit code; never exits the process. */
 export async function runCli(argv: string[], io: CliIo = processIo): Promise<number> {
-  const program = buildProgram(io);
+  // Known before parsing, so a usage error (which stops the parse) is reported as JSON too.
+  const json = argv.includes('--json');
+  const program = buildProgram(io, json);
+  const fail = (exitCode: number, code: string, message: string) => {
+    if (json) io.out(JSON.stringify({ error: { code, message } }));
+    else io.err(`mesh: ${message}`);
+    return exitCode;
+  };
   try {
     await program.parseAsync(argv, { from: 'user' });
     return ExitCode.ok;
   } catch (err) {
     if (err instanceof CommanderError) {
-      // --help and --version end here with code 0; everything else is a usage error.
-      return err.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
+      // --help and --version end here with code 0; everything else is a usage error (commander printed it unless --json).
+      if (err.exitCode === 0) return ExitCode.ok;
+      return json ? fail(ExitCode.usage, 'usage', err.message.replace(/^error: /, '')) : ExitCode.usage;
     }
-    if (err instanceof CliError) {
-      io.err(`mesh: ${err.message}`);
-      return err.exitCode;
-    }
-    io.err(`mesh: unexpected failure: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-    return ExitCode.failed;
+    if (err instanceof CliError) return fail(err.exitCode, err.code, err.message);
+    if (json) return fail(ExitCode.failed, 'failed', err instanceof Error ? err.message : String(err));
+    return fail(ExitCode.failed, 'failed', `unexpected failure: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
   }
 }

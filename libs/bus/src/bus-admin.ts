@@ -31,6 +31,23 @@ export interface LagReport {
   lag: number;
 }
 
+/** One member of a consumer group and the partitions the group's leader assigned to it. */
+export interface GroupMember {
+  memberId: string;
+  clientId: string;
+  clientHost: string;
+  /** Topic → partitions, sorted. */
+  assignment: Record<string, number[]>;
+}
+
+/** A consumer group as the broker's coordinator describes it now. */
+export interface GroupDescription {
+  groupId: string;
+  /** `Stable`, `PreparingRebalance`, `CompletingRebalance`, `Empty` or `Dead` (never seen). */
+  state: string;
+  members: GroupMember[];
+}
+
 /**
  * Topic administration and lag queries. Topics are created here, explicitly, because the
  * broker runs with auto.create.topics.enable=false: producing to an unknown topic fails.
@@ -121,6 +138,27 @@ export class BusAdmin {
       }
     }
     return out.sort((a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition);
+  }
+
+  /** The group's members and their partition assignment (state `Dead`, no members: the group does not exist). */
+  async describeGroup(groupId: string): Promise<GroupDescription> {
+    await this.connect();
+    const { groups } = await this.admin.describeGroups([groupId]);
+    const g = groups[0];
+    const members = (g?.members ?? []).map((m) => {
+      const decoded = m.memberAssignment.length ? kafkajs.AssignerProtocol.MemberAssignment.decode(m.memberAssignment) : null;
+      const assignment = Object.fromEntries(
+        Object.entries(decoded?.assignment ?? {}).map(([topic, parts]) => [topic, [...parts].sort((a, b) => a - b)]),
+      );
+      return { memberId: m.memberId, clientId: m.clientId, clientHost: m.clientHost, assignment };
+    });
+    return { groupId, state: g?.state ?? 'Dead', members: members.sort((a, b) => a.memberId.localeCompare(b.memberId)) };
+  }
+
+  /** Whether the topic exists on the broker. */
+  async topicExists(topic: string): Promise<boolean> {
+    await this.connect();
+    return (await this.admin.listTopics()).includes(topic);
   }
 
   /** The group's committed offset and its metadata per partition of `topic` (offset -1: none). */

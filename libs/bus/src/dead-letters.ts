@@ -162,10 +162,17 @@ export async function readDeadLetters(
   return out.sort((a, b) => a.partition - b.partition || Number(BigInt(a.offset) - BigInt(b.offset)));
 }
 
+/** The consumer group whose committed offsets say how far replays of a dead-letter topic got. */
+export function replayGroupId(deadLetterTopic: string): string {
+  return `${deadLetterTopic}.replay`;
+}
+
 /** Options of {@link replayDeadLetters}. */
 export interface ReplayOptions {
-  /** Consumer group that remembers how far replays got (default `{deadLetterTopic}.replay`). */
+  /** Consumer group that remembers how far replays got (default {@link replayGroupId}). */
   groupId?: string;
+  /** Called after each batch is sent: records sent so far and how many this replay will send at most. */
+  onProgress?: (sent: number, total: number) => void;
   /** Replay at most this many records. */
   limit?: number;
   /** Give up waiting after this long (default 60 s); what was replayed so far stays replayed. */
@@ -178,11 +185,12 @@ export interface ReplayOptions {
  * consumer group, so a second call replays only what arrived since.
  */
 export async function replayDeadLetters(kafka: Kafka, deadLetterTopic: string, opts: ReplayOptions = {}): Promise<number> {
-  const groupId = opts.groupId ?? `${deadLetterTopic}.replay`;
+  const groupId = opts.groupId ?? replayGroupId(deadLetterTopic);
   const limit = opts.limit ?? Infinity;
   const admin = kafka.admin();
   await admin.connect();
   let targets: Map<number, number>;
+  let pending = 0;
   try {
     const marks = await admin.fetchTopicOffsets(deadLetterTopic);
     const [committed] = await admin.fetchOffsets({ groupId, topics: [deadLetterTopic] });
@@ -190,7 +198,10 @@ export async function replayDeadLetters(kafka: Kafka, deadLetterTopic: string, o
     targets = new Map();
     for (const m of marks) {
       const start = Math.max(from.get(m.partition) ?? -1, Number(m.low));
-      if (start < Number(m.high)) targets.set(m.partition, Number(m.high));
+      if (start < Number(m.high)) {
+        targets.set(m.partition, Number(m.high));
+        pending += Number(m.high) - start;
+      }
     }
   } finally {
     await admin.disconnect();
@@ -236,6 +247,7 @@ export async function replayDeadLetters(kafka: Kafka, deadLetterTopic: string, o
           throw err;
         }
         if (last >= 0) {
+          opts.onProgress?.(sent, Math.min(pending, limit));
           resolveOffset(String(last));
           await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: String(last + 1) }]);
           if (last + 1 >= end) targets.delete(batch.partition);
