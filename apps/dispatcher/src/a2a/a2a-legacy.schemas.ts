@@ -53,7 +53,8 @@ const fileContent = z
   })
   .strict()
   .superRefine((f, ctx) => {
-    if ((f.uri === undefined) === (f.bytes === undefined)) ctx.addIssue({ code: 'custom', message: 'must have exactly one of uri or bytes' });
+    if ((f.uri === undefined) === (f.bytes === undefined))
+      ctx.addIssue({ code: 'custom', message: 'must have exactly one of uri or bytes' });
   });
 
 /** A 0.3 Part: `kind` says which content field it carries. */
@@ -110,7 +111,7 @@ const rpcPushConfig = z
 
 const metadata = { metadata: struct.optional() };
 
-/** The params of each 0.3 JSON-RPC method the compatibility layer serves. */
+/** The params of each 0.3 JSON-RPC method the compatibility layer serves (`message/stream` takes `message/send`'s). */
 export const LEGACY_PARAMS = {
   'message/send': z
     .object({
@@ -135,15 +136,6 @@ export const LEGACY_PARAMS = {
   'tasks/pushNotificationConfig/list': z.object({ id, ...metadata }).strict(),
   'tasks/pushNotificationConfig/delete': z.object({ id, pushNotificationConfigId: id, ...metadata }).strict(),
 } as const;
-
-export type LegacyMethod = keyof typeof LEGACY_PARAMS | 'message/stream' | 'agent/getAuthenticatedExtendedCard';
-
-/** Every 0.3 JSON-RPC method name (`message/stream` takes `message/send`'s params). */
-export const LEGACY_METHODS: ReadonlySet<string> = new Set<LegacyMethod>([
-  ...(Object.keys(LEGACY_PARAMS) as LegacyMethod[]),
-  'message/stream',
-  'agent/getAuthenticatedExtendedCard',
-]);
 
 // --- HTTP+JSON (proto3 JSON of the 0.3 proto) ---
 

@@ -186,7 +186,8 @@ export const part = z
     }
   });
 
-export const list = <T extends z.ZodType>(item: T) => z.array(item).max(A2A_LIMITS.listItems, `must have at most ${A2A_LIMITS.listItems} entries`);
+export const list = <T extends z.ZodType>(item: T) =>
+  z.array(item).max(A2A_LIMITS.listItems, `must have at most ${A2A_LIMITS.listItems} entries`);
 
 /** A short description of any value (never its whole text: it may be 10,000 levels deep). */
 export function describe(v: unknown): string {

@@ -22,7 +22,7 @@ import { DispatcherRequestHandler } from './dispatcher-request-handler.js';
 import { PrincipalUser } from './principal-user.js';
 import type { Refusal } from '../admission/admission.js';
 import { isLegacyRequest, jsonRpcValidator, legacyRestValidator, restValidator, type Refuse } from './a2a-request.validator.js';
-import { LEGACY_METHODS } from './a2a-legacy.schemas.js';
+import { A2A_PARAMS } from './a2a-request.schemas.js';
 import { hideFaults } from './a2a-fault.guard.js';
 
 /** Everything the A2A edge needs to build one agent's handler. */
@@ -171,6 +171,9 @@ const validJsonRpcEnvelope: RequestHandler = (req, res, next) => {
 /** What a request without A2A-Version asks for (the spec's rule; the SDK's too). */
 const VERSION_WITHOUT_HEADER = '0.3';
 
+/** The 1.0 JSON-RPC method names (any other name asked for as 0.3 is the compat layer's -32601). */
+const V1_METHODS: ReadonlySet<string> = new Set([...Object.keys(A2A_PARAMS), 'SendStreamingMessage']);
+
 const supportedVersions = (card: AgentCard, binding: string) =>
   new Set(card.supportedInterfaces.filter((i) => i.protocolBinding === binding && i.protocolVersion).map((i) => i.protocolVersion));
 
@@ -184,7 +187,7 @@ const needsVersion1 = (what: string, requested: string | undefined) =>
 /**
  * The A2A-Version rule of the JSON-RPC binding: 1.0 requests name their version; a request without
  * one is 0.3 (the spec's rule), served by the SDK's compatibility layer when it names a 0.3 method
- * (`message/send`, …). A 1.0 method without the header is refused rather than guessed at.
+ * (`message/send`, …). A 1.0 method without the header is refused, naming the header it lacks.
  *
  * The SDK's JSON-RPC handler refuses an unsupported A2A-Version too, but it logs each refusal as an
  * "Unhandled error" with a stack trace — a log flood anyone can cause. Refused here with the same
@@ -203,8 +206,14 @@ function jsonRpcVersionGate(card: AgentCard): RequestHandler {
       return sendError(req, res, 200, A2A_ERROR_CODE.VERSION_NOT_SUPPORTED, err);
     }
     const method = String((req.body as { method?: unknown }).method);
-    if (requested === VERSION_WITHOUT_HEADER && !LEGACY_METHODS.has(method)) {
-      return sendError(req, res, 200, A2A_ERROR_CODE.VERSION_NOT_SUPPORTED, needsVersion1(`method ${JSON.stringify(method.slice(0, 64))}`, header));
+    if (requested === VERSION_WITHOUT_HEADER && V1_METHODS.has(method)) {
+      return sendError(
+        req,
+        res,
+        200,
+        A2A_ERROR_CODE.VERSION_NOT_SUPPORTED,
+        needsVersion1(`method ${JSON.stringify(method.slice(0, 64))}`, header),
+      );
     }
     next();
   };
