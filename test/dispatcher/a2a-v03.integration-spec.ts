@@ -6,15 +6,7 @@ import { TaskNotFoundError } from '@a2a-js/sdk/errors';
 import type { Transport } from '@a2a-js/sdk/client';
 import { LegacyJsonRpcTransport, LegacyRestTransport, parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
 import { eventually } from '../support/infra.js';
-import {
-  agentRecord,
-  authFetch,
-  BINDINGS,
-  publishAgents,
-  rawRequest,
-  startTestDispatcher,
-  type Binding,
-} from '../support/dispatcher-harness.js';
+import { agentRecord, BINDINGS, publishAgents, rawRequest, startTestDispatcher, type Binding } from '../support/dispatcher-harness.js';
 import { artifactText, sendRequest, userMessage } from '../support/a2a-fixtures.js';
 import { startEchoWorker } from '../support/echo-worker.js';
 
