@@ -84,7 +84,7 @@ const parts = <T extends z.ZodType>(part: T) =>
 
 const rpcMessage = z
   .object({
-    kind: z.literal('message', 'must be "message"').optional(),
+    kind: z.enum(['message'], 'must be "message"').optional(),
     messageId: id,
     contextId: id.optional(),
     taskId: id.optional(),
