@@ -81,7 +81,10 @@ test('an unsupported A2A-Version, or a 1.0 method or route without A2A-Version (
     } else {
       // 0.3 (said or implied) is served, but only its own methods and /v1 routes.
       assert.match(r.body.error?.message ?? '', /method "GetTask" is A2A 1\.0: send A2A-Version: 1\.0/);
-      assert.match(s.body.error?.message ?? '', /GET \/tasks\/x is A2A 1\.0: send A2A-Version: 1\.0/);
+      assert.match(
+        s.body.error?.message ?? '',
+        /GET \/tasks\/x is no A2A 0\.3 route \(those are under \/v1\): the A2A 1\.0 routes need A2A-Version: 1\.0/,
+      );
     }
   }
   console.error = consoleError;

@@ -177,11 +177,11 @@ const V1_METHODS: ReadonlySet<string> = new Set([...Object.keys(A2A_PARAMS), 'Se
 const supportedVersions = (card: AgentCard, binding: string) =>
   new Set(card.supportedInterfaces.filter((i) => i.protocolBinding === binding && i.protocolVersion).map((i) => i.protocolVersion));
 
-/** A 1.0 method or route asked for as 0.3 (no A2A-Version): the version it lacks is named. */
+/** A 1.0 method asked for as 0.3 (no A2A-Version): the version it lacks is named. */
 const needsVersion1 = (what: string, requested: string | undefined) =>
   new VersionNotSupportedError(
     `${what} is A2A 1.0: send A2A-Version: 1.0 (${requested ? `A2A-Version ${requested}` : 'a request without A2A-Version'} is A2A 0.3, ` +
-      'served by its own methods and /v1 routes)',
+      'served by its own methods)',
   );
 
 /**
@@ -229,7 +229,11 @@ function restVersionGate(card: AgentCard): RequestHandler {
     const header = req.header('A2A-Version') || undefined;
     if (!isLegacyRequest(req)) return next(); // 1.0, or a version the SDK refuses itself
     if (!supported.has(VERSION_WITHOUT_HEADER)) return next();
-    sendError(req, res, 400, A2A_ERROR_CODE.VERSION_NOT_SUPPORTED, needsVersion1(`${req.method} ${req.path.slice(0, 128)}`, header));
+    const err = new VersionNotSupportedError(
+      `${req.method} ${req.path.slice(0, 128)} is no A2A 0.3 route (those are under /v1): the A2A 1.0 routes need A2A-Version: 1.0 ` +
+        `(${header ? `A2A-Version ${header}` : 'a request without A2A-Version'} is A2A 0.3)`,
+    );
+    sendError(req, res, 400, A2A_ERROR_CODE.VERSION_NOT_SUPPORTED, err);
   };
 }
 
