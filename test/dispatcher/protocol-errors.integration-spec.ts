@@ -59,7 +59,7 @@ test('A2A-Version: 1.0, a 1.0 patch and the query parameter are accepted', async
   }
 });
 
-test('an unsupported or missing A2A-Version is VersionNotSupported on both bindings (0.3 compat is off), and not logged as an error', async () => {
+test('an unsupported A2A-Version, or a 1.0 method or route without A2A-Version (0.3), is VersionNotSupported on both bindings, and not logged as an error', async () => {
   // The SDK's JSON-RPC handler logs each of these with a stack trace: one log flood per 0.3 client.
   const logged: unknown[][] = [];
   const consoleError = console.error;
@@ -76,7 +76,16 @@ test('an unsupported or missing A2A-Version is VersionNotSupported on both bindi
     assert.equal(s.status, 400);
     assert.equal(s.body.error?.status, 'FAILED_PRECONDITION');
     assert.deepEqual(s.body.error?.details[0], errorInfo('VERSION_NOT_SUPPORTED'));
-    assert.match(r.body.error?.message ?? '', new RegExp(`version '${version ?? '0.3'}' is not supported\\. Supported versions: 1\\.0`));
+    if (version === '2.0') {
+      assert.match(r.body.error?.message ?? '', /version '2\.0' is not supported\. Supported versions: 1\.0, 0\.3/);
+    } else {
+      // 0.3 (said or implied) is served, but only its own methods and /v1 routes.
+      assert.match(r.body.error?.message ?? '', /method "GetTask" is A2A 1\.0: send A2A-Version: 1\.0/);
+      assert.match(
+        s.body.error?.message ?? '',
+        /GET \/tasks\/x is no A2A 0\.3 route \(those are under \/v1\): the A2A 1\.0 routes need A2A-Version: 1\.0/,
+      );
+    }
   }
   console.error = consoleError;
   assert.deepEqual(

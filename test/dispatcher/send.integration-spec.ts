@@ -35,6 +35,8 @@ test('the card is served from the directory record with interfaces pointing at t
     [
       ['JSONRPC', `${env.url}/a2a/echo`, '1.0'],
       ['HTTP+JSON', `${env.url}/a2a/echo`, '1.0'],
+      ['JSONRPC', `${env.url}/a2a/echo`, '0.3'],
+      ['HTTP+JSON', `${env.url}/a2a/echo`, '0.3'],
     ],
   );
   const etag = res.headers.get('etag');

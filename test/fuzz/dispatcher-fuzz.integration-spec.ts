@@ -21,6 +21,18 @@ import {
   settledHeap,
   wrongType,
 } from './fuzz-support.js';
+import { LEGACY_BODIES, LEGACY_PARAMS } from '@mesh/app-dispatcher';
+import {
+  bodyText,
+  controlStrings,
+  DeepJson,
+  deepNesting,
+  hugeString,
+  numericExtremes,
+  schemaFields,
+  setPath,
+  wrongTypeFor,
+} from './hostile-values.js';
 
 // Generated hostile requests against both A2A bindings of one dispatcher. Every answer must be
 // a documented error in the binding's format (or a success for the rare valid request); never
@@ -748,6 +760,81 @@ test('schema-driven, HTTP+JSON: the same in bodies, path and query parameters', 
       await judge(c, a, name, before, value, where.in !== 'body');
     }),
     { numRuns: runs(2000) },
+  );
+});
+
+// A2A 0.3 (no A2A-Version): each hostile value class in each field of the 0.3 shapes, walked from
+// the schemas the dispatcher validates them with. A refusal names the field; nothing is a 5xx.
+const v03 = { 'content-type': 'application/json', authorization: 'Bearer demo-acme' };
+const rpc03Base = (): Record<string, Record<string, unknown>> => ({
+  'message/send': {
+    message: {
+      kind: 'message',
+      messageId: randomUUID(),
+      role: 'user',
+      parts: [{ kind: 'text', text: 'fuzz 0.3', metadata: { k: 'v' } }],
+      metadata: { k: 'v' },
+      referenceTaskIds: [T],
+      extensions: [],
+    },
+    configuration: {
+      blocking: false,
+      historyLength: 1,
+      acceptedOutputModes: ['text/plain'],
+      pushNotificationConfig: { url: 'http://127.0.0.1:9/hook', token: 't', authentication: { schemes: ['Bearer'], credentials: 'c' } },
+    },
+    metadata: { k: 'v' },
+  },
+  'tasks/get': { id: T, historyLength: 1, metadata: {} },
+  'tasks/cancel': { id: randomUUID(), metadata: {} },
+  'tasks/pushNotificationConfig/set': { taskId: T, pushNotificationConfig: { id: 'cfg03', url: 'http://127.0.0.1:9/hook' } },
+  'tasks/pushNotificationConfig/get': { id: T, pushNotificationConfigId: 'cfg03' },
+  'tasks/pushNotificationConfig/list': { id: T },
+  'tasks/pushNotificationConfig/delete': { id: T, pushNotificationConfigId: 'nope' },
+});
+const rpc03Cases = Object.keys(rpc03Base()).flatMap((method) =>
+  schemaFields(LEGACY_PARAMS[method as keyof typeof LEGACY_PARAMS]).map((field) => ({ method, field })),
+);
+const hostile03 = (kind: Parameters<typeof wrongTypeFor>[0]) =>
+  fc.oneof(controlStrings, hugeString, numericExtremes, deepNesting, wrongTypeFor(kind), fc.constant({ unknownField: 1 }));
+
+test('schema-driven, A2A 0.3 JSON-RPC: hostile values in each field are refused naming the field, never a 5xx', async () => {
+  await fc.assert(
+    fc.asyncProperty(fc.constantFrom(...rpc03Cases), fc.integer(), async ({ method, field }, seed) => {
+      const value = fc.sample(hostile03(field.kind), { numRuns: 1, seed })[0];
+      const params = setPath(rpc03Base()[method], field.path, value);
+      const deep = value instanceof DeepJson ? value : undefined;
+      const a = await send('/a2a/target', 'POST', v03, Buffer.from(bodyText({ jsonrpc: '2.0', id: 1, method, params }, deep)));
+      assert.ok(a.status < 500, `${method} ${field.path.join('.')}: ${a.status} ${a.body.slice(0, 200)}`);
+      const r = JSON.parse(a.body) as { result?: unknown; error?: { code: number; message: string } };
+      if (r.error) {
+        assert.ok(RPC_CODES.has(r.error.code), `documented code, got ${r.error.code}: ${r.error.message}`);
+        if (r.error.code === -32602) assert.match(r.error.message, /^params[.[:]/, `${method} ${field.path.join('.')}`);
+      }
+    }),
+    { numRuns: runs(600) },
+  );
+});
+
+test('schema-driven, A2A 0.3 HTTP+JSON: the same in the message:send body, never a 5xx', async () => {
+  const body = () => ({
+    message: { messageId: randomUUID(), role: 'ROLE_USER', content: [{ text: 'fuzz' }, { data: { data: { ok: true } } }], metadata: {} },
+    configuration: { blocking: false, historyLength: 1, pushNotification: { url: 'http://127.0.0.1:9/hook' } },
+  });
+  const fields = schemaFields(LEGACY_BODIES.send);
+  await fc.assert(
+    fc.asyncProperty(fc.constantFrom(...fields), fc.integer(), async (field, seed) => {
+      const value = fc.sample(hostile03(field.kind), { numRuns: 1, seed })[0];
+      const deep = value instanceof DeepJson ? value : undefined;
+      const a = await send('/a2a/target/v1/message:send', 'POST', v03, Buffer.from(bodyText(setPath(body(), field.path, value), deep)));
+      assert.ok([201, 400].includes(a.status), `${field.path.join('.')}: ${a.status} ${a.body.slice(0, 200)}`);
+      if (a.status === 400) {
+        const r = JSON.parse(a.body) as { code: number; message: string };
+        assert.equal(r.code, -32602);
+        assert.match(r.message, /^(message|configuration|metadata|body)[.[:]/, `${field.path.join('.')}: ${r.message}`);
+      }
+    }),
+    { numRuns: runs(300) },
   );
 });
 

@@ -3,3 +3,5 @@ export * from './config/dispatcher.config.js';
 export * from './database/migrations/index.js';
 export { REQUEST_TIMEOUT_HEADER } from './a2a/dispatcher-request-handler.js';
 export type { CommandProducer, OutboxCommand } from './outbox/command-producer.js';
+/** The A2A 0.3 request shapes the dispatcher accepts (its fuzz spec walks them). */
+export { LEGACY_BODIES, LEGACY_PARAMS } from './a2a/a2a-legacy.schemas.js';

@@ -45,7 +45,7 @@ export function stringProblem(s: string): string | undefined {
 }
 
 /** Any stored string: no NUL, no lone surrogate, bounded. */
-const text = (max?: number) => {
+export const text = (max?: number) => {
   const base = max === undefined ? z.string() : z.string().max(max, `must be at most ${max} characters`);
   return base.superRefine((s, ctx) => {
     const p = stringProblem(s);
@@ -148,10 +148,10 @@ const anyValue = z.unknown().superRefine((v, ctx) => {
   if (p) ctx.addIssue({ code: 'custom', message: p.message, path: p.path });
 });
 
-const BASE64 = /^(?:[A-Za-z0-9+/_-]{4})*(?:[A-Za-z0-9+/_-]{2}(?:==)?|[A-Za-z0-9+/_-]{3}=?)?$/;
+export const BASE64 = /^(?:[A-Za-z0-9+/_-]{4})*(?:[A-Za-z0-9+/_-]{2}(?:==)?|[A-Za-z0-9+/_-]{3}=?)?$/;
 
 /** An absolute http(s) URL. */
-const httpUrl = text(A2A_LIMITS.shortChars).superRefine((s, ctx) => {
+export const httpUrl = text(A2A_LIMITS.shortChars).superRefine((s, ctx) => {
   let ok: boolean;
   try {
     const u = new URL(s);
@@ -186,10 +186,11 @@ export const part = z
     }
   });
 
-const list = <T extends z.ZodType>(item: T) => z.array(item).max(A2A_LIMITS.listItems, `must have at most ${A2A_LIMITS.listItems} entries`);
+export const list = <T extends z.ZodType>(item: T) =>
+  z.array(item).max(A2A_LIMITS.listItems, `must have at most ${A2A_LIMITS.listItems} entries`);
 
 /** A short description of any value (never its whole text: it may be 10,000 levels deep). */
-function describe(v: unknown): string {
+export function describe(v: unknown): string {
   if (typeof v === 'string') return JSON.stringify(v.slice(0, 32));
   if (typeof v === 'number' || typeof v === 'boolean' || v === null) return String(v);
   if (v === undefined) return 'nothing';
@@ -237,11 +238,11 @@ export const message = z
  * printable ASCII only (a CR/LF, another control character or a non-Latin-1 character would make
  * each delivery fail, and the config looked accepted). The scheme is an RFC 7235 token.
  */
-const headerValue = z
+export const headerValue = z
   .string()
   .max(A2A_LIMITS.shortChars, `must be at most ${A2A_LIMITS.shortChars} characters`)
   .regex(/^[\x20-\x7e]*$/, 'must be printable ASCII (it is sent as an HTTP header value)');
-const authScheme = z
+export const authScheme = z
   .string()
   .max(64, 'must be at most 64 characters')
   .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, "must be an HTTP authentication scheme name like Bearer (letters, digits, !#$%&'*+.^_`|~-)");

@@ -2,6 +2,7 @@ import express, { type Request, type RequestHandler, type Response } from 'expre
 import type { z } from 'zod';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
 import { A2A_LIMITS, A2A_PARAMS, idProblem, A2A_TASK_STATE_ENUM, type A2aMethod } from './a2a-request.schemas.js';
+import { LEGACY_BODIES, LEGACY_PARAMS } from './a2a-legacy.schemas.js';
 
 /**
  * Validation of every A2A request at the edge, before the SDK parses it and before anything is
@@ -66,12 +67,12 @@ function fieldName(prefix: string, path: ReadonlyArray<PropertyKey>): string {
 }
 
 /** The first problem zod found, as a refusal naming the field. */
-function firstIssue(error: z.ZodError, prefix: string): RequestMalformedError {
+function firstIssue(error: z.ZodError, prefix: string, version = '1.0'): RequestMalformedError {
   const issue = error.issues[0]!;
   const field = fieldName(prefix, issue.path);
   if (issue.code === 'unrecognized_keys') {
     const keys = issue.keys.map((k) => JSON.stringify(k.slice(0, 64))).join(', ');
-    return refusal(field, `unknown field ${keys} (A2A 1.0 JSON uses lowerCamelCase names)`);
+    return refusal(field, `unknown field ${keys} (A2A ${version} JSON uses lowerCamelCase names)`);
   }
   if (issue.code === 'invalid_type') {
     return refusal(field, / received undefined$/.test(issue.message) ? 'is required' : issue.message.replace(/^Invalid input: /, ''));
@@ -118,12 +119,38 @@ export function checkJsonRpc(
   return req && callerTenant ? tenantProblem(req, callerTenant, tenantsOf(params, 'params')) : undefined;
 }
 
-/** Express middleware for the JSON-RPC binding (after the envelope check). */
+/**
+ * Whether a request is A2A 0.3: it says so, or it names no version (0.3 had no A2A-Version
+ * header). The router has already normalised the header to `major.minor`.
+ */
+export const isLegacyRequest = (req: Request): boolean => {
+  const v = req.header('A2A-Version');
+  return v === undefined || v === '' || v === '0.3';
+};
+
+const LEGACY_SEND = new Set(['message/send', 'message/stream']);
+
+/** Validates the params of one A2A 0.3 JSON-RPC request; undefined = valid. */
+export function checkLegacyJsonRpc(method: string, params: unknown, req?: Request): RequestMalformedError | undefined {
+  const key = method === 'message/stream' ? 'message/send' : method;
+  if (!Object.hasOwn(LEGACY_PARAMS, key)) return undefined; // the SDK answers -32601
+  if (!isObject(params)) return refusal('params', 'must be a JSON object');
+  if (req && LEGACY_SEND.has(method)) {
+    const bad = headerProblem(req);
+    if (bad) return bad;
+  }
+  const r = LEGACY_PARAMS[key as keyof typeof LEGACY_PARAMS].safeParse(params);
+  return r.success ? undefined : firstIssue(r.error, 'params', '0.3');
+}
+
+/** Express middleware for the JSON-RPC binding (after the envelope check and the version gate). */
 export function jsonRpcValidator(refuse: Refuse, callerTenant: CallerTenant): RequestHandler {
   return (req, res, next) => {
     const body = req.body as { method?: unknown; params?: unknown } | undefined;
     if (!isObject(body) || typeof body.method !== 'string') return next();
-    const bad = checkJsonRpc(body.method, body.params, req, callerTenant);
+    const bad = isLegacyRequest(req)
+      ? checkLegacyJsonRpc(body.method, body.params, req)
+      : checkJsonRpc(body.method, body.params, req, callerTenant);
     if (bad) return refuse(req, res, bad);
     next();
   };
@@ -255,5 +282,54 @@ export function restValidator(refuse: Refuse, callerTenant: CallerTenant): expre
   route('get', '/tasks/:taskId/pushNotificationConfigs', none);
   route('get', '/tasks/:taskId/pushNotificationConfigs/:configId', none);
   route('delete', '/tasks/:taskId/pushNotificationConfigs/:configId', none);
+  return router;
+}
+
+/**
+ * Express router for the A2A 0.3 HTTP+JSON routes (`/v1/...`, as the SDK's compatibility layer
+ * mounts them), each validated, then on to the SDK. Requests of another version pass untouched.
+ */
+export function legacyRestValidator(refuse: Refuse): express.Router {
+  const router = express.Router();
+  const route = (method: 'get' | 'post' | 'delete', path: string, check: Check) => {
+    router[method](path, (req, res, next) => {
+      if (!isLegacyRequest(req)) return next('router');
+      const bad = all(pathIds, check)(req);
+      if (bad) return refuse(req, res, bad);
+      next('router');
+    });
+  };
+  const none: Check = () => undefined;
+  const body =
+    (schema: z.ZodType): Check =>
+    (req) => {
+      if (!isObject(req.body)) return refusal('body', 'must be a JSON object (sent as application/json)');
+      const r = schema.safeParse(req.body);
+      return r.success ? undefined : firstIssue(r.error, '', '0.3');
+    };
+  // 0.3 clients send `null` (or nothing) as the body of a POST without parameters.
+  const emptyBody: Check = (req) =>
+    req.body === undefined || req.body === null || isObject(req.body) ? undefined : refusal('body', 'must be a JSON object or null');
+  const send: Check = (req) => headerProblem(req) ?? body(LEGACY_BODIES.send)(req);
+  route('get', '/v1/card', none);
+  route('post', '/v1/message\\:send', send);
+  route('post', '/v1/message\\:stream', send);
+  route('post', '/v1/tasks/:taskId\\:cancel', emptyBody);
+  route('get', '/v1/tasks/:taskId\\:subscribe', none);
+  route('post', '/v1/tasks/:taskId\\:subscribe', emptyBody);
+  route('get', '/v1/tasks/:taskId', (req) => {
+    for (const name of ['historyLength', 'history_length']) {
+      const v = queryValue(req, name);
+      if (v instanceof RequestMalformedError) return v;
+      if (v !== undefined && (!/^\d{1,10}$/.test(v) || Number(v) > A2A_LIMITS.historyLength)) {
+        return refusal(name, `must be an integer from 0 to ${A2A_LIMITS.historyLength}`);
+      }
+    }
+    return undefined;
+  });
+  route('post', '/v1/tasks/:taskId/pushNotificationConfigs', body(LEGACY_BODIES.pushConfig));
+  route('get', '/v1/tasks/:taskId/pushNotificationConfigs', none);
+  route('get', '/v1/tasks/:taskId/pushNotificationConfigs/:configId', none);
+  route('delete', '/v1/tasks/:taskId/pushNotificationConfigs/:configId', none);
   return router;
 }

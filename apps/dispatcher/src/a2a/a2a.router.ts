@@ -1,6 +1,8 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { AgentCard } from '@a2a-js/sdk';
 import { agentCardHandler, jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
+import { legacyAgentCardRouter, legacyRestRouter } from '@a2a-js/sdk/compat/v0_3/server/express';
+import { toLegacyHTTPError } from '@a2a-js/sdk/compat/v0_3/server';
 import {
   A2A_ERROR_CODE,
   ContentTypeNotSupportedError,
@@ -19,7 +21,8 @@ import type { AgentLookup } from '../catalog/agent-catalog.js';
 import { DispatcherRequestHandler } from './dispatcher-request-handler.js';
 import { PrincipalUser } from './principal-user.js';
 import type { Refusal } from '../admission/admission.js';
-import { jsonRpcValidator, restValidator, type Refuse } from './a2a-request.validator.js';
+import { isLegacyRequest, jsonRpcValidator, legacyRestValidator, restValidator, type Refuse } from './a2a-request.validator.js';
+import { A2A_PARAMS } from './a2a-request.schemas.js';
 import { hideFaults } from './a2a-fault.guard.js';
 
 /** Everything the A2A edge needs to build one agent's handler. */
@@ -42,18 +45,24 @@ export interface A2aRouterOptions {
   logger?: Logger;
 }
 
-const SEND_METHODS = new Set(['SendMessage', 'SendStreamingMessage']);
+const SEND_METHODS = new Set(['SendMessage', 'SendStreamingMessage', 'message/send', 'message/stream']);
 
-/** SendMessage / SendStreamingMessage on either binding (REST: `[/{tenant}]/message:send|stream`). */
+/**
+ * SendMessage / SendStreamingMessage (0.3: message/send, message/stream) on either binding (REST:
+ * `[/{tenant}]/message:send|stream`, 0.3: `/v1/message:send|stream`).
+ */
 function startsWork(req: Request): boolean {
   if (req.method !== 'POST') return false;
   if (isJsonRpc(req)) return SEND_METHODS.has(String((req.body as { method?: unknown } | undefined)?.method));
   return /\/message:(send|stream)$/.test(req.path);
 }
 
-const STREAM_METHODS = new Set(['SendStreamingMessage', 'SubscribeToTask']);
+const STREAM_METHODS = new Set(['SendStreamingMessage', 'SubscribeToTask', 'message/stream', 'tasks/resubscribe']);
 
-/** SendStreamingMessage / SubscribeToTask on either binding (REST: `message:stream`, `tasks/{id}:subscribe`). */
+/**
+ * SendStreamingMessage / SubscribeToTask (0.3: message/stream, tasks/resubscribe) on either binding
+ * (REST: `message:stream`, `tasks/{id}:subscribe`, the same under `/v1` for 0.3).
+ */
 function opensStream(req: Request): boolean {
   if (isJsonRpc(req)) return STREAM_METHODS.has(String((req.body as { method?: unknown } | undefined)?.method));
   if (req.method === 'POST' && /\/message:stream$/.test(req.path)) return true;
@@ -162,24 +171,75 @@ const validJsonRpcEnvelope: RequestHandler = (req, res, next) => {
 /** What a request without A2A-Version asks for (the spec's rule; the SDK's too). */
 const VERSION_WITHOUT_HEADER = '0.3';
 
+/** The 1.0 JSON-RPC method names (any other name asked for as 0.3 is the compat layer's -32601). */
+const V1_METHODS: ReadonlySet<string> = new Set([...Object.keys(A2A_PARAMS), 'SendStreamingMessage']);
+
+const supportedVersions = (card: AgentCard, binding: string) =>
+  new Set(card.supportedInterfaces.filter((i) => i.protocolBinding === binding && i.protocolVersion).map((i) => i.protocolVersion));
+
+/** A 1.0 method asked for as 0.3 (no A2A-Version): the version it lacks is named. */
+const needsVersion1 = (what: string, requested: string | undefined) =>
+  new VersionNotSupportedError(
+    `${what} is A2A 1.0: send A2A-Version: 1.0 (${requested ? `A2A-Version ${requested}` : 'a request without A2A-Version'} is A2A 0.3, ` +
+      'served by its own methods)',
+  );
+
 /**
+ * The A2A-Version rule of the JSON-RPC binding: 1.0 requests name their version; a request without
+ * one is 0.3 (the spec's rule), served by the SDK's compatibility layer when it names a 0.3 method
+ * (`message/send`, …). A 1.0 method without the header is refused, naming the header it lacks.
+ *
  * The SDK's JSON-RPC handler refuses an unsupported A2A-Version too, but it logs each refusal as an
- * "Unhandled error" with a stack trace — one per request of any 0.3 client, a log flood anyone
- * can cause. Refused here with the same answer (-32009 with ErrorInfo), and nothing logged.
+ * "Unhandled error" with a stack trace — a log flood anyone can cause. Refused here with the same
+ * answer (-32009 with ErrorInfo), and nothing logged.
  */
 function jsonRpcVersionGate(card: AgentCard): RequestHandler {
-  const supported = new Set(
-    card.supportedInterfaces.filter((i) => i.protocolBinding === 'JSONRPC' && i.protocolVersion).map((i) => i.protocolVersion),
-  );
+  const supported = supportedVersions(card, 'JSONRPC');
   return (req, res, next) => {
     if (req.body === undefined) return next(); // not parsed (wrong content type): the SDK's guard answers
-    const requested = req.header('A2A-Version') || VERSION_WITHOUT_HEADER;
-    if (supported.has(requested)) return next();
-    const err = new VersionNotSupportedError(
-      `The requested A2A protocol version '${requested}' is not supported. Supported versions: ${[...supported].join(', ')}`,
-    );
-    sendError(req, res, 200, A2A_ERROR_CODE.VERSION_NOT_SUPPORTED, err);
+    const header = req.header('A2A-Version') || undefined;
+    const requested = header ?? VERSION_WITHOUT_HEADER;
+    if (!supported.has(requested)) {
+      const err = new VersionNotSupportedError(
+        `The requested A2A protocol version '${requested}' is not supported. Supported versions: ${[...supported].join(', ')}`,
+      );
+      return sendError(req, res, 200, A2A_ERROR_CODE.VERSION_NOT_SUPPORTED, err);
+    }
+    const method = String((req.body as { method?: unknown }).method);
+    if (requested === VERSION_WITHOUT_HEADER && V1_METHODS.has(method)) {
+      return sendError(
+        req,
+        res,
+        200,
+        A2A_ERROR_CODE.VERSION_NOT_SUPPORTED,
+        needsVersion1(`method ${JSON.stringify(method.slice(0, 64))}`, header),
+      );
+    }
+    next();
   };
+}
+
+/**
+ * The same rule on HTTP+JSON: the 0.3 routes (`/v1/...`) were answered by the compatibility layer
+ * before this; any other route asked for as 0.3 is a 1.0 route without its version.
+ */
+function restVersionGate(card: AgentCard): RequestHandler {
+  const supported = supportedVersions(card, 'HTTP+JSON');
+  return (req, res, next) => {
+    const header = req.header('A2A-Version') || undefined;
+    if (!isLegacyRequest(req)) return next(); // 1.0, or a version the SDK refuses itself
+    if (!supported.has(VERSION_WITHOUT_HEADER)) return next();
+    const err = new VersionNotSupportedError(
+      `${req.method} ${req.path.slice(0, 128)} is no A2A 0.3 route (those are under /v1): the A2A 1.0 routes need A2A-Version: 1.0 ` +
+        `(${header ? `A2A-Version ${header}` : 'a request without A2A-Version'} is A2A 0.3)`,
+    );
+    sendError(req, res, 400, A2A_ERROR_CODE.VERSION_NOT_SUPPORTED, err);
+  };
+}
+
+/** A refusal of a 0.3 HTTP+JSON request, in 0.3's bare error body (`{code, message, data}`). */
+function refuseLegacyRest(res: Response, err: Error): void {
+  res.status(400).type('application/json').json(toLegacyHTTPError(err));
 }
 
 /**
@@ -206,19 +266,32 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
       return new PrincipalUser(locals.principal!, locals.closed);
     };
     const agentRouter = express.Router();
-    agentRouter.use(
-      CARD_PATH,
-      agentCardHandler({ agentCardProvider: async () => cardJson as unknown as AgentCard, cache: { maxAge: opts.cardMaxAgeSeconds } }),
-    );
+    const cardOptions = { agentCardProvider: async () => cardJson as unknown as AgentCard, cache: { maxAge: opts.cardMaxAgeSeconds } };
+    const legacyCard = legacyAgentCardRouter({ agentCardProvider: async () => card, cache: cardOptions.cache });
+    // The 0.3 card shape only when asked for (`A2A-Version: 0.3`, or `?A2A-Version=0.3`): a card
+    // fetched without the header stays the 1.0 card every 1.0 client reads.
+    agentRouter.use(CARD_PATH, (req, res, next) => {
+      res.append('Vary', 'A2A-Version');
+      if (req.header('A2A-Version') === undefined) return next();
+      legacyCard(req, res, next);
+    });
+    agentRouter.use(CARD_PATH, agentCardHandler(cardOptions));
     // Mounted on the exact base path only, so its content-type guard never sees REST routes.
     agentRouter.post(
       '/',
       validJsonRpcEnvelope,
       jsonRpcVersionGate(card),
       jsonRpcValidator(refuseInvalid, callerTenant),
-      jsonRpcHandler({ requestHandler: handler, userBuilder }),
+      jsonRpcHandler({ requestHandler: handler, userBuilder, legacyCompat: { enabled: true } }),
     );
-    agentRouter.use(restValidator(refuseInvalid, callerTenant), restHandler({ requestHandler: handler, userBuilder }));
+    // 0.3 routes (`/v1/...`) first: the compatibility layer passes every other request on.
+    agentRouter.use(
+      legacyRestValidator((_req, res, err) => refuseLegacyRest(res, err)),
+      legacyRestRouter({ requestHandler: handler, userBuilder }),
+      restVersionGate(card),
+      restValidator(refuseInvalid, callerTenant),
+      restHandler({ requestHandler: handler, userBuilder }),
+    );
     agentRouter.use((req: Request, res: Response) =>
       sendError(req, res, 404, A2A_ERROR_CODE.METHOD_NOT_FOUND, new Error(`no A2A route ${req.method} ${req.path}`)),
     );

@@ -6,14 +6,16 @@ export function agentBaseUrl(publicUrl: string, agentId: string): string {
   return `${publicUrl.replace(/\/+$/, '')}/a2a/${agentId}`;
 }
 
-/**
- * The card callers see: the registered card with `supportedInterfaces` replaced by the
- * dispatcher's two A2A 1.0 bindings, and capabilities limited to what the dispatcher serves
- * (streaming on every replica; push notifications).
- */
 /** Push notifications are delivered from the event stream (see push/push.service.ts). */
 export const PUSH_SUPPORTED = true;
 
+/**
+ * The card callers see: the registered card with `supportedInterfaces` replaced by the
+ * dispatcher's two bindings in A2A 1.0 and, for callers still on it, A2A 0.3 (the SDK's
+ * compatibility layer; a 1.0 client picks its version's entries, the 0.3 card lists the others),
+ * and capabilities limited to what the dispatcher serves (streaming on every replica; push
+ * notifications).
+ */
 export function buildServedCard(record: AgentRecord, publicUrl: string): AgentCard {
   const url = agentBaseUrl(publicUrl, record.id);
   const registered = AgentCard.fromJSON(record.card);
@@ -22,6 +24,8 @@ export function buildServedCard(record: AgentRecord, publicUrl: string): AgentCa
     supportedInterfaces: [
       { url, protocolBinding: 'JSONRPC', protocolVersion: '1.0', tenant: '' },
       { url, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0', tenant: '' },
+      { url, protocolBinding: 'JSONRPC', protocolVersion: '0.3', tenant: '' },
+      { url, protocolBinding: 'HTTP+JSON', protocolVersion: '0.3', tenant: '' },
     ],
     capabilities: {
       ...(registered.capabilities ?? { extensions: [] }),

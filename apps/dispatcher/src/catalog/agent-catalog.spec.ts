@@ -43,13 +43,15 @@ test('an older version replayed after a newer one is ignored; removal forgets th
   assert.equal(c.get('a'), undefined);
 });
 
-test('the served card points both A2A 1.0 bindings at the dispatcher and claims only what it serves', () => {
+test('the served card points both bindings, A2A 1.0 and 0.3, at the dispatcher and claims only what it serves', () => {
   const card = buildServedCard(record(), 'http://mesh.example:8080/');
   assert.deepEqual(
     card.supportedInterfaces.map((i) => [i.protocolBinding, i.url, i.protocolVersion]),
     [
       ['JSONRPC', 'http://mesh.example:8080/a2a/a', '1.0'],
       ['HTTP+JSON', 'http://mesh.example:8080/a2a/a', '1.0'],
+      ['JSONRPC', 'http://mesh.example:8080/a2a/a', '0.3'],
+      ['HTTP+JSON', 'http://mesh.example:8080/a2a/a', '0.3'],
     ],
   );
   assert.equal(card.capabilities?.streaming, true);
