@@ -97,7 +97,8 @@ const rpcMessage = z
   .strict()
   .superRefine((m, ctx) => checkDeadline(m.metadata, ctx));
 
-const rpcPushConfig = z
+/** A push config as both 0.3 bindings carry it. */
+const pushConfig = z
   .object({
     id: id.optional(),
     url: httpUrl,
@@ -121,7 +122,7 @@ export const LEGACY_PARAMS = {
           acceptedOutputModes: list(short()).optional(),
           blocking: z.boolean().optional(),
           historyLength: historyLength.optional(),
-          pushNotificationConfig: rpcPushConfig.optional(),
+          pushNotificationConfig: pushConfig.optional(),
         })
         .strict()
         .optional(),
@@ -131,7 +132,7 @@ export const LEGACY_PARAMS = {
   'tasks/get': z.object({ id, historyLength: historyLength.optional(), ...metadata }).strict(),
   'tasks/cancel': z.object({ id, ...metadata }).strict(),
   'tasks/resubscribe': z.object({ id, ...metadata }).strict(),
-  'tasks/pushNotificationConfig/set': z.object({ taskId: id, pushNotificationConfig: rpcPushConfig }).strict(),
+  'tasks/pushNotificationConfig/set': z.object({ taskId: id, pushNotificationConfig: pushConfig }).strict(),
   'tasks/pushNotificationConfig/get': z.object({ id, pushNotificationConfigId: id.optional(), ...metadata }).strict(),
   'tasks/pushNotificationConfig/list': z.object({ id, ...metadata }).strict(),
   'tasks/pushNotificationConfig/delete': z.object({ id, pushNotificationConfigId: id, ...metadata }).strict(),
@@ -182,18 +183,6 @@ const restMessage = z
   .strict()
   .superRefine((m, ctx) => checkDeadline(m.metadata, ctx));
 
-const restPushConfig = z
-  .object({
-    id: id.optional(),
-    url: httpUrl,
-    token: headerValue.optional(),
-    authentication: z
-      .object({ schemes: list(authScheme).min(1, 'must not be empty'), credentials: headerValue.optional() })
-      .strict()
-      .optional(),
-  })
-  .strict();
-
 /** The bodies of the 0.3 HTTP+JSON routes that take one. */
 export const LEGACY_BODIES = {
   send: z
@@ -202,7 +191,7 @@ export const LEGACY_BODIES = {
       configuration: z
         .object({
           acceptedOutputModes: list(short()).optional(),
-          pushNotification: restPushConfig.optional(),
+          pushNotification: pushConfig.optional(),
           historyLength: historyLength.optional(),
           blocking: z.boolean().optional(),
         })
@@ -211,5 +200,5 @@ export const LEGACY_BODIES = {
       ...metadata,
     })
     .strict(),
-  pushConfig: z.object({ name: short().optional(), pushNotificationConfig: restPushConfig }).strict(),
+  pushConfig: z.object({ name: short().optional(), pushNotificationConfig: pushConfig }).strict(),
 } as const;
