@@ -63,21 +63,13 @@ export async function refundCount(url: string, tenant: string, invoiceId: string
   return rows[0].n;
 }
 
-/** An MCP server over Streamable HTTP whose tool list can grow while clients are connected. */
-export async function startDynamicToolServer(): Promise<{ url: string; addTool(name: string): void }> {
-  const servers: McpServer[] = [];
+/**
+ * Express handler of a 1.32 SDK server over Streamable HTTP with sessions: a request without a
+ * known `mcp-session-id` opens a session on a new server from `newServer`.
+ */
+export function sessionHandler(newServer: () => McpServer): (req: express.Request, res: express.Response) => Promise<void> {
   const sessions = new Map<string, StreamableHTTPServerTransport>();
-  const app = express();
-  app.use(express.json());
-  const newServer = () => {
-    const s = new McpServer({ name: 'dynamic', version: '0.0.1' });
-    s.registerTool('first', { description: 'always there', annotations: { readOnlyHint: true } }, async () => ({
-      content: [{ type: 'text', text: 'first' }],
-    }));
-    servers.push(s);
-    return s;
-  };
-  const handle = async (req: express.Request, res: express.Response) => {
+  return async (req, res) => {
     const sid = req.header('mcp-session-id');
     let t = sid ? sessions.get(sid) : undefined;
     if (!t) {
@@ -90,6 +82,22 @@ export async function startDynamicToolServer(): Promise<{ url: string; addTool(n
     }
     await t.handleRequest(req, res, req.body);
   };
+}
+
+/** An MCP server over Streamable HTTP whose tool list can grow while clients are connected. */
+export async function startDynamicToolServer(): Promise<{ url: string; addTool(name: string): void }> {
+  const servers: McpServer[] = [];
+  const app = express();
+  app.use(express.json());
+  const newServer = () => {
+    const s = new McpServer({ name: 'dynamic', version: '0.0.1' });
+    s.registerTool('first', { description: 'always there', annotations: { readOnlyHint: true } }, async () => ({
+      content: [{ type: 'text', text: 'first' }],
+    }));
+    servers.push(s);
+    return s;
+  };
+  const handle = sessionHandler(newServer);
   app.post('/mcp', handle);
   app.get('/mcp', handle);
   const srv: Server = await new Promise((r) => {

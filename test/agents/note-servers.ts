@@ -1,11 +1,10 @@
 import { after } from 'node:test';
-import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import express from 'express';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { createMcpHandler } from '@modelcontextprotocol/server';
 import { legacyNoteServer, nextNoteServer, NoteBook } from './note-book.js';
+import { sessionHandler } from './agents-fixtures.js';
 
 export interface NoteServerOptions {
   /** Requests without `Authorization: Bearer <token>` are refused with 401 before MCP sees them. */
@@ -22,24 +21,11 @@ export interface RunningNoteServer {
 /** A 1.32 server over Streamable HTTP with sessions (2025-11-25 only). */
 export async function startLegacyNoteServer(opts: NoteServerOptions = {}): Promise<RunningNoteServer> {
   const book = new NoteBook();
-  const sessions = new Map<string, StreamableHTTPServerTransport>();
   const running: RunningNoteServer = { url: '', book, requireBearer: opts.bearer !== undefined };
   const app = express();
   app.use((req, res, next) => (refused(running, opts, req.headers.authorization) ? unauthorized(res) : next()));
   app.use(express.json());
-  const handle = async (req: express.Request, res: express.Response) => {
-    const sid = req.header('mcp-session-id');
-    let t = sid ? sessions.get(sid) : undefined;
-    if (!t) {
-      const created: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (id) => void sessions.set(id, created),
-      });
-      await legacyNoteServer(book).connect(created);
-      t = created;
-    }
-    await t.handleRequest(req, res, req.body);
-  };
+  const handle = sessionHandler(() => legacyNoteServer(book));
   app.post('/mcp', handle);
   app.get('/mcp', handle);
   app.delete('/mcp', handle);
