@@ -16,7 +16,7 @@ import {
   KEYED_BATCH_PATTERN,
 } from '@mesh/bus';
 import { eventually, uniquePrefix } from '../support/infra.js';
-import { cleanup, runCommand, testKafka } from '../support/bus.js';
+import { cleanup, runCommand, testKafka, testTopic } from '../support/bus.js';
 
 const kafka = testKafka('transport');
 const received: Array<{ task: string; offset: string }> = [];
@@ -104,12 +104,8 @@ class ProjectorModule {}
 
 test('batch mode: one handler gets a key’s queued envelopes in order; a failed batch comes back one by one', async () => {
   const topic = `${uniquePrefix('transport-batch')}events`;
-  const admin = new BusAdmin(kafka);
-  cleanup(() => admin.close());
-  await admin.ensureTopic(topic, { partitions: 2 });
   // On the broker before the consumer starts, so each key has records queued behind the first.
-  const producer = new BusProducer(kafka);
-  cleanup(() => producer.disconnect());
+  const { producer } = await testTopic(kafka, topic, 2);
   const tasks = 4;
   const perTask = 8;
   const sends: Promise<void>[] = [];
