@@ -64,3 +64,17 @@ test('/metrics: HTTP requests by route pattern and status class, never a raw pat
   assert.ok(routes.some((l) => l.includes('route="/a2a/:agentId/.well-known/agent-card.json"') && /status_class="2xx"/.test(l)));
   assert.ok((await metricSample(env.url, 'mesh_http_request_duration_seconds_count', { route: '/a2a/:agentId', method: 'POST' }))! >= 1);
 });
+
+test('/metrics: tenant × agent series are bounded by METRICS_MAX_TENANT_AGENT_PAIRS, tenants dropped by METRICS_TENANT_LABELS=false', async () => {
+  const bounded = await startTestDispatcher('metrics-bounds', {}, { METRICS_TENANT_LABELS: 'false', METRICS_MAX_TENANT_AGENT_PAIRS: '1' });
+  await publishAgents(bounded.kafka, bounded.topics, [agentRecord('first'), agentRecord('second')]);
+  for (const id of ['first', 'second']) {
+    await eventually(`${id} is served`, async () => (await fetch(`${bounded.url}/a2a/${id}/.well-known/agent-card.json`)).ok);
+    const client = await a2aClient(bounded.url, id, 'JSONRPC');
+    await client.sendMessage(sendRequest(userMessage('count me'), { returnImmediately: true }));
+  }
+  const accepted = (tenant: string, agent: string) => metricSample(bounded.url, 'mesh_tasks_total', { tenant, agent, outcome: 'accepted' });
+  assert.equal(await accepted('_all', 'first'), 1, 'the first pair keeps its agent, without the tenant');
+  assert.equal(await accepted('_other', '_other'), 1, 'the second pair goes to the overflow series');
+  assert.doesNotMatch(await (await fetch(`${bounded.url}/metrics`)).text(), /mesh_tasks_total\{[^}]*(tenant="acme"|agent="second")/);
+});

@@ -58,7 +58,11 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
   try {
     const app = await startHttpService({
       logger,
-      metrics: overrides.metrics ?? new MeshMetrics(),
+      metrics:
+        overrides.metrics ??
+        new MeshMetrics({
+          labels: { tenantLabels: config.METRICS_TENANT_LABELS, maxTenantAgentPairs: config.METRICS_MAX_TENANT_AGENT_PAIRS },
+        }),
       module: AppModule.forRoot(deps, [new PostgresProbe(dataSource), kafkaProbe]),
       port: config.DISPATCHER_PORT,
       host: config.HTTP_HOST,

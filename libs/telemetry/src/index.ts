@@ -3,3 +3,4 @@ export { MeshMetrics } from './metrics.js';
 export { MetricsModule } from './metrics.module.js';
 export { createLogger, routeConsoleTo, type Logger, silentLogger, PinoNestLogger } from './logging.js';
 export { untracedProducer, startProducerSpans, withConsumerSpan } from './messaging.js';
+export { LabelBounds, type LabelBoundsOptions } from './label-bounds.js';

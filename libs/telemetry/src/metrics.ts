@@ -1,4 +1,19 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type CounterConfiguration, type LabelValues } from 'prom-client';
+import { LabelBounds, type LabelBoundsOptions } from './label-bounds.js';
+
+/**
+ * A counter whose `tenant` and `agent` labels go through LabelBounds (series stay bounded).
+ * prom-client assigns `inc` per instance in its constructor, so the bound wraps that function.
+ */
+class TenantAgentCounter<T extends string> extends Counter<T> {
+  constructor(config: CounterConfiguration<T>, bounds: () => LabelBounds) {
+    super(config);
+    const inc = this.inc.bind(this) as (labels?: LabelValues<T> | number, value?: number) => void;
+    // Exemplars are not enabled on these counters, so an object is always a label set.
+    this.inc = ((labels?: LabelValues<T> | number, value?: number) =>
+      labels === undefined || typeof labels === 'number' ? inc(labels) : inc(bounds().apply(labels), value)) as Counter<T>['inc'];
+  }
+}
 
 /**
  * The platform's Prometheus metrics, one catalog per process so names and labels are defined in
@@ -6,12 +21,16 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
  */
 export class MeshMetrics {
   readonly registry = new Registry();
-  readonly tasks = new Counter({
-    name: 'mesh_tasks_total',
-    help: 'Tasks (turns) by outcome: accepted, then completed, failed, canceled, rejected, input_required, auth_required',
-    labelNames: ['tenant', 'agent', 'outcome'] as const,
-    registers: [this.registry],
-  });
+  private labelBounds = new LabelBounds();
+  readonly tasks = new TenantAgentCounter(
+    {
+      name: 'mesh_tasks_total',
+      help: 'Tasks (turns) by outcome: accepted, then completed, failed, canceled, rejected, input_required, auth_required',
+      labelNames: ['tenant', 'agent', 'outcome'] as const,
+      registers: [this.registry],
+    },
+    () => this.labelBounds,
+  );
   readonly unknownOutcomesOpen = new Gauge({
     name: 'mesh_unknown_outcomes_open',
     help: 'Side-effecting tool calls whose outcome is unknown and not yet reconciled',
@@ -24,12 +43,15 @@ export class MeshMetrics {
     labelNames: ['server', 'tool', 'resolution'] as const,
     registers: [this.registry],
   });
-  readonly admissionRefusals = new Counter({
-    name: 'mesh_admission_refusals_total',
-    help: 'New work refused before it became a task (429/503), by tenant, agent and reason',
-    labelNames: ['tenant', 'agent', 'reason'] as const,
-    registers: [this.registry],
-  });
+  readonly admissionRefusals = new TenantAgentCounter(
+    {
+      name: 'mesh_admission_refusals_total',
+      help: 'New work refused before it became a task (429/503), by tenant, agent and reason',
+      labelNames: ['tenant', 'agent', 'reason'] as const,
+      registers: [this.registry],
+    },
+    () => this.labelBounds,
+  );
   readonly dedupHits = new Counter({
     name: 'mesh_dedup_hits_total',
     help: 'Duplicates absorbed, by kind (message_id, same_work: the dispatcher; execution_id, effect_key: workers) and agent',
@@ -99,7 +121,9 @@ export class MeshMetrics {
     registers: [this.registry],
   });
 
-  constructor(opts: { defaultMetrics?: boolean } = {}) {
+  /** `labels`: how the tenant × agent series are bounded (docs/operations.md, "Label cardinality"). */
+  constructor(opts: { defaultMetrics?: boolean; labels?: LabelBoundsOptions } = {}) {
+    this.labelBounds = new LabelBounds(opts.labels);
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
 }

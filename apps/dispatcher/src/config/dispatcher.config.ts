@@ -70,6 +70,10 @@ export const dispatcherConfigSpec = {
   DISPATCHER_BACKLOG_CHECK_MS: positiveInt(1000),
   /** How often each agent's command backlog is read from the broker for `/metrics` (mesh_consumer_lag, mesh_agent_backlog). */
   DISPATCHER_METRICS_INTERVAL_MS: positiveInt(15_000),
+  /** Split mesh_tasks_total and mesh_admission_refusals_total by tenant (false: `tenant="_all"`). */
+  METRICS_TENANT_LABELS: flag(true),
+  /** Distinct (tenant, agent) pairs with series of their own; later ones share `_other` (docs/operations.md). */
+  METRICS_MAX_TENANT_AGENT_PAIRS: z.coerce.number().int().min(0).default(500),
   /** Longest an accept waits for a backlog measurement before going on without it (Kafka slow or down). */
   DISPATCHER_BACKLOG_WAIT_MS: positiveInt(250),
   /** Retry-After of 503 refusals (seconds). */
