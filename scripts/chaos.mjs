@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /* global Headers */
-// npm run chaos [-- --tasks=N] — N refund tasks (default 5,000) through the official A2A client
+// npm run chaos [-- --tasks=N] [-- --cluster] — N refund tasks (default 5,000) through the official A2A client
 // while a fault schedule runs, then the invariants. Bounded (stops by itself), loopback only, exit 1
 // when an invariant fails. Output: progress, a summary and one PASS/FAIL line per invariant on
 // stderr; the whole report as ONE JSON line on stdout (pretty in CHAOS_REPORT_FILE when set).
@@ -29,6 +29,11 @@
 // restart`, fast mode) at CHAOS_POSTGRES_RESTART_AT_MS (32000) — on when running as root with a
 // local cluster on the database's port, CHAOS_RESTART_POSTGRES=0 skips it (the report says why).
 // Postgres is always started again and waited for (pg_isready), on SIGINT/SIGTERM too.
+// --cluster: a three-broker KRaft cluster of its own instead (CHAOS_KAFKA_CLUSTER_PORT 29192, +2, +4;
+// CHAOS_KAFKA_HOME_DIR /tmp/mesh-chaos-cluster; topics replicated 3 times, min.insync.replicas=2), and
+// in place of the broker restart the `leader` fault: every CHAOS_LEADER_KILL_EVERY_MS (15000) while
+// submitting, at least twice, SIGKILL the node leading partition 0 of the commands topic, then of
+// the events topic, alternately, and start it again on its data after CHAOS_LEADER_DOWN_MS (5000).
 //
 // Invariants: lost = 0 (every task accepted and terminal); refunds per task = exactly 1 for
 // COMPLETED, 0 for FAILED/CANCELED/REJECTED; no state regression seen by a client (streams, polls);
@@ -54,7 +59,7 @@ import {
   JsonRpcTransportFactory,
   RestTransportFactory,
 } from '@a2a-js/sdk/client';
-import { ChaosBroker, deadLetters, pushableEvents, workLag } from './chaos/broker.mjs';
+import { ChaosBroker, ChaosCluster, deadLetters, pushableEvents, workLag } from './chaos/broker.mjs';
 import { PushReceivers } from './chaos/push-receivers.mjs';
 import { ensurePostgres, postgresRestartPlan, restartPostgres } from './chaos/postgres.mjs';
 
@@ -70,15 +75,25 @@ const CONCURRENCY = num('CHAOS_CONCURRENCY', 96);
 const KILL_EVERY = num('CHAOS_KILL_EVERY_MS', 3000);
 const WORKER_KILLS = num('CHAOS_WORKER_KILLS', Infinity);
 const MIN_SUBMIT_MS = num('CHAOS_MIN_SUBMIT_MS', 0);
-const FAULTS = new Set((process.env.CHAOS_FAULTS ?? 'worker,dispatcher,receiver,broker,postgres').split(',').map((f) => f.trim()));
+const CLUSTER = process.argv.includes('--cluster');
+const FAULTS = new Set(
+  (process.env.CHAOS_FAULTS ?? `worker,dispatcher,receiver,${CLUSTER ? 'leader' : 'broker'},postgres`).split(',').map((f) => f.trim()),
+);
+const LEADER_KILL_EVERY = num('CHAOS_LEADER_KILL_EVERY_MS', 15000);
+const LEADER_DOWN_MS = num('CHAOS_LEADER_DOWN_MS', 5000);
 const SETTLE_TIMEOUT = num('CHAOS_SETTLE_TIMEOUT_MS', 300000);
 const PUSH_SETTLE_TIMEOUT = num('CHAOS_PUSH_SETTLE_TIMEOUT_MS', 120000);
 const PORT_BASE = num('CHAOS_PORT_BASE', 18180);
-const broker = new ChaosBroker(root, {
-  port: num('CHAOS_KAFKA_PORT', 19092),
-  controllerPort: num('CHAOS_KAFKA_CONTROLLER_PORT', 19093),
-  home: process.env.CHAOS_KAFKA_HOME_DIR ?? '/tmp/mesh-chaos-kafka',
-});
+const broker = CLUSTER
+  ? new ChaosCluster(root, {
+      port: num('CHAOS_KAFKA_CLUSTER_PORT', 29192),
+      home: process.env.CHAOS_KAFKA_HOME_DIR ?? '/tmp/mesh-chaos-cluster',
+    })
+  : new ChaosBroker(root, {
+      port: num('CHAOS_KAFKA_PORT', 19092),
+      controllerPort: num('CHAOS_KAFKA_CONTROLLER_PORT', 19093),
+      home: process.env.CHAOS_KAFKA_HOME_DIR ?? '/tmp/mesh-chaos-kafka',
+    });
 if (broker.port === 9092) throw new Error('chaos never runs on the shared broker port 9092');
 
 const run = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
@@ -177,7 +192,14 @@ async function waitHttp(url, c, timeoutMs = 90000) {
   }
   throw new Error(`${url} did not answer within ${timeoutMs} ms`);
 }
-const common = { KAFKA_BROKERS: broker.brokers, TOPIC_PREFIX: prefix, DATABASE_URL: dbUrl.toString(), LOG_LEVEL: 'warn' };
+const common = {
+  KAFKA_BROKERS: broker.brokers,
+  TOPIC_PREFIX: prefix,
+  DATABASE_URL: dbUrl.toString(),
+  LOG_LEVEL: 'warn',
+  // On the cluster every topic the services create is replicated three times (min.insync.replicas=2).
+  ...(CLUSTER ? { KAFKA_REPLICATION_FACTOR: '3' } : {}),
+};
 // Shared by the workers (they mint tool tokens) and billing-tools (it verifies them).
 const toolTokenSecret = randomBytes(24).toString('base64url');
 const dispatcherPorts = [PORT_BASE, PORT_BASE + 1];
@@ -283,7 +305,9 @@ let receivers;
 let pgRestarted = false;
 
 async function main() {
-  log(`run ${run}: ${N} tasks, ${WORKERS} workers, concurrency ${CONCURRENCY}, own broker on ${broker.brokers}`);
+  log(
+    `run ${run}: ${N} tasks, ${WORKERS} workers, concurrency ${CONCURRENCY}, own ${CLUSTER ? 'three-broker cluster' : 'broker'} on ${broker.brokers}`,
+  );
   if (!FAULTS.has('postgres')) report.notes.push('Postgres restart: not in CHAOS_FAULTS');
   else if (pgPlan.skip) report.notes.push(`Postgres restart: skipped (${pgPlan.skip})`);
   if (FAULTS.size < 5) report.notes.push(`faults limited to CHAOS_FAULTS=${[...FAULTS].join(',')}`);
@@ -310,7 +334,7 @@ async function main() {
   await receivers.start();
 
   // The refund-agent record, as the directory would publish it.
-  const kafka = new Kafka({ brokers: [broker.brokers], clientId: 'chaos', logLevel: logLevel.NOTHING });
+  const kafka = new Kafka({ brokers: broker.brokers.split(','), clientId: 'chaos', logLevel: logLevel.NOTHING });
   const producer = kafka.producer();
   await producer.connect();
   const { refundAgent } = await import('@mesh/app-agents');
@@ -481,6 +505,26 @@ async function main() {
       lastFault = Date.now();
     }
   })();
+  // Cluster: SIGKILL the node leading the commands topic, then the events topic, and so on, while
+  // submitting (at least twice), each started again on its data after LEADER_DOWN_MS.
+  let leaderKills = 0;
+  let leaderKillsFailed = 0;
+  const leaderLoop = (async () => {
+    while (CLUSTER && FAULTS.has('leader') && (submitting || leaderKills < 2)) {
+      await sleep(LEADER_KILL_EVERY);
+      const topic = leaderKills++ % 2 === 0 ? topics.commands('refund-agent') : topics.events();
+      try {
+        fault(`SIGKILL the leader of ${topic}[0]`);
+        const port = await broker.killLeader(kafka, topic, LEADER_DOWN_MS);
+        fault(`broker ${port} started again (data kept)`);
+      } catch (err) {
+        leaderKillsFailed += 1;
+        fault(`leader kill failed: ${err}`);
+        report.notes.push(`a leader kill failed: ${err}`);
+      }
+      lastFault = Date.now();
+    }
+  })();
   let oneOffsFailed = 0;
   const oneOffLoop = (async () => {
     for (const f of oneOffs.sort((a, b) => a.at - b.at)) {
@@ -495,8 +539,12 @@ async function main() {
       lastFault = Date.now();
     }
   })();
-  const faultLoop = Promise.all([killLoop, oneOffLoop]).then(() => {
-    report.scheduleComplete = (kills > 0 || !FAULTS.has('worker')) && oneOffsFailed === 0;
+  const faultLoop = Promise.all([killLoop, oneOffLoop, leaderLoop]).then(() => {
+    report.leaderKills = leaderKills;
+    report.scheduleComplete =
+      (kills > 0 || !FAULTS.has('worker')) &&
+      oneOffsFailed === 0 &&
+      (!CLUSTER || !FAULTS.has('leader') || (leaderKills >= 2 && leaderKillsFailed === 0));
   });
 
   // --- Submit -------------------------------------------------------------------------------------

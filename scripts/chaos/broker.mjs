@@ -2,7 +2,7 @@
 // ports and home, stopped and resumed with its data (the broker fault), and read at the end:
 // consumer lag of the groups that do the work, and every task event (the push invariants' source).
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConsumerGroups, decodeEnvelope } from '@mesh/contract';
 
@@ -62,6 +62,82 @@ export class ChaosBroker {
   /** Stops the broker for good at the end of the run. */
   async close() {
     if (this.started) await this.sh('stop');
+  }
+}
+
+/**
+ * The chaos run's three-broker KRaft cluster (`npm run chaos -- --cluster`): scripts/kafka.sh
+ * cluster on its own ports and home (replication factor 3, min.insync.replicas=2, no unclean
+ * leader election). Its fault is SIGKILL of the node leading a partition, restarted on its data.
+ */
+export class ChaosCluster {
+  /** `port`: the first node's broker port (KAFKA_CLUSTER_PORT); nodes at +0, +2, +4, controllers one above. */
+  constructor(root, { port, home }) {
+    this.root = root;
+    this.port = port;
+    this.home = home;
+    this.ports = [port, port + 2, port + 4];
+    // Fast failure detection: a killed leader is replaced in seconds, not after the 9 s default.
+    this.env = {
+      ...process.env,
+      KAFKA_CLUSTER_PORT: String(port),
+      KAFKA_HOME_DIR: home,
+      KAFKA_HEAP: '384m',
+      KAFKA_EXTRA_PROPERTIES: 'broker.session.timeout.ms=3000\nbroker.heartbeat.interval.ms=500',
+    };
+    this.started = false;
+  }
+
+  get brokers() {
+    return this.ports.map((p) => `127.0.0.1:${p}`).join(',');
+  }
+
+  sh(args, env = {}) {
+    return new Promise((resolve) => {
+      const c = spawn(`${this.root}scripts/kafka.sh`, args, { env: { ...this.env, ...env }, stdio: ['ignore', 2, 'inherit'] });
+      c.on('error', () => resolve(-1));
+      c.on('exit', (code) => resolve(code ?? -1));
+    });
+  }
+
+  async start() {
+    if ((await this.sh(['cluster', 'status'])) === 0 || (await this.sh(['status'], { KAFKA_PORT: String(this.port) })) === 0)
+      throw new Error(`something already listens on 127.0.0.1:${this.port}; another chaos run? (CHAOS_KAFKA_CLUSTER_PORT)`);
+    const repoLibs = `${this.root}.kafka/libs`;
+    if (!existsSync(`${this.home}/libs`) && existsSync(repoLibs) && readdirSync(repoLibs).some((f) => f.startsWith('.complete-'))) {
+      mkdirSync(this.home, { recursive: true });
+      symlinkSync(repoLibs, `${this.home}/libs`);
+    }
+    if ((await this.sh(['cluster', 'start'])) !== 0) throw new Error('could not start the chaos cluster');
+    this.started = true;
+  }
+
+  /**
+   * SIGKILLs the node leading partition 0 of `topic`, waits `downMs`, starts it again on its data.
+   * Returns the killed node's port.
+   */
+  async killLeader(kafka, topic, downMs) {
+    const admin = kafka.admin();
+    await admin.connect();
+    let leader;
+    try {
+      const meta = await admin.fetchTopicMetadata({ topics: [topic] });
+      leader = meta.topics[0]?.partitions.find((p) => p.partitionId === 0)?.leader;
+    } finally {
+      await admin.disconnect().catch(() => undefined);
+    }
+    if (leader === undefined || leader < 1 || leader > 3) throw new Error(`no leader for ${topic}[0]`);
+    const port = this.ports[leader - 1];
+    const pid = Number(readFileSync(`${this.home}/kafka-${port}.pid`, 'utf8').trim());
+    process.kill(pid, 'SIGKILL');
+    await sleep(downMs);
+    const env = { KAFKA_PORT: String(port), KAFKA_CONTROLLER_PORT: String(port + 1) };
+    if ((await this.sh(['resume'], env)) !== 0) throw new Error(`node on ${port} did not start again`);
+    return port;
+  }
+
+  async close() {
+    if (this.started) await this.sh(['cluster', 'stop']);
   }
 }
 

@@ -83,6 +83,8 @@ test('register → search by skill, tag and ranked text → served card rewritte
   assert.deepEqual(served.body.supportedInterfaces, [
     { url: 'http://dispatcher.test:8080/a2a/invoice-helper', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
     { url: 'http://dispatcher.test:8080/a2a/invoice-helper', protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
+    { url: 'http://dispatcher.test:8080/a2a/invoice-helper', protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
+    { url: 'http://dispatcher.test:8080/a2a/invoice-helper', protocolBinding: 'HTTP+JSON', protocolVersion: '0.3' },
   ]);
   assert.equal(served.body.signatures.length, 1);
   const jwks = (await (await fetch(`${base}/.well-known/jwks.json`)).json()) as { keys: JWK[] };

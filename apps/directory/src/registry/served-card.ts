@@ -1,12 +1,14 @@
 import { AgentCard } from '@a2a-js/sdk';
 import type { CardSigner } from '../signatures/card-signer.js';
 
-/** The bindings the dispatcher serves for every agent. */
-const BINDINGS = ['JSONRPC', 'HTTP+JSON'] as const;
+/** The bindings and protocol versions the dispatcher serves for every agent (0.3 for callers still on it). */
+const INTERFACES = (['1.0', '0.3'] as const).flatMap((protocolVersion) =>
+  (['JSONRPC', 'HTTP+JSON'] as const).map((protocolBinding) => ({ protocolBinding, protocolVersion })),
+);
 
 /**
  * Builds the card callers must use: `supportedInterfaces` point at the dispatcher
- * (`<dispatcher>/a2a/{id}`, A2A 1.0), the agent's own signatures are dropped (they covered the
+ * (`<dispatcher>/a2a/{id}`, A2A 1.0 and 0.3, as the dispatcher serves them), the agent's own signatures are dropped (they covered the
  * original interfaces) and the platform signs it when a key is configured. Cached per version.
  */
 export class ServedCards {
@@ -34,7 +36,7 @@ export class ServedCards {
     const url = `${this.dispatcherUrl}/a2a/${encodeURIComponent(id)}`;
     const card: AgentCard = {
       ...AgentCard.fromJSON(stored),
-      supportedInterfaces: BINDINGS.map((protocolBinding) => ({ url, protocolBinding, protocolVersion: '1.0', tenant: '' })),
+      supportedInterfaces: INTERFACES.map((i) => ({ url, ...i, tenant: '' })),
       signatures: [],
     };
     const out = this.signer ? await this.signer.sign(card) : card;
