@@ -132,11 +132,14 @@ export class ChaosCluster {
     process.kill(pid, 'SIGKILL');
     await sleep(downMs);
     const env = { KAFKA_PORT: String(port), KAFKA_CONTROLLER_PORT: String(port + 1) };
-    if ((await this.sh(['resume'], env)) !== 0) throw new Error(`node on ${port} did not start again`);
+    // Kept so close() waits for it: a node started after the cluster stop would outlive the run.
+    this.resuming = this.sh(['resume'], env);
+    if ((await this.resuming) !== 0) throw new Error(`node on ${port} did not start again`);
     return port;
   }
 
   async close() {
+    await this.resuming;
     if (this.started) await this.sh(['cluster', 'stop']);
   }
 }
