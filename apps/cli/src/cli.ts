@@ -431,7 +431,10 @@ export function buildProgram(io: CliIo = processIo, jsonRequested = false): Comm
     .option('--port <n>', 'port to listen on (0: any free port)', port, 8090)
     .option('--host <host>', 'address to bind (it shows what your tokens may see: keep it local)', '127.0.0.1')
     .addOption(
-      new Option('--start-timeout <ms>', "the dispatcher's DISPATCHER_START_TIMEOUT_MS: warn of submitted tasks past their start-by (0: off)")
+      new Option(
+        '--start-timeout <ms>',
+        "the dispatcher's DISPATCHER_START_TIMEOUT_MS: warn of submitted tasks past their start-by (0: off)",
+      )
         .env('DISPATCHER_START_TIMEOUT_MS')
         .argParser(nonNegative)
         .default(86_400_000),

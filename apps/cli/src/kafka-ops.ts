@@ -157,7 +157,9 @@ export async function readMarkedDeadLetters(
 ): Promise<ListedDeadLetter[] | undefined> {
   const records = await readDeadLetters(kafka, dlqTopic, { limit });
   if (!records) return undefined;
-  const replayedUpTo = new Map((await admin.committedOffsets(replayGroupId(dlqTopic), dlqTopic)).map((c) => [c.partition, BigInt(c.offset)]));
+  const replayedUpTo = new Map(
+    (await admin.committedOffsets(replayGroupId(dlqTopic), dlqTopic)).map((c) => [c.partition, BigInt(c.offset)]),
+  );
   return records.map((r) => ({ ...r, replayed: BigInt(r.offset) < (replayedUpTo.get(r.partition) ?? 0n) }));
 }
 

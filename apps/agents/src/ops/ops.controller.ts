@@ -124,7 +124,8 @@ export class OpsController {
       throw new HttpException({ error: `state must be one of ${LEDGER_STATES.join(', ')}` }, 400);
     const limitText = text('limit') ?? '50';
     const limit = Number(limitText);
-    if (!Number.isInteger(limit) || limit < 1 || limit > 500) throw new HttpException({ error: 'limit must be an integer from 1 to 500' }, 400);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 500)
+      throw new HttpException({ error: 'limit must be an integer from 1 to 500' }, 400);
     const tenant = text('tenant');
     const agentId = text('agent');
     return {

@@ -65,14 +65,14 @@ async function getJson(path) {
   if (!res.ok) throw new Error(body.error || 'HTTP ' + res.status);
   return body;
 }
-function flash(text, bad) {
+function flash(text, result) {
   const f = $('#flash');
   f.textContent = text;
   f.classList.toggle('hidden', !text);
-  f.dataset.result = bad ? 'error' : 'ok';
+  f.dataset.result = result || 'ok';
 }
 async function act(path, body) {
-  flash('working…');
+  flash('working…', 'pending');
   const res = await fetch(path, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: 'Bearer ' + tokenInput.value },
@@ -80,7 +80,7 @@ async function act(path, body) {
   });
   const out = await res.json().catch(() => ({}));
   if (!res.ok) {
-    flash('refused (' + res.status + '): ' + (out.error || ''), true);
+    flash('refused (' + res.status + '): ' + (out.error || ''), 'error');
     return undefined;
   }
   return out;

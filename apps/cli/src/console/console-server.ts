@@ -106,7 +106,8 @@ export async function startConsole(targets: ConsoleTargets, opts: ConsoleOptions
   const loopbackOnly = LOOPBACK_HOSTS.has(opts.host ?? '127.0.0.1');
 
   const authorize = (req: IncomingMessage) => {
-    if (!targets.opsToken) throw new HttpError(403, 'actions are disabled: start the console with an ops token (--ops-token or MESH_OPS_TOKEN)');
+    if (!targets.opsToken)
+      throw new HttpError(403, 'actions are disabled: start the console with an ops token (--ops-token or MESH_OPS_TOKEN)');
     const h = req.headers.authorization ?? '';
     if (!h.startsWith('Bearer ') || !sameSecret(h.slice(7), targets.opsToken))
       throw new HttpError(401, 'this action needs the ops token: Authorization: Bearer <ops token>');
@@ -172,7 +173,8 @@ export async function startConsole(targets: ConsoleTargets, opts: ConsoleOptions
       (body) => res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(body)),
       (err: unknown) => {
         const status = statusOf(err);
-        if (status >= 500) clients.logger.warn({ path: url.pathname, err: err instanceof Error ? err.message : String(err) }, 'console request failed');
+        if (status >= 500)
+          clients.logger.warn({ path: url.pathname, err: err instanceof Error ? err.message : String(err) }, 'console request failed');
         if (!res.headersSent)
           res
             .writeHead(status, { 'content-type': 'application/json', ...(status === 405 ? { allow: 'GET, POST' } : {}) })

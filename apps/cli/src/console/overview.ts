@@ -97,7 +97,8 @@ export class OverviewSource {
     const tasks: TaskRow[] = [];
     const waiting: TaskRow[] = [];
     const lagWithoutConsumer: string[] = [];
-    const status = filter.state !== undefined && filter.tenant === undefined ? parseStateOption(filter.state) : TaskState.TASK_STATE_UNSPECIFIED;
+    const status =
+      filter.state !== undefined && filter.tenant === undefined ? parseStateOption(filter.state) : TaskState.TASK_STATE_UNSPECIFIED;
     await Promise.all(
       (dir ?? []).map(async (a) => {
         // Topics are checked first: asking the broker about one that does not exist makes kafkajs retry and log.
@@ -106,7 +107,10 @@ export class OverviewSource {
           soft(`dead letters of ${a.id}`, this.deadLetterCount(a.id)),
           a.retired || filter.tenant !== undefined || (filter.agent !== undefined && filter.agent !== a.id)
             ? Promise.resolve(undefined)
-            : soft(`tasks of ${a.id}`, this.c.client(a.id).then((cl) => cl.listTasks(listRequest(status, 20)))),
+            : soft(
+                `tasks of ${a.id}`,
+                this.c.client(a.id).then((cl) => cl.listTasks(listRequest(status, 20))),
+              ),
           a.retired || !this.c.targets.startTimeoutMs
             ? Promise.resolve(undefined)
             : soft(

@@ -52,7 +52,9 @@ type LedgerTask = { tenant: string; agentId: string; executions: ExecutionView[]
 
 const partsText = (parts: Array<{ content?: { $case: string; value: unknown } }> = []) =>
   parts
-    .map((p) => (p.content?.$case === 'text' ? String(p.content.value) : p.content?.$case === 'data' ? JSON.stringify(p.content.value) : ''))
+    .map((p) =>
+      p.content?.$case === 'text' ? String(p.content.value) : p.content?.$case === 'data' ? JSON.stringify(p.content.value) : '',
+    )
     .join('');
 
 /**
