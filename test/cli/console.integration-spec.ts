@@ -173,7 +173,6 @@ test('the overview lists agents and tasks, and the filters narrow the list', asy
   assert.match(echoRow, /healthy|no heartbeat/);
   assert.match(echoRow, /\d/, 'lag and workers are numbers once the broker answered');
   await page.waitForSelector('.chart[data-chart="echo-agent"] polyline', { state: 'attached', timeout: 20000 });
-  await screenshot(page, 'overview');
 
   await page.selectOption('#fAgent', 'echo-agent');
   await page.click('#fApply');
@@ -297,6 +296,7 @@ test('stuck work is flagged: lag with no consumer, and a task past its start-by 
   await page.waitForSelector('#warnings [data-warning="lag-without-consumer"][data-agent="idle-agent"]', { timeout: 20000 });
   await page.waitForSelector('#warnings [data-warning="past-start-by"][data-agent="idle-agent"]', { timeout: 20000 });
   assert.equal(await page.isVisible('#warnings [data-agent="echo-agent"]'), false, 'a consumed agent is not flagged');
+  await screenshot(page, 'overview');
   await page.close();
 });
 
@@ -334,13 +334,13 @@ test('the dead-letter browser lists a dead letter, and a replay marks it replaye
   assert.match(before, /BOOM\s*handler exploded\s*3/);
   assert.match(before, /waiting/);
   assert.match(await textOf(page, '[data-dlq="idle-agent"]'), /no dead letter yet/);
-  await screenshot(page, 'dead-letters');
   await page.fill('#opsToken', OPS_TOKEN);
   await page.dispatchEvent('#opsToken', 'change');
   await page.click('button[data-replay="echo-agent"]');
   await page.waitForSelector('#flash[data-result="ok"]', { timeout: 40000 });
   assert.match(await textOf(page, '#flash'), /replayed 1 record/);
   await eventually('the row is marked replayed', async () => /replayed/.test(await textOf(page, row)), 30000, 300);
+  await screenshot(page, 'dead-letters');
   await page.close();
 });
 

@@ -38,6 +38,9 @@ dl { display: grid; grid-template-columns: max-content 1fr; gap: 4px 14px; font-
 dt { color: #4a5468; font-weight: 600; }
 dd { margin: 0; }
 code { font-size: 12px; word-break: break-all; }
+code.key { display: inline-block; max-width: 300px; }
+td.wrap { max-width: 460px; overflow-wrap: anywhere; }
+td.nw { white-space: nowrap; }
 `;
 
 /** The page's script (its hash is in the CSP). */
@@ -169,7 +172,7 @@ async function refreshOverview() {
       '</td><td class="num">' + num(a.lag) + '</td><td class="num">' + num(a.members) + '</td><td class="num">' + num(a.inFlight) + '</td><td class="num">' + num(a.deadLetters) + '</td></tr>'), 6, 'no agents'));
     $('#chartsBox').innerHTML = charts(o.series);
     $('#tasksBox').innerHTML = table('tasks', ['Task', 'Agent', 'Tenant', 'State', 'Updated', 'Message'], rows(o.tasks.map((t) =>
-      '<tr data-task="' + esc(t.id) + '"><td>' + taskLink(t.agent, t.id) + '</td><td>' + esc(t.agent) + '</td><td>' + (t.tenant ? esc(t.tenant) : '<span class="muted">yours</span>') +
+      '<tr data-task="' + esc(t.id) + '"><td>' + taskLink(t.agent, t.id) + '</td><td class="nw">' + esc(t.agent) + '</td><td>' + (t.tenant ? esc(t.tenant) : '<span class="muted">yours</span>') +
       '</td><td>' + pill(t.state) + '</td><td>' + time(t.updated) + '</td><td>' + esc(t.message) + '</td></tr>'), 6, 'no tasks match'));
     $('#unknownsBox').innerHTML = table('unknowns', ['Idempotency key', 'Tool', 'Task', 'Tenant', 'Reason', 'Resolve (ops token)'], rows(o.unknowns.map((u) =>
       '<tr data-key="' + esc(u.key) + '"><td><code>' + esc(u.key) + '</code></td><td>' + esc(u.tool) + '</td><td><code>' + esc(u.taskId) + '</code></td><td>' + esc(u.tenant) + '</td><td>' + esc(u.reason) +
@@ -195,8 +198,8 @@ async function refreshTask(agent, id) {
         '<tr data-execution="' + esc(e.executionId) + '"><td class="num">' + e.turn + '</td><td class="num">' + e.attempt + '</td><td>' + esc(e.state) + '</td><td>' + (e.finalState ? pill(e.finalState) : '–') +
         '</td><td><code>' + esc(e.owner) + '</code></td><td>' + (e.canceled ? 'yes' : 'no') + '</td><td><code>' + esc(e.traceId ?? '–') + '</code></td><td>' + time(e.createdAt) + '</td><td>' + time(e.finishedAt) + '</td></tr>'), 9, 'no execution in the ledger')) +
       '<h2>Tool calls and side effects</h2>' + table('effects', ['Tool', 'Side effect', 'State', 'Attempts', 'Reason / result', 'Idempotency key'], rows(d.effects.map((x) =>
-        '<tr data-key="' + esc(x.key) + '"><td>' + esc(x.tool) + '</td><td>' + (x.sideEffect ? 'yes' : 'read') + '</td><td>' + pill(x.state) + '</td><td class="num">' + x.attempts + '</td><td>' + esc(x.reason ?? x.result ?? '') +
-        '</td><td><code>' + esc(x.key) + '</code></td></tr>'), 6, 'no tool calls'));
+        '<tr data-key="' + esc(x.key) + '"><td>' + esc(x.tool) + '</td><td>' + (x.sideEffect ? 'yes' : 'read') + '</td><td>' + pill(x.state) + '</td><td class="num">' + x.attempts + '</td><td class="wrap">' + esc(x.reason ?? x.result ?? '') +
+        '</td><td><code class="key">' + esc(x.key) + '</code></td></tr>'), 6, 'no tool calls'));
     showProblems(d.problems);
     status('updated ' + new Date().toISOString().slice(11, 19) + ' UTC · refreshes every 2 s');
   } catch (err) {
@@ -221,7 +224,7 @@ async function refreshDeadLetters() {
     const d = await getJson('api/dead-letters');
     $('#dlq').innerHTML = d.topics.map((t) =>
       '<section data-dlq="' + esc(t.agent) + '"><h3>' + esc(t.agent) + ' <code class="muted">' + esc(t.topic) + '</code> ' +
-      (t.exists ? '<button data-replay="' + esc(t.agent) + '">replay not-replayed (ops token)</button>' : '<span class="muted">no dead letter yet (topic not created)</span>') + '</h3>' +
+      (t.exists ? '<button data-replay="' + esc(t.agent) + '">replay waiting records (ops token)</button>' : '<span class="muted">no dead letter yet (topic not created)</span>') + '</h3>' +
       (t.exists ? table('dlq-' + esc(t.agent), ['Partition@offset', 'Reason', 'Error', 'Attempts', 'From', 'Failed at', 'Replayed'], rows(t.records.map((r) =>
         '<tr data-offset="' + esc(r.partition + '@' + r.offset) + '"><td>p' + r.partition + '@' + esc(r.offset) + '</td><td>' + esc(r.errorCode ?? '') + '</td><td>' + esc(r.error ?? '') + '</td><td class="num">' + num(r.attempts) +
         '</td><td><code>' + esc(r.source ?? '') + '</code></td><td>' + time(r.failedAt) + '</td><td>' + (r.replayed ? '<span class="pill ok">replayed</span>' : '<span class="pill mid">waiting</span>') + '</td></tr>'), 7, 'empty')) : '') +
