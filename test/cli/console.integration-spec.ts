@@ -273,9 +273,30 @@ test('actions need the ops token: a cancel without it is refused, with it the ta
     assert.match(((await refused.json()) as { error: string }).error, /ops token/);
     const filtered = await fetch(`${bare.url}api/overview?tenant=acme`);
     assert.equal(filtered.status, 400, 'the tenant filter needs the ops token');
+    const overview = (await (await fetch(`${bare.url}api/overview`)).json()) as { ops: boolean; problems: string[] };
+    assert.equal(overview.ops, false);
+    assert.match(overview.problems.join('\n'), /no ops token/);
   } finally {
     await bare.stop();
   }
+  // The agents runtime down: the overview still answers and names it; the broker's view stays.
+  const cut = await startConsole(
+    { ...targets, agentsUrl: 'http://127.0.0.1:9', opsToken: OPS_TOKEN },
+    { port: 0, sampleIntervalMs: 60_000 },
+  );
+  try {
+    const o = (await (await fetch(`${cut.url}api/overview`)).json()) as {
+      problems: string[];
+      agents: Array<{ id: string; lag: number | null }>;
+    };
+    assert.match(o.problems.join('\n'), /cannot reach the agents runtime at http:\/\/127\.0\.0\.1:9/);
+    assert.equal(typeof o.agents.find((a) => a.id === 'echo-agent')?.lag, 'number');
+    assert.equal((await fetch(`${cut.url}api/tasks/echo-agent/no-such-task`)).status, 404);
+  } finally {
+    await cut.stop();
+  }
+  assert.equal((await fetch(`${consoleApp.url}api/nothing`)).status, 404);
+  assert.equal((await fetch(`${consoleApp.url}api/overview`, { method: 'PUT' })).status, 405);
   const badResolve = await fetch(`${consoleApp.url}api/unknowns/some-key/resolve`, {
     method: 'POST',
     headers: { authorization: `Bearer ${OPS_TOKEN}`, 'content-type': 'application/json' },

@@ -105,6 +105,16 @@ export async function startConsole(targets: ConsoleTargets, opts: ConsoleOptions
   const sampler = new ConsoleSampler(clients, { intervalMs: opts.sampleIntervalMs ?? 5000, windowMs: opts.windowMs ?? 600_000 });
   const loopbackOnly = LOOPBACK_HOSTS.has(opts.host ?? '127.0.0.1');
 
+  // A page polls every 2 s: a source that stays down is logged once per cause, not on every refresh.
+  const logged = new Set<string>();
+  const logOnce = (path: string, err: string) => {
+    const cause = `${path}|${err}`;
+    if (logged.has(cause)) return;
+    if (logged.size >= 1000) logged.clear();
+    logged.add(cause);
+    clients.logger.warn({ path, err }, 'console request failed');
+  };
+
   const authorize = (req: IncomingMessage) => {
     if (!targets.opsToken)
       throw new HttpError(403, 'actions are disabled: start the console with an ops token (--ops-token or MESH_OPS_TOKEN)');
@@ -173,8 +183,7 @@ export async function startConsole(targets: ConsoleTargets, opts: ConsoleOptions
       (body) => res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(body)),
       (err: unknown) => {
         const status = statusOf(err);
-        if (status >= 500)
-          clients.logger.warn({ path: url.pathname, err: err instanceof Error ? err.message : String(err) }, 'console request failed');
+        if (status >= 500) logOnce(url.pathname, err instanceof Error ? err.message : String(err));
         if (!res.headersSent)
           res
             .writeHead(status, { 'content-type': 'application/json', ...(status === 405 ? { allow: 'GET, POST' } : {}) })

@@ -148,7 +148,7 @@ export class OverviewSource {
       ops: this.c.ops,
       agents,
       tasks: tasks.slice(0, 100),
-      unknowns: unknowns?.unknowns ?? [],
+      unknowns: (unknowns?.unknowns ?? []).filter((u) => filter.tenant === undefined || u.tenant === filter.tenant),
       warnings,
       problems,
     };
