@@ -189,8 +189,12 @@ test('the overview lists agents and tasks, and the filters narrow the list', asy
   await page.selectOption('#fState', '');
   await page.fill('#fTenant', 'acme');
   await page.click('#fApply');
-  await page.waitForSelector(`#tasks tr[data-task="${refundTask.id}"]`);
-  assert.match(await textOf(page, `#tasks tr[data-task="${refundTask.id}"]`), /acme/);
+  await eventually(
+    'the ledger view lists the task with its tenant',
+    async () => /acme/.test(await textOf(page, `#tasks tr[data-task="${refundTask.id}"]`).catch(() => '')),
+    20000,
+    200,
+  );
   await page.fill('#fTenant', 'no-such-tenant');
   await page.click('#fApply');
   await page.waitForSelector(`#tasks tr[data-task="${refundTask.id}"]`, { state: 'detached' });

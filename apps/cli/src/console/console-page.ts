@@ -136,9 +136,16 @@ function overviewSkeleton() {
     $('#fState').insertAdjacentHTML('beforeend', '<option>' + s + '</option>');
   $('#fState').value = filter.state;
   $('#fTenant').value = filter.tenant;
-  $('#fApply').addEventListener('click', () => {
+  // Applied when chosen: a refresh in between must not undo a choice not yet applied.
+  const apply = () => {
     filter = { agent: $('#fAgent').value, state: $('#fState').value, tenant: $('#fTenant').value.trim() };
     refreshOverview();
+  };
+  $('#fApply').addEventListener('click', apply);
+  $('#fAgent').addEventListener('change', apply);
+  $('#fState').addEventListener('change', apply);
+  $('#fTenant').addEventListener('keydown', (e) => {
+    if (e.key === 'Enter') apply();
   });
   $('#fClear').addEventListener('click', () => {
     filter = { agent: '', state: '', tenant: '' };
@@ -153,16 +160,20 @@ function overviewSkeleton() {
     refreshOverview();
   });
 }
+let overviewSeq = 0;
 async function refreshOverview() {
+  const seq = ++overviewSeq;
   try {
     const q = new URLSearchParams(Object.entries(filter).filter(([, v]) => v));
     const o = await getJson('api/overview?' + q);
+    // An answer to an older request (another filter) arriving late is dropped.
+    if (seq !== overviewSeq || !$('#fAgent')) return;
     ops = o.ops;
     $('#fTenantBox').classList.toggle('hidden', !ops);
     const sel = $('#fAgent');
     const have = [...sel.options].map((x) => x.value);
     for (const a of o.agents) if (!have.includes(a.id)) sel.insertAdjacentHTML('beforeend', '<option>' + esc(a.id) + '</option>');
-    sel.value = filter.agent;
+    if (sel.value !== filter.agent && document.activeElement !== sel) sel.value = filter.agent;
     const w = $('#warnings');
     w.classList.toggle('hidden', !o.warnings.length);
     w.innerHTML = o.warnings.map((x) => '<div data-warning="' + esc(x.kind) + '" data-agent="' + esc(x.agent) + '">⚠ ' + esc(x.text) + (x.taskId ? ' ' + taskLink(x.agent, x.taskId) : '') + '</div>').join('');
