@@ -13,7 +13,7 @@ import { type Task } from '@a2a-js/sdk';
 import { startConsole, textMessage } from '@mesh/app-cli';
 import { echoAgent, refundAgent } from '@mesh/app-agents';
 import { BusAdmin, BusProducer, createKafka } from '@mesh/bus';
-import { eventually, testRun } from '../support/infra.js';
+import { eventually, sql, testRun } from '../support/infra.js';
 import { a2aClient, a2aClientWith, agentRecord, authFetch, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { card, KEYS, startTestDirectory } from '../directory/directory-fixtures.js';
 import { startTestAgents } from '../support/agents-runtime.js';
@@ -313,6 +313,33 @@ test('actions need the ops token: a cancel without it is refused, with it the ta
     body: JSON.stringify({ state: 'absent' }),
   });
   assert.equal(missingKey.status, 404);
+});
+
+test('an unknown outcome is resolved from the overview with the ops token', async () => {
+  // A call whose answer never came, as the effect ledger records it, on a server no gateway knows:
+  // the reconciler cannot settle it, only an operator can.
+  const key = `acme:${refundTask.id}:mcp__nowhere__send_letter:console-test`;
+  await sql(
+    env.databaseUrl,
+    `INSERT INTO agents.tool_effects (idempotency_key, tenant, task_id, execution_id, tool, args_hash, args, side_effect, state, reason, owner, lease_until)
+     VALUES ($1, 'acme', $2, $3, 'mcp__nowhere__send_letter', 'console-test', '{}', true, 'unknown', 'timed out after the call was sent', 'gone', now())`,
+    [key, refundTask.id, `acme:${refundTask.id}:9`],
+  );
+  const page = await openPage();
+  await page.fill('#opsToken', OPS_TOKEN);
+  await page.dispatchEvent('#opsToken', 'change');
+  const row = `#unknowns tr[data-key="${key}"]`;
+  await page.waitForSelector(row, { timeout: 20000 });
+  assert.match(await textOf(page, row), /timed out after the call was sent/);
+  await page.click(`${row} button[data-resolve="absent"]`);
+  await page.waitForSelector('#flash[data-result="ok"]');
+  assert.match(await textOf(page, '#flash'), /resolved .* as absent/);
+  await page.waitForSelector(row, { state: 'detached' });
+  const [settled] = await sql<{ state: string }>(env.databaseUrl, 'SELECT state FROM agents.tool_effects WHERE idempotency_key = $1', [
+    key,
+  ]);
+  assert.equal(settled?.state, 'absent');
+  await page.close();
 });
 
 test('stuck work is flagged: lag with no consumer, and a task past its start-by time', async () => {
