@@ -40,6 +40,18 @@ const positive = (v: string) => {
   return n;
 };
 
+const nonNegative = (v: string) => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('expected a non-negative integer');
+  return n;
+};
+
+const port = (v: string) => {
+  const n = nonNegative(v);
+  if (n > 65535) throw new InvalidArgumentError('expected a port from 0 to 65535');
+  return n;
+};
+
 type AgentView = {
   id: string;
   tenant: string;
@@ -413,10 +425,22 @@ export function buildProgram(io: CliIo = processIo, jsonRequested = false): Comm
   // ── console ────────────────────────────────────────────────────────────────
   program
     .command('console')
-    .description('serve the operator console on this machine (agents, lag, in-flight, tasks, dead letters, unknowns)')
-    .option('--port <n>', 'port to listen on', positive, 8090)
+    .description(
+      'serve the operator console on this machine: agents, lag charts, tasks and their detail, workers, dead letters, unknowns, actions',
+    )
+    .option('--port <n>', 'port to listen on (0: any free port)', port, 8090)
     .option('--host <host>', 'address to bind (it shows what your tokens may see: keep it local)', '127.0.0.1')
-    .action(async (o: { port: number; host: string }) => {
+    .addOption(
+      new Option(
+        '--start-timeout <ms>',
+        "the dispatcher's DISPATCHER_START_TIMEOUT_MS: warn of submitted tasks past their start-by (0: off)",
+      )
+        .env('DISPATCHER_START_TIMEOUT_MS')
+        .argParser(nonNegative)
+        .default(86_400_000),
+    )
+    .option('--sample-interval <ms>', 'how often the lag and throughput charts are sampled', positive, 5000)
+    .action(async (o: { port: number; host: string; startTimeout: number; sampleInterval: number }) => {
       const { startConsole } = await import('./console/console-server.js');
       const c = await startConsole(
         {
@@ -426,8 +450,9 @@ export function buildProgram(io: CliIo = processIo, jsonRequested = false): Comm
           ...(g().token ? { token: g().token } : {}),
           ...(g().opsToken ? { opsToken: g().opsToken } : {}),
           ...kafka(),
+          startTimeoutMs: o.startTimeout,
         },
-        { port: o.port, host: o.host },
+        { port: o.port, host: o.host, sampleIntervalMs: o.sampleInterval },
       );
       io.err(`operator console on ${c.url} (Ctrl-C to stop)`);
       await new Promise<void>((resolve) => process.once('SIGINT', resolve).once('SIGTERM', resolve));

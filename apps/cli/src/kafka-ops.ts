@@ -7,6 +7,7 @@ import {
   replayGroupId,
   type DeadLetterRecord,
   type GroupMember,
+  type Kafka,
   type LagReport,
 } from '@mesh/bus';
 import { ConsumerGroups, TopicNames } from '@mesh/contract';
@@ -92,42 +93,47 @@ export interface AgentWorkers {
 
 /** Worker-group members, partition assignment and lag per partition of each agent's command topic. */
 export async function agentWorkers(t: KafkaTarget, agentIds: string[]): Promise<AgentWorkers[]> {
-  const topics = new TopicNames(t.prefix);
-  const groups = new ConsumerGroups(t.prefix);
   return withAdmin(t, async (admin) => {
     const out: AgentWorkers[] = [];
     for (const agentId of agentIds) {
-      const topic = topics.commands(agentId);
-      if (!(await admin.topicExists(topic))) throw unknownAgent(agentId, topic);
-      const groupId = groups.agentWorkers(agentId);
-      const group = await admin.describeGroup(groupId);
-      const lag = await admin.consumerLag(groupId, [topic]);
-      const owner = new Map<number, GroupMember>();
-      for (const m of group.members) for (const p of m.assignment[topic] ?? []) owner.set(p, m);
-      const total = lag.reduce((n, p) => n + p.lag, 0);
-      out.push({
-        agentId,
-        topic,
-        groupId,
-        state: group.state,
-        members: group.members.map((m) => ({
-          memberId: m.memberId,
-          clientId: m.clientId,
-          host: m.clientHost,
-          partitions: m.assignment[topic] ?? [],
-        })),
-        partitions: lag.map((p) => ({
-          partition: p.partition,
-          memberId: owner.get(p.partition)?.memberId ?? null,
-          committed: p.committed,
-          lag: p.lag,
-        })),
-        lag: total,
-        lagWithoutConsumer: total > 0 && group.members.length === 0,
-      });
+      const w = await describeWorkers(admin, t.prefix, agentId);
+      if (!w) throw unknownAgent(agentId, new TopicNames(t.prefix).commands(agentId));
+      out.push(w);
     }
     return out;
   });
+}
+
+/** One agent's worker group as {@link AgentWorkers}; undefined when its command topic does not exist. */
+export async function describeWorkers(admin: BusAdmin, prefix: string, agentId: string): Promise<AgentWorkers | undefined> {
+  const topic = new TopicNames(prefix).commands(agentId);
+  if (!(await admin.topicExists(topic))) return undefined;
+  const groupId = new ConsumerGroups(prefix).agentWorkers(agentId);
+  const group = await admin.describeGroup(groupId);
+  const lag = await admin.consumerLag(groupId, [topic]);
+  const owner = new Map<number, GroupMember>();
+  for (const m of group.members) for (const p of m.assignment[topic] ?? []) owner.set(p, m);
+  const total = lag.reduce((n, p) => n + p.lag, 0);
+  return {
+    agentId,
+    topic,
+    groupId,
+    state: group.state,
+    members: group.members.map((m) => ({
+      memberId: m.memberId,
+      clientId: m.clientId,
+      host: m.clientHost,
+      partitions: m.assignment[topic] ?? [],
+    })),
+    partitions: lag.map((p) => ({
+      partition: p.partition,
+      memberId: owner.get(p.partition)?.memberId ?? null,
+      committed: p.committed,
+      lag: p.lag,
+    })),
+    lag: total,
+    lagWithoutConsumer: total > 0 && group.members.length === 0,
+  };
 }
 
 /** A dead letter and whether a replay has already sent it back (it is before the replay group's committed offset). */
@@ -136,13 +142,25 @@ export type ListedDeadLetter = DeadLetterRecord & { replayed: boolean };
 /** Reads a dead-letter topic from the start to its current end without committing anything. */
 export async function listDeadLetters(t: KafkaTarget, dlqTopic: string, limit: number): Promise<ListedDeadLetter[]> {
   return withAdmin(t, async (admin) => {
-    const records = await readDeadLetters(kafkaOf(t), dlqTopic, { limit });
+    const records = await readMarkedDeadLetters(kafkaOf(t), admin, dlqTopic, limit);
     if (!records) throw new CliError(`no dead-letter topic ${dlqTopic}`, ExitCode.failed, 'not_found');
-    const replayedUpTo = new Map(
-      (await admin.committedOffsets(replayGroupId(dlqTopic), dlqTopic)).map((c) => [c.partition, BigInt(c.offset)]),
-    );
-    return records.map((r) => ({ ...r, replayed: BigInt(r.offset) < (replayedUpTo.get(r.partition) ?? 0n) }));
+    return records;
   });
+}
+
+/** {@link listDeadLetters} on a client the caller holds; undefined when the topic does not exist. */
+export async function readMarkedDeadLetters(
+  kafka: Kafka,
+  admin: BusAdmin,
+  dlqTopic: string,
+  limit: number,
+): Promise<ListedDeadLetter[] | undefined> {
+  const records = await readDeadLetters(kafka, dlqTopic, { limit });
+  if (!records) return undefined;
+  const replayedUpTo = new Map(
+    (await admin.committedOffsets(replayGroupId(dlqTopic), dlqTopic)).map((c) => [c.partition, BigInt(c.offset)]),
+  );
+  return records.map((r) => ({ ...r, replayed: BigInt(r.offset) < (replayedUpTo.get(r.partition) ?? 0n) }));
 }
 
 /** What a replay would send now: the dead letters no replay has sent back yet, at most `limit`. */

@@ -9,6 +9,7 @@ import {
   NotFoundException,
   Param,
   Post,
+  Query,
   Req,
   type DynamicModule,
 } from '@nestjs/common';
@@ -16,18 +17,24 @@ import type { Request } from 'express';
 import type { EffectLedger } from '@mesh/tool-gateway';
 import { AgentsRuntime } from '../runtime/agents-runtime.js';
 import type { OpsSampler, WorkerView } from './ops-sampler.js';
+import type { TaskRecords } from './task-records.js';
 
 /** What the operator endpoints work with. */
 export interface OpsDeps {
   sampler: OpsSampler;
   ledger: EffectLedger;
   workers: () => WorkerView[];
+  /** The ledgers' view of tasks (executions, attempts, tool calls) across tenants. */
+  records: TaskRecords;
   workerId: string;
   /** Every /ops request needs `Authorization: Bearer <token>`; unset, every /ops request is refused. */
   token?: string;
 }
 
 export const OPS_DEPS = Symbol('OPS_DEPS');
+
+/** What `GET /ops/tasks?state=` accepts: a running turn, or the outcome of the latest one. */
+const LEDGER_STATES = ['running', 'completed', 'input-required', 'auth-required', 'failed', 'canceled', 'rejected'];
 
 const sameSecret = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
@@ -102,6 +109,44 @@ export class OpsController {
     };
   }
 
+  /** Tasks by their latest turn in the execution ledger, newest first, across tenants (`tenant`, `agent`, `state` narrow it). */
+  @Get('tasks')
+  async tasks(@Req() req: Request, @Query() q: Record<string, unknown>) {
+    this.guard(req);
+    const text = (name: string): string | undefined => {
+      const v = q[name];
+      if (v === undefined || v === '') return undefined;
+      if (typeof v !== 'string') throw new HttpException({ error: `${name} must be given once, as text` }, 400);
+      return v;
+    };
+    const state = text('state');
+    if (state !== undefined && !LEDGER_STATES.includes(state))
+      throw new HttpException({ error: `state must be one of ${LEDGER_STATES.join(', ')}` }, 400);
+    const limitText = text('limit') ?? '50';
+    const limit = Number(limitText);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 500)
+      throw new HttpException({ error: 'limit must be an integer from 1 to 500' }, 400);
+    const tenant = text('tenant');
+    const agentId = text('agent');
+    return {
+      tasks: await this.deps.records.list({
+        limit,
+        ...(tenant !== undefined ? { tenant } : {}),
+        ...(agentId !== undefined ? { agentId } : {}),
+        ...(state !== undefined ? { state } : {}),
+      }),
+    };
+  }
+
+  /** One task's executions with their attempts and trace ids, and its tool calls with their state. */
+  @Get('tasks/:taskId')
+  async task(@Req() req: Request, @Param('taskId') taskId: string) {
+    this.guard(req);
+    const found = await this.deps.records.task(taskId);
+    if (!found) throw new NotFoundException({ error: `the ledgers hold no execution of task ${taskId}` });
+    return found;
+  }
+
   /** Settles an unknown outcome by hand: `ok`/`error` (it happened, with this text) or `absent` (it never happened). */
   @Post('unknowns/:key/resolve')
   async resolve(@Req() req: Request, @Param('key') key: string, @Body() body: { state?: unknown; text?: unknown }) {
@@ -138,6 +183,7 @@ export class OpsModule {
             ...settings,
             sampler: runtime.sampler,
             ledger: runtime.effects,
+            records: runtime.records,
             workers: () => runtime.workers,
           }),
           inject: [AgentsRuntime],

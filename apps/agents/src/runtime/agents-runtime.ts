@@ -20,6 +20,7 @@ import { OpsSampler, splitToolName, type WorkerView } from '../ops/ops-sampler.j
 import { LedgerRetention } from '../retention/ledger-retention.js';
 import { AgentWorker } from './agent-worker.js';
 import { PostgresExecutionLedger } from './execution-ledger.js';
+import { TaskRecords } from '../ops/task-records.js';
 import { TurnRunner } from './turn-runner.js';
 
 /** What the runtime is built from: validated config, the agents to run, and what start-up opened. */
@@ -88,6 +89,8 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
   readonly channels: AgentChannel[];
   readonly effects: PostgresEffectLedger;
   readonly sampler: OpsSampler;
+  /** Operators' read-only view of the ledgers (`/ops/tasks`). */
+  readonly records: TaskRecords;
   /** The channels as the ops endpoints and sampler see them. */
   readonly workers: WorkerView[];
   private readonly workerByTopic: Map<string, AgentWorker>;
@@ -119,6 +122,7 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
       logger,
     });
     const executions = new PostgresExecutionLedger(dataSource);
+    this.records = new TaskRecords(dataSource);
     const tokens = config.AGENTS_TOOL_TOKEN_SECRET ? new HmacToolTokenMinter(config.AGENTS_TOOL_TOKEN_SECRET) : undefined;
     this.channels = opts.agents.map((agent) => this.channel(agent, executions, tokens));
     this.workerByTopic = new Map(this.channels.map((c) => [c.topic, c.worker]));

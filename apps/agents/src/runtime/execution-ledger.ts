@@ -10,6 +10,8 @@ export interface ExecutionClaim {
   contextId: string;
   turn: number;
   input: AgentMessage;
+  /** The W3C trace context the turn runs under, kept for operators (the console's task detail). */
+  traceparent?: string;
 }
 
 /**
@@ -73,13 +75,13 @@ export class PostgresExecutionLedger implements ExecutionLedger {
     // Insert, or take over a running execution whose lease expired; a finished one is never re-run.
     const claimed = rows<{ attempt: number; canceled: boolean }>(
       await this.sql.query(
-        `INSERT INTO agents.executions AS e (execution_id, tenant, agent_id, task_id, context_id, turn, state, owner, lease_until, input_message)
-         VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, now() + $8 * interval '1 millisecond', $9)
+        `INSERT INTO agents.executions AS e (execution_id, tenant, agent_id, task_id, context_id, turn, state, owner, lease_until, input_message, traceparent)
+         VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, now() + $8 * interval '1 millisecond', $9, $10)
          ON CONFLICT (execution_id) DO UPDATE
            SET owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until, attempt = e.attempt + 1, updated_at = now()
          WHERE e.state = 'running' AND e.lease_until < now()
          RETURNING attempt, EXISTS (SELECT 1 FROM agents.cancellations c WHERE c.execution_id = e.execution_id) AS canceled`,
-        [c.executionId, c.tenant, c.agentId, c.taskId, c.contextId, c.turn, owner, leaseMs, JSON.stringify(c.input)],
+        [c.executionId, c.tenant, c.agentId, c.taskId, c.contextId, c.turn, owner, leaseMs, JSON.stringify(c.input), c.traceparent ?? null],
       ),
     );
     if (claimed.length > 0) return { kind: 'claimed', attempt: claimed[0].attempt, canceled: claimed[0].canceled };

@@ -162,6 +162,7 @@ export class TurnRunner {
       contextId: id.contextId,
       turn: cmd.body.turn,
       input,
+      ...(id.traceparent ? { traceparent: id.traceparent } : {}),
     };
     for (;;) {
       const c = await this.o.ledger.claim(claim, owner, this.o.leaseMs);

@@ -1,128 +1,174 @@
 import { TaskState, type Task } from '@a2a-js/sdk';
-import type { Client } from '@a2a-js/sdk/client';
-import { BusAdmin, createKafka } from '@mesh/bus';
-import { ConsumerGroups, TopicNames } from '@mesh/contract';
-import { agentClient, taskSummary } from '../a2a-client.js';
-import { requestJson } from '../http-client.js';
+import { parseStateOption, taskSummary, TASK_STATE_NAMES } from '../a2a-client.js';
+import { CliError, ExitCode } from '../cli-error.js';
+import { describeWorkers } from '../kafka-ops.js';
+import { messageOf, type ConsoleClients } from './console-clients.js';
+import { stuckWorkWarnings, type StuckWarning } from './stuck-work.js';
 
-/** Where the console reads from: the same services and credentials as the CLI. */
-export interface ConsoleTargets {
-  directoryUrl: string;
-  dispatcherUrl: string;
-  agentsUrl: string;
-  token?: string;
-  opsToken?: string;
-  brokers: string[];
-  prefix: string;
+/** What narrows the task list; an unset field matches all. `tenant` reads the ledgers and needs the ops token. */
+export interface TaskFilter {
+  agent?: string;
+  state?: string;
+  tenant?: string;
 }
 
-/** Everything the page shows, gathered in one request; a failing source is reported, not fatal. */
+/** A row of the task list. `tenant` is known when the list came from the ledgers (tenant filter). */
+export interface TaskRow {
+  agent: string;
+  id: string;
+  state: string;
+  message: string;
+  updated: string;
+  tenant?: string;
+}
+
+/** Everything the overview page shows, gathered in one request; a failing source is reported, not fatal. */
 export interface Overview {
   at: string;
+  /** Whether the console holds an ops token: the tenant filter and actions depend on it. */
+  ops: boolean;
   agents: Array<{
     id: string;
     name: string;
     healthy: boolean;
     retired: boolean;
     lag: number | null;
+    members: number | null;
     inFlight: number | null;
     deadLetters: number | null;
   }>;
-  tasks: Array<{ agent: string; id: string; state: string; message: string; updated: string }>;
+  tasks: TaskRow[];
   unknowns: Array<{ key: string; tool: string; tenant: string; taskId: string; reason: string | null }>;
+  warnings: StuckWarning[];
   problems: string[];
 }
 
-type AgentView = { id: string; healthy: boolean; retired: boolean; card: { name?: string } };
 type Workers = { agents: Array<{ agentId: string; turnsInFlight: number }> };
 type Unknowns = { unknowns: Overview['unknowns'] };
+type LedgerTasks = { tasks: Array<{ tenant: string; agentId: string; taskId: string; state: string; updatedAt: string }> };
 
-const msg = (err: unknown) => (err instanceof Error ? err.message : String(err));
+/** The states the state filter accepts: A2A task states, and `running` (a turn running now, ledger view). */
+export const FILTER_STATES = [...TASK_STATE_NAMES, 'running'];
 
-/** Builds overviews; keeps one Kafka admin and one A2A client per agent between refreshes. */
+/** Checks a filter before anything is asked; a CliError (usage) names the valid values. */
+export function checkFilter(f: TaskFilter, ops: boolean): void {
+  if (f.state !== undefined && !FILTER_STATES.includes(f.state))
+    throw new CliError(`unknown state ${f.state}; valid states: ${FILTER_STATES.join(', ')}`, ExitCode.usage);
+  if (f.state === 'running' && f.tenant === undefined)
+    throw new CliError('state running is a ledger view: give a tenant too (it needs the ops token)', ExitCode.usage);
+  if (f.tenant !== undefined && !ops)
+    throw new CliError('the tenant filter reads the ledgers across tenants: start the console with an ops token', ExitCode.usage);
+}
+
+const listRequest = (status: TaskState, pageSize: number) => ({
+  tenant: '',
+  contextId: '',
+  status,
+  pageSize,
+  pageToken: '',
+  statusTimestampAfter: undefined,
+});
+
+/** Builds overviews on the console's long-lived clients. */
 export class OverviewSource {
-  private readonly admin: BusAdmin;
-  private readonly clients = new Map<string, Promise<Client>>();
-  private readonly topics: TopicNames;
-  private readonly groups: ConsumerGroups;
+  constructor(private readonly c: ConsoleClients) {}
 
-  constructor(private readonly t: ConsoleTargets) {
-    const kafka = createKafka({ brokers: t.brokers, clientId: 'mesh-console' }, { retry: { retries: 1 }, connectionTimeout: 3000 });
-    this.admin = new BusAdmin(kafka);
-    this.topics = new TopicNames(t.prefix);
-    this.groups = new ConsumerGroups(t.prefix);
-  }
-
-  async close(): Promise<void> {
-    await this.admin.close().catch(() => undefined);
-  }
-
-  private client(agent: string): Promise<Client> {
-    let c = this.clients.get(agent);
-    if (!c) {
-      c = agentClient(this.t.dispatcherUrl, agent, this.t.token);
-      c.catch(() => this.clients.delete(agent));
-      this.clients.set(agent, c);
-    }
-    return c;
-  }
-
-  async overview(): Promise<Overview> {
+  async overview(filter: TaskFilter = {}): Promise<Overview> {
+    checkFilter(filter, this.c.ops);
     const problems: string[] = [];
     const soft = async <T>(what: string, p: Promise<T>): Promise<T | undefined> => {
       try {
         return await p;
       } catch (err) {
-        problems.push(`${what}: ${msg(err)}`);
+        problems.push(`${what}: ${messageOf(err)}`);
         return undefined;
       }
     };
-    const auth = this.t.token ? { token: this.t.token } : {};
-    const ops = this.t.opsToken ? { token: this.t.opsToken } : {};
-    const [dir, workers, unknowns] = await Promise.all([
-      soft('directory', requestJson<{ items: AgentView[] }>('directory', this.t.directoryUrl, '/v1/agents?limit=100', auth)),
-      soft('agents runtime', requestJson<Workers>('agents runtime', this.t.agentsUrl, '/ops/workers', ops)),
-      soft('unknown outcomes', requestJson<Unknowns>('agents runtime', this.t.agentsUrl, '/ops/unknowns', ops)),
+    const [dir, workers, unknowns, ledgerTasks] = await Promise.all([
+      soft('directory', this.c.agents()),
+      this.c.ops ? soft('agents runtime', this.c.opsRequest<Workers>('/workers')) : Promise.resolve(undefined),
+      this.c.ops ? soft('unknown outcomes', this.c.opsRequest<Unknowns>('/unknowns')) : Promise.resolve(undefined),
+      filter.tenant !== undefined
+        ? soft('ledger tasks', this.c.opsRequest<LedgerTasks>(`/tasks?${ledgerQuery(filter)}`))
+        : Promise.resolve(undefined),
     ]);
+    if (!this.c.ops) problems.push('no ops token: in-flight turns, unknown outcomes, the ledgers and actions are not available');
     const agents: Overview['agents'] = [];
-    const tasks: Overview['tasks'] = [];
+    const tasks: TaskRow[] = [];
+    const waiting: TaskRow[] = [];
+    const lagWithoutConsumer: string[] = [];
+    const status =
+      filter.state !== undefined && filter.tenant === undefined ? parseStateOption(filter.state) : TaskState.TASK_STATE_UNSPECIFIED;
     await Promise.all(
-      (dir?.items ?? []).map(async (a) => {
-        const [lag, dlq, listed] = await Promise.all([
-          soft(`lag of ${a.id}`, this.admin.consumerLag(this.groups.agentWorkers(a.id), [this.topics.commands(a.id)])),
-          soft(`dead letters of ${a.id}`, this.admin.recordCount(this.topics.deadLetters(this.topics.commands(a.id)))),
-          a.retired
+      (dir ?? []).map(async (a) => {
+        // Topics are checked first: asking the broker about one that does not exist makes kafkajs retry and log.
+        const [group, dlq, listed, submitted] = await Promise.all([
+          soft(`workers of ${a.id}`, describeWorkers(this.c.admin, this.c.targets.prefix, a.id)),
+          soft(`dead letters of ${a.id}`, this.deadLetterCount(a.id)),
+          a.retired || filter.tenant !== undefined || (filter.agent !== undefined && filter.agent !== a.id)
             ? Promise.resolve(undefined)
             : soft(
                 `tasks of ${a.id}`,
-                this.client(a.id).then((c) =>
-                  c.listTasks({
-                    tenant: '',
-                    contextId: '',
-                    status: TaskState.TASK_STATE_UNSPECIFIED,
-                    pageSize: 10,
-                    pageToken: '',
-                    statusTimestampAfter: undefined,
-                  }),
-                ),
+                this.c.client(a.id).then((cl) => cl.listTasks(listRequest(status, 20))),
+              ),
+          a.retired || !this.c.targets.startTimeoutMs
+            ? Promise.resolve(undefined)
+            : soft(
+                `submitted tasks of ${a.id}`,
+                this.c.client(a.id).then((cl) => cl.listTasks(listRequest(TaskState.TASK_STATE_SUBMITTED, 50))),
               ),
         ]);
+        if (group?.lagWithoutConsumer) lagWithoutConsumer.push(a.id);
         agents.push({
           id: a.id,
           name: a.card?.name ?? a.id,
           healthy: a.healthy,
           retired: a.retired,
-          lag: lag ? lag.reduce((n, r) => n + r.lag, 0) : null,
+          lag: group ? group.lag : null,
+          members: group ? group.members.length : null,
           inFlight: workers?.agents.find((w) => w.agentId === a.id)?.turnsInFlight ?? null,
           deadLetters: dlq ?? null,
         });
         for (const t of listed?.tasks ?? []) tasks.push({ agent: a.id, ...row(t) });
+        for (const t of submitted?.tasks ?? []) waiting.push({ agent: a.id, ...row(t) });
       }),
     );
+    for (const t of ledgerTasks?.tasks ?? [])
+      tasks.push({ agent: t.agentId, id: t.taskId, state: t.state, message: '', updated: t.updatedAt, tenant: t.tenant });
     agents.sort((x, y) => x.id.localeCompare(y.id));
     tasks.sort((x, y) => y.updated.localeCompare(x.updated));
-    return { at: new Date().toISOString(), agents, tasks: tasks.slice(0, 50), unknowns: unknowns?.unknowns ?? [], problems };
+    const warnings = stuckWorkWarnings({
+      now: Date.now(),
+      startTimeoutMs: this.c.targets.startTimeoutMs ?? 0,
+      lagWithoutConsumer: agents.filter((a) => lagWithoutConsumer.includes(a.id)).map((a) => ({ agent: a.id, lag: a.lag ?? 0 })),
+      submitted: waiting,
+    });
+    return {
+      at: new Date().toISOString(),
+      ops: this.c.ops,
+      agents,
+      tasks: tasks.slice(0, 100),
+      unknowns: (unknowns?.unknowns ?? []).filter((u) => filter.tenant === undefined || u.tenant === filter.tenant),
+      warnings,
+      problems,
+    };
   }
+
+  /** Records in the agent's dead-letter topic; 0 while the topic does not exist (nothing was ever dead-lettered). */
+  private async deadLetterCount(agent: string): Promise<number> {
+    const topic = this.c.deadLetterTopic(agent);
+    if (!(await this.c.admin.topicExists(topic))) return 0;
+    return this.c.admin.recordCount(topic);
+  }
+}
+
+function ledgerQuery(f: TaskFilter): URLSearchParams {
+  return new URLSearchParams({
+    limit: '100',
+    ...(f.tenant !== undefined ? { tenant: f.tenant } : {}),
+    ...(f.agent !== undefined ? { agent: f.agent } : {}),
+    ...(f.state !== undefined ? { state: f.state } : {}),
+  });
 }
 
 function row(t: Task): { id: string; state: string; message: string; updated: string } {

@@ -1,0 +1,103 @@
+import type { Client } from '@a2a-js/sdk/client';
+import { BusAdmin, createKafka, type Kafka } from '@mesh/bus';
+import { ConsumerGroups, TopicNames } from '@mesh/contract';
+import { createLogger, type Logger } from '@mesh/telemetry';
+import { agentClient } from '../a2a-client.js';
+import { requestJson } from '../http-client.js';
+import { consoleKafkaLog } from './console-log.js';
+
+/** Where the console reads from: the same services and credentials as the CLI. */
+export interface ConsoleTargets {
+  directoryUrl: string;
+  dispatcherUrl: string;
+  agentsUrl: string;
+  token?: string;
+  /** The agents runtime's ops token: the tenant filter, the ledgers' task view and every action need it. */
+  opsToken?: string;
+  brokers: string[];
+  prefix: string;
+  /**
+   * The dispatcher's DISPATCHER_START_TIMEOUT_MS: a task still `submitted` this long after its
+   * turn was accepted is past its start-by time (0: no such warning).
+   */
+  startTimeoutMs?: number;
+  /** Where the console logs (kafkajs at WARN, once per cause); stderr by default. */
+  logger?: Logger;
+}
+
+/** An agent as the directory lists it. */
+export interface DirectoryAgent {
+  id: string;
+  tenant?: string;
+  healthy: boolean;
+  retired: boolean;
+  lastHeartbeatAt?: string | null;
+  card: { name?: string };
+}
+
+/** The clients the console holds between requests: one Kafka client and admin, one A2A client per agent. */
+export class ConsoleClients {
+  readonly kafka: Kafka;
+  readonly admin: BusAdmin;
+  readonly topics: TopicNames;
+  readonly groups: ConsumerGroups;
+  readonly logger: Logger;
+  private readonly a2a = new Map<string, Promise<Client>>();
+
+  constructor(readonly targets: ConsoleTargets) {
+    this.logger = targets.logger ?? createLogger('mesh-console', process.env.LOG_LEVEL ?? 'info', process.stderr);
+    this.kafka = createKafka(
+      { brokers: targets.brokers, clientId: 'mesh-console' },
+      { retry: { retries: 1 }, connectionTimeout: 3000, logCreator: consoleKafkaLog(this.logger) as never },
+    );
+    this.admin = new BusAdmin(this.kafka);
+    this.topics = new TopicNames(targets.prefix);
+    this.groups = new ConsumerGroups(targets.prefix);
+  }
+
+  async close(): Promise<void> {
+    await this.admin.close().catch(() => undefined);
+  }
+
+  /** Whether an ops token is configured (the ledgers' views, the tenant filter and actions). */
+  get ops(): boolean {
+    return Boolean(this.targets.opsToken);
+  }
+
+  client(agent: string): Promise<Client> {
+    let c = this.a2a.get(agent);
+    if (!c) {
+      c = agentClient(this.targets.dispatcherUrl, agent, this.targets.token);
+      c.catch(() => this.a2a.delete(agent));
+      this.a2a.set(agent, c);
+    }
+    return c;
+  }
+
+  directory<T>(path: string): Promise<T> {
+    return requestJson<T>('directory', this.targets.directoryUrl, path, this.targets.token ? { token: this.targets.token } : {});
+  }
+
+  async agents(): Promise<DirectoryAgent[]> {
+    return (await this.directory<{ items: DirectoryAgent[] }>('/v1/agents?limit=100')).items;
+  }
+
+  /** An agents runtime `/ops` endpoint with the console's ops token. */
+  opsRequest<T>(path: string, init: { method?: string; body?: unknown } = {}): Promise<T> {
+    return requestJson<T>('agents runtime', this.targets.agentsUrl, `/ops${path}`, {
+      ...init,
+      ...(this.targets.opsToken ? { token: this.targets.opsToken } : {}),
+    });
+  }
+
+  commandTopic(agent: string): string {
+    return this.topics.commands(agent);
+  }
+
+  deadLetterTopic(agent: string): string {
+    return this.topics.deadLetters(this.topics.commands(agent));
+  }
+}
+
+/** An error's message, for the page. */
+export const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
