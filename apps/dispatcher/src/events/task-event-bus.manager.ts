@@ -9,6 +9,7 @@ import {
 } from '@a2a-js/sdk/server';
 import type { Task, TaskState } from '@a2a-js/sdk';
 import type { TaskEvent } from '@mesh/contract';
+import type { LoggedEvent } from '../tasks/task-projection.js';
 
 /** Where a replica's buses get worker events from (its EventFanout); it may rest while nobody here follows a task. */
 export interface EventFeed {
@@ -32,6 +33,7 @@ export type BusListener = (event: AgentExecutionEvent, source?: TaskEvent) => vo
 export class TaskEventBusManager implements ExecutionEventBusManager {
   private readonly buses = new Map<string, { bus: DefaultExecutionEventBus; raw: EventEmitter; listeners: number }>();
   private readonly committed = new EventEmitter().setMaxListeners(0);
+  private readonly logged = new EventEmitter().setMaxListeners(0);
   private feed?: EventFeed;
   private followers = 0;
 
@@ -128,6 +130,20 @@ export class TaskEventBusManager implements ExecutionEventBusManager {
         AgentEvent.statusUpdate({ taskId: task.id, contextId: task.contextId, status: task.status, metadata: undefined }),
       );
     this.notifyCommitted(task);
+  }
+
+  /**
+   * The projector of this process logged these events of the task (numbered, in order): streams
+   * here show them without reading them back.
+   */
+  notifyLogged(taskId: string, events: readonly LoggedEvent[]): void {
+    if (events.length > 0) this.logged.emit(taskId, events);
+  }
+
+  /** Calls `listener` with each run of events of the task logged in this process. */
+  onLogged(taskId: string, listener: (events: readonly LoggedEvent[]) => void): () => void {
+    this.logged.on(taskId, listener);
+    return () => void this.logged.off(taskId, listener);
   }
 
   /** Calls `listener` with each committed change of the task in this process. */
