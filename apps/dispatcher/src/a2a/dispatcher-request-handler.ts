@@ -409,7 +409,7 @@ function refuseResume(taskId: string, after: number, page: TaskEventPage): void 
   if (after > page.lastSeq) {
     throw new RequestMalformedError({
       message: `Last-Event-ID ${after} is not an event of task ${taskId}: its last event is ${page.lastSeq}`,
-      metadata: { reason: 'UNKNOWN_EVENT_ID', lastEventId: String(page.lastSeq) },
+      metadata: { eventId: 'UNKNOWN', lastEventId: String(page.lastSeq) },
     });
   }
   const oldest = page.oldestSeq ?? page.lastSeq + 1;
@@ -418,7 +418,7 @@ function refuseResume(taskId: string, after: number, page: TaskEventPage): void 
       message:
         `Last-Event-ID ${after} of task ${taskId} has expired: the oldest event kept is ${oldest} ` +
         `(resume with Last-Event-ID ${oldest - 1}, or subscribe without one for the task as it is now)`,
-      metadata: { reason: 'EVENT_ID_EXPIRED', oldestEventId: String(oldest) },
+      metadata: { eventId: 'EXPIRED', oldestEventId: String(oldest) },
     });
   }
 }

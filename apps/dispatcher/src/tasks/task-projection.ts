@@ -1,4 +1,4 @@
-import { StreamResponse, Task, TaskState, type TaskStatus } from '@a2a-js/sdk';
+import { Artifact, StreamResponse, Task, TaskState, type TaskStatus } from '@a2a-js/sdk';
 import type { DataSource } from 'typeorm';
 import { Envelopes, newId, type TaskEvent } from '@mesh/contract';
 import { StatementBatcher } from '@mesh/database';
@@ -105,9 +105,10 @@ async function writeProjected(ds: DataSource, writes: ProjectionWrite[], kept: n
        -- The stream's events, numbered on from the task's counter in the same statement: gap-free per task.
        INSERT INTO dispatcher.task_events (task_id, seq, event)
        SELECT v.id, t.base + n.ord, n.ev FROM v JOIN t ON t.id = v.id
-       CROSS JOIN LATERAL jsonb_array_elements(v.events) WITH ORDINALITY AS n(ev, ord) RETURNING 1),
+       CROSS JOIN LATERAL jsonb_array_elements(v.events) WITH ORDINALITY AS n(ev, ord)
+       -- Retention: the newest $2 events of each task are kept (the DELETE below cannot see these rows).
+       WHERE n.ord > jsonb_array_length(v.events) - $2::bigint RETURNING 1),
      k AS (
-       -- Retention: the newest $2 events of each task are kept.
        DELETE FROM dispatcher.task_events d USING v JOIN t ON t.id = v.id
        WHERE d.task_id = v.id AND d.seq <= t.base + jsonb_array_length(v.events) - $2::bigint RETURNING 1),
      e AS (
@@ -145,7 +146,7 @@ export function streamEventOf(event: TaskEvent, status: TaskStatus | undefined):
       value: {
         taskId,
         contextId,
-        artifact: event.body.artifact as never,
+        artifact: Artifact.fromJSON(event.body.artifact),
         append: event.body.append ?? false,
         lastChunk: event.body.lastChunk ?? false,
         metadata: undefined,
