@@ -62,7 +62,11 @@ function sendStreaming(url: string, binding: Binding, text: string): Promise<Raw
   });
 }
 
-type Wire = { task?: { id: string; status?: { state: string } }; statusUpdate?: { status?: { state: string } }; artifactUpdate?: { artifact?: { parts?: Array<{ text?: string }> } } };
+type Wire = {
+  task?: { id: string; status?: { state: string } };
+  statusUpdate?: { status?: { state: string } };
+  artifactUpdate?: { artifact?: { parts?: Array<{ text?: string }> } };
+};
 
 /** A raw SSE event (REST: a StreamResponse; JSON-RPC: its result) as `task:WORKING`, `status:COMPLETED`, `artifact:<text>`. */
 function rawDescribe(events: unknown[]): string[] {
@@ -123,7 +127,10 @@ for (const binding of ['JSONRPC', 'HTTP+JSON'] as const) {
       { seq: 0, state: 'WORKING' },
       { seq: 1, artifact: 'one' },
     ]);
-    await eventually('part one stored', async () => artifactText(await client.getTask({ tenant: '', id: taskId, historyLength: 0 })) === 'one');
+    await eventually(
+      'part one stored',
+      async () => artifactText(await client.getTask({ tenant: '', id: taskId, historyLength: 0 })) === 'one',
+    );
 
     const dropped = await subscribe(first, binding, taskId);
     await eventually('the snapshot arrives', () => dropped.events.length >= 1);
@@ -134,7 +141,10 @@ for (const binding of ['JSONRPC', 'HTTP+JSON'] as const) {
 
     // Missed while disconnected.
     await worker.emit(cmd, [{ seq: 2, artifact: 'two' }]);
-    await eventually('part two stored', async () => artifactText(await client.getTask({ tenant: '', id: taskId, historyLength: 0 })) === 'onetwo');
+    await eventually(
+      'part two stored',
+      async () => artifactText(await client.getTask({ tenant: '', id: taskId, historyLength: 0 })) === 'onetwo',
+    );
 
     const resumed = await subscribe(second, binding, taskId, lastId);
     assert.equal(resumed.status, 200);
@@ -211,7 +221,10 @@ test('a task that ended meanwhile: the missed events up to the terminal one, the
     { seq: 1, artifact: 'r' },
     { seq: 2, state: 'COMPLETED' },
   ]);
-  await eventually('completed', async () => (await client.getTask({ tenant: '', id: taskId, historyLength: 0 })).status?.state === TaskState.TASK_STATE_COMPLETED);
+  await eventually(
+    'completed',
+    async () => (await client.getTask({ tenant: '', id: taskId, historyLength: 0 })).status?.state === TaskState.TASK_STATE_COMPLETED,
+  );
   for (const binding of ['JSONRPC', 'HTTP+JSON'] as const) {
     const s = await subscribe(urlA, binding, taskId, '1');
     await within(s.ended, 'the replay ends');
@@ -237,8 +250,14 @@ test('a task that ended meanwhile: the missed events up to the terminal one, the
 test('an id older than the events kept is refused, naming the oldest id available', async () => {
   const { client, taskId, cmd } = await startTask('many events');
   // 10 artifacts and COMPLETED: events 1..11, of which the newest 6 (6..11) are kept.
-  await worker.emit(cmd, [...Array.from({ length: 10 }, (_, i) => ({ seq: i, artifact: `p${i}` })), { seq: 10, state: 'COMPLETED' as const }]);
-  await eventually('completed', async () => (await client.getTask({ tenant: '', id: taskId, historyLength: 0 })).status?.state === TaskState.TASK_STATE_COMPLETED);
+  await worker.emit(cmd, [
+    ...Array.from({ length: 10 }, (_, i) => ({ seq: i, artifact: `p${i}` })),
+    { seq: 10, state: 'COMPLETED' as const },
+  ]);
+  await eventually(
+    'completed',
+    async () => (await client.getTask({ tenant: '', id: taskId, historyLength: 0 })).status?.state === TaskState.TASK_STATE_COMPLETED,
+  );
   const rest = await subscribe(urlA, 'HTTP+JSON', taskId, '1');
   await rest.ended;
   assert.equal(rest.status, 400);

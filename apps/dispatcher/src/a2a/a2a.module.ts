@@ -43,12 +43,16 @@ interface A2aServices {
 function a2aRouterOf(s: A2aServices, config: DispatcherConfig, logger: Logger): RequestHandler {
   const streamSlots = new TenantStreamSlots(config.DISPATCHER_MAX_STREAMS_PER_TENANT);
   // One per replica (one router): every agent's streams share its polls.
-  const events = new TaskEventWatch((taskId, tenant, agentId, after, limit) => s.tasks.readEvents(taskId, tenant, agentId, after, limit), s.buses, {
-    pollMs: config.DISPATCHER_STREAM_POLL_MS,
-    hurriedPollMs: config.DISPATCHER_WAIT_POLL_MS,
-    hurryMs: config.DISPATCHER_STREAM_POLL_MS * 5,
-    logger,
-  });
+  const events = new TaskEventWatch(
+    (taskId, tenant, agentId, after, limit) => s.tasks.readEvents(taskId, tenant, agentId, after, limit),
+    s.buses,
+    {
+      pollMs: config.DISPATCHER_STREAM_POLL_MS,
+      hurriedPollMs: config.DISPATCHER_WAIT_POLL_MS,
+      hurryMs: config.DISPATCHER_STREAM_POLL_MS * 5,
+      logger,
+    },
+  );
   const { metrics } = s;
   // Known only once listening when the port is 0 (tests); cards are built on first use.
   let listeningUrl: string | undefined;

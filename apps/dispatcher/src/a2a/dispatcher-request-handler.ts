@@ -19,12 +19,7 @@ import type {
   TaskPushNotificationConfig,
 } from '@a2a-js/sdk';
 import { StreamResponse as StreamResponses, TaskState } from '@a2a-js/sdk';
-import {
-  DefaultRequestHandler,
-  STATE_HEADERS_KEY,
-  type A2ARequestHandler,
-  type ServerCallContext,
-} from '@a2a-js/sdk/server';
+import { DefaultRequestHandler, STATE_HEADERS_KEY, type A2ARequestHandler, type ServerCallContext } from '@a2a-js/sdk/server';
 import { RequestMalformedError, TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { wakeableSleep, type AgentRecord } from '@mesh/contract';
 import type { TaskService } from '../tasks/task.service.js';

@@ -3,7 +3,13 @@ import type { TaskEventPage } from '../tasks/task.repository.js';
 import type { LoggedEvent } from '../tasks/task-projection.js';
 
 /** Reads up to `limit` logged stream events of a task after number `after` (undefined: no such task for that tenant). */
-export type TaskEventReader = (taskId: string, tenant: string, agentId: string, after: number, limit: number) => Promise<TaskEventPage | undefined>;
+export type TaskEventReader = (
+  taskId: string,
+  tenant: string,
+  agentId: string,
+  after: number,
+  limit: number,
+) => Promise<TaskEventPage | undefined>;
 
 /** Where events logged by this process's projector are announced (TaskEventBusManager.onLogged). */
 export interface LocalEventLog {

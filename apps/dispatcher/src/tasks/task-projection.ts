@@ -316,7 +316,14 @@ export class TaskProjection {
       if (!('event' in d)) return d;
       seq += 1;
       const logged = { seq, event: events[seq - written.base - 1] };
-      return { applied: true, task: d.projected, event: d.event, deliveries: k === lastApplied ? written.deliveries : 0, late: d.late, logged };
+      return {
+        applied: true,
+        task: d.projected,
+        event: d.event,
+        deliveries: k === lastApplied ? written.deliveries : 0,
+        late: d.late,
+        logged,
+      };
     });
   }
 }
