@@ -1,6 +1,6 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
+import { createServer, request as httpRequest, type Server, type ServerResponse } from 'node:http';
 import { TaskState, type StreamResponse, type Task } from '@a2a-js/sdk';
 import { DEMO_API_KEYS } from '@mesh/auth';
 import { eventually } from '../support/infra.js';
@@ -8,7 +8,8 @@ import { a2aClient, a2aClientWith, agentRecord, publishAgents, startTestDispatch
 import { artifactText, sendRequest, userMessage } from '../support/a2a-fixtures.js';
 import { startManualWorker } from '../support/manual-worker.js';
 import { openRawSse, type RawSse } from '../support/raw-sse.js';
-import { collect, describe } from '../support/streaming.js';
+import { collect, describe, streamingFetch } from '../support/streaming.js';
+import { followTaskStream, StreamResumption } from '@mesh/agent-sdk';
 import { freePort, spawnNode } from '../support/processes.js';
 
 // Two replicas on one database and topic prefix: B in-process, A a separate process (SIGKILLed by
@@ -334,6 +335,67 @@ test('push deliveries carry the number the stream shows for the same event', asy
     replay.events,
   );
 });
+
+/**
+ * An HTTP proxy to one replica or the other (`target`), which can cut every open response at once
+ * (a dropped connection mid-stream). Cards are rewritten to name the proxy, so the client's
+ * requests all go through it.
+ */
+async function cuttingProxy(target: { url: string }) {
+  const port = await freePort();
+  const url = `http://localhost:${port}`;
+  const open = new Set<ServerResponse>();
+  const server = createServer((req, res) => {
+    const to = new URL(req.url ?? '/', target.url);
+    const upstream = httpRequest(to, { method: req.method, headers: { ...req.headers, host: to.host } }, (up) => {
+      if (req.url?.endsWith('agent-card.json')) {
+        let body = '';
+        up.setEncoding('utf8');
+        up.on('data', (c: string) => (body += c));
+        up.on('end', () => res.writeHead(up.statusCode ?? 502, { 'content-type': 'application/json' }).end(body.replaceAll(target.url, url)));
+        return;
+      }
+      res.writeHead(up.statusCode ?? 502, up.headers);
+      up.pipe(res);
+    });
+    upstream.on('error', () => res.destroy());
+    req.pipe(upstream);
+    open.add(res);
+    res.on('close', () => {
+      open.delete(res);
+      upstream.destroy();
+    });
+  });
+  await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
+  after(() => server.close());
+  return { url, cut: () => open.forEach((r) => r.destroy()) };
+}
+
+for (const binding of ['JSONRPC', 'HTTP+JSON'] as const) {
+  test(`${binding}: the agent SDK's followTaskStream reconnects after a dropped connection and resumes on the other replica`, async () => {
+    const { cmd, taskId } = await startTask(`helper ${binding}`);
+    const target = { url: urlB };
+    const proxy = await cuttingProxy(target);
+    const resumption = new StreamResumption(streamingFetch('demo-acme'));
+    const client = await a2aClientWith(resumption.fetch, proxy.url, 'resume', binding);
+    const retries: Array<{ attempt: number; lastEventId?: string }> = [];
+    const s = collect(followTaskStream(client, taskId, resumption, { firstDelayMs: 50, onRetry: (r) => retries.push(r) }));
+    await eventually('the snapshot arrives', () => s.events.length >= 1);
+    await worker.emit(cmd, [{ seq: 0, state: 'WORKING' }]);
+    await eventually('WORKING arrives', () => s.events.length >= 2);
+
+    // The connection drops; the next one reaches the other replica, after more events were stored.
+    target.url = urlA;
+    proxy.cut();
+    await worker.emit(cmd, [{ seq: 1, artifact: 'while away' }]);
+    await eventually('the helper resumed', () => s.events.length >= 3);
+    await worker.emit(cmd, [{ seq: 2, state: 'COMPLETED' }]);
+    await within(s.done, 'the followed stream ends');
+    assert.deepEqual(describe(s.events), ['task:SUBMITTED', 'status:WORKING', 'artifact:while away', 'status:COMPLETED']);
+    assert.ok(retries.length >= 1, 'it reconnected');
+    assert.equal(retries[0].lastEventId, '1', 'after the last event it had');
+  });
+}
 
 test('across a SIGKILL of the replica serving the stream: resume on the other one, each event once', { timeout: 120000 }, async () => {
   const { cmd, taskId } = await startTask('kill the server');
