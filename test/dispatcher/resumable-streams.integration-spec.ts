@@ -237,6 +237,18 @@ test('a task that ended meanwhile: the missed events up to the terminal one, the
     assert.equal(atEnd.status, 200);
     assert.deepEqual(atEnd.events, []);
   }
+  // A2A 0.3 (no A2A-Version): tasks/resubscribe numbers and resumes the same way.
+  const legacy = await openRawSse(`${urlA}/a2a/resume/`, {
+    method: 'POST',
+    headers: { authorization: 'Bearer demo-acme', 'content-type': 'application/json', 'last-event-id': '1' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/resubscribe', params: { id: taskId } }),
+  });
+  await within(legacy.ended, 'the 0.3 replay ends');
+  assert.deepEqual(legacy.ids, ['2', '3']);
+  assert.deepEqual(
+    legacy.events.map((e) => (e as { result: { kind: string } }).result.kind),
+    ['artifact-update', 'status-update'],
+  );
   // The parameter stands in for the header.
   const byParam = await subscribe(urlB, 'HTTP+JSON', taskId, undefined, '?lastEventId=2');
   await within(byParam.ended, 'the replay ends');
