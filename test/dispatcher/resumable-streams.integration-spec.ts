@@ -364,7 +364,9 @@ async function cuttingProxy(target: { url: string }) {
         let body = '';
         up.setEncoding('utf8');
         up.on('data', (c: string) => (body += c));
-        up.on('end', () => res.writeHead(up.statusCode ?? 502, { 'content-type': 'application/json' }).end(body.replaceAll(target.url, url)));
+        up.on('end', () =>
+          res.writeHead(up.statusCode ?? 502, { 'content-type': 'application/json' }).end(body.replaceAll(target.url, url)),
+        );
         return;
       }
       res.writeHead(up.statusCode ?? 502, up.headers);

@@ -36,7 +36,12 @@ export class StreamResumption {
           // One id per data event, as the client yields one event per data event (an error event throws).
           if (!lines.some((l) => l.startsWith('data:')) || lines.some((l) => l.startsWith('event:') && l.slice(6).trim() !== 'message'))
             continue;
-          ids.push(lines.find((l) => l.startsWith('id:'))?.slice(3).trim());
+          ids.push(
+            lines
+              .find((l) => l.startsWith('id:'))
+              ?.slice(3)
+              .trim(),
+          );
         }
         out.enqueue(chunk);
       },
