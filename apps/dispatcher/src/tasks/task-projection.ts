@@ -276,8 +276,9 @@ export class TaskProjection {
         continue;
       }
       const projected = Task.fromJSON(current.task);
-      events.push(streamEventOf(d.event, projected.status));
       const notification = this.notificationOf(d.event, env.kind === 'task.status' ? projected.status : undefined);
+      // A push body is the stream's event (a StreamResponse as projected): made once for both.
+      events.push((notification?.body as Json | undefined) ?? streamEventOf(d.event, projected.status));
       if (notification) pushes.push({ ...notification, at: events.length });
       decided.push({ event: d.event, projected, late: d.late });
     }
