@@ -224,9 +224,10 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
   async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
     const principal = principalOf(context);
     const task = await this.accept(params, context);
-    // A retry of the same message (an SSE client reconnecting with Last-Event-ID) is the same
-    // task by dedup: it resumes after the id it names.
-    yield* this.follow(task.id, principal.tenant, context, streamIdsOf(context)?.resumeAfter);
+    // Always from the snapshot, Last-Event-ID or not: a message may start a new task, where an id
+    // means nothing (resuming is SubscribeToTask's). A retried message (the same task by dedup)
+    // starts again from the snapshot, with ids the caller can skip what it saw by.
+    yield* this.follow(task.id, principal.tenant, context);
   }
 
   /**

@@ -25,7 +25,9 @@ export type BusListener = (event: AgentExecutionEvent, source?: TaskEvent) => vo
 /**
  * One in-process bus per task, fed from the Kafka event stream by this replica's EventFanout
  * (every replica sees every event while it follows a task) and by local API changes (CancelTask)
- * — never by an executor, so `settleByTaskId` always claims the bus. SSE subscribers listen here. Separately,
+ * — never by an executor, so `settleByTaskId` always claims the bus. SSE streams listen here for a
+ * sign that a task's events are on their way (what they show comes from the task's event log:
+ * `notifyLogged` here, TaskEventWatch for other replicas'). Separately,
  * the projector signals each committed change (`notifyCommitted`), which wakes blocking sends to
  * answer with the committed task. Buses are keyed by task id only: tenant scoping happens before anyone may
  * attach (the task was loaded for the caller's tenant first).
