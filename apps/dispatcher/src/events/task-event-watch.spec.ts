@@ -80,7 +80,7 @@ test('hurry reads at the short interval; tenants read apart; a failed read is re
     }
     return inner(...args);
   };
-  const watch = new TaskEventWatch(reader, localLog(), { pollMs: 10_000, hurriedPollMs: 5, hurryMs: 1000 });
+  const watch = new TaskEventWatch(reader, localLog(), { pollMs: 10_000, hurriedPollMs: 20, hurryMs: 1000 });
   const acme: number[] = [];
   const other: number[] = [];
   const wa = watch.watch('t', 'acme', 'agent', 0, (es) => acme.push(...es.map((e) => e.seq)));
@@ -106,5 +106,19 @@ test('a backlog longer than a page is read page after page', async () => {
     seen,
     stored.map((e) => e.seq),
   );
+  w.close();
+});
+
+test('hurrying stops once two hurried reads find nothing new (the events are logged here, or not at all)', async () => {
+  const reads: Array<{ tenant: string; after: number }> = [];
+  const watch = new TaskEventWatch(memoryLog([ev(1)], reads), localLog(), { pollMs: 10_000, hurriedPollMs: 5, hurryMs: 10_000 });
+  const w = watch.watch('t', 'acme', 'agent', 1, () => undefined);
+  await until('the first read', () => reads.length === 1);
+  w.hurry();
+  await sleep(100);
+  assert.equal(reads.length, 3, 'the first read and two hurried ones');
+  w.hurry();
+  await sleep(50);
+  assert.equal(reads.length, 3, 'a later hurry is ignored');
   w.close();
 });

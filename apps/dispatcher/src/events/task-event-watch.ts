@@ -42,6 +42,11 @@ interface Poll {
   positions: Map<(events: LoggedEvent[]) => void, number>;
   timer?: NodeJS.Timeout;
   hurriedUntil: number;
+  /**
+   * Hurried reads in a row that found nothing new. At two, hurrying stops until a read finds
+   * something: the task's events are logged here (handed over as committed), or not at all.
+   */
+  idleHurries: number;
   /** A read is in flight (it schedules the next one itself). */
   reading: boolean;
   /** Read again as soon as the read in flight is done (a gap was seen meanwhile). */
@@ -78,9 +83,16 @@ export class TaskEventWatch {
     const key = `${tenant}\u0000${agentId}\u0000${taskId}`;
     let poll = this.polls.get(key);
     if (!poll) {
-      const created: Poll = { positions: new Map(), hurriedUntil: 0, reading: false, again: false, offLogged: () => undefined };
+      const created: Poll = {
+        positions: new Map(),
+        hurriedUntil: 0,
+        idleHurries: 0,
+        reading: false,
+        again: false,
+        offLogged: () => undefined,
+      };
       created.offLogged = this.local.onLogged(taskId, (events) => {
-        if (this.deliver(created, events)) this.readSoon(key, created, taskId, tenant, agentId);
+        if (this.deliver(created, events).gap) this.readSoon(key, created, taskId, tenant, agentId);
       });
       this.polls.set(key, created);
       poll = created;
@@ -94,7 +106,7 @@ export class TaskEventWatch {
     let closed = false;
     return {
       hurry: () => {
-        if (closed) return;
+        if (closed || own.idleHurries >= 2) return;
         const wasHurried = Date.now() < own.hurriedUntil;
         own.hurriedUntil = Date.now() + this.opts.hurryMs;
         if (wasHurried || own.reading) return; // the read in flight schedules the next one, hurried
@@ -118,9 +130,10 @@ export class TaskEventWatch {
     return this.polls.size;
   }
 
-  /** Hands each watcher what follows on from its position; true when some watcher saw a gap. */
-  private deliver(poll: Poll, events: readonly LoggedEvent[]): boolean {
+  /** Hands each watcher what follows on from its position: whether some watcher saw a gap, some got events. */
+  private deliver(poll: Poll, events: readonly LoggedEvent[]): { gap: boolean; delivered: boolean } {
     let gap = false;
+    let delivered = false;
     for (const [w, pos] of [...poll.positions]) {
       if (!poll.positions.has(w)) continue; // closed by an earlier watcher's listener
       const fresh: LoggedEvent[] = [];
@@ -134,9 +147,10 @@ export class TaskEventWatch {
       }
       if (fresh.length === 0) continue;
       poll.positions.set(w, fresh[fresh.length - 1].seq);
+      delivered = true;
       w(fresh);
     }
-    return gap;
+    return { gap, delivered };
   }
 
   private readSoon(key: string, poll: Poll, taskId: string, tenant: string, agentId: string): void {
@@ -159,7 +173,9 @@ export class TaskEventWatch {
           poll.reading = false;
           if (this.polls.get(key) !== poll) return; // its last watcher left while reading
           const events = page?.events ?? [];
-          this.deliver(poll, events);
+          const hurried = Date.now() < poll.hurriedUntil;
+          if (this.deliver(poll, events).delivered) poll.idleHurries = 0;
+          else if (hurried && ++poll.idleHurries >= 2) poll.hurriedUntil = 0;
           // A full page: more are waiting. A gap reported while reading: look again now.
           const more = events.length >= this.pageSize || poll.again;
           this.schedule(key, poll, taskId, tenant, agentId, more ? 0 : undefined);
