@@ -6,6 +6,8 @@ export interface RawSse {
   headers: Record<string, string | string[] | undefined>;
   /** The `data:` payloads received so far (parsed JSON), in order. */
   events: unknown[];
+  /** The `id:` of each of `events` (undefined: the event had none). */
+  ids: Array<string | undefined>;
   /** The whole body so far (an error answer is plain JSON). */
   body(): string;
   /** Settles when the server ends the response or the connection closes. */
@@ -22,6 +24,7 @@ export function openRawSse(url: string, opts: { method?: string; headers?: Outgo
       let raw = '';
       let pending = '';
       const events: unknown[] = [];
+      const ids: Array<string | undefined> = [];
       res.setEncoding('utf8');
       const ended = new Promise<void>((done) => {
         res.on('end', done);
@@ -40,13 +43,22 @@ export function openRawSse(url: string, opts: { method?: string; headers?: Outgo
             .filter((l) => l.startsWith('data:'))
             .map((l) => l.slice(5).trim())
             .join('\n');
-          if (data) events.push(JSON.parse(data));
+          if (!data) continue;
+          ids.push(
+            block
+              .split('\n')
+              .find((l) => l.startsWith('id:'))
+              ?.slice(3)
+              .trim(),
+          );
+          events.push(JSON.parse(data));
         }
       });
       resolve({
         status: res.statusCode ?? 0,
         headers: res.headers,
         events,
+        ids,
         body: () => raw,
         ended,
         close: () => req!.destroy(),

@@ -10,13 +10,22 @@ import {
 } from '@a2a-js/sdk/client';
 import { CliError, ExitCode } from './cli-error.js';
 
-/** The official A2A client for one agent behind the dispatcher, discovered from its card. */
-export async function agentClient(dispatcherUrl: string, agentId: string, token: string | undefined): Promise<Client> {
-  const fetchImpl: typeof fetch = (input, init) => {
+/**
+ * The official A2A client for one agent behind the dispatcher, discovered from its card; `via`
+ * wraps its fetch (a StreamResumption, for a stream that resumes after a dropped connection).
+ */
+export async function agentClient(
+  dispatcherUrl: string,
+  agentId: string,
+  token: string | undefined,
+  via?: (authorized: typeof fetch) => typeof fetch,
+): Promise<Client> {
+  const authorized: typeof fetch = (input, init) => {
     const headers = new Headers(init?.headers);
     if (token) headers.set('authorization', `Bearer ${token}`);
     return fetch(input, { ...init, headers });
   };
+  const fetchImpl = via ? via(authorized) : authorized;
   const factory = new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
       transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],

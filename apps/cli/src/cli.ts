@@ -163,7 +163,8 @@ export function buildProgram(io: CliIo = processIo, jsonRequested = false): Comm
 
   // ── tasks ──────────────────────────────────────────────────────────────────
   const tasks = program.command('tasks').description('tasks through the dispatcher (official A2A client)');
-  const client = async (agent: string) => (await a2a()).agentClient(g().dispatcherUrl, agent, g().token);
+  const client = async (agent: string, via?: (f: typeof fetch) => typeof fetch) =>
+    (await a2a()).agentClient(g().dispatcherUrl, agent, g().token, via);
   const showTask = async (t: Task) => {
     const s = (await a2a()).taskSummary(t);
     print(s, () => [
@@ -257,11 +258,13 @@ export function buildProgram(io: CliIo = processIo, jsonRequested = false): Comm
     });
   tasks
     .command('watch <agent> <taskId>')
-    .description('follow a task until it settles (stream; falls back to polling)')
+    .description('follow a task until it settles (stream, resumed with Last-Event-ID after a drop; falls back to polling)')
     .option('--interval <ms>', 'poll interval when streaming is not available', positive, 1000)
     .option('--timeout <ms>', 'give up after this long', positive, 600000)
     .action(async (agent: string, id: string, o: { interval: number; timeout: number }) => {
-      const c = await client(agent);
+      const { StreamResumption } = await import('@mesh/agent-sdk');
+      let resumption: InstanceType<typeof StreamResumption> | undefined;
+      const c = await client(agent, (authorized) => (resumption = new StreamResumption(authorized)).fetch);
       const { followTask } = await import('./task-progress.js');
       const final = await followTask(c, id, {
         intervalMs: o.interval,
@@ -269,6 +272,9 @@ export function buildProgram(io: CliIo = processIo, jsonRequested = false): Comm
         stream: true,
         progress: (state, text) => progress(`${state}${text ? `  ${text}` : ''}`),
         artifact: (name) => io.err(`  artifact ${name}`),
+        ...(resumption ? { resumption } : {}),
+        reconnecting: (r) =>
+          progress(`stream dropped; reconnecting in ${r.delayMs} ms${r.lastEventId !== undefined ? ` after event ${r.lastEventId}` : ''}`),
       });
       await showTask(final);
     });

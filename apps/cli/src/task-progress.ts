@@ -1,5 +1,6 @@
 import type { Task } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
+import { followTaskStream, type StreamResumption } from '@mesh/agent-sdk';
 import { a2aError, stateName, taskSummary, TERMINAL } from './a2a-client.js';
 import { CliError } from './cli-error.js';
 
@@ -13,6 +14,13 @@ export interface FollowOptions {
   progress: (state: string, text: string) => void;
   /** Called for each artifact the stream announces. */
   artifact?: (name: string) => void;
+  /**
+   * The fetch the client was built over: with it a dropped stream is resumed (reconnect with
+   * backoff, Last-Event-ID); without it a dropped stream falls back to polling.
+   */
+  resumption?: StreamResumption;
+  /** Called before each reconnect of a dropped stream. */
+  reconnecting?: (info: { attempt: number; delayMs: number; lastEventId?: string; error: unknown }) => void;
 }
 
 const settled = (t: Task) => TERMINAL.has(stateName(t.status?.state)) || stateName(t.status?.state) === 'input-required';
@@ -35,7 +43,14 @@ export async function followTask(c: Client, id: string, o: FollowOptions): Promi
   if (settled(task)) return task;
   if (o.stream) {
     try {
-      for await (const ev of c.resubscribeTask({ tenant: '', id })) {
+      const events = o.resumption
+        ? followTaskStream(c, id, o.resumption, {
+            firstDelayMs: 500,
+            maxDelayMs: 10_000,
+            ...(o.reconnecting ? { onRetry: o.reconnecting } : {}),
+          })
+        : c.resubscribeTask({ tenant: '', id });
+      for await (const ev of events) {
         const p = ev.payload;
         if (p?.$case === 'task') report(taskSummary(p.value));
         if (p?.$case === 'statusUpdate') {
@@ -47,7 +62,7 @@ export async function followTask(c: Client, id: string, o: FollowOptions): Promi
         if (Date.now() > until) break;
       }
     } catch {
-      // No streaming on this agent or dispatcher: poll instead.
+      // No streaming on this agent or dispatcher (or reconnecting kept failing): poll instead.
     }
   }
   for (;;) {

@@ -28,3 +28,10 @@ export {
   type AgentDefinitionInput,
 } from './agent-definition.js';
 export type { JsonObject } from '@mesh/contract';
+export {
+  RESUMABLE_STREAMS_URI,
+  StreamResumption,
+  followTaskStream,
+  isRetryableStreamError,
+  type FollowStreamOptions,
+} from './task-stream.js';

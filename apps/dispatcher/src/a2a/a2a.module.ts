@@ -14,6 +14,7 @@ import { EventsModule } from '../events/events.module.js';
 import { StoredTaskWatch } from '../events/stored-task-watch.js';
 import { TenantStreamSlots } from '../events/stream-slots.js';
 import { TaskEventBusManager } from '../events/task-event-bus.manager.js';
+import { TaskEventWatch } from '../events/task-event-watch.js';
 import { OutboxModule } from '../outbox/outbox.module.js';
 import { OutboxRelay } from '../outbox/outbox.relay.js';
 import { PushModule } from '../push/push.module.js';
@@ -41,6 +42,17 @@ interface A2aServices {
 
 function a2aRouterOf(s: A2aServices, config: DispatcherConfig, logger: Logger): RequestHandler {
   const streamSlots = new TenantStreamSlots(config.DISPATCHER_MAX_STREAMS_PER_TENANT);
+  // One per replica (one router): every agent's streams share its polls.
+  const events = new TaskEventWatch(
+    (taskId, tenant, agentId, after, limit) => s.tasks.readEvents(taskId, tenant, agentId, after, limit),
+    s.buses,
+    {
+      pollMs: config.DISPATCHER_STREAM_POLL_MS,
+      hurriedPollMs: config.DISPATCHER_WAIT_POLL_MS,
+      hurryMs: config.DISPATCHER_STREAM_POLL_MS * 5,
+      logger,
+    },
+  );
   const { metrics } = s;
   // Known only once listening when the port is 0 (tests); cards are built on first use.
   let listeningUrl: string | undefined;
@@ -65,7 +77,7 @@ function a2aRouterOf(s: A2aServices, config: DispatcherConfig, logger: Logger): 
         {
           maxBlockingMs: config.DISPATCHER_BLOCKING_TIMEOUT_MS,
           storedTasks: s.storedTasks,
-          settleGraceMs: config.DISPATCHER_STREAM_POLL_MS,
+          events,
           streamMaxMs: config.DISPATCHER_STREAM_MAX_MS,
           defaultDeadlineMs: config.DISPATCHER_DEFAULT_DEADLINE_MS,
           maxDeadlineMs: config.DISPATCHER_MAX_DEADLINE_MS,

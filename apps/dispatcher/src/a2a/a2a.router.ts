@@ -24,6 +24,7 @@ import type { Refusal } from '../admission/admission.js';
 import { isLegacyRequest, jsonRpcValidator, legacyRestValidator, restValidator, type Refuse } from './a2a-request.validator.js';
 import { A2A_PARAMS } from './a2a-request.schemas.js';
 import { hideFaults } from './a2a-fault.guard.js';
+import { LAST_EVENT_ID_HEADER, LAST_EVENT_ID_PARAM, resumePointOf, StreamEventIds } from './stream-event-ids.js';
 
 /** Everything the A2A edge needs to build one agent's handler. */
 export interface A2aRouterOptions {
@@ -101,7 +102,7 @@ interface AgentEdge {
 }
 
 const CARD_PATH = '/.well-known/agent-card.json';
-type Locals = { principal?: Principal; agent?: AgentRecord; closed?: AbortSignal };
+type Locals = { principal?: Principal; agent?: AgentRecord; closed?: AbortSignal; streamIds?: StreamEventIds };
 const callerTenant = (req: Request) => (req.res?.locals as Locals | undefined)?.principal?.tenant;
 
 /** JSON-RPC is a POST to the agent's base URL; everything else under it is HTTP+JSON or the card. */
@@ -263,7 +264,7 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
     const handler = hideFaults(opts.handlerFor(record, card), logFault);
     const userBuilder = async (req: Request) => {
       const locals = req.res!.locals as Locals;
-      return new PrincipalUser(locals.principal!, locals.closed);
+      return new PrincipalUser(locals.principal!, locals.closed, locals.streamIds);
     };
     const agentRouter = express.Router();
     const cardOptions = { agentCardProvider: async () => cardJson as unknown as AgentCard, cache: { maxAge: opts.cardMaxAgeSeconds } };
@@ -388,6 +389,16 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
     const connection = new AbortController();
     locals.closed = connection.signal;
     res.once('close', () => connection.abort());
+    if (opensStream(req)) {
+      // Every event of a stream carries its number in the task's stream as its SSE id.
+      const resumeAfter = resumePointOf(req.header(LAST_EVENT_ID_HEADER), req.query[LAST_EVENT_ID_PARAM]);
+      if (resumeAfter instanceof RequestMalformedError) {
+        sendError(req, res, isJsonRpc(req) ? 200 : 400, A2A_ERROR_CODE.INVALID_PARAMS, resumeAfter);
+        return;
+      }
+      locals.streamIds = new StreamEventIds(resumeAfter);
+      locals.streamIds.attach(res);
+    }
     if (opts.reserveStream && locals.principal && opensStream(req)) {
       const slot = opts.reserveStream(locals.principal.tenant, record);
       if (typeof slot !== 'function') {

@@ -18,19 +18,17 @@ import type {
   Task,
   TaskPushNotificationConfig,
 } from '@a2a-js/sdk';
-import { TaskState } from '@a2a-js/sdk';
-import {
-  DefaultRequestHandler,
-  STATE_HEADERS_KEY,
-  type A2ARequestHandler,
-  type AgentExecutionEvent,
-  type ServerCallContext,
-} from '@a2a-js/sdk/server';
+import { StreamResponse as StreamResponses, TaskState } from '@a2a-js/sdk';
+import { DefaultRequestHandler, STATE_HEADERS_KEY, type A2ARequestHandler, type ServerCallContext } from '@a2a-js/sdk/server';
 import { RequestMalformedError, TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
-import { wakeableSleep, type AgentRecord, type TaskEvent } from '@mesh/contract';
+import { wakeableSleep, type AgentRecord } from '@mesh/contract';
 import type { TaskService } from '../tasks/task.service.js';
 import { PostgresTaskStore } from '../tasks/postgres-task.store.js';
-import { isSettled, isTerminal, stateRank } from '../tasks/task-state.js';
+import { isSettled, isTerminal, parseState } from '../tasks/task-state.js';
+import type { TaskEventPage } from '../tasks/task.repository.js';
+import type { LoggedEvent } from '../tasks/task-projection.js';
+import type { TaskEventWatch, TaskEventWatcher } from '../events/task-event-watch.js';
+import type { StreamEventIds } from './stream-event-ids.js';
 import type { TaskEventBusManager } from '../events/task-event-bus.manager.js';
 import type { StoredTaskWatch, StoredTaskWatcher } from '../events/stored-task-watch.js';
 import { principalOf, PrincipalUser } from './principal-user.js';
@@ -43,13 +41,10 @@ export const REQUEST_TIMEOUT_HEADER = 'x-request-timeout-ms';
 export interface DispatcherHandlerOptions {
   /** Longest a blocking SendMessage waits before returning the task as it is. */
   maxBlockingMs: number;
-  /** Stored changes of followed tasks, shared by every stream and blocking send of a task on this replica. */
+  /** Stored changes of followed tasks, shared by every blocking send of a task on this replica. */
   storedTasks: StoredTaskWatch;
-  /**
-   * A task found settled in the store before the feed brought the events leading there: how long a
-   * stream still waits for them (none come for a cancel or deadline committed on another replica).
-   */
-  settleGraceMs: number;
+  /** Logged events of followed tasks, shared by every stream of a task on this replica. */
+  events: TaskEventWatch;
   /** Longest an SSE stream stays open. */
   streamMaxMs: number;
   /** Deadline given to tasks whose caller gives none (0: none). */
@@ -229,94 +224,83 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
   async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
     const principal = principalOf(context);
     const task = await this.accept(params, context);
-    yield* this.follow(task.id, principal.tenant, connectionClosed(context));
+    // Always from the snapshot, Last-Event-ID or not: a message may start a new task, where an id
+    // means nothing (resuming is SubscribeToTask's). A retried message (the same task by dedup)
+    // starts again from the snapshot, with ids the caller can skip what it saw by.
+    yield* this.follow(task.id, principal.tenant, context);
   }
 
   /**
-   * A task's stream on this replica: subscribe to the local bus (fed from Kafka by EventFanout)
-   * first, then read the snapshot, so nothing falls in between. First event = the Task; then
-   * status and artifact updates in event order, duplicates (same execution, seq not above the last
-   * one shown or stored with the snapshot) dropped and no status ranked below the last one sent;
-   * the end is the settled state *as stored* (the projection is the authority: cancel won,
-   * COMPLETED without artifact is FAILED). The stream waits on events only: stored changes reach it
-   * through the replica's StoredTaskWatch (commits made here as they happen, one shared poll per
-   * task for those made elsewhere), never through a read of its own. It stops as soon as the
-   * caller's connection closes (`closed`), releasing its subscription and its share of the poll.
+   * A task's stream on this replica, from the task's event log (every replica hands out the same
+   * numbered events, each with its number as the SSE id). A new stream starts with the Task as
+   * stored (its id: the number of the last event it includes), then the events after it; a resumed
+   * one (`resumeAfter`, the caller's Last-Event-ID) with the events after that id, in order. It
+   * ends after the first settled status (terminal or interrupted), as stored: the projection is the
+   * authority (cancel won, COMPLETED without artifact is FAILED). Events reach it through the
+   * replica's TaskEventWatch (those logged here as they are committed, one shared poll per task for
+   * those logged elsewhere, hurried while the fan-out sees the task's events on the topic). It
+   * stops as soon as the caller's connection closes, releasing its subscription and its share of
+   * the poll.
    */
-  private async *follow(taskId: string, tenant: string, closed?: AbortSignal): AsyncGenerator<StreamResponse, void, undefined> {
+  private async *follow(
+    taskId: string,
+    tenant: string,
+    context: ServerCallContext,
+    resumeAfter?: number,
+  ): AsyncGenerator<StreamResponse, void, undefined> {
+    const closed = connectionClosed(context);
+    const ids = streamIdsOf(context);
     if (closed?.aborted) return;
-    const queue: Array<{ event: AgentExecutionEvent; source?: TaskEvent }> = [];
-    /** The task as stored once it settled. */
-    let settled: Task | undefined;
+    const queue: LoggedEvent[] = [];
     let wake: (() => void) | undefined;
     const poke = () => wake?.();
     closed?.addEventListener('abort', poke);
     let unsubscribe: (() => void) | undefined;
-    let watcher: StoredTaskWatcher | undefined;
+    let watcher: TaskEventWatcher | undefined;
     try {
-      unsubscribe = await this.buses.subscribe(taskId, (event, source) => {
-        queue.push({ event, source });
+      // The fan-out's raw events say the task's next events are on their way: read the log sooner.
+      unsubscribe = await this.buses.subscribe(taskId, () => watcher?.hurry());
+      if (closed?.aborted) return;
+      let after: number;
+      /** A terminal task's last event: a resumed stream ends there. */
+      let endAt: number | undefined;
+      if (resumeAfter === undefined) {
+        const stored = await this.tasks.loadWithProgress(taskId, tenant, this.agent.id);
+        if (!stored) throw new TaskNotFoundError(`Task not found: ${taskId}`);
+        if (closed?.aborted) return;
+        ids?.next(stored.eventSeq);
+        yield { payload: { $case: 'task', value: stored.task } };
+        if (isSettled(stored.task.status?.state ?? TaskState.TASK_STATE_SUBMITTED)) return;
+        after = stored.eventSeq;
+      } else {
+        const page = await this.tasks.readEvents(taskId, tenant, this.agent.id, resumeAfter, 0);
+        if (!page) throw new TaskNotFoundError(`Task not found: ${taskId}`);
+        refuseResume(taskId, resumeAfter, page);
+        const state = parseState(page.state) ?? TaskState.TASK_STATE_SUBMITTED;
+        if (isSettled(state) && resumeAfter >= page.lastSeq) return; // nothing was missed, and nothing more comes
+        if (isTerminal(state)) endAt = page.lastSeq;
+        after = resumeAfter;
+      }
+      watcher = this.opts.events.watch(taskId, tenant, this.agent.id, after, (events) => {
+        queue.push(...events);
         poke();
       });
-      if (closed?.aborted) return;
-      const stored = await this.tasks.loadWithProgress(taskId, tenant, this.agent.id);
-      if (!stored) throw new TaskNotFoundError(`Task not found: ${taskId}`);
-      if (closed?.aborted) return;
-      const snapshot = stored.task;
-      yield { payload: { $case: 'task', value: snapshot } };
-      let state = snapshot.status?.state ?? TaskState.TASK_STATE_SUBMITTED;
-      if (isSettled(state)) return;
-      watcher = this.opts.storedTasks.watch(taskId, tenant, this.agent.id, (task) => {
-        if (!task.status || !isSettled(task.status.state)) return;
-        settled = task;
-        poke();
-      });
-      // Events the snapshot already holds (the feed may deliver them again) are not shown twice.
-      const lastSeq = new Map<string, number>(Object.entries(stored.lastSeq));
-      /** A settling event came through the feed (then the stored end may be sent at once). */
-      let settling = false;
-      /** Stored as settled before the feed brought its events: how long they may still come. */
-      let graceEnd: number | undefined;
-      const endAt = Date.now() + this.opts.streamMaxMs;
+      const closeAt = Date.now() + this.opts.streamMaxMs;
       for (;;) {
         if (closed?.aborted) return;
-        const now = Date.now();
-        if (now >= endAt) return;
-        if (settled) {
-          graceEnd ??= now + this.opts.settleGraceMs;
-          if (queue.length === 0 && (settling || now >= graceEnd)) {
-            const end = settled;
-            yield {
-              payload: { $case: 'statusUpdate', value: { taskId, contextId: end.contextId, status: end.status, metadata: undefined } },
-            };
-            return;
-          }
-        }
+        if (Date.now() >= closeAt) return;
         if (queue.length === 0) {
-          const until = settled && graceEnd !== undefined ? Math.min(endAt, graceEnd) : endAt;
-          await wakeableSleep(Math.max(1, until - Date.now()), (w) => (wake = w));
+          await wakeableSleep(Math.max(1, closeAt - Date.now()), (w) => (wake = w));
           wake = undefined;
+          continue;
         }
-        const batch = queue.splice(0);
-        for (const { event, source } of batch) {
-          if (source) {
-            const last = lastSeq.get(source.identity.executionId) ?? -1;
-            if (source.body.seq <= last) continue;
-            lastSeq.set(source.identity.executionId, source.body.seq);
-          }
-          if (event.kind === 'artifactUpdate') {
-            yield { payload: { $case: 'artifactUpdate', value: event.data } };
-          } else if (event.kind === 'statusUpdate' && event.data.status) {
-            const next = event.data.status.state;
-            if (isSettled(next)) {
-              settling = true;
-              // Stored by another replica's projector, the end arrives through the poll: soon.
-              watcher.hurry();
-            } else if (stateRank(next) >= stateRank(state)) {
-              state = next;
-              yield { payload: { $case: 'statusUpdate', value: event.data } };
-            }
-          }
+        for (const logged of queue.splice(0)) {
+          const response = StreamResponses.fromJSON(logged.event);
+          ids?.next(logged.seq);
+          yield response;
+          const status = response.payload?.$case === 'statusUpdate' ? response.payload.value.status : undefined;
+          if (status && isSettled(status.state)) return;
+          if (endAt !== undefined && logged.seq >= endAt) return;
           if (closed?.aborted) return;
         }
       }
@@ -392,12 +376,46 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
   async *resubscribe(params: SubscribeToTaskRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
     const principal = principalOf(context);
     if (!params.id?.trim()) throw new RequestMalformedError('task id is required');
-    const task = await this.tasks.load(params.id, principal.tenant, this.agent.id);
-    if (!task) throw new TaskNotFoundError(`Task not found: ${params.id}`);
-    if (task.status && isTerminal(task.status.state)) {
-      throw new UnsupportedOperationError(`Task ${params.id} is in a terminal state and cannot be subscribed to.`);
+    const resumeAfter = streamIdsOf(context)?.resumeAfter;
+    // Resuming replays what was missed, also of a task that ended meanwhile (follow checks the id).
+    if (resumeAfter === undefined) {
+      const task = await this.tasks.load(params.id, principal.tenant, this.agent.id);
+      if (!task) throw new TaskNotFoundError(`Task not found: ${params.id}`);
+      if (task.status && isTerminal(task.status.state)) {
+        throw new UnsupportedOperationError(
+          `Task ${params.id} is in a terminal state and cannot be subscribed to (send Last-Event-ID to replay the events after an id).`,
+        );
+      }
     }
-    yield* this.follow(params.id, principal.tenant, connectionClosed(context));
+    yield* this.follow(params.id, principal.tenant, context, resumeAfter);
+  }
+}
+
+/** The SSE ids of a streaming request and the caller's Last-Event-ID (set by the A2A router). */
+function streamIdsOf(context: ServerCallContext): StreamEventIds | undefined {
+  return context.user instanceof PrincipalUser ? context.user.streamIds : undefined;
+}
+
+/**
+ * A Last-Event-ID the task's log cannot resume from: ahead of the task's last event, or older
+ * than the oldest event still stored (the error names it: resuming from there loses the ones
+ * between).
+ */
+function refuseResume(taskId: string, after: number, page: TaskEventPage): void {
+  if (after > page.lastSeq) {
+    throw new RequestMalformedError({
+      message: `Last-Event-ID ${after} is not an event of task ${taskId}: its last event is ${page.lastSeq}`,
+      metadata: { eventId: 'UNKNOWN', lastEventId: String(page.lastSeq) },
+    });
+  }
+  const oldest = page.oldestSeq ?? page.lastSeq + 1;
+  if (after < oldest - 1) {
+    throw new RequestMalformedError({
+      message:
+        `Last-Event-ID ${after} of task ${taskId} has expired: the oldest event kept is ${oldest} ` +
+        `(resume with Last-Event-ID ${oldest - 1}, or subscribe without one for the task as it is now)`,
+      metadata: { eventId: 'EXPIRED', oldestEventId: String(oldest) },
+    });
   }
 }
 

@@ -1,6 +1,7 @@
 import type { Principal } from '@mesh/auth';
 import type { ServerCallContext, User } from '@a2a-js/sdk/server';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
+import type { StreamEventIds } from './stream-event-ids.js';
 
 /** The authenticated caller as the SDK's `User`; the principal is the only source of tenant. */
 export class PrincipalUser implements User {
@@ -8,6 +9,8 @@ export class PrincipalUser implements User {
     readonly principal: Principal,
     /** Aborted when the caller's connection closes: streams stop their work on it. */
     readonly closed?: AbortSignal,
+    /** A streaming request's SSE ids (and the caller's Last-Event-ID); absent on other requests. */
+    readonly streamIds?: StreamEventIds,
   ) {}
   get isAuthenticated(): boolean {
     return true;

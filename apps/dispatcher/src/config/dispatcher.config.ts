@@ -34,6 +34,11 @@ export const dispatcherConfigSpec = {
   DISPATCHER_FANOUT_IDLE_MS: positiveInt(5000),
   /** SSE: longest a stream stays open. */
   DISPATCHER_STREAM_MAX_MS: positiveInt(3_600_000),
+  /**
+   * SSE: how many of a task's newest stream events stay stored for callers that resume with
+   * Last-Event-ID (older ids answer an error naming the oldest kept); all go with the task.
+   */
+  DISPATCHER_STREAM_EVENTS_KEPT: positiveInt(1000),
   /** Deadline of tasks whose caller gives none (0 = none). */
   DISPATCHER_DEFAULT_DEADLINE_MS: z.coerce.number().int().min(0).default(0),
   /**

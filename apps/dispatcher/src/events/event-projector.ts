@@ -2,7 +2,7 @@ import { countDeadLetters, isTransientKafkaError, type KafkaBusTransportOptions,
 import { isTransientPostgresError } from '@mesh/database';
 import type { Task } from '@a2a-js/sdk';
 import { anyTransient, type ConsumerGroups, type Envelope, type TaskEvent, type TopicDefinitions } from '@mesh/contract';
-import type { TaskProjection } from '../tasks/task-projection.js';
+import type { LoggedEvent, TaskProjection } from '../tasks/task-projection.js';
 import type { TaskEventBusManager } from './task-event-bus.manager.js';
 import type { PushService } from '../push/push.service.js';
 import { silentLogger, type Logger, type MeshMetrics } from '@mesh/telemetry';
@@ -68,9 +68,11 @@ export class EventProjector {
     const outcomes = await this.tasks.applyEvents(events);
     let committed: Task | undefined;
     let deliveries = 0;
+    const logged: LoggedEvent[] = [];
     for (const [k, outcome] of outcomes.entries()) {
       if (outcome.applied) {
         committed = outcome.task;
+        logged.push(outcome.logged);
         deliveries += outcome.deliveries;
         // The state as stored (a COMPLETED without artifact is FAILED), once per settling event.
         const state = outcome.task.status?.state;
@@ -85,7 +87,10 @@ export class EventProjector {
         await this.push?.enqueueEvent(events[k]);
       }
     }
-    if (committed) this.buses.notifyCommitted(committed);
+    if (committed) {
+      this.buses.notifyLogged(committed.id, logged);
+      this.buses.notifyCommitted(committed);
+    }
     // Its push deliveries were recorded with the change: wake the delivery loop.
     if (deliveries > 0) this.push?.kick();
   }

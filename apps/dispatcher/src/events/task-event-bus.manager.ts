@@ -9,6 +9,7 @@ import {
 } from '@a2a-js/sdk/server';
 import type { Task, TaskState } from '@a2a-js/sdk';
 import type { TaskEvent } from '@mesh/contract';
+import type { LoggedEvent } from '../tasks/task-projection.js';
 
 /** Where a replica's buses get worker events from (its EventFanout); it may rest while nobody here follows a task. */
 export interface EventFeed {
@@ -24,7 +25,9 @@ export type BusListener = (event: AgentExecutionEvent, source?: TaskEvent) => vo
 /**
  * One in-process bus per task, fed from the Kafka event stream by this replica's EventFanout
  * (every replica sees every event while it follows a task) and by local API changes (CancelTask)
- * — never by an executor, so `settleByTaskId` always claims the bus. SSE subscribers listen here. Separately,
+ * — never by an executor, so `settleByTaskId` always claims the bus. SSE streams listen here for a
+ * sign that a task's events are on their way (what they show comes from the task's event log:
+ * `notifyLogged` here, TaskEventWatch for other replicas'). Separately,
  * the projector signals each committed change (`notifyCommitted`), which wakes blocking sends to
  * answer with the committed task. Buses are keyed by task id only: tenant scoping happens before anyone may
  * attach (the task was loaded for the caller's tenant first).
@@ -32,6 +35,7 @@ export type BusListener = (event: AgentExecutionEvent, source?: TaskEvent) => vo
 export class TaskEventBusManager implements ExecutionEventBusManager {
   private readonly buses = new Map<string, { bus: DefaultExecutionEventBus; raw: EventEmitter; listeners: number }>();
   private readonly committed = new EventEmitter().setMaxListeners(0);
+  private readonly logged = new EventEmitter().setMaxListeners(0);
   private feed?: EventFeed;
   private followers = 0;
 
@@ -128,6 +132,20 @@ export class TaskEventBusManager implements ExecutionEventBusManager {
         AgentEvent.statusUpdate({ taskId: task.id, contextId: task.contextId, status: task.status, metadata: undefined }),
       );
     this.notifyCommitted(task);
+  }
+
+  /**
+   * The projector of this process logged these events of the task (numbered, in order): streams
+   * here show them without reading them back.
+   */
+  notifyLogged(taskId: string, events: readonly LoggedEvent[]): void {
+    if (events.length > 0) this.logged.emit(taskId, events);
+  }
+
+  /** Calls `listener` with each run of events of the task logged in this process. */
+  onLogged(taskId: string, listener: (events: readonly LoggedEvent[]) => void): () => void {
+    this.logged.on(taskId, listener);
+    return () => void this.logged.off(taskId, listener);
   }
 
   /** Calls `listener` with each committed change of the task in this process. */

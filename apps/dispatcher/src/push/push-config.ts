@@ -25,8 +25,8 @@ export function statusChangeBody(taskId: string, contextId: string, status: Task
 
 /**
  * Records a notification for every push config of a task ($1 event id, $2 body, $3 tenant,
- * $4 task id); an event already recorded adds nothing.
+ * $4 task id, $5 the event's number in the task's stream); an event already recorded adds nothing.
  */
-export const INSERT_TASK_DELIVERIES = `INSERT INTO dispatcher.push_deliveries (event_id, tenant, task_id, config_id, body)
-       SELECT $1, c.tenant, c.task_id, c.id, $2 FROM dispatcher.push_configs c WHERE c.tenant = $3 AND c.task_id = $4
+export const INSERT_TASK_DELIVERIES = `INSERT INTO dispatcher.push_deliveries (event_id, tenant, task_id, config_id, body, stream_seq)
+       SELECT $1, c.tenant, c.task_id, c.id, $2, $5 FROM dispatcher.push_configs c WHERE c.tenant = $3 AND c.task_id = $4
        ORDER BY c.created_at, c.id ON CONFLICT DO NOTHING`;

@@ -12,6 +12,12 @@ import { UPSERT_PUSH_CONFIG, type ValidPushConfig } from './push-config.js';
 
 /** Header carrying the stable id of the event a push notification is about (receivers dedup on it). */
 export const PUSH_EVENT_ID_HEADER = 'x-a2a-event-id';
+/**
+ * Header carrying the event's number in the task's stream (the SSE `id:` streams show for it), so
+ * a receiver can resume a stream after it with Last-Event-ID. Absent for a delivery recorded
+ * after the change (a config added for an event already projected).
+ */
+export const PUSH_STREAM_EVENT_ID_HEADER = 'x-a2a-stream-event-id';
 /** Header carrying the config's token. */
 export const PUSH_TOKEN_HEADER = 'x-a2a-notification-token';
 
@@ -226,6 +232,7 @@ export class PushService implements OnApplicationBootstrap, OnApplicationShutdow
       id: string;
       event_id: string;
       body: unknown;
+      stream_seq: string | null;
       attempts: number;
       url: string;
       token: string;
@@ -244,12 +251,13 @@ export class PushService implements OnApplicationBootstrap, OnApplicationShutdow
          UPDATE dispatcher.push_deliveries d SET next_at = now() + make_interval(secs => $1)
            FROM c, dispatcher.push_configs p
           WHERE d.id = c.id AND p.tenant = d.tenant AND p.task_id = d.task_id AND p.id = d.config_id
-         RETURNING d.id, d.event_id, d.body, d.attempts, p.url, p.token, p.auth_scheme, p.auth_credentials`,
+         RETURNING d.id, d.event_id, d.body, d.stream_seq, d.attempts, p.url, p.token, p.auth_scheme, p.auth_credentials`,
       [lease],
     )) as [Due[], number];
     await Promise.all(
       due.map(async (d) => {
         const headers: Record<string, string> = { 'content-type': 'application/json', [PUSH_EVENT_ID_HEADER]: d.event_id };
+        if (d.stream_seq !== null) headers[PUSH_STREAM_EVENT_ID_HEADER] = String(d.stream_seq);
         if (d.token) headers[PUSH_TOKEN_HEADER] = d.token;
         if (d.auth_scheme) headers.authorization = `${d.auth_scheme} ${d.auth_credentials ?? ''}`;
         let error: string | undefined;

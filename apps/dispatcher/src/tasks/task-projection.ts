@@ -1,4 +1,4 @@
-import { Task, TaskState, type TaskStatus } from '@a2a-js/sdk';
+import { Artifact, StreamResponse, Task, TaskState, type TaskStatus } from '@a2a-js/sdk';
 import type { DataSource } from 'typeorm';
 import { Envelopes, newId, type TaskEvent } from '@mesh/contract';
 import { StatementBatcher } from '@mesh/database';
@@ -12,6 +12,9 @@ import { isInterrupted, isTerminal, parseState, stateName, stateRank } from './t
  * that decide-then-write loop. Every other task statement is TaskRepository's.
  */
 
+/** How many of a task's newest stream events stay logged by default (DISPATCHER_STREAM_EVENTS_KEPT). */
+export const DEFAULT_EVENTS_KEPT = 1000;
+
 /** Outcome of projecting one event. */
 export type ProjectionOutcome =
   /**
@@ -19,7 +22,7 @@ export type ProjectionOutcome =
    * `late`: an event of a turn the dispatcher had already ended (cancel, deadline): recorded on the
    * task without changing its state (see {@link lateOfEndedTurn}).
    */
-  | { applied: true; task: Task; event: TaskEvent; deliveries: number; late: boolean }
+  | { applied: true; task: Task; event: TaskEvent; deliveries: number; late: boolean; logged: LoggedEvent }
   | {
       applied: false;
       reason:
@@ -36,6 +39,10 @@ type ProjectedRow = TaskRow & {
 };
 /** A push notification of an event: its stable id (receivers dedup on it) and body. */
 export type PushNotification = { eventId: string; body: unknown };
+/** An event of a task's stream as logged: its per-task number and the StreamResponse (as JSON). */
+export type LoggedEvent = { seq: number; event: Json };
+/** A push notification of the run's `at`-th applied event (1-based): its delivery carries that event's number. */
+type RunPush = PushNotification & { at: number };
 type ProjectionKey = { task_id: string; execution_id: string; tenant: string };
 type ProjectionWrite = {
   id: string;
@@ -52,7 +59,9 @@ type ProjectionWrite = {
   version: number;
   tenant: string;
   /** Push deliveries recorded with the change: each applied event's id and body, for each config of the task. */
-  pushes: PushNotification[];
+  pushes: RunPush[];
+  /** The applied events as the task's stream shows them, numbered on from the task's `event_seq`. */
+  events: Json[];
 };
 
 /** Task rows with the events' executions, for a batch of events (undefined: no such task for that tenant). */
@@ -77,37 +86,73 @@ async function readProjected(ds: DataSource, keys: ProjectionKey[]): Promise<Arr
  * always has its deliveries). Per write: undefined when a concurrent writer won (decide again),
  * else how many deliveries were recorded.
  */
-async function writeProjected(ds: DataSource, writes: ProjectionWrite[]): Promise<Array<number | undefined>> {
+async function writeProjected(ds: DataSource, writes: ProjectionWrite[], kept: number): Promise<Array<WriteResult | undefined>> {
   // Two writes of one task in one statement could both pass the version check.
   if (new Set(writes.map((w) => w.id)).size !== writes.length) throw new Error('one task twice in a projection batch');
-  const done = await preparedQuery<{ id: string; deliveries: number }>(
+  const done = await preparedQuery<{ id: string; deliveries: number; base: string }>(
     ds,
     'dispatcher-projection-write',
     `WITH v AS (
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(
          id text, state text, task jsonb, status_changed boolean, status_timestamp timestamptz, execution_id text, seq int, artifact_count int, closed boolean,
-         version int, tenant text, pushes jsonb)),
+         version int, tenant text, pushes jsonb, events jsonb)),
      t AS (
        UPDATE dispatcher.tasks x SET state = v.state, task = v.task, version = x.version + 1, updated_at = now(),
-         status_timestamp = CASE WHEN v.status_changed THEN coalesce(v.status_timestamp, now()) ELSE x.status_timestamp END
-       FROM v WHERE x.id = v.id AND x.version = v.version RETURNING x.id),
+         status_timestamp = CASE WHEN v.status_changed THEN coalesce(v.status_timestamp, now()) ELSE x.status_timestamp END,
+         event_seq = x.event_seq + jsonb_array_length(v.events)
+       FROM v WHERE x.id = v.id AND x.version = v.version RETURNING x.id, x.event_seq - jsonb_array_length(v.events) AS base),
+     l AS (
+       -- The stream's events, numbered on from the task's counter in the same statement: gap-free per task.
+       INSERT INTO dispatcher.task_events (task_id, seq, event)
+       SELECT v.id, t.base + n.ord, n.ev FROM v JOIN t ON t.id = v.id
+       CROSS JOIN LATERAL jsonb_array_elements(v.events) WITH ORDINALITY AS n(ev, ord)
+       -- Retention: the newest $2 events of each task are kept (the DELETE below cannot see these rows).
+       WHERE n.ord > jsonb_array_length(v.events) - $2::bigint RETURNING 1),
+     k AS (
+       DELETE FROM dispatcher.task_events d USING v JOIN t ON t.id = v.id
+       WHERE d.task_id = v.id AND d.seq <= t.base + jsonb_array_length(v.events) - $2::bigint RETURNING 1),
      e AS (
        UPDATE dispatcher.executions e SET last_seq = v.seq, artifact_count = v.artifact_count, closed = v.closed
        FROM v JOIN t ON t.id = v.id WHERE e.execution_id = v.execution_id RETURNING v.id),
      p AS (
        -- In event order: a task's deliveries go out in id order.
-       INSERT INTO dispatcher.push_deliveries (event_id, tenant, task_id, config_id, body)
-       SELECT n.push->>'eventId', c.tenant, c.task_id, c.id, n.push->'body'
-       FROM v JOIN e ON e.id = v.id
+       INSERT INTO dispatcher.push_deliveries (event_id, tenant, task_id, config_id, body, stream_seq)
+       SELECT n.push->>'eventId', c.tenant, c.task_id, c.id, n.push->'body', t.base + (n.push->>'at')::bigint
+       FROM v JOIN e ON e.id = v.id JOIN t ON t.id = v.id
        CROSS JOIN LATERAL jsonb_array_elements(v.pushes) WITH ORDINALITY AS n(push, ord)
        JOIN dispatcher.push_configs c ON c.tenant = v.tenant AND c.task_id = v.id
        ORDER BY n.ord, c.created_at, c.id
        ON CONFLICT DO NOTHING RETURNING task_id)
-     SELECT e.id, (SELECT count(*)::int FROM p WHERE p.task_id = e.id) AS deliveries FROM e`,
-    [JSON.stringify(writes)],
+     SELECT e.id, (SELECT count(*)::int FROM p WHERE p.task_id = e.id) AS deliveries, t.base FROM e JOIN t ON t.id = e.id`,
+    [JSON.stringify(writes), kept],
   );
-  const written = new Map(done.map((d) => [d.id, d.deliveries]));
+  const written = new Map(done.map((d) => [d.id, { deliveries: d.deliveries, base: Number(d.base) }]));
   return writes.map((w) => written.get(w.id));
+}
+
+/** A write that won: deliveries recorded, and the task's event number before its events. */
+type WriteResult = { deliveries: number; base: number };
+
+/** An applied event as the task's stream shows it (a StreamResponse as JSON); a status as projected. */
+export function streamEventOf(event: TaskEvent, status: TaskStatus | undefined): Json {
+  const taskId = event.identity.taskId;
+  const contextId = event.identity.contextId;
+  if (event.kind === 'task.status') {
+    return StreamResponse.toJSON({ payload: { $case: 'statusUpdate', value: { taskId, contextId, status, metadata: undefined } } }) as Json;
+  }
+  return StreamResponse.toJSON({
+    payload: {
+      $case: 'artifactUpdate',
+      value: {
+        taskId,
+        contextId,
+        artifact: Artifact.fromJSON(event.body.artifact),
+        append: event.body.append ?? false,
+        lastChunk: event.body.lastChunk ?? false,
+        metadata: undefined,
+      },
+    },
+  }) as Json;
 }
 
 /**
@@ -125,20 +170,22 @@ export class TaskProjection {
   private readonly recent = new Map<string, ProjectedRow & { executionId: string }>();
 
   private readonly reads: StatementBatcher<ProjectionKey, ProjectedRow | undefined>;
-  private readonly writes: StatementBatcher<ProjectionWrite, number | undefined>;
+  private readonly writes: StatementBatcher<ProjectionWrite, WriteResult | undefined>;
 
   /**
    * `notificationOf` gives the push notification of an event as projected (undefined: none); its
-   * deliveries are recorded in the same statement as the change.
+   * deliveries are recorded in the same statement as the change. `eventsKept`: how many of a
+   * task's newest stream events stay logged for a caller that resumes (older ones are deleted).
    */
   constructor(
     ds: DataSource,
     private readonly notificationOf: (event: TaskEvent, status?: TaskStatus) => PushNotification | undefined = () => undefined,
     private readonly cacheSize = 10_000,
+    eventsKept = DEFAULT_EVENTS_KEPT,
   ) {
     const opts = { maxBatch: 256, maxInFlight: 4 };
     this.reads = new StatementBatcher((keys) => readProjected(ds, keys), opts);
-    this.writes = new StatementBatcher((writes) => writeProjected(ds, writes), opts);
+    this.writes = new StatementBatcher((writes) => writeProjected(ds, writes, eventsKept), opts);
   }
 
   private remember(executionId: string, row: ProjectedRow): void {
@@ -220,7 +267,8 @@ export class TaskProjection {
       statusChanged: false,
     };
     const decided: Array<{ event: TaskEvent; projected: Task; late: boolean } | Exclude<ProjectionOutcome, { applied: true }>> = [];
-    const pushes: PushNotification[] = [];
+    const pushes: RunPush[] = [];
+    const events: Json[] = [];
     for (const env of envs) {
       const d = decide(row, current, env);
       if ('reason' in d) {
@@ -229,13 +277,15 @@ export class TaskProjection {
       }
       const projected = Task.fromJSON(current.task);
       const notification = this.notificationOf(d.event, env.kind === 'task.status' ? projected.status : undefined);
-      if (notification) pushes.push(notification);
+      // A push body is the stream's event (a StreamResponse as projected): made once for both.
+      events.push((notification?.body as Json | undefined) ?? streamEventOf(d.event, projected.status));
+      if (notification) pushes.push({ ...notification, at: events.length });
       decided.push({ event: d.event, projected, late: d.late });
     }
     if (!decided.some((d) => 'event' in d)) return decided as ProjectionOutcome[];
     // One statement (shared with concurrent tasks' writes) for task, execution and push deliveries,
     // only if nobody wrote the task since it was read; the status timestamp moves only with the status.
-    const deliveries = await this.writes.submit({
+    const written = await this.writes.submit({
       id: row.id,
       state: stateName(current.state),
       task: current.task,
@@ -248,8 +298,9 @@ export class TaskProjection {
       version: row.version,
       tenant: id.tenant,
       pushes,
+      events,
     });
-    if (deliveries === undefined) return 'conflict';
+    if (written === undefined) return 'conflict';
     this.remember(id.executionId, {
       ...row,
       state: stateName(current.state),
@@ -261,9 +312,20 @@ export class TaskProjection {
     });
     // The run's deliveries are reported with its last applied event (the one that wakes the sender).
     const lastApplied = decided.findLastIndex((d) => 'event' in d);
-    return decided.map((d, k) =>
-      'event' in d ? { applied: true, task: d.projected, event: d.event, deliveries: k === lastApplied ? deliveries : 0, late: d.late } : d,
-    );
+    let seq = written.base;
+    return decided.map((d, k) => {
+      if (!('event' in d)) return d;
+      seq += 1;
+      const logged = { seq, event: events[seq - written.base - 1] };
+      return {
+        applied: true,
+        task: d.projected,
+        event: d.event,
+        deliveries: k === lastApplied ? written.deliveries : 0,
+        late: d.late,
+        logged,
+      };
+    });
   }
 }
 

@@ -79,6 +79,17 @@ export interface TaskListQuery {
   limit: number;
 }
 
+/** Stream events of a task as {@link TaskRepository.readEvents} reads them. */
+export interface TaskEventPage {
+  /** The task's state (a `@mesh/contract` state name). */
+  state: string;
+  /** The number of the task's last event (0: none yet). */
+  lastSeq: number;
+  /** The oldest event number still stored (undefined: none stored). */
+  oldestSeq?: number;
+  events: Array<{ seq: number; event: Json }>;
+}
+
 /** A ListTasks page as stored: each task with its status timestamp at microseconds (the cursor's format), and the filter's total. */
 export interface TaskListPage {
   total: number;
@@ -119,9 +130,16 @@ const INSERT_TURNS = `WITH v AS (
        SELECT v.task_id, v.tenant, v.agent_id, v.context_id, v.state, v.turn, v.status_timestamp, v.task, v.work_hash, v.deadline_at, v.start_by_at
        FROM v JOIN d ON d.task_id = v.task_id
        ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, turn = EXCLUDED.turn, status_timestamp = EXCLUDED.status_timestamp,
-         task = EXCLUDED.task, start_by_at = EXCLUDED.start_by_at, version = x.version + 1, updated_at = now()
+         task = EXCLUDED.task, start_by_at = EXCLUDED.start_by_at, version = x.version + 1, updated_at = now(),
+         event_seq = x.event_seq + 1
          WHERE x.turn = EXCLUDED.turn - 1
-       RETURNING x.id),
+       RETURNING x.id, x.event_seq),
+     l AS (
+       -- A later turn resubmits the task: its stream shows the new status under the next number.
+       INSERT INTO dispatcher.task_events (task_id, seq, event)
+       SELECT v.task_id, t.event_seq, jsonb_build_object('statusUpdate',
+         jsonb_build_object('taskId', v.task_id, 'contextId', v.context_id, 'status', v.task->'status'))
+       FROM v JOIN t ON t.id = v.task_id WHERE t.event_seq > 0 RETURNING 1),
      e AS (
        INSERT INTO dispatcher.executions (execution_id, task_id, tenant, turn, message_id)
        SELECT v.execution_id, v.task_id, v.tenant, v.turn, v.message_id FROM v JOIN t ON t.id = v.task_id RETURNING task_id),
@@ -238,15 +256,41 @@ export class TaskRepository {
     taskId: string,
     tenant: string,
     agentId: string,
-  ): Promise<{ task: Json; lastSeq: Record<string, number> } | undefined> {
-    const rows: Array<{ task: Json; last_seq: Record<string, number> }> = await this.ds.query(
-      `SELECT t.task, coalesce(jsonb_object_agg(e.execution_id, e.last_seq) FILTER (WHERE e.execution_id IS NOT NULL), '{}') AS last_seq
+  ): Promise<{ task: Json; lastSeq: Record<string, number>; eventSeq: number } | undefined> {
+    const rows: Array<{ task: Json; last_seq: Record<string, number>; event_seq: string }> = await this.ds.query(
+      `SELECT t.task, t.event_seq,
+              coalesce(jsonb_object_agg(e.execution_id, e.last_seq) FILTER (WHERE e.execution_id IS NOT NULL), '{}') AS last_seq
          FROM dispatcher.tasks t LEFT JOIN dispatcher.executions e ON e.task_id = t.id
         WHERE t.id = $1 AND t.tenant = $2 AND t.agent_id = $3
         GROUP BY t.id`,
       [taskId, tenant, agentId],
     );
-    return rows[0] ? { task: rows[0].task, lastSeq: rows[0].last_seq } : undefined;
+    return rows[0] ? { task: rows[0].task, lastSeq: rows[0].last_seq, eventSeq: Number(rows[0].event_seq) } : undefined;
+  }
+
+  /**
+   * Up to `limit` stream events of a task after number `after`, in order, with the task's state,
+   * its last event number and the oldest one still stored, in one consistent read (undefined: no
+   * such task for this tenant and agent).
+   */
+  async readEvents(taskId: string, tenant: string, agentId: string, after: number, limit: number): Promise<TaskEventPage | undefined> {
+    const rows: Array<{ state: string; event_seq: string; oldest: string | null; events: Array<{ seq: string; event: Json }> }> =
+      await this.ds.query(
+        `SELECT t.state, t.event_seq, (SELECT min(seq) FROM dispatcher.task_events WHERE task_id = t.id) AS oldest,
+                coalesce((SELECT jsonb_agg(jsonb_build_object('seq', e.seq, 'event', e.event) ORDER BY e.seq)
+                            FROM (SELECT seq, event FROM dispatcher.task_events WHERE task_id = t.id AND seq > $4
+                                   ORDER BY seq LIMIT $5) e), '[]') AS events
+           FROM dispatcher.tasks t WHERE t.id = $1 AND t.tenant = $2 AND t.agent_id = $3`,
+        [taskId, tenant, agentId, after, limit],
+      );
+    const row = rows[0];
+    if (!row) return undefined;
+    return {
+      state: row.state,
+      lastSeq: Number(row.event_seq),
+      oldestSeq: row.oldest === null ? undefined : Number(row.oldest),
+      events: row.events.map((e) => ({ seq: Number(e.seq), event: e.event })),
+    };
   }
 
   /** Up to `limit` tasks of a ListTasks filter, newest status first, keyset pagination on (status_timestamp, id). */
@@ -330,10 +374,16 @@ export class TaskRepository {
     },
   ): Promise<string | undefined> {
     const q = tx.runner;
-    await q.query(
-      `UPDATE dispatcher.tasks SET state = $2, status_timestamp = $3, task = $4, version = version + 1, updated_at = now() WHERE id = $1`,
-      [end.task.id, end.state, end.statusTimestamp, end.json],
-    );
+    // The change is the task's next stream event (its push body is the stream's event), under the row lock.
+    const [{ event_seq: seq }] = (
+      await q.query(
+        `UPDATE dispatcher.tasks SET state = $2, status_timestamp = $3, task = $4, version = version + 1, updated_at = now(),
+           event_seq = event_seq + 1 WHERE id = $1 RETURNING event_seq`,
+        [end.task.id, end.state, end.statusTimestamp, end.json],
+        true,
+      )
+    ).records as Array<{ event_seq: string }>;
+    await q.query(`INSERT INTO dispatcher.task_events (task_id, seq, event) VALUES ($1, $2, $3)`, [end.task.id, seq, end.push.body]);
     // Structured: TypeORM answers a bare UPDATE … RETURNING with [rows, count].
     const closed = (
       await q.query(
@@ -342,7 +392,7 @@ export class TaskRepository {
         true,
       )
     ).records as Array<{ message_id: string }>;
-    await q.query(INSERT_TASK_DELIVERIES, [end.push.eventId, end.push.body, end.task.tenant, end.task.id]);
+    await q.query(INSERT_TASK_DELIVERIES, [end.push.eventId, end.push.body, end.task.tenant, end.task.id, seq]);
     return closed[0]?.message_id;
   }
 

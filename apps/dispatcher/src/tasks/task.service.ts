@@ -19,7 +19,7 @@ import {
 import type { Principal } from '@mesh/auth';
 import { messageIdConflict } from './task.errors.js';
 import type { OutboxCommand } from '../outbox/command-producer.js';
-import { TaskRepository, type Json, type TaskRow, type TaskTransaction, type TurnRow } from './task.repository.js';
+import { TaskRepository, type Json, type TaskEventPage, type TaskRow, type TaskTransaction, type TurnRow } from './task.repository.js';
 import { listQuery, listResponse } from './task-list.js';
 import { statusChangeBody, type ValidPushConfig } from '../push/push-config.js';
 import { isTerminal, parseState, stateName } from './task-state.js';
@@ -292,9 +292,14 @@ export class TaskService {
     taskId: string,
     tenant: string,
     agentId: string,
-  ): Promise<{ task: Task; lastSeq: Record<string, number> } | undefined> {
+  ): Promise<{ task: Task; lastSeq: Record<string, number>; eventSeq: number } | undefined> {
     const found = await this.repo.loadWithProgress(taskId, tenant, agentId);
-    return found ? { task: Task.fromJSON(found.task), lastSeq: found.lastSeq } : undefined;
+    return found ? { task: Task.fromJSON(found.task), lastSeq: found.lastSeq, eventSeq: found.eventSeq } : undefined;
+  }
+
+  /** Up to `limit` logged stream events of a task after number `after` (see TaskRepository.readEvents). */
+  readEvents(taskId: string, tenant: string, agentId: string, after: number, limit: number): Promise<TaskEventPage | undefined> {
+    return this.repo.readEvents(taskId, tenant, agentId, after, limit);
   }
 
   /** Newest status first, keyset pagination on (status_timestamp, id). */

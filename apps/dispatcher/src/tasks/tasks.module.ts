@@ -12,8 +12,9 @@ import { TaskService } from './task.service.js';
   providers: [
     {
       provide: TaskProjection,
-      useFactory: (ds: DataSource) => new TaskProjection(ds, pushNotificationOf),
-      inject: [DATA_SOURCE],
+      useFactory: (ds: DataSource, config: DispatcherConfig) =>
+        new TaskProjection(ds, pushNotificationOf, undefined, config.DISPATCHER_STREAM_EVENTS_KEPT),
+      inject: [DATA_SOURCE, DISPATCHER_CONFIG],
     },
     {
       provide: TaskService,

@@ -7,6 +7,7 @@ import { TaskLifecycle1764900000000 } from './1764900000000-task-lifecycle.js';
 import { StartBy1765000000000 } from './1765000000000-start-by.js';
 import { TurnEndedBy1765100000000 } from './1765100000000-turn-ended-by.js';
 import { StatusTimestamp1765200000000 } from './1765200000000-status-timestamp.js';
+import { TaskEventLog1765300000000 } from './1765300000000-task-event-log.js';
 
 /** Postgres schema owned by the dispatcher. */
 export const DISPATCHER_SCHEMA = 'dispatcher';
@@ -21,4 +22,5 @@ export const dispatcherMigrations: Array<new () => MigrationInterface> = [
   StartBy1765000000000,
   TurnEndedBy1765100000000,
   StatusTimestamp1765200000000,
+  TaskEventLog1765300000000,
 ];

@@ -1,0 +1,33 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Response } from 'express';
+import { RequestMalformedError } from '@a2a-js/sdk/errors';
+import { resumePointOf, StreamEventIds } from './stream-event-ids.js';
+
+test('the resume point: the header, else the query parameter; non-negative integers only', () => {
+  assert.equal(resumePointOf(undefined, undefined), undefined);
+  assert.equal(resumePointOf('', undefined), undefined);
+  assert.equal(resumePointOf('7', '9'), 7);
+  assert.equal(resumePointOf(undefined, '9'), 9);
+  assert.equal(resumePointOf(' 0 ', undefined), 0);
+  for (const bad of ['-1', 'abc', '1.5', '1e3', '9999999999999999']) {
+    const r = resumePointOf(bad, undefined);
+    assert.ok(r instanceof RequestMalformedError, bad);
+    assert.match(r.message, /Last-Event-ID must be an event id/);
+  }
+  assert.ok(resumePointOf(undefined, ['1', '2']) instanceof RequestMalformedError, 'a repeated parameter');
+});
+
+test('each data event written gets the id its event was yielded with; error events get none', () => {
+  const written: string[] = [];
+  const res = { write: (chunk: string) => written.push(chunk) > 0 } as unknown as Response;
+  const ids = new StreamEventIds(3);
+  ids.attach(res);
+  ids.next(4);
+  res.write('data: {"a":1}\n\n');
+  res.write('event: error\ndata: {"e":1}\n\n');
+  ids.next(5);
+  res.write('data: {"b":2}\n\n');
+  assert.deepEqual(written, ['id: 4\ndata: {"a":1}\n\n', 'event: error\ndata: {"e":1}\n\n', 'id: 5\ndata: {"b":2}\n\n']);
+  assert.equal(ids.resumeAfter, 3);
+});
