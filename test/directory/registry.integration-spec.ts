@@ -86,6 +86,11 @@ test('register → search by skill, tag and ranked text → served card rewritte
     { url: 'http://dispatcher.test:8080/a2a/invoice-helper', protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
     { url: 'http://dispatcher.test:8080/a2a/invoice-helper', protocolBinding: 'HTTP+JSON', protocolVersion: '0.3' },
   ]);
+  assert.deepEqual(
+    served.body.capabilities.extensions.map((e: { uri: string }) => e.uri),
+    ['https://agent-mesh.dev/extensions/resumable-streams/v1'],
+    'the served card declares the resumable-streams extension the dispatcher serves',
+  );
   assert.equal(served.body.signatures.length, 1);
   const jwks = (await (await fetch(`${base}/.well-known/jwks.json`)).json()) as { keys: JWK[] };
   assert.equal(jwks.keys[0].kid, 'platform-1');

@@ -2,7 +2,7 @@ import type { StreamResponse } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 
 /** The resumable-streams extension the dispatcher declares in its cards (docs/streams.md). */
-export const RESUMABLE_STREAMS_URI = 'https://agent-mesh.dev/extensions/resumable-streams/v1';
+export { RESUMABLE_STREAMS_URI } from '@mesh/contract';
 
 /**
  * A fetch for the official A2A client that remembers the SSE `id:` of each event its stream

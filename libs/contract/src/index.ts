@@ -37,3 +37,4 @@ export { clampTimerMs, deadlineTimerMs } from './timer-delay.js';
 export { sleep, wakeableSleep } from './sleep.js';
 export { hasControlCharacter, hasLoneSurrogate } from './unicode-text.js';
 export { BillingTools, type BillingInvoice, type BillingRefund } from './billing-tools.js';
+export { RESUMABLE_STREAMS, RESUMABLE_STREAMS_URI } from './extensions.js';

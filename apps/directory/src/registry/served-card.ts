@@ -1,4 +1,5 @@
 import { AgentCard } from '@a2a-js/sdk';
+import { RESUMABLE_STREAMS, RESUMABLE_STREAMS_URI } from '@mesh/contract';
 import type { CardSigner } from '../signatures/card-signer.js';
 
 /** The bindings and protocol versions the dispatcher serves for every agent (0.3 for callers still on it). */
@@ -34,9 +35,18 @@ export class ServedCards {
 
   private async build(id: string, stored: Record<string, unknown>): Promise<Record<string, unknown>> {
     const url = `${this.dispatcherUrl}/a2a/${encodeURIComponent(id)}`;
+    const registered = AgentCard.fromJSON(stored);
     const card: AgentCard = {
-      ...AgentCard.fromJSON(stored),
+      ...registered,
       supportedInterfaces: INTERFACES.map((i) => ({ url, ...i, tenant: '' })),
+      // What the dispatcher serves on every stream, declared here as on the dispatcher's own card.
+      capabilities: {
+        ...(registered.capabilities ?? { extensions: [] }),
+        extensions: [
+          ...(registered.capabilities?.extensions ?? []).filter((e) => e.uri !== RESUMABLE_STREAMS_URI),
+          { ...RESUMABLE_STREAMS, params: { ...RESUMABLE_STREAMS.params } },
+        ],
+      },
       signatures: [],
     };
     const out = this.signer ? await this.signer.sign(card) : card;
