@@ -35,6 +35,9 @@
 // submitting, at least twice, SIGKILL the node leading partition 0 of the commands topic, then of
 // the events topic, alternately, and start it again on its data after CHAOS_LEADER_DOWN_MS (5000).
 //
+// Streaming clients build their client over the resumable-streams extension's StreamResumption: after
+// a drop they resubscribe on the other dispatcher with Last-Event-ID, and every event id must follow
+// the one before (no gap, no repeat) across resumptions.
 // Invariants: lost = 0 (every task accepted and terminal); refunds per task = exactly 1 for
 // COMPLETED, 0 for FAILED/CANCELED/REJECTED; no state regression seen by a client (streams, polls);
 // consumer lag of the work groups back to 0 (projector, workers, live groups); push: every event a
@@ -52,6 +55,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { Kafka, logLevel } from 'kafkajs';
 import { TopicNames } from '@mesh/contract';
+import { StreamResumption } from '@mesh/agent-sdk';
 import {
   ClientFactory,
   ClientFactoryOptions,
@@ -131,6 +135,8 @@ const report = {
   recoveryMs: null,
   drainMs: null,
   notCompleted: [],
+  // Streaming clients: events received, resumptions with Last-Event-ID, ids out of sequence.
+  streams: { events: 0, resumed: 0, withoutId: 0, repeated: 0, gaps: 0, gapExamples: [] },
   unexpectedExits: [],
   notes: [],
 };
@@ -257,39 +263,50 @@ const rank = (s) => (TERMINAL.has(stateName(s)) ? 3 : (ORDER[stateName(s)] ?? 0)
 
 // --- The official A2A client per (tenant key, dispatcher) -----------------------------------------
 const clients = new Map();
+/** A fetch with the tenant's token that waits out 429/503 Retry-After and sends again. */
+const throttledFetch = (key) => async (input, init) => {
+  const headers = new Headers(init?.headers);
+  headers.set('authorization', `Bearer ${key}`);
+  for (let attempt = 0; ; attempt++) {
+    const timeout = AbortSignal.timeout(30000);
+    const res = await fetch(input, { ...init, headers, signal: init?.signal ? AbortSignal.any([init.signal, timeout]) : timeout });
+    const after = Number(res.headers.get('retry-after'));
+    if ((res.status !== 429 && res.status !== 503) || !(after >= 0) || attempt >= 30) return res;
+    const reason = /"reason"\s*:\s*"([A-Z_]+)"/.exec(await res.text())?.[1] ?? 'unknown';
+    const seen = (report.throttled[`${res.status} ${reason}`] ??= { n: 0, firstAt: Date.now() - t0, lastAt: 0 });
+    seen.n += 1;
+    seen.lastAt = Date.now() - t0;
+    await sleep(Math.max(100, after * 1000) * (0.5 + Math.random()));
+  }
+};
+const factoryOver = (fetchImpl) =>
+  new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
+      cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
+    }),
+  );
 async function clientFor(key, port) {
   const k = `${key}@${port}`;
-  if (!clients.has(k)) {
-    // 429 (tenant rate) and 503 (no healthy worker, backlog) carry Retry-After: wait and send again.
-    const fetchImpl = async (input, init) => {
-      const headers = new Headers(init?.headers);
-      headers.set('authorization', `Bearer ${key}`);
-      for (let attempt = 0; ; attempt++) {
-        const res = await fetch(input, { ...init, headers, signal: AbortSignal.timeout(30000) });
-        const after = Number(res.headers.get('retry-after'));
-        if ((res.status !== 429 && res.status !== 503) || !(after >= 0) || attempt >= 30) return res;
-        const reason = /"reason"\s*:\s*"([A-Z_]+)"/.exec(await res.text())?.[1] ?? 'unknown';
-        const seen = (report.throttled[`${res.status} ${reason}`] ??= { n: 0, firstAt: Date.now() - t0, lastAt: 0 });
-        seen.n += 1;
-        seen.lastAt = Date.now() - t0;
-        await sleep(Math.max(100, after * 1000) * (0.5 + Math.random()));
-      }
-    };
-    const factory = new ClientFactory(
-      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-        transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
-        cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
-      }),
-    );
-    clients.set(k, await factory.createFromUrl(`http://127.0.0.1:${port}/a2a/refund-agent/`));
-  }
+  if (!clients.has(k)) clients.set(k, await factoryOver(throttledFetch(key)).createFromUrl(`http://127.0.0.1:${port}/a2a/refund-agent/`));
   return clients.get(k);
 }
-/** Runs `fn(client)` against either dispatcher until it succeeds (a dispatcher may be down). */
+/**
+ * A client whose fetch is a StreamResumption (the resumable-streams extension: it keeps each SSE
+ * event's id and sends Last-Event-ID on reconnect), built from the dispatcher's card.
+ */
+const cards = new Map();
+async function resumableClient(key, port) {
+  if (!cards.has(port)) cards.set(port, await (await clientFor(key, port)).getAgentCard());
+  const resumption = new StreamResumption(throttledFetch(key));
+  return { resumption, client: await factoryOver(resumption.fetch).createFromAgentCard(cards.get(port)) };
+}
+/** Runs `fn(client, port)` against either dispatcher until it succeeds (a dispatcher may be down). */
 async function onAnyDispatcher(t, fn, attempts = 40) {
   for (let attempt = 0; ; attempt++) {
     try {
-      return await fn(await clientFor(t.tenant[1], dispatcherPorts[(t.i + attempt) % 2]));
+      const port = dispatcherPorts[(t.i + attempt) % 2];
+      return await fn(await clientFor(t.tenant[1], port), port);
     } catch (err) {
       if (attempt >= attempts) throw err;
       // A dispatcher killed mid-call fails one attempt; more say something is stuck (and where).
@@ -552,19 +569,61 @@ async function main() {
   const subs = []; // push subscriptions, checked at the end
   let configsNotCreated = 0;
   let next = 0;
-  const submitOne = async (t) => {
-    const id = await onAnyDispatcher(t, async (client) => {
-      if (t.mode === 'streaming') {
-        const observer = `stream-${++streams}`;
-        let taskId;
-        for await (const { payload: p } of client.sendMessageStream(message(t))) {
-          if (p?.$case === 'task') taskId ??= p.value.id;
-          else if (p?.$case === 'statusUpdate' || p?.$case === 'artifactUpdate') taskId ??= p.value.taskId;
-          if (taskId && (p?.$case === 'task' || p?.$case === 'statusUpdate')) saw(taskId, p.value.status?.state, observer);
+  /**
+   * A streaming task: SendStreamingMessage, and after a drop (a dispatcher killed, a broker
+   * failover, the 30 s request timeout) SubscribeToTask with Last-Event-ID on the other replica,
+   * then the next, until the stream settles. Every event's id is checked: each is the previous + 1
+   * (a gap or a repeat is counted), whichever replica sent it.
+   */
+  const streamTask = async (t, port) => {
+    const observer = `stream-${++streams}`;
+    const { resumption, client } = await resumableClient(t.tenant[1], port);
+    let taskId;
+    let lastId;
+    let settled = false;
+    const seen = (p, id) => {
+      if (p?.$case === 'task') taskId ??= p.value.id;
+      else if (p?.$case === 'statusUpdate' || p?.$case === 'artifactUpdate') taskId ??= p.value.taskId;
+      if (taskId && (p?.$case === 'task' || p?.$case === 'statusUpdate')) saw(taskId, p.value.status?.state, observer);
+      const state = p?.$case === 'task' || p?.$case === 'statusUpdate' ? stateName(p.value.status?.state) : undefined;
+      if (state && (TERMINAL.has(state) || state === 'TASK_STATE_INPUT_REQUIRED')) settled = true;
+      const n = id === undefined ? NaN : Number(id);
+      report.streams.events += 1;
+      if (!Number.isInteger(n)) report.streams.withoutId += 1;
+      else if (lastId !== undefined && p?.$case !== 'task') {
+        if (n <= lastId) report.streams.repeated += 1;
+        else if (n > lastId + 1) {
+          report.streams.gaps += 1;
+          if (report.streams.gapExamples.length < 5) report.streams.gapExamples.push({ taskId, after: lastId, got: n });
         }
-        if (taskId) return taskId;
-        throw new Error('stream ended without a task');
       }
+      if (Number.isInteger(n)) lastId = Math.max(lastId ?? n, n);
+    };
+    try {
+      for await (const { payload: p } of client.sendMessageStream(message(t))) seen(p, resumption.takeId());
+    } catch (err) {
+      if (!taskId) throw err; // nothing accepted yet as far as we know: onAnyDispatcher sends again (same messageId)
+    }
+    if (!taskId) throw new Error('stream ended without a task');
+    for (let hop = 1; !settled; hop++) {
+      if (hop > 40) throw new Error(`stream of ${taskId} did not settle after ${hop - 1} resumptions`);
+      report.streams.resumed += 1;
+      const other = dispatcherPorts[(dispatcherPorts.indexOf(port) + hop) % dispatcherPorts.length];
+      try {
+        const r = await resumableClient(t.tenant[1], other);
+        r.resumption.resumeAfter = lastId === undefined ? undefined : String(lastId);
+        for await (const { payload: p } of r.client.resubscribeTask({ tenant: '', id: taskId })) seen(p, r.resumption.takeId());
+        settled = true; // the server ended the stream: the task settled
+      } catch (err) {
+        if (hop % 5 === 0) log(`task ${t.i}: resuming the stream of ${taskId} failed: ${String(err).slice(0, 200)}`);
+        await sleep(250 * Math.min(hop, 8));
+      }
+    }
+    return taskId;
+  };
+  const submitOne = async (t) => {
+    const id = await onAnyDispatcher(t, async (client, port) => {
+      if (t.mode === 'streaming') return streamTask(t, port);
       const r = await client.sendMessage(message(t));
       const task = r?.task ?? r;
       if (!task?.id) throw new Error(`no task in ${JSON.stringify(r).slice(0, 200)}`);
@@ -802,6 +861,8 @@ const checks = {
   'refunds of tasks that ended FAILED/CANCELED/REJECTED = 0': report.refundsOfUnsuccessful === 0,
   'state regressions seen by clients = 0 (per stream, per poller)': report.regressions === 0,
   'consumer lag of the work groups back to 0': report.lag === 0,
+  'streams: every event carries its id; no gap and no repeat across Last-Event-ID resumptions':
+    report.streams.withoutId === 0 && report.streams.gaps === 0 && report.streams.repeated === 0,
   'push: every expected event received at least once, final states agree, nothing left undelivered':
     p !== null && p.missing === 0 && p.finalStateMismatches === 0 && p.undelivered === 0 && p.configsNotCreated === 0,
   'push: deduping by event id leaves exactly one of each (same body, recorded by the dispatcher)':
@@ -825,6 +886,8 @@ console.error(
     p &&
       `push: ${p.configs} configs, ${p.expectedEvents} expected events, ${p.deliveries} deliveries (${p.distinctEvents} distinct, ` +
         `${p.duplicateDeliveries} duplicates), ${p.refusedWith503} refused with 503, missing ${p.missing}, regressions ${p.regressions}`,
+    `streams: ${report.streams.events} events, ${report.streams.resumed} resumptions with Last-Event-ID, ` +
+      `${report.streams.withoutId} without id, ${report.streams.gaps} gaps, ${report.streams.repeated} repeats`,
     `throttled: ${JSON.stringify(report.throttled)}; dead letters: ${JSON.stringify(report.deadLetters)}`,
     ...report.unexpectedExits.map(
       (e) => `UNEXPECTED EXIT: ${e.name} (${e.code ?? e.signal}) @${(e.at / 1000).toFixed(1)}s: ${e.log.slice(-300)}`,
