@@ -61,11 +61,20 @@ export class Reconciler {
     return resolved;
   }
 
-  /** Waits until `key` is no longer unknown; resolves with its observation, or rejects when `signal` aborts. */
+  /**
+   * Waits until `key` is no longer unknown; resolves with its observation, or rejects when `signal`
+   * aborts. A failed read of the ledger (Postgres restarting, a pooled connection it cut) is waited
+   * out within the same budget: answering "unknown" at once would end turns whose side effect the
+   * reconciler settles a moment later.
+   */
   async waitFor(key: string, signal: AbortSignal, pollMs = 200): Promise<ToolObservation | undefined> {
     for (;;) {
       if (signal.aborted) throw abortError(signal);
-      const entry = await this.ledger.get(key);
+      const entry = await this.ledger.get(key).catch(() => 'unreadable' as const);
+      if (entry === 'unreadable') {
+        await sleep(pollMs);
+        continue;
+      }
       if (!entry) return undefined;
       if (entry.state === 'ok' || entry.state === 'error') {
         return {
