@@ -10,17 +10,14 @@ import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sd
 import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import { DEMO_API_KEYS, loadAuthOptions } from '@mesh/auth';
 import { loadDispatcherConfig, startDispatcher } from '@mesh/app-dispatcher';
+import { startTelemetry } from '@mesh/telemetry';
+import { BENCH_ADMISSION } from './dispatch-stack.mjs';
 
-// A benchmark measures the request path, not admission control: the per-tenant token bucket
-// (default 50/s) and the agent backlog cap (10,000 commands) would answer much of the load with
-// 429/503. The load generator drains the backlog between scenarios instead.
-const benchAdmission = {
-  DISPATCHER_TENANT_RATE_PER_S: '1000000',
-  DISPATCHER_TENANT_BURST: '1000000',
-  DISPATCHER_MAX_AGENT_BACKLOG: '100000000',
-};
+// Telemetry as `apps/dispatcher/dist/main.js` runs it (runMain): trace context and the kafkajs
+// instrumentation on, no exporter unless OTEL_* asks for one; the multi-process scenario runs main.js.
+startTelemetry({ serviceName: 'agent-mesh-dispatcher' });
 const config = {
-  ...loadDispatcherConfig({ ...process.env, ...benchAdmission }),
+  ...loadDispatcherConfig({ ...process.env, ...BENCH_ADMISSION }),
   DISPATCHER_PORT: 0,
 };
 const dispatcher = await startDispatcher(config, { auth: loadAuthOptions({ AUTH_API_KEYS: DEMO_API_KEYS }) });

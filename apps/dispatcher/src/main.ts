@@ -3,7 +3,6 @@ import { openServiceDatabase } from '@mesh/database';
 import { runClusterPrimary, runMain } from '@mesh/service';
 import { createLogger } from '@mesh/telemetry';
 import { loadDispatcherConfig } from './config/dispatcher.config.js';
-import { startDispatcher } from './dispatcher.app.js';
 import { dispatcherMigrations, DISPATCHER_SCHEMA } from './database/migrations/index.js';
 
 const migrate = async () => {
@@ -25,5 +24,10 @@ if (cluster.isPrimary && process.env.MIGRATE_ONLY !== 'true' && processes() > 1)
   // N replicas on this host sharing the port; the primary migrates first so they never race.
   runClusterPrimary({ name: 'dispatcher', processes: processes(), prepare: migrate, logger: createLogger('dispatcher') });
 } else {
-  runMain('dispatcher', async (logger) => startDispatcher(loadDispatcherConfig(), { logger }), migrate);
+  // Loaded here only: the cluster primary serves nothing and needs none of the app's modules.
+  runMain(
+    'dispatcher',
+    async (logger) => (await import('./dispatcher.app.js')).startDispatcher(loadDispatcherConfig(), { logger }),
+    migrate,
+  );
 }
