@@ -1,5 +1,5 @@
-// The processes bench:dispatch and bench:soak measure: bench/dispatch-servers.mjs (dispatcher plus
-// the SDK reference server) and bench/dispatch-worker.mjs (registers the demo echo-agent and runs its
+// The processes bench:dispatch and bench:soak measure: bench/dispatch-servers.mjs run twice (the
+// dispatcher in one process, the SDK reference server in another) and bench/dispatch-worker.mjs (registers the demo echo-agent and runs its
 // worker, in its own process as a real worker would run), on a database and topic prefix of their
 // own. `stop()` ends both and drops the database.
 //
@@ -78,8 +78,8 @@ export async function startDispatchStack(topicPrefix, { dispatcherProcesses = 1 
       ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE_DIR}`]
       : [];
   /** Starts a child script and waits for its first stdout line. */
-  async function startChild(script) {
-    const c = spawn(process.execPath, [...profiled(script), `${root}bench/${script}`], {
+  async function startChild(script, args = []) {
+    const c = spawn(process.execPath, [...profiled(script), `${root}bench/${script}`, ...args], {
       cwd: root,
       env,
       stdio: ['ignore', 'pipe', 'inherit'],
@@ -91,16 +91,27 @@ export async function startDispatchStack(topicPrefix, { dispatcherProcesses = 1 
     });
     return { c, line, lines };
   }
-  const servers = dispatcherProcesses > 1 ? await startCluster() : await startChild('dispatch-servers.mjs');
-  /** The servers' event-loop utilization samples (see dispatch-servers.mjs). */
-  const elu = [];
-  servers.lines.on('line', (l) => {
-    try {
-      elu.push(JSON.parse(l));
-    } catch {
-      // not a sample
-    }
-  });
+  const servers = dispatcherProcesses > 1 ? await startCluster() : await startChild('dispatch-servers.mjs', ['dispatcher']);
+  const reference =
+    dispatcherProcesses > 1
+      ? undefined
+      : await startChild('dispatch-servers.mjs', ['reference']).catch((err) => {
+          servers.c.kill('SIGKILL');
+          throw err;
+        });
+  /** Event-loop utilization samples of each server process (see dispatch-servers.mjs). */
+  const samplesOf = (child) => {
+    const samples = [];
+    child?.lines.on('line', (l) => {
+      try {
+        samples.push(JSON.parse(l));
+      } catch {
+        // not a sample
+      }
+    });
+    return samples;
+  };
+  const elu = { dispatcher: samplesOf(servers), reference: samplesOf(reference) };
   /** The dispatcher as `npm start` runs it with DISPATCHER_PROCESSES; `line` as dispatch-servers.mjs prints it. */
   async function startCluster() {
     const port = await freePort();
@@ -137,11 +148,11 @@ export async function startDispatchStack(topicPrefix, { dispatcherProcesses = 1 
   const worker = await startChild('dispatch-worker.mjs').then(
     (w) => w.c,
     (err) => {
-      servers.c.kill('SIGKILL');
+      for (const c of [servers.c, reference?.c]) c?.kill('SIGKILL');
       throw err;
     },
   );
-  const urls = JSON.parse(servers.line);
+  const urls = { ...JSON.parse(servers.line), ...(reference ? JSON.parse(reference.line) : {}) };
   // The worker registered the agent; the dispatcher serves it once its catalog read the record.
   for (
     let i = 0;
@@ -155,20 +166,25 @@ export async function startDispatchStack(topicPrefix, { dispatcherProcesses = 1 
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
-    /** `{ dispatcher, reference }` base URLs. */
+    /** `{ dispatcher, reference }` base URLs (no reference with DISPATCHER_PROCESSES). */
     urls,
     servers: servers.c,
     /** The processes serving the dispatcher (with DISPATCHER_PROCESSES: the primary and its workers). */
     serverPids: () => [servers.c.pid, ...(dispatcherProcesses > 1 ? childPids(servers.c.pid) : [])],
+    /** The reference server's process (none with DISPATCHER_PROCESSES). */
+    referencePids: () => (reference ? [reference.c.pid] : []),
     worker,
     dbUrl,
-    /** Mean event-loop utilization of the servers process over the samples taken after `sinceMs` (undefined: none). */
-    eventLoopUtilization(sinceMs) {
-      const xs = elu.filter((s) => s.atMs > sinceMs).map((s) => s.elu);
+    /**
+     * Mean event-loop utilization of the dispatcher's (or the reference's) process over the samples
+     * taken after `sinceMs` (undefined: none, e.g. a multi-process dispatcher).
+     */
+    eventLoopUtilization(sinceMs, of = 'dispatcher') {
+      const xs = elu[of].filter((s) => s.atMs > sinceMs).map((s) => s.elu);
       return xs.length ? Math.round((xs.reduce((a, b) => a + b, 0) / xs.length) * 100) / 100 : undefined;
     },
     async stop() {
-      for (const c of [worker, servers.c]) {
+      for (const c of [worker, servers.c, reference?.c].filter(Boolean)) {
         c.kill('SIGTERM');
         await new Promise((r) => c.once('exit', r));
       }

@@ -82,14 +82,23 @@ function infraPids() {
 }
 const sumCpu = (pids, postmaster) => pids.reduce((s, p) => s + (cpuMs(p, p === postmaster) ?? 0), 0);
 
-/** `on`: the stack whose processes are measured (its dispatcher, or the reference, is under load). */
+/**
+ * `on`: the stack whose processes are measured; the reference's own process when `url` is the
+ * reference's (the stack's idle dispatcher and echo worker are then left out).
+ */
 async function load(name, url, returnImmediately, on = stack) {
+  const ofReference = url === urls.reference;
   const expected = await check(url, returnImmediately);
   // CPU per request of the server process(es), the echo worker, Postgres and Kafka: unlike req/s,
   // barely moved by whatever else the machine runs, and it says where a request's cost goes.
   const infra = infraPids();
-  const servers = on.serverPids();
-  const cpuNow = () => [sumCpu(servers), cpuMs(on.worker.pid), sumCpu(infra.postgres, infra.postmaster), sumCpu(infra.kafka)];
+  const servers = ofReference ? on.referencePids() : on.serverPids();
+  const cpuNow = () => [
+    sumCpu(servers),
+    ofReference ? 0 : cpuMs(on.worker.pid),
+    sumCpu(infra.postgres, infra.postmaster),
+    sumCpu(infra.kafka),
+  ];
   const cpuBefore = cpuNow();
   let wrong = 0;
   // Samples from the second after the start on: the first may still hold the quiet before it.
@@ -120,7 +129,7 @@ async function load(name, url, returnImmediately, on = stack) {
     timeouts: result.timeouts,
     wrongAnswers: wrong,
     // 1 means the servers' one thread was busy the whole time: that thread bounds the scenario.
-    serverEventLoopUtilization: on.eventLoopUtilization(eluFrom),
+    serverEventLoopUtilization: on.eventLoopUtilization(eluFrom, ofReference ? 'reference' : 'dispatcher'),
   };
   const cpuAfter = cpuNow();
   if (cpuMs(process.pid) !== undefined && result.requests.total > 0) {
