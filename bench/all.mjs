@@ -1,8 +1,12 @@
 #!/usr/bin/env node
 // npm run bench — every benchmark, one after the other (each writes bench/results/*.json), then
-// the soak. Flags: --short (soak 60 s instead of 10 min), --skip=bus,agents (names to leave out).
-// Benchmarks are never part of `npm test`. Exit code: non-zero when any of them failed.
-import { spawnSync } from 'node:child_process';
+// the soak, then bench/results/summary.json: date, machine, commit and the headline figures of
+// agents.json and dispatch.json (their `summary` objects; a figure missing there is null). Flags:
+// --short (soak 60 s instead of 10 min), --skip=bus,agents (names to leave out). Benchmarks are
+// never part of `npm test`. Exit code: non-zero when any of them failed.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
 
 const root = new URL('..', import.meta.url).pathname;
 const skip = new Set((process.argv.find((a) => a.startsWith('--skip=')) ?? '--skip=').slice(7).split(',').filter(Boolean));
@@ -21,5 +25,51 @@ for (const [name, script, ...args] of benches) {
   const r = spawnSync(process.execPath, [script, ...args], { cwd: root, stdio: 'inherit', env: process.env });
   if (r.status !== 0) failed.push(`${name} (exit ${r.status ?? r.signal})`);
 }
+// The keys issue 19's targets are read from (written by bench/agents.mjs and bench/dispatch.mjs).
+const SUMMARY_KEYS = {
+  agents: ['agents_worker_echo_turns_per_s', 'agents_tool_vs_mcp_ratio'],
+  dispatch: [
+    'dispatch_a_cpu_per_request_ratio',
+    'dispatch_a_req_per_s_ratio_two_processes',
+    'dispatch_a_p99_ratio',
+    'dispatch_b_cpu_per_request_ratio',
+    'dispatch_b_req_per_s_ratio',
+  ],
+};
+const summaryOf = (name) => {
+  try {
+    return JSON.parse(readFileSync(`${root}bench/results/${name}.json`, 'utf8')).summary ?? {};
+  } catch {
+    return {};
+  }
+};
+const commit = (() => {
+  try {
+    const head = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: root, encoding: 'utf8' }).trim();
+    return dirty ? `${head}+dirty` : head;
+  } catch {
+    return null;
+  }
+})();
+const figures = {};
+for (const [name, keys] of Object.entries(SUMMARY_KEYS)) {
+  const found = summaryOf(name);
+  Object.assign(figures, found);
+  for (const k of keys) if (typeof found[k] !== 'number') figures[k] = null;
+}
+writeFileSync(
+  `${root}bench/results/summary.json`,
+  `${JSON.stringify(
+    {
+      date: new Date().toISOString(),
+      machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
+      commit,
+      ...figures,
+    },
+    null,
+    2,
+  )}\n`,
+);
 console.error(failed.length ? `\nbench: failed: ${failed.join(', ')}` : '\nbench: all done; results in bench/results/');
 process.exit(failed.length ? 1 : 0);

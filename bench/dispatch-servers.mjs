@@ -1,7 +1,9 @@
-// Child process of bench/dispatch.mjs: starts the dispatcher (the demo echo-agent is registered and
-// served by bench/dispatch-worker.mjs) and a reference A2A server built from the SDK's own sample pattern, then prints their
-// URLs as one JSON line. Kept apart from the load generator so autocannon does not share their
-// event loop.
+// Child process of bench/dispatch.mjs, run once per server: `dispatcher` starts the dispatcher (the
+// demo echo-agent is registered and served by bench/dispatch-worker.mjs), `reference` a reference A2A
+// server built from the SDK's own sample pattern; each prints its URL as one JSON line. Each in a
+// process of its own, apart from the load generator, so neither shares an event loop, and the
+// dispatcher's telemetry (AsyncLocalStorage context, the kafkajs instrumentation) costs the
+// reference nothing.
 import express from 'express';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -10,95 +12,99 @@ import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sd
 import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import { DEMO_API_KEYS, loadAuthOptions } from '@mesh/auth';
 import { loadDispatcherConfig, startDispatcher } from '@mesh/app-dispatcher';
+import { startTelemetry } from '@mesh/telemetry';
+import { BENCH_ADMISSION } from './dispatch-stack.mjs';
 
-// A benchmark measures the request path, not admission control: the per-tenant token bucket
-// (default 50/s) and the agent backlog cap (10,000 commands) would answer much of the load with
-// 429/503. The load generator drains the backlog between scenarios instead.
-const benchAdmission = {
-  DISPATCHER_TENANT_RATE_PER_S: '1000000',
-  DISPATCHER_TENANT_BURST: '1000000',
-  DISPATCHER_MAX_AGENT_BACKLOG: '100000000',
-};
-const config = {
-  ...loadDispatcherConfig({ ...process.env, ...benchAdmission }),
-  DISPATCHER_PORT: 0,
-};
-const dispatcher = await startDispatcher(config, { auth: loadAuthOptions({ AUTH_API_KEYS: DEMO_API_KEYS }) });
+const role = process.argv[2];
+if (role !== 'dispatcher' && role !== 'reference') throw new Error(`usage: dispatch-servers.mjs dispatcher|reference (got ${role})`);
+
+/** The dispatcher, with telemetry as `apps/dispatcher/dist/main.js` runs it (runMain): trace context and the kafkajs instrumentation on, no exporter unless OTEL_* asks for one. */
+async function serveDispatcher() {
+  startTelemetry({ serviceName: 'agent-mesh-dispatcher' });
+  const config = {
+    ...loadDispatcherConfig({ ...process.env, ...BENCH_ADMISSION }),
+    DISPATCHER_PORT: 0,
+  };
+  const dispatcher = await startDispatcher(config, { auth: loadAuthOptions({ AUTH_API_KEYS: DEMO_API_KEYS }) });
+  return { url: `${dispatcher.url}/a2a/echo-agent`, stop: () => dispatcher.stop() };
+}
 
 // Reference: DefaultRequestHandler + InMemoryTaskStore + an executor that completes at once.
-const card = {
-  name: 'Reference Echo',
-  description: 'SDK sample pattern',
-  version: '1.0.0',
-  supportedInterfaces: [
-    { url: 'http://localhost/', protocolBinding: 'JSONRPC', protocolVersion: '1.0', tenant: '' },
-    { url: 'http://localhost/', protocolBinding: 'HTTP+JSON', protocolVersion: '1.0', tenant: '' },
-  ],
-  capabilities: { streaming: false, pushNotifications: false, extensions: [] },
-  securitySchemes: {},
-  securityRequirements: [],
-  defaultInputModes: ['text/plain'],
-  defaultOutputModes: ['text/plain'],
-  skills: [],
-  signatures: [],
-};
-const executor = {
-  async execute(ctx, bus) {
-    const now = () => new Date().toISOString();
-    const text = ctx.userMessage.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
-    bus.publish(
-      AgentEvent.task({
-        id: ctx.taskId,
-        contextId: ctx.contextId,
-        status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: now() },
-        artifacts: [],
-        history: [ctx.userMessage],
-        metadata: undefined,
-      }),
-    );
-    bus.publish(
-      AgentEvent.artifactUpdate({
-        taskId: ctx.taskId,
-        contextId: ctx.contextId,
-        artifact: {
-          artifactId: randomUUID(),
-          name: 'echo',
-          description: '',
-          parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+async function serveReference() {
+  const card = {
+    name: 'Reference Echo',
+    description: 'SDK sample pattern',
+    version: '1.0.0',
+    supportedInterfaces: [
+      { url: 'http://localhost/', protocolBinding: 'JSONRPC', protocolVersion: '1.0', tenant: '' },
+      { url: 'http://localhost/', protocolBinding: 'HTTP+JSON', protocolVersion: '1.0', tenant: '' },
+    ],
+    capabilities: { streaming: false, pushNotifications: false, extensions: [] },
+    securitySchemes: {},
+    securityRequirements: [],
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: [],
+    signatures: [],
+  };
+  const executor = {
+    async execute(ctx, bus) {
+      const now = () => new Date().toISOString();
+      const text = ctx.userMessage.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
+      bus.publish(
+        AgentEvent.task({
+          id: ctx.taskId,
+          contextId: ctx.contextId,
+          status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: now() },
+          artifacts: [],
+          history: [ctx.userMessage],
           metadata: undefined,
-          extensions: [],
-        },
-        append: false,
-        lastChunk: true,
-        metadata: undefined,
-      }),
-    );
-    bus.publish(
-      AgentEvent.statusUpdate({
-        taskId: ctx.taskId,
-        contextId: ctx.contextId,
-        status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: now() },
-        metadata: undefined,
-      }),
-    );
-    bus.finished();
-  },
-  async cancelTask() {},
-};
-void Role;
-const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
-const app = express();
-app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: handler }));
-app.post('/', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
-app.use(restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
-const server = app.listen(0);
-await new Promise((r) => server.once('listening', r));
+        }),
+      );
+      bus.publish(
+        AgentEvent.artifactUpdate({
+          taskId: ctx.taskId,
+          contextId: ctx.contextId,
+          artifact: {
+            artifactId: randomUUID(),
+            name: 'echo',
+            description: '',
+            parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+            metadata: undefined,
+            extensions: [],
+          },
+          append: false,
+          lastChunk: true,
+          metadata: undefined,
+        }),
+      );
+      bus.publish(
+        AgentEvent.statusUpdate({
+          taskId: ctx.taskId,
+          contextId: ctx.contextId,
+          status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: now() },
+          metadata: undefined,
+        }),
+      );
+      bus.finished();
+    },
+    async cancelTask() {},
+  };
+  void Role;
+  const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
+  const app = express();
+  app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: handler }));
+  app.post('/', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+  app.use(restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+  const server = app.listen(0);
+  await new Promise((r) => server.once('listening', r));
+  return { url: `http://localhost:${server.address().port}`, stop: async () => void server.close() };
+}
 
-process.stdout.write(
-  `${JSON.stringify({ dispatcher: `${dispatcher.url}/a2a/echo-agent`, reference: `http://localhost:${server.address().port}` })}\n`,
-);
-// The event loop's utilization, twice a second, one JSON line each: whether the servers' one thread
-// is what bounds a scenario (both servers share it; only one is under load at a time).
+const served = role === 'dispatcher' ? await serveDispatcher() : await serveReference();
+process.stdout.write(`${JSON.stringify({ [role]: served.url })}\n`);
+// The event loop's utilization, twice a second, one JSON line each: whether the server's one thread
+// is what bounds a scenario.
 let elu = performance.eventLoopUtilization();
 const sampling = setInterval(() => {
   const now = performance.eventLoopUtilization();
@@ -108,8 +114,7 @@ const sampling = setInterval(() => {
 sampling.unref();
 const stop = async () => {
   clearInterval(sampling);
-  server.close();
-  await dispatcher.stop();
+  await served.stop();
   process.exit(0);
 };
 process.on('SIGTERM', stop);

@@ -1,16 +1,65 @@
-// The processes bench:dispatch and bench:soak measure: bench/dispatch-servers.mjs (dispatcher plus
-// the SDK reference server) and bench/dispatch-worker.mjs (registers the demo echo-agent and runs its
+// The processes bench:dispatch and bench:soak measure: bench/dispatch-servers.mjs run twice (the
+// dispatcher in one process, the SDK reference server in another) and bench/dispatch-worker.mjs (registers the demo echo-agent and runs its
 // worker, in its own process as a real worker would run), on a database and topic prefix of their
 // own. `stop()` ends both and drops the database.
-import { spawn } from 'node:child_process';
+//
+// With `{ dispatcherProcesses: N }` (N > 1) the dispatcher is `apps/dispatcher/dist/main.js` with
+// DISPATCHER_PROCESSES=N instead (a cluster primary and N workers sharing one port, as `npm start`
+// runs it), and the stack has no reference server.
+import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { get } from 'node:http';
+import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import pg from 'pg';
+import { DEMO_API_KEYS } from '@mesh/auth';
 
 const root = new URL('..', import.meta.url).pathname;
 
+/** Settings of bench/dispatch-servers.mjs: a benchmark measures the request path, not admission control. */
+export const BENCH_ADMISSION = {
+  // The per-tenant token bucket (default 50/s) and the agent backlog cap (10,000 commands) would
+  // answer much of the load with 429/503; the load generator drains the backlog between scenarios.
+  DISPATCHER_TENANT_RATE_PER_S: '1000000',
+  DISPATCHER_TENANT_BURST: '1000000',
+  DISPATCHER_MAX_AGENT_BACKLOG: '100000000',
+};
+
+const freePort = () =>
+  new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+
+/** `/livez` of whichever process takes a new connection; undefined while nothing answers. */
+const livez = (port) =>
+  new Promise((resolve) => {
+    const req = get({ host: '127.0.0.1', port, path: '/livez', agent: false }, (res) => {
+      let body = '';
+      res.on('data', (c) => (body += c));
+      res.on('end', () => resolve(res.statusCode === 200 ? JSON.parse(body) : undefined));
+    });
+    req.on('error', () => resolve(undefined));
+  });
+
+/** Pids of a process's children (a cluster primary's workers); empty where pgrep is missing. */
+function childPids(pid) {
+  try {
+    return execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    return [];
+  }
+}
+
 /** Starts the stack; `topicPrefix` names the run's topics (`{topicPrefix}{run}.`). */
-export async function startDispatchStack(topicPrefix) {
+export async function startDispatchStack(topicPrefix, { dispatcherProcesses = 1 } = {}) {
   const run = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
   const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
   const dbName = `mesh_bench_${run}`;
@@ -22,19 +71,19 @@ export async function startDispatchStack(topicPrefix) {
     TOPIC_PREFIX: `${topicPrefix}${run}.`,
     KAFKA_BROKERS: process.env.KAFKA_BROKERS ?? '127.0.0.1:9092',
   };
+  // BENCH_CPU_PROFILE_DIR=dir: a V8 CPU profile of the servers process, or of each process of a
+  // multi-process dispatcher (open it in Chrome DevTools); BENCH_CPU_PROFILE_OF=worker: the echo worker's.
+  const profiled = (script) =>
+    process.env.BENCH_CPU_PROFILE_DIR && script.includes(process.env.BENCH_CPU_PROFILE_OF ?? 'servers')
+      ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE_DIR}`]
+      : [];
   /** Starts a child script and waits for its first stdout line. */
-  async function startChild(script) {
-    const c = spawn(
-      process.execPath,
-      [
-        // BENCH_CPU_PROFILE_DIR=dir: a V8 CPU profile of the servers process (open it in Chrome DevTools).
-        ...(process.env.BENCH_CPU_PROFILE_DIR && script.includes(process.env.BENCH_CPU_PROFILE_OF ?? 'servers')
-          ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE_DIR}`]
-          : []),
-        `${root}bench/${script}`,
-      ],
-      { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] },
-    );
+  async function startChild(script, args = []) {
+    const c = spawn(process.execPath, [...profiled(script), `${root}bench/${script}`, ...args], {
+      cwd: root,
+      env,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const lines = createInterface({ input: c.stdout });
     const line = await new Promise((resolve, reject) => {
       c.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
@@ -42,18 +91,68 @@ export async function startDispatchStack(topicPrefix) {
     });
     return { c, line, lines };
   }
-  const servers = await startChild('dispatch-servers.mjs');
-  /** The servers' event-loop utilization samples (see dispatch-servers.mjs). */
-  const elu = [];
-  servers.lines.on('line', (l) => {
-    try {
-      elu.push(JSON.parse(l));
-    } catch {
-      // not a sample
+  const servers = dispatcherProcesses > 1 ? await startCluster() : await startChild('dispatch-servers.mjs', ['dispatcher']);
+  const reference =
+    dispatcherProcesses > 1
+      ? undefined
+      : await startChild('dispatch-servers.mjs', ['reference']).catch((err) => {
+          servers.c.kill('SIGKILL');
+          throw err;
+        });
+  /** Event-loop utilization samples of each server process (see dispatch-servers.mjs). */
+  const samplesOf = (child) => {
+    const samples = [];
+    child?.lines.on('line', (l) => {
+      try {
+        samples.push(JSON.parse(l));
+      } catch {
+        // not a sample
+      }
+    });
+    return samples;
+  };
+  const elu = { dispatcher: samplesOf(servers), reference: samplesOf(reference) };
+  /** The dispatcher as `npm start` runs it with DISPATCHER_PROCESSES; `line` as dispatch-servers.mjs prints it. */
+  async function startCluster() {
+    const port = await freePort();
+    // Cluster workers inherit the primary's execArgv (the profiler flags).
+    const c = spawn(process.execPath, [...profiled('servers'), `${root}apps/dispatcher/dist/main.js`], {
+      cwd: root,
+      env: {
+        ...env,
+        ...BENCH_ADMISSION,
+        DISPATCHER_PROCESSES: String(dispatcherProcesses),
+        DISPATCHER_PORT: String(port),
+        AUTH_API_KEYS: DEMO_API_KEYS,
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    const exited = new Promise((_, reject) => c.once('exit', (code) => reject(new Error(`dispatcher cluster exited with ${code}`))));
+    exited.catch(() => undefined); // raced while starting only; its exit at stop() is expected
+    // Ready once every worker answered /livez (each on a new connection: the primary hands
+    // connections to the workers in turn).
+    const seen = new Set();
+    for (const until = Date.now() + 120_000; seen.size < dispatcherProcesses;) {
+      const live = await Promise.race([livez(port), exited]);
+      if (live?.worker !== undefined) seen.add(live.worker);
+      if (Date.now() > until) {
+        c.kill('SIGKILL');
+        throw new Error(
+          `the dispatcher cluster did not become ready within 120 s (${seen.size} of ${dispatcherProcesses} workers answered)`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, 50));
     }
-  });
-  const worker = (await startChild('dispatch-worker.mjs')).c;
-  const urls = JSON.parse(servers.line);
+    return { c, line: JSON.stringify({ dispatcher: `http://127.0.0.1:${port}/a2a/echo-agent` }), lines: { on() {} } };
+  }
+  const worker = await startChild('dispatch-worker.mjs').then(
+    (w) => w.c,
+    (err) => {
+      for (const c of [servers.c, reference?.c]) c?.kill('SIGKILL');
+      throw err;
+    },
+  );
+  const urls = { ...JSON.parse(servers.line), ...(reference ? JSON.parse(reference.line) : {}) };
   // The worker registered the agent; the dispatcher serves it once its catalog read the record.
   for (
     let i = 0;
@@ -67,18 +166,25 @@ export async function startDispatchStack(topicPrefix) {
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
-    /** `{ dispatcher, reference }` base URLs. */
+    /** `{ dispatcher, reference }` base URLs (no reference with DISPATCHER_PROCESSES). */
     urls,
     servers: servers.c,
+    /** The processes serving the dispatcher (with DISPATCHER_PROCESSES: the primary and its workers). */
+    serverPids: () => [servers.c.pid, ...(dispatcherProcesses > 1 ? childPids(servers.c.pid) : [])],
+    /** The reference server's process (none with DISPATCHER_PROCESSES). */
+    referencePids: () => (reference ? [reference.c.pid] : []),
     worker,
     dbUrl,
-    /** Mean event-loop utilization of the servers process over the samples taken after `sinceMs` (undefined: none). */
-    eventLoopUtilization(sinceMs) {
-      const xs = elu.filter((s) => s.atMs > sinceMs).map((s) => s.elu);
+    /**
+     * Mean event-loop utilization of the dispatcher's (or the reference's) process over the samples
+     * taken after `sinceMs` (undefined: none, e.g. a multi-process dispatcher).
+     */
+    eventLoopUtilization(sinceMs, of = 'dispatcher') {
+      const xs = elu[of].filter((s) => s.atMs > sinceMs).map((s) => s.elu);
       return xs.length ? Math.round((xs.reduce((a, b) => a + b, 0) / xs.length) * 100) / 100 : undefined;
     },
     async stop() {
-      for (const c of [worker, servers.c]) {
+      for (const c of [worker, servers.c, reference?.c].filter(Boolean)) {
         c.kill('SIGTERM');
         await new Promise((r) => c.once('exit', r));
       }

@@ -5,10 +5,14 @@
 //   (a) SendMessage with returnImmediately (durable accept: Postgres commit; Kafka produce by the relay)
 //   (b) blocking SendMessage (dispatcher: through Kafka to the demo echo worker, in its own
 //       process, and back)
-// plus, not a target, (a) again with the echo worker paused: the accept path alone on this machine.
+// plus (a) with the dispatcher as two processes (DISPATCHER_PROCESSES=2: node:cluster workers sharing
+// the port, a stack of its own: database, topics, echo worker) and, not a target, (a) again with
+// the echo worker paused: the accept path alone on this machine.
 // BENCH_ROUNDS rounds (default 3) of all of them, each dispatcher run right after its reference run;
-// the figures are medians of the per-round ratios. Writes bench/results/dispatch.json. Needs the
-// local Kafka and Postgres (see README).
+// the figures are medians of the per-round ratios. CPU per request is summed over the processes
+// (dispatcher, echo worker, Postgres, Kafka). Writes bench/results/dispatch.json, whose `summary`
+// bench/all.mjs copies into bench/results/summary.json. BENCH_DISPATCHER_PROCESSES (default 2)
+// sizes the multi-process scenario; 1 leaves it out. Needs the local Kafka and Postgres (see README).
 import { execSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -21,9 +25,16 @@ const root = new URL('..', import.meta.url).pathname;
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const duration = Number(process.env.BENCH_DURATION_S ?? 10);
 const stack = await startDispatchStack('bench');
-const { urls, dbUrl } = stack;
-const child = stack.servers;
+const { urls } = stack;
 const worker = stack.worker;
+const processes = Number(process.env.BENCH_DISPATCHER_PROCESSES ?? 2);
+const multi =
+  processes > 1
+    ? await startDispatchStack('bench-multi', { dispatcherProcesses: processes }).catch(async (err) => {
+        await stack.stop();
+        throw err;
+      })
+    : undefined;
 
 const body = (returnImmediately) =>
   JSON.stringify({
@@ -71,12 +82,24 @@ function infraPids() {
 }
 const sumCpu = (pids, postmaster) => pids.reduce((s, p) => s + (cpuMs(p, p === postmaster) ?? 0), 0);
 
-async function load(name, url, returnImmediately) {
+/**
+ * `on`: the stack whose processes are measured; the reference's own process when `url` is the
+ * reference's (the stack's idle dispatcher and echo worker are then left out).
+ */
+async function load(name, url, returnImmediately, on = stack) {
+  const ofReference = url === urls.reference;
   const expected = await check(url, returnImmediately);
-  // CPU per request of the server process, the echo worker, Postgres and Kafka: unlike req/s,
+  // CPU per request of the server process(es), the echo worker, Postgres and Kafka: unlike req/s,
   // barely moved by whatever else the machine runs, and it says where a request's cost goes.
   const infra = infraPids();
-  const cpuBefore = [cpuMs(child.pid), cpuMs(worker.pid), sumCpu(infra.postgres, infra.postmaster), sumCpu(infra.kafka)];
+  const servers = ofReference ? on.referencePids() : on.serverPids();
+  const cpuNow = () => [
+    sumCpu(servers),
+    ofReference ? 0 : cpuMs(on.worker.pid),
+    sumCpu(infra.postgres, infra.postmaster),
+    sumCpu(infra.kafka),
+  ];
+  const cpuBefore = cpuNow();
   let wrong = 0;
   // Samples from the second after the start on: the first may still hold the quiet before it.
   const eluFrom = Date.now() + 1000;
@@ -106,12 +129,14 @@ async function load(name, url, returnImmediately) {
     timeouts: result.timeouts,
     wrongAnswers: wrong,
     // 1 means the servers' one thread was busy the whole time: that thread bounds the scenario.
-    serverEventLoopUtilization: stack.eventLoopUtilization(eluFrom),
+    serverEventLoopUtilization: on.eventLoopUtilization(eluFrom, ofReference ? 'reference' : 'dispatcher'),
   };
-  const cpuAfter = [cpuMs(child.pid), cpuMs(worker.pid), sumCpu(infra.postgres, infra.postmaster), sumCpu(infra.kafka)];
-  if (cpuBefore[0] !== undefined && result.requests.total > 0) {
+  const cpuAfter = cpuNow();
+  if (cpuMs(process.pid) !== undefined && result.requests.total > 0) {
     const per = (i) => Math.round(((cpuAfter[i] - cpuBefore[i]) / result.requests.total) * 1000) / 1000;
     out.cpuMsPerRequest = { server: per(0), echoWorker: per(1), postgres: per(2), kafka: per(3) };
+    out.cpuMsPerRequest.total = Math.round((per(0) + per(1) + per(2) + per(3)) * 1000) / 1000;
+    out.serverProcesses = servers.length;
   }
   console.error(
     `${name}: ${out.reqPerSec.toFixed(0)} req/s, p50 ${out.latencyMs.p50} ms, p99 ${out.latencyMs.p99} ms, wrong ${wrong}, non2xx ${out.non2xx}, errors ${out.errors}, CPU ms/request ${JSON.stringify(out.cpuMsPerRequest)}, event loop ${out.serverEventLoopUtilization}`,
@@ -122,6 +147,7 @@ async function load(name, url, returnImmediately) {
 const warmupS = Number(process.env.BENCH_WARMUP_S ?? 3);
 /** Same load, not recorded: JIT, pools, Kafka connections and consumer assignments settle first. */
 async function warmup(url, returnImmediately) {
+  if (!url) return;
   await autocannon({
     url,
     method: 'POST',
@@ -136,8 +162,8 @@ async function warmup(url, returnImmediately) {
  * Until every task the dispatcher accepted is COMPLETED (worker caught up, events projected), so
  * one scenario's backlog never slows the next. Returns how long that took.
  */
-async function drained(timeoutMs = 300_000) {
-  const db = new pg.Client({ connectionString: dbUrl.toString() });
+async function drained(on = stack, timeoutMs = 300_000) {
+  const db = new pg.Client({ connectionString: on.dbUrl.toString() });
   await db.connect();
   const start = Date.now();
   try {
@@ -160,7 +186,9 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const perRound = [];
 try {
   for (const url of [urls.reference, urls.dispatcher]) for (const ri of [true, false]) await warmup(url, ri);
+  await warmup(multi?.urls.dispatcher, true);
   await drained();
+  if (multi) await drained(multi);
   for (let round = 1; round <= rounds; round++) {
     console.error(`round ${round} of ${rounds}`);
     const rows = {};
@@ -171,6 +199,12 @@ try {
     console.error(
       `(a) dispatcher: backlog of accepted tasks completed ${rows.a_dispatcher.backlogDrainedAfterMs} ms after the load stopped`,
     );
+    if (multi) {
+      // Its own reference run right before it: the VM's speed drifts within minutes.
+      rows.a_reference_multi = await load('(a) reference, returnImmediately', urls.reference, true);
+      rows.a_dispatcher_multi = await load(`(a) dispatcher, ${processes} processes, returnImmediately`, multi.urls.dispatcher, true, multi);
+      rows.a_dispatcher_multi.backlogDrainedAfterMs = await drained(multi);
+    }
     // Not a target: the same load with the echo worker paused (SIGSTOP for its duration), so the
     // dispatcher's accept path (dedup, Postgres commit, relay produce) has the 2 cores to itself,
     // without the worker and the projection of its events competing for them. It says how much of
@@ -190,6 +224,7 @@ try {
     perRound.push(rows);
   }
 } finally {
+  await multi?.stop();
   await stack.stop();
 }
 
@@ -205,11 +240,26 @@ function ratio(disp, ref, pick) {
 }
 const rps = (row) => row.reqPerSec;
 const p99 = (row) => row.latencyMs.p99;
+const cpu = (row) => row.cpuMsPerRequest?.total ?? NaN;
 const a = ratio('a_dispatcher', 'a_reference', rps);
 const aP99 = ratio('a_dispatcher', 'a_reference', p99);
+const aCpu = ratio('a_dispatcher', 'a_reference', cpu);
 const b = ratio('b_dispatcher', 'b_reference', rps);
+const bCpu = ratio('b_dispatcher', 'b_reference', cpu);
+const m = multi ? ratio('a_dispatcher_multi', 'a_reference_multi', rps) : undefined;
+const mP99 = multi ? ratio('a_dispatcher_multi', 'a_reference_multi', p99) : undefined;
+const mCpu = multi ? ratio('a_dispatcher_multi', 'a_reference_multi', cpu) : undefined;
 const paused = ratio('a_dispatcher_workerPaused', 'a_reference', rps);
 const pausedP99 = ratio('a_dispatcher_workerPaused', 'a_reference', p99);
+const pausedCpu = ratio('a_dispatcher_workerPaused', 'a_reference', cpu);
+/** Median over the rounds of one process's CPU ms per request in one scenario. */
+const cpuBy = (row) =>
+  Object.fromEntries(
+    ['server', 'echoWorker', 'postgres', 'kafka', 'total'].map((k) => [
+      k,
+      Math.round(median(perRound.map((r) => r[row]?.cpuMsPerRequest?.[k] ?? NaN)) * 1000) / 1000,
+    ]),
+  );
 const summary = {
   date: new Date().toISOString(),
   machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
@@ -220,22 +270,54 @@ const summary = {
     warmupSeconds: warmupS,
     rounds,
     binding: 'JSON-RPC SendMessage',
+    dispatcherProcesses: processes,
   },
-  // Medians over the rounds of the per-round ratios; ranges and per-round values in `spread`.
+  // The issue's figures (medians over the rounds of the per-round ratios; CPU = total ms per request
+  // over dispatcher, echo worker, Postgres and Kafka). bench/all.mjs copies them into summary.json.
+  summary: {
+    dispatch_a_cpu_per_request_ratio: aCpu.median,
+    dispatch_a_req_per_s_ratio_two_processes: m?.median ?? null,
+    dispatch_a_p99_ratio: mP99?.median ?? null,
+    dispatch_b_cpu_per_request_ratio: bCpu.median,
+    dispatch_b_req_per_s_ratio: b.median,
+  },
   targets: {
-    a_reqPerSecRatio: a.median,
-    a_reqPerSecTarget: 0.8,
-    a_p99Ratio: aP99.median,
-    a_p99Target: 2,
+    a_cpuPerRequestRatio: aCpu.median,
+    a_cpuPerRequestTarget: 1.5,
+    a_multi_reqPerSecRatio: m?.median ?? null,
+    a_multi_reqPerSecTarget: 1,
+    a_multi_p99Ratio: mP99?.median ?? null,
+    a_multi_p99Target: 2,
+    b_cpuPerRequestRatio: bCpu.median,
+    b_cpuPerRequestTarget: 2.5,
     b_reqPerSecRatio: b.median,
-    b_reqPerSecTarget: 0.5,
+    b_reqPerSecTarget: 0.6,
   },
-  // Not targets: (a) with the worker paused (the accept path alone on this machine).
+  // Not targets: one process's (a) req/s and p99, the multi-process run's CPU, (a) with the worker
+  // paused (the accept path alone on this machine), and CPU ms per request by process (medians).
   decomposition: {
+    a_reqPerSecRatio: a.median,
+    a_p99Ratio: aP99.median,
+    a_multi_cpuPerRequestRatio: mCpu?.median ?? null,
     a_workerPaused_reqPerSecRatio: paused.median,
     a_workerPaused_p99Ratio: pausedP99.median,
+    a_workerPaused_cpuPerRequestRatio: pausedCpu.median,
+    cpuMsPerRequest: Object.fromEntries(
+      ['a_reference', 'a_dispatcher', 'a_dispatcher_multi', 'a_dispatcher_workerPaused', 'b_reference', 'b_dispatcher']
+        .filter((row) => perRound[0]?.[row])
+        .map((row) => [row, cpuBy(row)]),
+    ),
   },
-  spread: { a_reqPerSec: a, a_p99: aP99, b_reqPerSec: b, a_workerPaused_reqPerSec: paused, a_workerPaused_p99: pausedP99 },
+  spread: {
+    a_cpuPerRequest: aCpu,
+    a_reqPerSec: a,
+    a_p99: aP99,
+    ...(multi ? { a_multi_reqPerSec: m, a_multi_p99: mP99, a_multi_cpuPerRequest: mCpu } : {}),
+    b_reqPerSec: b,
+    b_cpuPerRequest: bCpu,
+    a_workerPaused_reqPerSec: paused,
+    a_workerPaused_p99: pausedP99,
+  },
   rounds: perRound,
 };
 writeFileSync(`${root}bench/results/dispatch.json`, `${JSON.stringify(summary, null, 2)}\n`);
@@ -244,6 +326,7 @@ console.log(
     {
       ...summary.targets,
       ...summary.decomposition,
+      summary: summary.summary,
       spread: Object.fromEntries(Object.entries(summary.spread).map(([k, v]) => [k, v.perRound])),
     },
     null,

@@ -56,6 +56,7 @@ const services = [
       AGENTS_MCP_SERVERS: env.AGENTS_MCP_SERVERS ?? JSON.stringify({ billing: { url: `http://127.0.0.1:${ports.billing}/mcp` } }),
     },
   },
+  // DISPATCHER_PROCESSES (from the environment, default 1) runs it as that many processes on its port.
   {
     name: 'dispatcher',
     script: 'apps/dispatcher/dist/main.js',

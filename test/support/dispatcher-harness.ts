@@ -120,7 +120,7 @@ export async function publishAgents(kafka: Kafka, topics: TopicNames, records: A
  * and, like a browser's connection pool, keeps at most `maxInFlight` requests on the wire: a
  * thousand simultaneous connects would overflow the listen backlog and be reset by the kernel.
  */
-export function authFetch(token: string | undefined, maxInFlight = 128): typeof fetch {
+export function authFetch(token: string | undefined, maxInFlight = 128, base: typeof fetch = fetch): typeof fetch {
   let inFlight = 0;
   const waiting: Array<() => void> = [];
   return async (input, init) => {
@@ -129,7 +129,7 @@ export function authFetch(token: string | undefined, maxInFlight = 128): typeof 
     try {
       const headers = new Headers(init?.headers);
       if (token) headers.set('authorization', `Bearer ${token}`);
-      const res = await fetch(input, { ...init, headers });
+      const res = await base(input, { ...init, headers });
       // Read the body before giving the slot back, so the slot really covers the exchange.
       const body = await res.arrayBuffer();
       const empty = res.status === 204 || res.status === 205 || res.status === 304;

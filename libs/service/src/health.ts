@@ -1,4 +1,5 @@
 import { Controller, Get, HttpCode, Inject, Module, Res, type DynamicModule, type BeforeApplicationShutdown } from '@nestjs/common';
+import cluster from 'node:cluster';
 import type { Response } from 'express';
 
 /** One dependency readiness depends on (Kafka, Postgres, …). `check` rejects when it is unusable. */
@@ -56,11 +57,14 @@ export class HealthController {
     res.status(status === 'ok' ? 200 : 503).json({ status, checks });
   }
 
-  /** Liveness: the process answers; a draining process is still alive. */
+  /**
+   * Liveness: the process answers; a draining process is still alive. In a service run as several
+   * processes (node:cluster) `worker` names the one that answered (its cluster worker id).
+   */
   @Get('livez')
   @HttpCode(200)
-  liveness(): { status: ServicePhase } {
-    return { status: this.lifecycle.phase };
+  liveness(): { status: ServicePhase; worker?: number } {
+    return { status: this.lifecycle.phase, ...(cluster.worker ? { worker: cluster.worker.id } : {}) };
   }
 }
 

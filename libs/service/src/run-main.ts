@@ -1,4 +1,6 @@
+import cluster from 'node:cluster';
 import { createLogger, routeConsoleTo, startTelemetry, type Logger } from '@mesh/telemetry';
+import { CLUSTER_STOP_MESSAGE } from './cluster-primary.js';
 
 /** A fatal line: plain text on stderr, because the process exits right after it. */
 const fatal = (line: string) => void process.stderr.write(`${line}\n`);
@@ -20,12 +22,21 @@ export function runMain(
   const telemetry = startTelemetry({ serviceName: `agent-mesh-${name}` });
   const logger = createLogger(name);
   routeConsoleTo(logger);
+  // In a cluster worker the primary asks by message (a terminal's Ctrl-C may also have signalled
+  // this worker: the message is then no second signal); a primary that is gone leaves no one to
+  // replace or stop the worker, so it drains too. Asked before it started, it drains once started.
+  let drainWhenStarted: Record<string, unknown> | undefined;
+  let askDrain: (why: Record<string, unknown>) => void = (why) => void (drainWhenStarted ??= why);
+  if (cluster.isWorker) {
+    process.on('message', (m) => m === CLUSTER_STOP_MESSAGE && askDrain({ reason: 'cluster primary asked' }));
+    process.on('disconnect', () => askDrain({ reason: 'cluster primary gone' }));
+  }
   start(logger).then(
     (svc) => {
-      const onSignal = (sig: NodeJS.Signals) => {
-        if (stopping) process.exit(130);
+      const drain = (why: Record<string, unknown>) => {
+        if (stopping) return;
         stopping = true;
-        logger.info({ signal: sig }, 'draining');
+        logger.info(why, 'draining');
         svc
           .stop()
           .then(() => telemetry.shutdown())
@@ -37,8 +48,14 @@ export function runMain(
             },
           );
       };
+      const onSignal = (sig: NodeJS.Signals) => {
+        if (stopping) process.exit(130);
+        drain({ signal: sig });
+      };
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
+      askDrain = drain;
+      if (drainWhenStarted) drain(drainWhenStarted);
     },
     (err: unknown) => {
       fatal(`${name}: failed to start: ${err instanceof Error ? err.message : String(err)}`);

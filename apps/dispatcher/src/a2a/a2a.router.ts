@@ -320,7 +320,8 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
     if (req.path === CARD_PATH && req.header('authorization') === undefined) return next();
     // Node keeps the first of repeated Authorization headers and drops the rest; a proxy in front
     // may check another one. A request with two credentials is refused, whichever would win.
-    const credentials = req.rawHeaders.filter((h, i) => i % 2 === 0 && h.toLowerCase() === 'authorization').length;
+    let credentials = 0;
+    for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i].toLowerCase() === 'authorization') credentials += 1;
     const presented =
       credentials > 1 ? Promise.reject(new Error('repeated Authorization')) : opts.authenticator.authenticate(req.headers.authorization);
     presented.then(

@@ -1,5 +1,26 @@
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { databaseSpec, flag, httpSpec, kafkaSpec, loadConfig, port, positiveInt, type ConfigOf } from '@mesh/config';
+
+/** Most processes DISPATCHER_PROCESSES may ask for: each holds its own Kafka and Postgres connections. */
+export const MAX_DISPATCHER_PROCESSES = 64;
+
+/** `auto` (one per CPU) or a count from 1 to {@link MAX_DISPATCHER_PROCESSES}. */
+function dispatcherProcesses() {
+  return z
+    .string()
+    .default('1')
+    .transform((raw, ctx) => {
+      const v = raw.trim().toLowerCase();
+      if (v === 'auto') return Math.min(availableParallelism(), MAX_DISPATCHER_PROCESSES);
+      const n = /^\d{1,3}$/.test(v) ? Number(v) : NaN;
+      if (!(n >= 1 && n <= MAX_DISPATCHER_PROCESSES)) {
+        ctx.addIssue({ code: 'custom', message: `expected auto or a whole number from 1 to ${MAX_DISPATCHER_PROCESSES}` });
+        return z.NEVER;
+      }
+      return n;
+    });
+}
 
 /** Everything the dispatcher reads from the environment, validated at start. */
 export const dispatcherConfigSpec = {
@@ -7,6 +28,11 @@ export const dispatcherConfigSpec = {
   ...databaseSpec,
   ...httpSpec,
   DISPATCHER_PORT: port(8080),
+  /**
+   * Processes serving the port (node:cluster workers, each a full replica); `auto` = one per CPU.
+   * 1 (the default): the dispatcher is the process itself.
+   */
+  DISPATCHER_PROCESSES: dispatcherProcesses(),
   /** Base URL callers reach this dispatcher at; agent cards point their interfaces there. */
   DISPATCHER_PUBLIC_URL: z.string().url().optional(),
   /** Largest request body accepted (body-parser syntax: 512kb, 1mb…). */

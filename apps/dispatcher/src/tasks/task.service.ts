@@ -264,10 +264,24 @@ export class TaskService {
     return { task, duplicate: 'message_id' };
   }
 
+  /** Parsed channel-key templates: an accept renders its agent's without parsing it again. */
+  private readonly channelKeys = new Map<string | undefined, ChannelKey>();
+
+  private channelKey(template: string | undefined): ChannelKey {
+    let key = this.channelKeys.get(template);
+    if (!key) {
+      key = ChannelKey.parse(template);
+      // Templates come from agent records: few, but bounded anyway.
+      if (this.channelKeys.size >= 1024) this.channelKeys.clear();
+      this.channelKeys.set(template, key);
+    }
+    return key;
+  }
+
   /** The outbox row of a command: the agent's command topic, keyed by its channel-key template. */
   private command(agent: AgentRecord, env: Envelope): OutboxCommand {
     const id = env.identity;
-    const key = ChannelKey.parse(agent.channel?.keyTemplate).render({
+    const key = this.channelKey(agent.channel?.keyTemplate).render({
       tenant: id.tenant,
       agent_id: id.agentId,
       context_id: id.contextId,

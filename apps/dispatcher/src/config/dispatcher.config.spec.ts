@@ -1,0 +1,26 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { availableParallelism } from 'node:os';
+import { loadDispatcherConfig, MAX_DISPATCHER_PROCESSES } from './dispatcher.config.js';
+
+const processes = (value: string | undefined) => loadDispatcherConfig({ DISPATCHER_PROCESSES: value }).DISPATCHER_PROCESSES;
+
+test('DISPATCHER_PROCESSES: 1 by default, a count, or auto (one per CPU)', () => {
+  assert.equal(processes(undefined), 1);
+  assert.equal(processes(''), 1);
+  assert.equal(processes('2'), 2);
+  assert.equal(processes(' 4 '), 4);
+  assert.equal(processes(String(MAX_DISPATCHER_PROCESSES)), MAX_DISPATCHER_PROCESSES);
+  assert.equal(processes('auto'), Math.min(availableParallelism(), MAX_DISPATCHER_PROCESSES));
+  assert.equal(processes('AUTO'), Math.min(availableParallelism(), MAX_DISPATCHER_PROCESSES));
+});
+
+test('DISPATCHER_PROCESSES: anything else is refused, naming what is accepted', () => {
+  for (const bad of ['0', '-1', '1.5', '65', 'many', '2x']) {
+    assert.throws(
+      () => processes(bad),
+      (err: Error) => err.message.includes(`DISPATCHER_PROCESSES=${JSON.stringify(bad)}: expected auto or a whole number from 1 to 64`),
+      bad,
+    );
+  }
+});
