@@ -258,15 +258,19 @@ async function backlog(name, { text, n, rounds = 1, env }) {
       // Postgres: the backends serving this benchmark's database (the server is shared with other work).
       const backends = await benchBackends();
       const pid = workers[0].child.pid;
-      const before = [cpuMs(pid), sumCpu(backends), sumCpu(infra.kafka)];
+      const before = [cpuMs(pid), sumCpu(backends), sumCpu(infra.kafka), cpuMs(process.pid)];
       const started = Date.now();
       // The bench card's keyTemplate is {tenant}:{agent_id}:{context_id} (bench/agents-servers.mjs).
       await Promise.all(envelopes.map((e) => producer.send(topics.commands('echo-agent'), `acme:echo-agent:${e.contextId}`, e.env)));
       await all;
       const seconds = (Date.now() - started) / 1000;
-      const after = [cpuMs(pid), sumCpu(backends), sumCpu(infra.kafka)];
+      const after = [cpuMs(pid), sumCpu(backends), sumCpu(infra.kafka), cpuMs(process.pid)];
       const per = (i) => Math.round(((after[i] - before[i]) / count) * 1000) / 1000;
-      return { seconds, turnsPerSec: Math.round(count / seconds), cpuMsPerTurn: { worker: per(0), postgres: per(1), kafka: per(2) } };
+      return {
+        seconds,
+        turnsPerSec: Math.round(count / seconds),
+        cpuMsPerTurn: { worker: per(0), postgres: per(1), kafka: per(2), loadGenerator: per(3) },
+      };
     };
     await round(Math.min(n, 500)); // discarded: group join, JIT, pools
     const measured = [];
@@ -278,15 +282,15 @@ async function backlog(name, { text, n, rounds = 1, env }) {
       measured.push(r);
     }
     const tps = measured.map((r) => r.turnsPerSec);
-    const cpu = (k) => median(measured.map((r) => r.cpuMsPerTurn[k]));
+    const cpu = (k) => Math.round(median(measured.map((r) => r.cpuMsPerTurn[k])) * 1000) / 1000;
     const out = {
       scenario: name,
       workers: 1,
       backlog: n,
       rounds: measured,
-      turnsPerSec: median(tps),
+      turnsPerSec: Math.round(median(tps)),
       spread: { min: Math.min(...tps), max: Math.max(...tps) },
-      cpuMsPerTurn: { worker: cpu('worker'), postgres: cpu('postgres'), kafka: cpu('kafka') },
+      cpuMsPerTurn: { worker: cpu('worker'), postgres: cpu('postgres'), kafka: cpu('kafka'), loadGenerator: cpu('loadGenerator') },
     };
     console.error(
       `${name}: median ${out.turnsPerSec} turns/s (min ${out.spread.min}, max ${out.spread.max}), CPU ms/turn ${JSON.stringify(out.cpuMsPerTurn)}`,
