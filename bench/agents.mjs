@@ -256,15 +256,19 @@ async function backlog(name, { text, n, rounds = 1, env }) {
       waiting = new Set(envelopes.map((e) => e.taskId));
       const infra = infraPids();
       // Postgres: the backends serving this benchmark's database (the server is shared with other work).
-      const backends = await benchBackends();
+      const backendsBefore = new Map((await benchBackends()).map((p) => [p, cpuMs(p) ?? 0]));
       const pid = workers[0].child.pid;
-      const before = [cpuMs(pid), sumCpu(backends), sumCpu(infra.kafka), cpuMs(process.pid)];
+      const before = [cpuMs(pid), 0, sumCpu(infra.kafka), cpuMs(process.pid)];
       const started = Date.now();
       // The bench card's keyTemplate is {tenant}:{agent_id}:{context_id} (bench/agents-servers.mjs).
       await Promise.all(envelopes.map((e) => producer.send(topics.commands('echo-agent'), `acme:echo-agent:${e.contextId}`, e.env)));
       await all;
       const seconds = (Date.now() - started) / 1000;
-      const after = [cpuMs(pid), sumCpu(backends), sumCpu(infra.kafka), cpuMs(process.pid)];
+      // A backend that ended during the round counts nothing (its CPU is no longer readable); one that
+      // started counts all of its CPU.
+      let postgres = 0;
+      for (const p of await benchBackends()) postgres += (cpuMs(p) ?? 0) - (backendsBefore.get(p) ?? 0);
+      const after = [cpuMs(pid), postgres, sumCpu(infra.kafka), cpuMs(process.pid)];
       const per = (i) => Math.round(((after[i] - before[i]) / count) * 1000) / 1000;
       return {
         seconds,
