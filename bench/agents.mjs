@@ -175,28 +175,50 @@ function cpuMs(pid, withChildren = false) {
   }
 }
 
-/** Pids of the Kafka broker (empty where not visible). */
+/**
+ * Pids of the Kafka broker the bench uses (empty where not visible): a broker started by
+ * scripts/kafka names its port in its log directory (`logs-<port>`); other brokers on the machine
+ * (the chaos cluster) are not counted.
+ */
 function infraPids() {
-  const list = (pattern) => {
+  let pids;
+  try {
+    pids = execSync('pgrep -f kafka.Kafka', { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
+  } catch {
+    return { kafka: [] };
+  }
+  const port = baseEnv.KAFKA_BROKERS.split(',')[0].split(':').pop();
+  const cmdline = (p) => {
     try {
-      return execSync(`pgrep ${pattern}`, { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
+      return readFileSync(`/proc/${p}/cmdline`, 'utf8');
     } catch {
-      return [];
+      return '';
     }
   };
-  return { kafka: list('-f kafka.Kafka') };
+  const ours = pids.filter((p) => cmdline(p).includes(`logs-${port}`));
+  return { kafka: ours.length > 0 ? ours : pids };
 }
-const sumCpu = (pids) => pids.reduce((s, p) => s + (cpuMs(p) ?? 0), 0);
 
-/** Pids of the Postgres backends connected to this benchmark's database. */
+/** CPU of these processes now, by pid. */
+const cpuByPid = (pids) => new Map(pids.map((p) => [p, cpuMs(p) ?? 0]));
+
+/**
+ * CPU spent since `before` by the processes alive now: one that ended meanwhile counts nothing (its
+ * CPU is no longer readable), one that started counts all of its CPU.
+ */
+const cpuSince = (before, pids) => pids.reduce((s, p) => s + Math.max(0, (cpuMs(p) ?? 0) - (before.get(p) ?? 0)), 0);
+
+/** Pids of the Postgres backends connected to this benchmark's database (empty when not readable). */
 async function benchBackends() {
   const c = new pg.Client({ connectionString: adminUrl });
-  await c.connect();
   try {
+    await c.connect();
     const r = await c.query('SELECT pid FROM pg_stat_activity WHERE datname = $1', [dbUrl.pathname.slice(1)]);
     return r.rows.map((x) => x.pid);
+  } catch {
+    return []; // e.g. the server is out of connections: the Postgres column reads 0 then
   } finally {
-    await c.end();
+    await c.end().catch(() => undefined);
   }
 }
 
@@ -254,22 +276,23 @@ async function backlog(name, { text, n, rounds = 1, env }) {
         };
       });
       waiting = new Set(envelopes.map((e) => e.taskId));
-      const infra = infraPids();
+      const kafka = infraPids().kafka;
       // Postgres: the backends serving this benchmark's database (the server is shared with other work).
-      const backendsBefore = new Map((await benchBackends()).map((p) => [p, cpuMs(p) ?? 0]));
+      const before = { postgres: cpuByPid(await benchBackends()), kafka: cpuByPid(kafka) };
       const pid = workers[0].child.pid;
-      const before = [cpuMs(pid), 0, sumCpu(infra.kafka), cpuMs(process.pid)];
+      const ownBefore = [cpuMs(pid), cpuMs(process.pid)];
       const started = Date.now();
       // The bench card's keyTemplate is {tenant}:{agent_id}:{context_id} (bench/agents-servers.mjs).
       await Promise.all(envelopes.map((e) => producer.send(topics.commands('echo-agent'), `acme:echo-agent:${e.contextId}`, e.env)));
       await all;
       const seconds = (Date.now() - started) / 1000;
-      // A backend that ended during the round counts nothing (its CPU is no longer readable); one that
-      // started counts all of its CPU.
-      let postgres = 0;
-      for (const p of await benchBackends()) postgres += (cpuMs(p) ?? 0) - (backendsBefore.get(p) ?? 0);
-      const after = [cpuMs(pid), postgres, sumCpu(infra.kafka), cpuMs(process.pid)];
-      const per = (i) => Math.round(((after[i] - before[i]) / count) * 1000) / 1000;
+      const spent = [
+        cpuMs(pid) - ownBefore[0],
+        cpuSince(before.postgres, await benchBackends()),
+        cpuSince(before.kafka, kafka),
+        cpuMs(process.pid) - ownBefore[1],
+      ];
+      const per = (i) => Math.round((spent[i] / count) * 1000) / 1000;
       return {
         seconds,
         turnsPerSec: Math.round(count / seconds),
