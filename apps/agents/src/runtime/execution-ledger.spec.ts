@@ -174,5 +174,41 @@ test('inRounds keeps the order of results and never puts one key twice in a roun
     },
   );
   assert.deepEqual(rounds, [['a', 'b', 'c'], ['a', 'b'], ['a']]);
-  assert.deepEqual(out, ['a1', 'b1', 'a2', 'c1', 'a3', 'b2']);
+  assert.deepEqual(
+    out.map((o) => (o.ok ? o.value : 'error')),
+    ['a1', 'b1', 'a2', 'c1', 'a3', 'b2'],
+  );
+});
+
+test('inRounds: a failing round is run item by item, and the next round (a duplicate of a good item) still comes after it', async () => {
+  const calls: string[][] = [];
+  const out = await inRounds(
+    ['bad', 'dup', 'dup'],
+    (x) => x,
+    async (round) => {
+      calls.push(round);
+      if (round.includes('bad')) throw new Error('refused');
+      return round.map((x) => `${x}:${calls.length}`);
+    },
+  );
+  assert.deepEqual(calls, [['bad', 'dup'], ['bad'], ['dup'], ['dup']]);
+  assert.equal(out[0].ok, false);
+  assert.deepEqual(out.slice(1), [
+    { ok: true, value: 'dup:3' },
+    { ok: true, value: 'dup:4' },
+  ]);
+});
+
+test('a refused item in a batch with a duplicate id: the duplicate still finds the first claim', async () => {
+  const db = new FakeExecutions();
+  const ledger = new PostgresExecutionLedger(db);
+  const results = await Promise.allSettled([
+    ledger.claim(claimOf('bad', 'nul \u0000 inside'), 'w1/a', 30_000),
+    ledger.claim(claimOf('dup'), 'w1/b', 30_000),
+    ledger.claim(claimOf('dup'), 'w1/c', 30_000),
+  ]);
+  assert.equal(results[0].status, 'rejected');
+  assert.deepEqual((results[1] as PromiseFulfilledResult<unknown>).value, { kind: 'claimed', attempt: 1, canceled: false });
+  assert.equal((results[2] as PromiseFulfilledResult<{ kind: string }>).value.kind, 'busy');
+  assert.equal(db.rows.get('dup')?.owner, 'w1/b');
 });

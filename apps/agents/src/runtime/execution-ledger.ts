@@ -97,12 +97,13 @@ interface FinishItem {
  * idle worker pays no added latency and a busy one far fewer statements per turn. Each call keeps
  * its single-execution meaning: an execution id that occurs twice in one batch goes in a later
  * statement (one row may be changed only once per statement, and the second claim must see the
- * first), and a statement that fails is retried item by item, so a bad item fails only its caller.
+ * first), and a statement that fails is retried item by item (round by round, so a duplicate still
+ * comes after its first), so a bad item fails only its caller.
  */
 export class PostgresExecutionLedger implements ExecutionLedger {
-  private readonly claims: StatementBatcher<ClaimItem, ClaimOutcome>;
-  private readonly renewals: StatementBatcher<RenewItem, RenewOutcome>;
-  private readonly finishes: StatementBatcher<FinishItem, boolean>;
+  private readonly claims: StatementBatcher<ClaimItem, Settled<ClaimOutcome>>;
+  private readonly renewals: StatementBatcher<RenewItem, Settled<RenewOutcome>>;
+  private readonly finishes: StatementBatcher<FinishItem, Settled<boolean>>;
 
   constructor(
     private readonly sql: SqlRunner,
@@ -139,15 +140,15 @@ export class PostgresExecutionLedger implements ExecutionLedger {
   }
 
   claim(c: ExecutionClaim, owner: string, leaseMs: number): Promise<ClaimOutcome> {
-    return this.claims.submit({ c, owner, leaseMs });
+    return this.claims.submit({ c, owner, leaseMs }).then(unwrap);
   }
 
   renew(executionId: string, owner: string, leaseMs: number): Promise<RenewOutcome> {
-    return this.renewals.submit({ executionId, owner, leaseMs });
+    return this.renewals.submit({ executionId, owner, leaseMs }).then(unwrap);
   }
 
   finish(executionId: string, owner: string, o: { state: string; reply?: AgentMessage; events: TaskEvent[] }): Promise<boolean> {
-    return this.finishes.submit({ executionId, owner, o });
+    return this.finishes.submit({ executionId, owner, o }).then(unwrap);
   }
 
   /** Claims executions with distinct ids: insert, or take over a running one whose lease expired; a finished one is never re-run. */
@@ -278,13 +279,22 @@ export class PostgresExecutionLedger implements ExecutionLedger {
 
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
+/** One item's answer from a batch: its result, or the error that is its alone. */
+export type Settled<O> = { ok: true; value: O } | { ok: false; error: unknown };
+
+const unwrap = <O>(s: Settled<O>): O => {
+  if (!s.ok) throw s.error;
+  return s.value;
+};
+
 /**
  * Runs `run` over rounds of items with distinct keys, in order (the first occurrence of each key
- * in the first round, the second in the next, …), and returns the results in the items' order.
- * A batch is a set of calls that happened together; taking a key's calls one after another gives
- * each the answer it would have had alone.
+ * in the first round, the second in the next, …), and returns each item's settled result in the
+ * items' order. A batch is a set of calls that happened together; taking a key's calls one after
+ * another gives each the answer it would have had alone. A round that fails is run again item by
+ * item, so a bad item fails only its own caller — and a later round still runs after it.
  */
-export async function inRounds<I, O>(items: I[], key: (i: I) => string, run: (round: I[]) => Promise<O[]>): Promise<O[]> {
+export async function inRounds<I, O>(items: I[], key: (i: I) => string, run: (round: I[]) => Promise<O[]>): Promise<Array<Settled<O>>> {
   const rounds: number[][] = [];
   const seen = new Map<string, number>();
   items.forEach((item, index) => {
@@ -293,9 +303,26 @@ export async function inRounds<I, O>(items: I[], key: (i: I) => string, run: (ro
     seen.set(k, n + 1);
     (rounds[n] ??= []).push(index);
   });
-  const out = new Array<O>(items.length);
+  const out = new Array<Settled<O>>(items.length);
+  const alone = async (item: I): Promise<Settled<O>> => {
+    try {
+      const [value] = await run([item]);
+      return { ok: true, value };
+    } catch (error) {
+      return { ok: false, error };
+    }
+  };
   for (const round of rounds) {
-    const results = await run(round.map((i) => items[i]));
+    const batch = round.map((i) => items[i]);
+    let results: Array<Settled<O>>;
+    try {
+      const values = await run(batch);
+      if (values.length !== batch.length) throw new Error(`batch statement returned ${values.length} results for ${batch.length} items`);
+      results = values.map((value) => ({ ok: true, value }));
+    } catch (error) {
+      // The keys of a round are distinct: its items may run alone side by side.
+      results = batch.length === 1 ? [{ ok: false, error }] : await Promise.all(batch.map(alone));
+    }
     round.forEach((index, j) => (out[index] = results[j]));
   }
   return out;
