@@ -5,9 +5,9 @@
 // each await a 50 ms MCP tool with in-flight 256. Then the same two worker shapes alone: a backlog
 // of commands produced straight onto Kafka, turns/s until every final event is back (the worker's
 // own cost, without the dispatcher). Writes bench/results/agents.json.
-import { spawn } from 'node:child_process';
+import { execSync, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { cpus, totalmem } from 'node:os';
 import { createInterface } from 'node:readline';
@@ -53,7 +53,9 @@ async function startWorkers(n, extraEnv = {}) {
   const workers = [];
   for (let i = 0; i < n; i++) {
     const port = await freePort();
-    const child = spawn(process.execPath, [`${root}bench/agents-worker.mjs`], {
+    // BENCH_WORKER_NODE_ARGS: extra node flags of the worker processes, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
+    const nodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+    const child = spawn(process.execPath, [...nodeArgs, `${root}bench/agents-worker.mjs`], {
       cwd: root,
       env: {
         ...baseEnv,
@@ -161,55 +163,165 @@ async function scenario(name, { workers: n, text, conns, env }) {
   }
 }
 
-/** Worker alone: `n` commands produced at once, time until all final events are back. */
-async function backlog(name, { text, n, env }) {
+/** Cumulative CPU (user + system) of a process, ms, as bench/dispatch.mjs reads it. */
+function cpuMs(pid, withChildren = false) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(f[11]) + Number(f[12]) + (withChildren ? Number(f[13]) + Number(f[14]) : 0);
+    return (ticks * 1000) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Pids of the Kafka broker the bench uses (empty where not visible): a broker started by
+ * scripts/kafka names its port in its log directory (`logs-<port>`); other brokers on the machine
+ * (the chaos cluster) are not counted.
+ */
+function infraPids() {
+  let pids;
+  try {
+    pids = execSync('pgrep -f kafka.Kafka', { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
+  } catch {
+    return { kafka: [] };
+  }
+  const port = baseEnv.KAFKA_BROKERS.split(',')[0].split(':').pop();
+  const cmdline = (p) => {
+    try {
+      return readFileSync(`/proc/${p}/cmdline`, 'utf8');
+    } catch {
+      return '';
+    }
+  };
+  const ours = pids.filter((p) => cmdline(p).includes(`logs-${port}`));
+  return { kafka: ours.length > 0 ? ours : pids };
+}
+
+/** CPU of these processes now, by pid. */
+const cpuByPid = (pids) => new Map(pids.map((p) => [p, cpuMs(p) ?? 0]));
+
+/**
+ * CPU spent since `before` by the processes alive now: one that ended meanwhile counts nothing (its
+ * CPU is no longer readable), one that started counts all of its CPU.
+ */
+const cpuSince = (before, pids) => pids.reduce((s, p) => s + Math.max(0, (cpuMs(p) ?? 0) - (before.get(p) ?? 0)), 0);
+
+/** Pids of the Postgres backends connected to this benchmark's database (empty when not readable). */
+async function benchBackends() {
+  const c = new pg.Client({ connectionString: adminUrl });
+  try {
+    await c.connect();
+    const r = await c.query('SELECT pid FROM pg_stat_activity WHERE datname = $1', [dbUrl.pathname.slice(1)]);
+    return r.rows.map((x) => x.pid);
+  } catch {
+    return []; // e.g. the server is out of connections: the Postgres column reads 0 then
+  } finally {
+    await c.end().catch(() => undefined);
+  }
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+/**
+ * Worker alone: one worker process; per round `n` commands produced straight onto its command
+ * topic at once (keyed as the dispatcher keys them for the bench card's channel), and the time
+ * until every final event is back. A first small round (discarded) joins the group and warms the
+ * JIT. CPU per turn of the worker, Postgres and the Kafka broker from /proc, as bench:dispatch reads it.
+ */
+async function backlog(name, { text, n, rounds = 1, env }) {
   const workers = await startWorkers(1, env);
   const kafka = createKafka({ brokers: baseEnv.KAFKA_BROKERS.split(','), clientId: 'bench-backlog' });
   const topics = new TopicNames(baseEnv.TOPIC_PREFIX);
   const consumer = kafka.consumer({ groupId: `bench-backlog-${newId()}`, maxWaitTimeInMs: 50 });
   const producer = new BusProducer(kafka);
+  let waiting = new Set();
+  let onAll = () => undefined;
   try {
-    await warmUp(text);
-    const ids = new Set();
-    let done = 0;
-    let resolveAll;
-    const all = new Promise((r) => (resolveAll = r));
     await consumer.connect();
     await consumer.subscribe({ topic: topics.events(), fromBeginning: false });
     await consumer.run({
-      eachMessage: async ({ message }) => {
-        const e = decodeEnvelope({ headers: message.headers, value: message.value });
-        if (e.kind === 'task.status' && e.body.final && ids.delete(e.identity.taskId) && ++done === n) resolveAll();
+      eachBatch: async ({ batch }) => {
+        for (const message of batch.messages) {
+          const e = decodeEnvelope({ headers: message.headers, value: message.value });
+          if (e.kind === 'task.status' && e.body.final && waiting.delete(e.identity.taskId) && waiting.size === 0) onAll();
+        }
       },
     });
     await new Promise((r) => setTimeout(r, 3000)); // group join
     await producer.connect();
-    const started = Date.now();
-    await Promise.all(
-      Array.from({ length: n }, () => {
+    const round = async (count) => {
+      const all = new Promise((r) => (onAll = r));
+      const envelopes = Array.from({ length: count }, () => {
         const taskId = newId();
-        ids.add(taskId);
+        const contextId = newId();
         const identity = {
           tenant: 'acme',
           agentId: 'echo-agent',
           taskId,
-          contextId: newId(),
+          contextId,
           messageId: newId(),
           executionId: executionId('acme', taskId, 1),
           subject: 'bench',
           actor: 'bench',
         };
-        return producer.send(
-          topics.commands('echo-agent'),
-          `acme:echo-agent:${taskId.slice(0, 2)}`,
-          Envelopes.run(identity, { turn: 1, message: { messageId: newId(), role: 'ROLE_USER', parts: [{ text }] } }),
-        );
-      }),
+        return {
+          taskId,
+          contextId,
+          env: Envelopes.run(identity, { turn: 1, message: { messageId: newId(), role: 'ROLE_USER', parts: [{ text }] } }),
+        };
+      });
+      waiting = new Set(envelopes.map((e) => e.taskId));
+      const kafka = infraPids().kafka;
+      // Postgres: the backends serving this benchmark's database (the server is shared with other work).
+      const before = { postgres: cpuByPid(await benchBackends()), kafka: cpuByPid(kafka) };
+      const pid = workers[0].child.pid;
+      const ownBefore = [cpuMs(pid), cpuMs(process.pid)];
+      const started = Date.now();
+      // The bench card's keyTemplate is {tenant}:{agent_id}:{context_id} (bench/agents-servers.mjs).
+      await Promise.all(envelopes.map((e) => producer.send(topics.commands('echo-agent'), `acme:echo-agent:${e.contextId}`, e.env)));
+      await all;
+      const seconds = (Date.now() - started) / 1000;
+      const spent = [
+        cpuMs(pid) - ownBefore[0],
+        cpuSince(before.postgres, await benchBackends()),
+        cpuSince(before.kafka, kafka),
+        cpuMs(process.pid) - ownBefore[1],
+      ];
+      const per = (i) => Math.round((spent[i] / count) * 1000) / 1000;
+      return {
+        seconds,
+        turnsPerSec: Math.round(count / seconds),
+        cpuMsPerTurn: { worker: per(0), postgres: per(1), kafka: per(2), loadGenerator: per(3) },
+      };
+    };
+    await round(Math.min(n, 500)); // discarded: group join, JIT, pools
+    const measured = [];
+    for (let i = 0; i < rounds; i++) {
+      const r = await round(n);
+      console.error(
+        `${name}, round ${i + 1}: ${r.turnsPerSec} turns/s (${n} in ${r.seconds.toFixed(1)} s), CPU ms/turn ${JSON.stringify(r.cpuMsPerTurn)}`,
+      );
+      measured.push(r);
+    }
+    const tps = measured.map((r) => r.turnsPerSec);
+    const cpu = (k) => Math.round(median(measured.map((r) => r.cpuMsPerTurn[k])) * 1000) / 1000;
+    const out = {
+      scenario: name,
+      workers: 1,
+      backlog: n,
+      rounds: measured,
+      turnsPerSec: Math.round(median(tps)),
+      spread: { min: Math.min(...tps), max: Math.max(...tps) },
+      cpuMsPerTurn: { worker: cpu('worker'), postgres: cpu('postgres'), kafka: cpu('kafka'), loadGenerator: cpu('loadGenerator') },
+    };
+    console.error(
+      `${name}: median ${out.turnsPerSec} turns/s (min ${out.spread.min}, max ${out.spread.max}), CPU ms/turn ${JSON.stringify(out.cpuMsPerTurn)}`,
     );
-    await all;
-    const seconds = (Date.now() - started) / 1000;
-    const out = { scenario: name, workers: 1, backlog: n, seconds, turnsPerSec: Math.round(n / seconds) };
-    console.error(`${name}: ${out.turnsPerSec} turns/s (${n} in ${seconds.toFixed(1)} s)`);
     return out;
   } finally {
     await consumer.disconnect().catch(() => undefined);
@@ -220,21 +332,36 @@ async function backlog(name, { text, n, env }) {
 
 const results = [];
 const alone = [];
+// BENCH_ONLY=alone: only the worker-alone echo backlog (quick iterations on the worker's cost).
+const only = process.env.BENCH_ONLY;
+const n = Number(process.env.BENCH_BACKLOG ?? 10000);
+const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 try {
-  // Discarded: warms the dispatcher, Postgres and the JIT so the first measured scenario is not penalised.
-  await scenario('warm-up (discarded)', { workers: 1, text: 'bench', conns: connections });
-  for (const n of [1, 2, 4]) results.push(await scenario(`echo, ${n} worker(s)`, { workers: n, text: 'bench', conns: connections }));
-  results.push(
-    await scenario('50 ms tool, 1 worker, in-flight 256', {
-      workers: 1,
-      text: '/wait 50',
-      conns: 256,
-      env: { AGENTS_MAX_IN_FLIGHT: '256' },
-    }),
-  );
-  const n = Number(process.env.BENCH_BACKLOG ?? 2000);
-  alone.push(await backlog('worker alone, echo', { text: 'bench', n }));
-  alone.push(await backlog('worker alone, 50 ms tool, in-flight 256', { text: '/wait 50', n, env: { AGENTS_MAX_IN_FLIGHT: '256' } }));
+  if (only !== 'alone') {
+    // Discarded: warms the dispatcher, Postgres and the JIT so the first measured scenario is not penalised.
+    await scenario('warm-up (discarded)', { workers: 1, text: 'bench', conns: connections });
+    for (const w of [1, 2, 4]) results.push(await scenario(`echo, ${w} worker(s)`, { workers: w, text: 'bench', conns: connections }));
+    results.push(
+      await scenario('50 ms tool, 1 worker, in-flight 256', {
+        workers: 1,
+        text: '/wait 50',
+        conns: 256,
+        env: { AGENTS_MAX_IN_FLIGHT: '256' },
+      }),
+    );
+  }
+  // BENCH_ECHO_IN_FLIGHT: the worker's AGENTS_MAX_IN_FLIGHT for the echo backlog (default: the agent's channel setting).
+  const echoEnv = process.env.BENCH_ECHO_IN_FLIGHT ? { AGENTS_MAX_IN_FLIGHT: process.env.BENCH_ECHO_IN_FLIGHT } : {};
+  alone.push(await backlog('worker alone, echo', { text: 'bench', n, rounds, env: echoEnv }));
+  if (only !== 'alone') {
+    alone.push(
+      await backlog('worker alone, 50 ms tool, in-flight 256', {
+        text: '/wait 50',
+        n: Math.min(n, 2000),
+        env: { AGENTS_MAX_IN_FLIGHT: '256' },
+      }),
+    );
+  }
 } finally {
   servers.kill('SIGTERM');
   await new Promise((r) => servers.once('exit', r));
@@ -244,7 +371,9 @@ try {
   await admin.end();
 }
 
-const tool = alone[1] ? { completedPerSec: Math.max(results[3].completedPerSec, alone[1].turnsPerSec) } : results[3];
+const tool = alone[1]
+  ? { completedPerSec: Math.max(results[3].completedPerSec, alone[1].turnsPerSec) }
+  : (results[3] ?? { completedPerSec: 0 });
 const ideal = 256 / 0.05;
 const summary = {
   date: new Date().toISOString(),
@@ -252,6 +381,7 @@ const summary = {
   load: { tool: 'autocannon', durationSeconds: duration, binding: 'JSON-RPC SendMessage (blocking)', tenant: 'acme' },
   results,
   workerAlone: alone,
+  summary: { agents_worker_echo_turns_per_s: alone[0].turnsPerSec },
   toolTarget: {
     idealTasksPerSec: ideal,
     target: 0.8 * ideal,
@@ -263,5 +393,6 @@ const summary = {
   },
 };
 mkdirSync(`${root}bench/results`, { recursive: true });
-writeFileSync(`${root}bench/results/agents.json`, `${JSON.stringify(summary, null, 2)}\n`);
+// A partial run (BENCH_ONLY) does not replace the full run's file.
+writeFileSync(`${root}bench/results/${only ? `agents-${only}` : 'agents'}.json`, `${JSON.stringify(summary, null, 2)}\n`);
 console.log(JSON.stringify(summary.toolTarget, null, 2));

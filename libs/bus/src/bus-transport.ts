@@ -48,6 +48,8 @@ export interface KafkaBusTransportOptions extends BusConsumerOptions {
  */
 export class KafkaBusTransport extends Server implements CustomTransportStrategy {
   private consumer?: BusConsumer;
+  /** Handlers found by pattern: Nest's lookup tries JSON.parse on every call (a thrown error per record). */
+  private readonly handlerCache = new Map<string, NonNullable<ReturnType<Server['getHandlerByPattern']>>>();
 
   constructor(
     private readonly kafka: Kafka,
@@ -100,7 +102,8 @@ export class KafkaBusTransport extends Server implements CustomTransportStrategy
   }
 
   private async call(pattern: string, payload: unknown, ctx: BaseRpcContext): Promise<void> {
-    const handler = this.getHandlerByPattern(pattern);
+    const handler = this.handlerCache.get(pattern) ?? this.getHandlerByPattern(pattern);
+    if (handler) this.handlerCache.set(pattern, handler);
     if (!handler) {
       throw new MeshError('NO_HANDLER', `no @EventPattern('${pattern}') handler`, { retryable: false });
     }

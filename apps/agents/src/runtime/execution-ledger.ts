@@ -1,5 +1,6 @@
 import type { AgentMessage } from '@mesh/agent-sdk';
 import type { TaskEvent } from '@mesh/contract';
+import { StatementBatcher } from '@mesh/database';
 
 /** A turn about to be run. */
 export interface ExecutionClaim {
@@ -67,48 +68,188 @@ const rows = <T>(r: unknown): T[] => {
   return (r.length === 2 && Array.isArray(r[0]) && typeof r[1] === 'number' ? r[0] : r) as T[];
 };
 
-/** ExecutionLedger on `agents.executions`. */
-export class PostgresExecutionLedger implements ExecutionLedger {
-  constructor(private readonly sql: SqlRunner) {}
+/** How {@link PostgresExecutionLedger} groups the statements of the turns in flight. */
+export interface ExecutionLedgerBatching {
+  /** Most executions in one statement (default 1024). */
+  maxBatch?: number;
+  /** Statements of one kind (claim, renew, finish) running at once (default 2). */
+  maxInFlight?: number;
+}
 
-  async claim(c: ExecutionClaim, owner: string, leaseMs: number): Promise<ClaimOutcome> {
-    // Insert, or take over a running execution whose lease expired; a finished one is never re-run.
-    const claimed = rows<{ attempt: number; canceled: boolean }>(
+interface ClaimItem {
+  c: ExecutionClaim;
+  owner: string;
+  leaseMs: number;
+}
+interface RenewItem {
+  executionId: string;
+  owner: string;
+  leaseMs: number;
+}
+interface FinishItem {
+  executionId: string;
+  owner: string;
+  o: { state: string; reply?: AgentMessage; events: TaskEvent[] };
+}
+
+/**
+ * ExecutionLedger on `agents.executions`. Claims, renewals and finishes of the turns in flight are
+ * group-committed: the calls that arrive while a statement of their kind runs go together in the
+ * next one (one multi-row statement, one round trip, one commit; see StatementBatcher), so an
+ * idle worker pays no added latency and a busy one far fewer statements per turn. Each call keeps
+ * its single-execution meaning: an execution id that occurs twice in one batch goes in a later
+ * statement (one row may be changed only once per statement, and the second claim must see the
+ * first), and a statement that fails is retried item by item (round by round, so a duplicate still
+ * comes after its first), so a bad item fails only its caller.
+ */
+export class PostgresExecutionLedger implements ExecutionLedger {
+  private readonly claims: StatementBatcher<ClaimItem, Settled<ClaimOutcome>>;
+  private readonly renewals: StatementBatcher<RenewItem, Settled<RenewOutcome>>;
+  private readonly finishes: StatementBatcher<FinishItem, Settled<boolean>>;
+
+  constructor(
+    private readonly sql: SqlRunner,
+    batching: ExecutionLedgerBatching = {},
+  ) {
+    const opts = { maxBatch: batching.maxBatch ?? 1024, maxInFlight: batching.maxInFlight ?? 2 };
+    this.claims = new StatementBatcher(
+      (items) =>
+        inRounds(
+          items,
+          (i) => i.c.executionId,
+          (r) => this.claimAll(r),
+        ),
+      opts,
+    );
+    this.renewals = new StatementBatcher(
+      (items) =>
+        inRounds(
+          items,
+          (i) => i.executionId,
+          (r) => this.renewAll(r),
+        ),
+      opts,
+    );
+    this.finishes = new StatementBatcher(
+      (items) =>
+        inRounds(
+          items,
+          (i) => i.executionId,
+          (r) => this.finishAll(r),
+        ),
+      opts,
+    );
+  }
+
+  claim(c: ExecutionClaim, owner: string, leaseMs: number): Promise<ClaimOutcome> {
+    return this.claims.submit({ c, owner, leaseMs }).then(unwrap);
+  }
+
+  renew(executionId: string, owner: string, leaseMs: number): Promise<RenewOutcome> {
+    return this.renewals.submit({ executionId, owner, leaseMs }).then(unwrap);
+  }
+
+  finish(executionId: string, owner: string, o: { state: string; reply?: AgentMessage; events: TaskEvent[] }): Promise<boolean> {
+    return this.finishes.submit({ executionId, owner, o }).then(unwrap);
+  }
+
+  /** Claims executions with distinct ids: insert, or take over a running one whose lease expired; a finished one is never re-run. */
+  private async claimAll(items: ClaimItem[]): Promise<ClaimOutcome[]> {
+    // Rows in id order, so two statements that overlap (two workers) lock in the same order and cannot deadlock.
+    const sorted = [...items].sort((a, b) => compare(a.c.executionId, b.c.executionId));
+    const claimed = rows<{ execution_id: string; attempt: number; canceled: boolean }>(
       await this.sql.query(
         `INSERT INTO agents.executions AS e (execution_id, tenant, agent_id, task_id, context_id, turn, state, owner, lease_until, input_message, traceparent)
-         VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, now() + $8 * interval '1 millisecond', $9, $10)
+         SELECT v.execution_id, v.tenant, v.agent_id, v.task_id, v.context_id, v.turn, 'running', v.owner,
+                now() + v.lease_ms * interval '1 millisecond', v.input_message, v.traceparent
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::int[], $9::jsonb[], $10::text[])
+           AS v(execution_id, tenant, agent_id, task_id, context_id, turn, owner, lease_ms, input_message, traceparent)
          ON CONFLICT (execution_id) DO UPDATE
            SET owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until, attempt = e.attempt + 1, updated_at = now()
          WHERE e.state = 'running' AND e.lease_until < now()
-         RETURNING attempt, EXISTS (SELECT 1 FROM agents.cancellations c WHERE c.execution_id = e.execution_id) AS canceled`,
-        [c.executionId, c.tenant, c.agentId, c.taskId, c.contextId, c.turn, owner, leaseMs, JSON.stringify(c.input), c.traceparent ?? null],
+         RETURNING e.execution_id, e.attempt, EXISTS (SELECT 1 FROM agents.cancellations c WHERE c.execution_id = e.execution_id) AS canceled`,
+        [
+          sorted.map((i) => i.c.executionId),
+          sorted.map((i) => i.c.tenant),
+          sorted.map((i) => i.c.agentId),
+          sorted.map((i) => i.c.taskId),
+          sorted.map((i) => i.c.contextId),
+          sorted.map((i) => i.c.turn),
+          sorted.map((i) => i.owner),
+          sorted.map((i) => i.leaseMs),
+          sorted.map((i) => JSON.stringify(i.c.input)),
+          sorted.map((i) => i.c.traceparent ?? null),
+        ],
       ),
     );
-    if (claimed.length > 0) return { kind: 'claimed', attempt: claimed[0].attempt, canceled: claimed[0].canceled };
-    const existing = rows<{ state: string; final_events: TaskEvent[] | null; remaining_ms: number }>(
-      await this.sql.query(
-        `SELECT state, final_events, GREATEST(0, EXTRACT(EPOCH FROM (lease_until - now())) * 1000)::int AS remaining_ms
-         FROM agents.executions WHERE execution_id = $1`,
-        [c.executionId],
-      ),
+    const out = new Map<string, ClaimOutcome>(
+      claimed.map((r) => [r.execution_id, { kind: 'claimed', attempt: r.attempt, canceled: r.canceled }]),
     );
-    const row = existing[0];
-    if (!row) return this.claim(c, owner, leaseMs);
-    if (row.state === 'finished') return { kind: 'finished', events: row.final_events ?? [] };
-    return { kind: 'busy', leaseRemainingMs: row.remaining_ms };
+    const others = items.filter((i) => !out.has(i.c.executionId)).map((i) => i.c.executionId);
+    if (others.length > 0) {
+      const existing = rows<{ execution_id: string; state: string; final_events: TaskEvent[] | null; remaining_ms: number }>(
+        await this.sql.query(
+          `SELECT execution_id, state, final_events, GREATEST(0, EXTRACT(EPOCH FROM (lease_until - now())) * 1000)::int AS remaining_ms
+           FROM agents.executions WHERE execution_id = ANY($1::text[])`,
+          [others],
+        ),
+      );
+      for (const row of existing) {
+        out.set(
+          row.execution_id,
+          row.state === 'finished'
+            ? { kind: 'finished', events: row.final_events ?? [] }
+            : { kind: 'busy', leaseRemainingMs: row.remaining_ms },
+        );
+      }
+    }
+    // A row gone between the two statements (the retention sweep deleted it): claim it again.
+    const gone = items.filter((i) => !out.has(i.c.executionId));
+    if (gone.length > 0) for (const [i, o] of (await this.claimAll(gone)).entries()) out.set(gone[i].c.executionId, o);
+    return items.map((i) => out.get(i.c.executionId)!);
   }
 
-  async renew(executionId: string, owner: string, leaseMs: number): Promise<RenewOutcome> {
-    const r = rows<{ canceled: boolean }>(
+  /** Extends the leases of executions with distinct ids; one not returned was lost by its owner. */
+  private async renewAll(items: RenewItem[]): Promise<RenewOutcome[]> {
+    const sorted = [...items].sort((a, b) => compare(a.executionId, b.executionId));
+    const renewed = rows<{ execution_id: string; canceled: boolean }>(
       await this.sql.query(
-        `UPDATE agents.executions e SET lease_until = now() + $3 * interval '1 millisecond', updated_at = now()
-         WHERE execution_id = $1 AND owner = $2 AND state = 'running'
-         RETURNING EXISTS (SELECT 1 FROM agents.cancellations c WHERE c.execution_id = e.execution_id) AS canceled`,
-        [executionId, owner, leaseMs],
+        `UPDATE agents.executions e SET lease_until = now() + v.lease_ms * interval '1 millisecond', updated_at = now()
+         FROM unnest($1::text[], $2::text[], $3::int[]) AS v(execution_id, owner, lease_ms)
+         WHERE e.execution_id = v.execution_id AND e.owner = v.owner AND e.state = 'running'
+         RETURNING e.execution_id, EXISTS (SELECT 1 FROM agents.cancellations c WHERE c.execution_id = e.execution_id) AS canceled`,
+        [sorted.map((i) => i.executionId), sorted.map((i) => i.owner), sorted.map((i) => i.leaseMs)],
       ),
     );
-    if (r.length === 0) return 'lost';
-    return r[0].canceled ? 'canceled' : 'renewed';
+    const found = new Map(renewed.map((r) => [r.execution_id, r.canceled]));
+    return items.map((i) => {
+      const canceled = found.get(i.executionId);
+      return canceled === undefined ? 'lost' : canceled ? 'canceled' : 'renewed';
+    });
+  }
+
+  /** Records the outcomes of executions with distinct ids; false for one its owner no longer owns. */
+  private async finishAll(items: FinishItem[]): Promise<boolean[]> {
+    const sorted = [...items].sort((a, b) => compare(a.executionId, b.executionId));
+    const finished = rows<{ execution_id: string }>(
+      await this.sql.query(
+        `UPDATE agents.executions e
+         SET state = 'finished', final_state = v.final_state, reply_message = v.reply_message, final_events = v.final_events,
+             finished_at = now(), updated_at = now()
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::jsonb[]) AS v(execution_id, owner, final_state, reply_message, final_events)
+         WHERE e.execution_id = v.execution_id AND e.owner = v.owner AND e.state = 'running'
+         RETURNING e.execution_id`,
+        [
+          sorted.map((i) => i.executionId),
+          sorted.map((i) => i.owner),
+          sorted.map((i) => i.o.state),
+          sorted.map((i) => (i.o.reply ? JSON.stringify(i.o.reply) : null)),
+          sorted.map((i) => JSON.stringify(i.o.events)),
+        ],
+      ),
+    );
+    const done = new Set(finished.map((r) => r.execution_id));
+    return items.map((i) => done.has(i.executionId));
   }
 
   async cancel(c: ExecutionCancel): Promise<void> {
@@ -127,17 +268,6 @@ export class PostgresExecutionLedger implements ExecutionLedger {
     );
   }
 
-  async finish(executionId: string, owner: string, o: { state: string; reply?: AgentMessage; events: TaskEvent[] }): Promise<boolean> {
-    const r = rows(
-      await this.sql.query(
-        `UPDATE agents.executions SET state = 'finished', final_state = $3, reply_message = $4, final_events = $5, finished_at = now(), updated_at = now()
-         WHERE execution_id = $1 AND owner = $2 AND state = 'running' RETURNING 1`,
-        [executionId, owner, o.state, o.reply ? JSON.stringify(o.reply) : null, JSON.stringify(o.events)],
-      ),
-    );
-    return r.length > 0;
-  }
-
   async history(tenant: string, taskId: string, beforeTurn: number): Promise<AgentMessage[]> {
     const r = rows<{ input_message: AgentMessage; reply_message: AgentMessage | null }>(
       await this.sql.query(
@@ -148,6 +278,57 @@ export class PostgresExecutionLedger implements ExecutionLedger {
     );
     return r.flatMap((x) => (x.reply_message ? [x.input_message, x.reply_message] : [x.input_message]));
   }
+}
+
+const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** One item's answer from a batch: its result, or the error that is its alone. */
+export type Settled<O> = { ok: true; value: O } | { ok: false; error: unknown };
+
+const unwrap = <O>(s: Settled<O>): O => {
+  if (!s.ok) throw s.error;
+  return s.value;
+};
+
+/**
+ * Runs `run` over rounds of items with distinct keys, in order (the first occurrence of each key
+ * in the first round, the second in the next, …), and returns each item's settled result in the
+ * items' order. A batch is a set of calls that happened together; taking a key's calls one after
+ * another gives each the answer it would have had alone. A round that fails is run again item by
+ * item, so a bad item fails only its own caller — and a later round still runs after it.
+ */
+export async function inRounds<I, O>(items: I[], key: (i: I) => string, run: (round: I[]) => Promise<O[]>): Promise<Array<Settled<O>>> {
+  const rounds: number[][] = [];
+  const seen = new Map<string, number>();
+  items.forEach((item, index) => {
+    const k = key(item);
+    const n = seen.get(k) ?? 0;
+    seen.set(k, n + 1);
+    (rounds[n] ??= []).push(index);
+  });
+  const out = new Array<Settled<O>>(items.length);
+  const alone = async (item: I): Promise<Settled<O>> => {
+    try {
+      const [value] = await run([item]);
+      return { ok: true, value };
+    } catch (error) {
+      return { ok: false, error };
+    }
+  };
+  for (const round of rounds) {
+    const batch = round.map((i) => items[i]);
+    let results: Array<Settled<O>>;
+    try {
+      const values = await run(batch);
+      if (values.length !== batch.length) throw new Error(`batch statement returned ${values.length} results for ${batch.length} items`);
+      results = values.map((value) => ({ ok: true, value }));
+    } catch (error) {
+      // The keys of a round are distinct: its items may run alone side by side.
+      results = batch.length === 1 ? [{ ok: false, error }] : await Promise.all(batch.map(alone));
+    }
+    round.forEach((index, j) => (out[index] = results[j]));
+  }
+  return out;
 }
 
 /** In-memory ExecutionLedger with the same rules, for unit tests. */

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { sleep } from '@mesh/contract';
 import type { RenewOutcome } from './execution-ledger.js';
-import { LeaseKeeper } from './lease-keeper.js';
+import { LeaseKeeper, LeaseRenewals } from './lease-keeper.js';
 import { TurnSignal } from './turn-signal.js';
 
 /** A ledger whose renewals answer from a script (the last answer repeats); counts the calls. */
@@ -122,4 +122,27 @@ test('after unwatch, a cancel, a revocation or the deadline no longer abort the 
   keeper.stop();
   assert.equal(s.signal.aborted, false);
   assert.equal(keeper.lost.aborted, false);
+});
+
+test('a shared renewal loop renews every lease it holds on each tick, reports each loss to its own keeper, and stops when empty', async () => {
+  const calls: string[] = [];
+  const ledger = {
+    renew: async (executionId: string): Promise<RenewOutcome> => {
+      calls.push(executionId);
+      return executionId === 'taken' ? 'lost' : 'renewed';
+    },
+  };
+  const loop = new LeaseRenewals(40);
+  const a = new LeaseKeeper({ ledger, executionId: 'a', owner: 'o', leaseMs: 120, renewals: loop });
+  const taken = new LeaseKeeper({ ledger, executionId: 'taken', owner: 'o', leaseMs: 120, renewals: loop });
+  assert.equal(loop.size, 2);
+  await new Promise((r) => taken.lost.addEventListener('abort', r, { once: true }));
+  assert.equal(a.lost.aborted, false);
+  assert.ok(calls.includes('a') && calls.includes('taken'), 'both renewed by the same tick');
+  taken.stop();
+  a.stop();
+  assert.equal(loop.size, 0);
+  const n = calls.length;
+  await sleep(100);
+  assert.equal(calls.length, n, 'no renewal after every keeper stopped');
 });

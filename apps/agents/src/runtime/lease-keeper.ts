@@ -9,18 +9,57 @@ export interface LeaseKeeperOptions {
   executionId: string;
   owner: string;
   leaseMs: number;
+  /**
+   * The shared renewal loop to join (one timer, and with a batching ledger one statement, for all
+   * the leases of a runner); without it the keeper runs a timer of its own.
+   */
+  renewals?: LeaseRenewals;
+}
+
+/**
+ * One renewal loop for many leases: every `intervalMs` it renews each lease it holds. The calls
+ * are issued together, so a ledger that groups statements (PostgresExecutionLedger) renews all
+ * the leases of a worker's turns in flight in one statement, instead of one timer and one
+ * statement per turn. The timer runs only while it holds a lease.
+ */
+export class LeaseRenewals {
+  private readonly keepers = new Set<LeaseKeeper>();
+  private timer?: NodeJS.Timeout;
+
+  /** `intervalMs`: a third of the lease, so a lease survives a missed renewal or two. */
+  constructor(private readonly intervalMs: number) {}
+
+  /** Leases held now. */
+  get size(): number {
+    return this.keepers.size;
+  }
+
+  add(keeper: LeaseKeeper): void {
+    this.keepers.add(keeper);
+    this.timer ??= setInterval(() => {
+      for (const k of this.keepers) k.renewNow();
+    }, this.intervalMs);
+  }
+
+  delete(keeper: LeaseKeeper): void {
+    this.keepers.delete(keeper);
+    if (this.keepers.size > 0 || !this.timer) return;
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
 }
 
 /**
  * Holds the lease of one claimed execution: renews it every third of its length from construction
- * until `stop()`. `lost` aborts (reason: a MeshError coded LEASE_LOST) when a renewal finds another
+ * until `stop()` (on its own timer, or as part of a shared {@link LeaseRenewals} loop). `lost` aborts (reason: a MeshError coded LEASE_LOST) when a renewal finds another
  * owner, `canceled` when it finds a cancel another process recorded (the cancel command was read
  * there). A failed renewal is retried on the next tick; the lease covers a few misses.
  */
 export class LeaseKeeper {
   private readonly lostController = new AbortController();
   private readonly canceledController = new AbortController();
-  private readonly timer: NodeJS.Timeout;
+  private readonly timer?: NodeJS.Timeout;
+  private stopped = false;
   /** Aborted when this attempt no longer owns the execution: its lease was taken, or it was handed away (`giveUp`). */
   readonly lost: AbortSignal = this.lostController.signal;
   readonly canceled: AbortSignal = this.canceledController.signal;
@@ -28,7 +67,8 @@ export class LeaseKeeper {
 
   constructor(private readonly o: LeaseKeeperOptions) {
     this.executionId = o.executionId;
-    this.timer = setInterval(() => this.renew(), Math.max(50, Math.floor(o.leaseMs / 3)));
+    if (o.renewals) o.renewals.add(this);
+    else this.timer = setInterval(() => this.renewNow(), Math.max(50, Math.floor(o.leaseMs / 3)));
   }
 
   /** This attempt gives the execution up (its command was revoked): `lost` aborts with REVOKED. */
@@ -38,10 +78,14 @@ export class LeaseKeeper {
 
   /** Renews no more; call it before releasing the lease so no renewal in flight takes it back. */
   stop(): void {
-    clearInterval(this.timer);
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    this.o.renewals?.delete(this);
   }
 
-  private renew(): void {
+  /** Renews once now (the timer's or the shared loop's tick). */
+  renewNow(): void {
+    if (this.stopped) return;
     this.o.ledger.renew(this.o.executionId, this.o.owner, this.o.leaseMs).then(
       (renewal) => {
         if (renewal === 'lost') this.markLost('LEASE_LOST', 'another worker took this execution over');

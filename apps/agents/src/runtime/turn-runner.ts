@@ -34,7 +34,7 @@ import { trace } from '@opentelemetry/api';
 import { linkFromHeaders, silentLogger, SpanAttr, withSpan, type Logger } from '@mesh/telemetry';
 import { fromWireMessage, toWireArtifact, toWireMessage, wireStateOf } from './a2a-wire.js';
 import type { ExecutionLedger } from './execution-ledger.js';
-import { LeaseKeeper } from './lease-keeper.js';
+import { LeaseKeeper, LeaseRenewals } from './lease-keeper.js';
 import { TurnSignal } from './turn-signal.js';
 
 /** The ledgers are in Postgres and events go to Kafka: an outage of either is not the turn's failure. */
@@ -91,9 +91,12 @@ const SEQ_PER_ATTEMPT = 1_000_000;
  */
 export class TurnRunner {
   private readonly log: Logger;
+  /** One renewal loop for the leases of all the turns in flight here. */
+  private readonly renewals: LeaseRenewals;
 
   constructor(private readonly o: TurnRunnerOptions) {
     this.log = (o.logger ?? silentLogger).child({ src: 'turn-runner', agent: o.agent.id });
+    this.renewals = new LeaseRenewals(Math.max(50, Math.floor(o.leaseMs / 3)));
   }
 
   /**
@@ -115,6 +118,7 @@ export class TurnRunner {
         executionId: id.executionId,
         owner,
         leaseMs: this.o.leaseMs,
+        renewals: this.renewals,
       });
       const stop = new TurnSignal(lease);
       const finish = (outcome: TurnOutcome) => this.finish(turn, owner, outcome, lease.lost);
@@ -292,14 +296,20 @@ export class TurnRunner {
    */
   private async finish(turn: TurnEmitter, owner: string, outcome: TurnOutcome, lost: AbortSignal): Promise<void> {
     const id = turn.id;
-    // Progress and artifacts were sent without waiting (the producer keeps their order); a failed
-    // one surfaces here, before the outcome is recorded, so the redelivery runs or re-emits it.
-    await turn.flush();
     const reported =
       outcome.state === 'completed' || outcome.state === 'input-required' ? outcome : await this.withSideEffects(id, outcome, lost);
     const status = turn.status(wireStateOf(reported.state), reported.message, true);
     const events = [...turn.artifacts, status];
-    if (!(await this.o.ledger.finish(id.executionId, owner, { state: outcome.state, reply: reported.message, events }))) {
+    // Progress and artifacts were sent without waiting (the producer keeps their order). The outcome
+    // is recorded while their acknowledgement is awaited, not after it (one round trip less per
+    // turn): the recorded final events hold the artifacts, so if a send failed, the error below
+    // makes the bus deliver the command again, and the redelivery re-emits artifacts and final
+    // status from the ledger. The final status goes only after both, so it is always the last event.
+    const [, recorded] = await Promise.all([
+      turn.flush(),
+      this.o.ledger.finish(id.executionId, owner, { state: outcome.state, reply: reported.message, events }),
+    ]);
+    if (!recorded) {
       this.log.debug({ executionId: id.executionId }, 'lost the execution before finishing; its new owner reports it');
       return;
     }

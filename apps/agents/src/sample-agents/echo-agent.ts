@@ -27,7 +27,9 @@ export const echoAgent = defineAgent({
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain'],
   },
-  channel: { visibility: 'public', maxInFlight: 256 },
+  // An echo turn costs no wait of its own: many in flight let the ledger statements and the event
+  // requests of a backlog carry many turns each (docs/benchmarks.md, "Worker turns").
+  channel: { visibility: 'public', maxInFlight: 1024 },
   mcpServers: { everything: everythingServer() },
   handler: async (task, ctx) => {
     const text = textOf(task.parts);
