@@ -8,3 +8,4 @@ export { verifyToolTokenClaims, verifyToolToken, type ToolTokenClaims, HmacToolT
 export { RetryBudget } from './retry-budget.js';
 export { type ToolCallScope, type ToolGatewayOptions, ToolGateway } from './tool-gateway.js';
 export { Reconciler } from './reconciler.js';
+export { httpFetch, type FetchLike, type HttpFetchOptions } from './http-fetch.js';
