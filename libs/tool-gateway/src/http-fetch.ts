@@ -7,8 +7,8 @@ import { Readable } from 'node:stream';
 export type FetchLike = (url: string | URL, init?: RequestInit) => Promise<Response>;
 
 export interface HttpFetchOptions {
-  /** Keep-alive sockets kept open per origin (default 256: one per call in flight at the usual limits). */
-  maxSockets?: number;
+  /** Idle keep-alive sockets kept open per origin (default 256: one per call in flight at the usual limits). */
+  maxFreeSockets?: number;
 }
 
 /**
@@ -19,7 +19,9 @@ export interface HttpFetchOptions {
  * are never followed (`redirect: 'manual'` semantics); the transport reports them itself.
  */
 export function httpFetch(opts: HttpFetchOptions = {}): FetchLike & { close(): void } {
-  const agentOpts = { keepAlive: true, maxSockets: opts.maxSockets ?? 256, maxFreeSockets: opts.maxSockets ?? 256, scheduling: 'lifo' as const };
+  // No cap on open sockets (as fetch): a notification stream or an SSE answer the SDK stops reading
+  // early holds its socket, and a cap would make calls queue behind them.
+  const agentOpts = { keepAlive: true, maxFreeSockets: opts.maxFreeSockets ?? 256, scheduling: 'lifo' as const };
   const http = new Agent(agentOpts);
   const https = new HttpsAgent(agentOpts);
   const fetchLike = (url: string | URL, init: RequestInit = {}): Promise<Response> =>
