@@ -1,0 +1,274 @@
+#!/usr/bin/env node
+// npm run bench:agents — end to end with echo-agent: A2A JSON-RPC blocking SendMessage to the
+// dispatcher → Kafka → worker process(es) → events → COMPLETED answer. Latency is SendMessage to
+// COMPLETED. Scenarios: 1, 2 and 4 worker processes (same 4 partitions), then one worker whose turns
+// each await a 50 ms MCP tool with in-flight 256. Then the worker alone with echo: a backlog of
+// commands produced straight onto Kafka, turns/s until every final event is back (the worker's own
+// cost, without the dispatcher). Last, rounds of the worker alone with the tool against the raw MCP
+// SDK pair in the same response mode (bench/agents-tool.mjs). Writes bench/results/agents.json.
+import { spawn } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { cpus, totalmem } from 'node:os';
+import { createInterface } from 'node:readline';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { BusProducer, createKafka } from '@mesh/bus';
+import { decodeEnvelope, Envelopes, executionId, newId, TopicNames } from '@mesh/contract';
+import { toolScenario } from './agents-tool.mjs';
+import { startWaitServer } from './mcp-pair.mjs';
+
+const root = new URL('..', import.meta.url).pathname;
+const duration = Number(process.env.BENCH_DURATION_S ?? 10);
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 64);
+const run = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
+const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const dbUrl = new URL(adminUrl);
+dbUrl.pathname = `/mesh_bench_agents_${run}`;
+const baseEnv = {
+  ...process.env,
+  DATABASE_URL: dbUrl.toString(),
+  TOPIC_PREFIX: `bench${run}.`,
+  KAFKA_BROKERS: process.env.KAFKA_BROKERS ?? '127.0.0.1:9092',
+};
+
+const servers = spawn(process.execPath, [`${root}bench/agents-servers.mjs`], {
+  cwd: root,
+  env: baseEnv,
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
+const urls = await new Promise((resolve, reject) => {
+  servers.once('exit', (code) => reject(new Error(`servers exited with ${code}`)));
+  createInterface({ input: servers.stdout }).once('line', (line) => resolve(JSON.parse(line)));
+});
+const agentUrl = `${urls.dispatcher}/a2a/echo-agent`;
+// The MCP tool server, a process of its own; BENCH_MCP_RESPONSE=sse for SSE answers instead of JSON.
+const toolJson = (process.env.BENCH_MCP_RESPONSE ?? 'json') !== 'sse';
+const toolServer = await startWaitServer({ json: toolJson });
+urls.tools = toolServer.url;
+
+async function freePort() {
+  const s = createServer();
+  await new Promise((r) => s.listen(0, '127.0.0.1', r));
+  const { port } = s.address();
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+async function startWorkers(n, extraEnv = {}) {
+  const workers = [];
+  for (let i = 0; i < n; i++) {
+    const port = await freePort();
+    const child = spawn(process.execPath, [...(process.env.WORKER_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.WORKER_PROF}`] : []), `${root}bench/agents-worker.mjs`], {
+      cwd: root,
+      env: {
+        ...baseEnv,
+        AGENTS_PORT: String(port),
+        AGENTS_RUN: 'echo-agent',
+        AGENTS_WORKER_ID: `bench-${i}`,
+        BENCH_TOOLS_URL: urls.tools,
+        ...extraEnv,
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    workers.push({ child, port });
+  }
+  for (const w of workers) {
+    for (let i = 0; ; i++) {
+      if (i > 300) throw new Error('worker did not become ready');
+      const ok = await fetch(`http://127.0.0.1:${w.port}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      );
+      if (ok) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+  return workers;
+}
+
+async function stopWorkers(workers) {
+  await Promise.all(
+    workers.map(
+      (w) =>
+        new Promise((r) => {
+          w.child.once('exit', r);
+          w.child.kill('SIGTERM');
+        }),
+    ),
+  );
+}
+
+const headers = { 'content-type': 'application/json', 'a2a-version': '1.0', authorization: 'Bearer demo-acme' };
+const body = (text) =>
+  JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'SendMessage',
+    params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] }, configuration: { returnImmediately: false } },
+  });
+
+/** Sends until answers come back COMPLETED (group joined, partitions assigned). */
+async function warmUp(text) {
+  for (let i = 0; i < 200; i++) {
+    const res = await fetch(agentUrl, { method: 'POST', headers, body: body(text) }).then(
+      (r) => r.json(),
+      () => ({}),
+    );
+    if (res.result?.task?.status?.state === 'TASK_STATE_COMPLETED') {
+      // A few more in parallel so every worker's partitions are warm.
+      await Promise.all(
+        Array.from({ length: 32 }, () => fetch(agentUrl, { method: 'POST', headers, body: body(text) }).then((r) => r.text())),
+      );
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error('echo-agent never answered COMPLETED');
+}
+
+async function scenario(name, { workers: n, text, conns, env }) {
+  const workers = await startWorkers(n, env);
+  try {
+    await warmUp(text);
+    let wrong = 0;
+    const result = await autocannon({
+      url: agentUrl,
+      method: 'POST',
+      headers,
+      connections: conns,
+      duration,
+      timeout: 30,
+      requests: [{ setupRequest: (req) => ({ ...req, body: body(text) }) }],
+      setupClient: (client) =>
+        client.on('body', (buf) => {
+          if (!buf.toString().includes('TASK_STATE_COMPLETED')) wrong += 1;
+        }),
+    });
+    const completedPerSec = (result.requests.total - wrong - result.non2xx) / duration;
+    const out = {
+      scenario: name,
+      workers: n,
+      connections: conns,
+      completed: result.requests.total - wrong - result.non2xx,
+      completedPerSec: Math.round(completedPerSec),
+      latencyMs: { p50: result.latency.p50, p99: result.latency.p99, avg: result.latency.average },
+      notCompleted: wrong,
+      non2xx: result.non2xx,
+      errors: result.errors,
+      timeouts: result.timeouts,
+    };
+    console.error(
+      `${name}: ${out.completedPerSec} completed/s, p50 ${out.latencyMs.p50} ms, p99 ${out.latencyMs.p99} ms, not completed ${wrong}, errors ${out.errors}`,
+    );
+    return out;
+  } finally {
+    await stopWorkers(workers);
+  }
+}
+
+/** Worker alone: `n` commands produced at once, time until all final events are back. */
+async function backlog(name, { text, n, env }) {
+  const workers = await startWorkers(1, env);
+  const kafka = createKafka({ brokers: baseEnv.KAFKA_BROKERS.split(','), clientId: 'bench-backlog' });
+  const topics = new TopicNames(baseEnv.TOPIC_PREFIX);
+  const consumer = kafka.consumer({ groupId: `bench-backlog-${newId()}`, maxWaitTimeInMs: 50 });
+  const producer = new BusProducer(kafka);
+  try {
+    await warmUp(text);
+    const ids = new Set();
+    let done = 0;
+    let resolveAll;
+    const all = new Promise((r) => (resolveAll = r));
+    await consumer.connect();
+    await consumer.subscribe({ topic: topics.events(), fromBeginning: false });
+    await consumer.run({
+      eachMessage: async ({ message }) => {
+        const e = decodeEnvelope({ headers: message.headers, value: message.value });
+        if (e.kind === 'task.status' && e.body.final && ids.delete(e.identity.taskId) && ++done === n) resolveAll();
+      },
+    });
+    await new Promise((r) => setTimeout(r, 3000)); // group join
+    await producer.connect();
+    const started = Date.now();
+    await Promise.all(
+      Array.from({ length: n }, () => {
+        const taskId = newId();
+        ids.add(taskId);
+        const identity = {
+          tenant: 'acme',
+          agentId: 'echo-agent',
+          taskId,
+          contextId: newId(),
+          messageId: newId(),
+          executionId: executionId('acme', taskId, 1),
+          subject: 'bench',
+          actor: 'bench',
+        };
+        return producer.send(
+          topics.commands('echo-agent'),
+          `acme:echo-agent:${taskId.slice(0, 2)}`,
+          Envelopes.run(identity, { turn: 1, message: { messageId: newId(), role: 'ROLE_USER', parts: [{ text }] } }),
+        );
+      }),
+    );
+    await all;
+    const seconds = (Date.now() - started) / 1000;
+    const out = { scenario: name, workers: 1, backlog: n, seconds, turnsPerSec: Math.round(n / seconds) };
+    console.error(`${name}: ${out.turnsPerSec} turns/s (${n} in ${seconds.toFixed(1)} s)`);
+    return out;
+  } finally {
+    await consumer.disconnect().catch(() => undefined);
+    await producer.disconnect().catch(() => undefined);
+    await stopWorkers(workers);
+  }
+}
+
+const results = [];
+const alone = [];
+let tool;
+try {
+  const n = Number(process.env.BENCH_BACKLOG ?? 2000);
+  tool = await toolScenario(
+    { baseEnv, startWorkers, stopWorkers, warmUp },
+    {
+      server: toolServer,
+      rounds: Number(process.env.BENCH_TOOL_ROUNDS ?? 3),
+      n: Number(process.env.BENCH_TOOL_BACKLOG ?? n),
+      inFlight: 256,
+      durationS: duration,
+      json: toolJson,
+      sessions: Number(process.env.BENCH_MCP_SESSIONS ?? 1),
+    },
+  );
+} finally {
+  await toolServer.stop();
+  servers.kill('SIGTERM');
+  await new Promise((r) => servers.once('exit', r));
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(`mesh_bench_agents_${run}`)} WITH (FORCE)`).catch(() => undefined);
+  await admin.end();
+}
+
+const summary = {
+  date: new Date().toISOString(),
+  machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
+  load: { tool: 'autocannon', durationSeconds: duration, binding: 'JSON-RPC SendMessage (blocking)', tenant: 'acme' },
+  results,
+  workerAlone: alone,
+  // Worker alone with the 50 ms tool vs the raw MCP SDK pair, same run, concurrency and response mode.
+  tool,
+  summary: {
+    agents_tool_vs_mcp_ratio: tool.ratio.median,
+    agents_tool_vs_mcp_ratio_spread: { min: tool.ratio.min, max: tool.ratio.max, rounds: tool.rounds.length },
+    agents_tool_worker_turns_per_s: tool.workerTurnsPerSec,
+    agents_tool_mcp_pair_calls_per_s: tool.pairCallsPerSec,
+    agents_tool_cpu_ms_per_turn: tool.cpuMsPerTurn,
+    agents_tool_mcp_pair_cpu_ms_per_call: tool.pairCpuMsPerCall,
+  },
+};
+mkdirSync(`${root}bench/results`, { recursive: true });
+writeFileSync(`/tmp/tool-agents-dev.json`, `${JSON.stringify(summary, null, 2)}\n`);
+console.log(JSON.stringify(summary.summary, null, 2));
