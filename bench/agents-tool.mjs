@@ -7,6 +7,7 @@
 // client and server).
 import { execSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { BusProducer, createKafka } from '@mesh/bus';
 import { decodeEnvelope, Envelopes, executionId, newId, TopicNames } from '@mesh/contract';
 import { runPair } from './mcp-pair.mjs';
@@ -140,6 +141,16 @@ export async function toolScenario(harness, { server, rounds, n, inFlight, durat
   }
   const ratios = out.map((r) => r.ratio);
   const medianOf = (f) => r3(median(out.map(f).filter((x) => x !== undefined)));
+  const cpuMsPerTurn = {
+    worker: medianOf((r) => r.worker.cpuMsPerTurn.worker),
+    toolServer: medianOf((r) => r.worker.cpuMsPerTurn.toolServer),
+    postgres: medianOf((r) => r.worker.cpuMsPerTurn.postgres),
+    kafka: medianOf((r) => r.worker.cpuMsPerTurn.kafka),
+  };
+  const pairCpuMsPerCall = {
+    client: medianOf((r) => r.pair.cpuMsPerCall.client),
+    toolServer: medianOf((r) => r.pair.cpuMsPerCall.toolServer),
+  };
   return {
     responseMode: json ? 'json (enableJsonResponse)' : 'sse',
     inFlight,
@@ -149,15 +160,27 @@ export async function toolScenario(harness, { server, rounds, n, inFlight, durat
     ratio: { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios) },
     workerTurnsPerSec: median(out.map((r) => r.worker.turnsPerSec)),
     pairCallsPerSec: median(out.map((r) => r.pair.callsPerSec)),
-    cpuMsPerTurn: {
-      worker: medianOf((r) => r.worker.cpuMsPerTurn.worker),
-      toolServer: medianOf((r) => r.worker.cpuMsPerTurn.toolServer),
-      postgres: medianOf((r) => r.worker.cpuMsPerTurn.postgres),
-      kafka: medianOf((r) => r.worker.cpuMsPerTurn.kafka),
-    },
-    pairCpuMsPerCall: {
-      client: medianOf((r) => r.pair.cpuMsPerCall.client),
-      toolServer: medianOf((r) => r.pair.cpuMsPerCall.toolServer),
-    },
+    cpuMsPerTurn,
+    pairCpuMsPerCall,
+    cpuBound: cpuBound(cpuMsPerTurn, pairCpuMsPerCall),
+  };
+}
+
+/**
+ * What the CPU per call allows on this machine, for each side: a single-threaded process cannot
+ * exceed 1,000 / its ms per call, and all processes together not cores × 1,000 / their summed ms.
+ * On a shared machine this is steadier than the wall-clock ratio (other load slows both sides
+ * unevenly); Kafka and Postgres are counted machine-wide, other users' load included.
+ */
+function cpuBound(worker, pair) {
+  const cores = cpus().length;
+  const sum = (o) => Object.values(o).reduce((s, x) => s + (x ?? 0), 0);
+  const workerPerSec = Math.round(Math.min(1000 / worker.worker, (cores * 1000) / sum(worker)));
+  const pairPerSec = Math.round(Math.min(1000 / pair.client, 1000 / pair.toolServer, (cores * 1000) / sum(pair)));
+  return {
+    cores,
+    workerTurnsPerSec: workerPerSec,
+    pairCallsPerSec: pairPerSec,
+    ratio: Math.round((workerPerSec / pairPerSec) * 1000) / 1000,
   };
 }
