@@ -5,10 +5,12 @@
 // baseline of the tool scenario of bench/agents.mjs, which imports startWaitServer/runPair; run
 // alone, `node bench/mcp-pair.mjs [--json] [--concurrency=256] [--ms=50] [--duration=10]` prints
 // one result line. The client runs in a child process of its own (`--client=URL`) so that the
-// CPU per call of client and server are counted apart.
+// CPU per call of client and server are counted apart. PAIR_FETCH=http gives the SDK transport the
+// tool gateway's node:http fetch instead of the global one: what the transport alone costs.
 import { spawn } from 'node:child_process';
 import { setMaxListeners } from 'node:events';
 import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 
 const here = new URL('.', import.meta.url).pathname;

@@ -134,7 +134,13 @@ test('a session whose connection died is replaced on its next turn; the others k
   assert.equal(pool.connects, 3);
 });
 
-test('stdio servers keep one session whatever `sessions` says', () => {
+test('stdio servers keep one session; a bad `sessions` (say, from AGENTS_MCP_SERVERS) is refused', () => {
   const pool = new McpSessionPool('pool', { transport: 'stdio', command: process.execPath }, { clientName: 'spec' });
   assert.equal(pool.sessions.length, 1);
+  for (const sessions of [0, 2.5, 100])
+    assert.throws(
+      () => new McpSessionPool('pool', { transport: 'http', url: 'http://127.0.0.1:1/mcp', sessions }, { clientName: 'spec' }),
+      (e: { code?: string; message?: string }) =>
+        e.code === 'CONFIG_INVALID' && /sessions must be an integer from 1 to 64/.test(e.message ?? ''),
+    );
 });

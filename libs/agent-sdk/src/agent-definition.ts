@@ -86,7 +86,11 @@ export function defineAgent(input: AgentDefinitionInput): AgentDefinition {
     // `_` separates the parts of a namespaced tool name, so a server name may not contain it.
     if (!SERVER_NAME_RE.test(name)) throw new MeshError('CONFIG_INVALID', `invalid MCP server name "${name}" (lower-case, digits, dash)`);
     const spec = input.mcpServers![name]!;
-    if (spec.transport === 'http' && spec.sessions !== undefined && !(Number.isInteger(spec.sessions) && spec.sessions >= 1 && spec.sessions <= 64))
+    if (
+      spec.transport === 'http' &&
+      spec.sessions !== undefined &&
+      !(Number.isInteger(spec.sessions) && spec.sessions >= 1 && spec.sessions <= 64)
+    )
       throw new MeshError('CONFIG_INVALID', `MCP server "${name}": sessions must be an integer from 1 to 64, got ${String(spec.sessions)}`);
   }
   return Object.freeze({

@@ -1,5 +1,5 @@
 import type { McpServerSpec } from '@mesh/agent-sdk';
-import type { JsonObject } from '@mesh/contract';
+import { MeshError, type JsonObject } from '@mesh/contract';
 import { httpFetch } from './http-fetch.js';
 import { McpConnection, type McpConnectionOptions, type NegotiatedProtocol, type ToolInfo } from './mcp-connection.js';
 import type { ToolCallResult } from './mcp-shapes.js';
@@ -25,6 +25,9 @@ export class McpSessionPool {
   ) {
     const { maxSockets, ...connOpts } = opts;
     const n = spec.transport === 'http' ? (spec.sessions ?? 1) : 1;
+    // defineAgent checks this too; AGENTS_MCP_SERVERS overrides arrive here without it.
+    if (!(Number.isInteger(n) && n >= 1 && n <= 64))
+      throw new MeshError('CONFIG_INVALID', `MCP server "${name}": sessions must be an integer from 1 to 64, got ${String(n)}`);
     if (spec.transport === 'http' && !opts.fetch) this.fetch = httpFetch(maxSockets !== undefined ? { maxFreeSockets: maxSockets } : {});
     this.sessions = Array.from(
       { length: n },
