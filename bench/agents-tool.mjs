@@ -36,6 +36,11 @@ function infraPids() {
   return { postmaster, postgres: list('-x postgres'), kafka: list('-f kafka.Kafka') };
 }
 
+/** CPU ms of each pid now (the postmaster with its exited children: backends that ended). */
+const snapshot = (pids, postmaster) => new Map(pids.map((p) => [p, cpuMs(p, p === postmaster)]));
+/** CPU spent between two snapshots by the processes alive at both (one that ended is in its parent's children time). */
+const spent = (a, b) => [...a].reduce((s, [p, x]) => s + (x !== undefined && b.get(p) !== undefined ? b.get(p) - x : 0), 0);
+
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
@@ -92,14 +97,12 @@ async function toolBacklog({ baseEnv, startWorkers, stopWorkers, warmUp }, { n, 
     });
     const infra = infraPids();
     const worker = workers[0].child.pid;
-    const before = [cpuMs(worker), cpuMs(toolServerPid), infra.postgres.reduce((s, p) => s + (cpuMs(p, p === infra.postmaster) ?? 0), 0)];
-    const kafkaBefore = infra.kafka.reduce((s, p) => s + (cpuMs(p) ?? 0), 0);
+    const before = [cpuMs(worker), cpuMs(toolServerPid), snapshot(infra.postgres, infra.postmaster), snapshot(infra.kafka)];
     const started = Date.now();
     await Promise.all(commands.map(([key, env]) => producer.send(topics.commands('echo-agent'), key, env)));
     await all;
     const seconds = (Date.now() - started) / 1000;
-    const after = [cpuMs(worker), cpuMs(toolServerPid), infra.postgres.reduce((s, p) => s + (cpuMs(p, p === infra.postmaster) ?? 0), 0)];
-    const kafkaAfter = infra.kafka.reduce((s, p) => s + (cpuMs(p) ?? 0), 0);
+    const after = [cpuMs(worker), cpuMs(toolServerPid), snapshot(infra.postgres, infra.postmaster), snapshot(infra.kafka)];
     const per = (a, b) => (a === undefined || b === undefined ? undefined : r3((b - a) / n));
     return {
       backlog: n,
@@ -109,8 +112,8 @@ async function toolBacklog({ baseEnv, startWorkers, stopWorkers, warmUp }, { n, 
       cpuMsPerTurn: {
         worker: per(before[0], after[0]),
         toolServer: per(before[1], after[1]),
-        postgres: per(before[2], after[2]),
-        kafka: per(kafkaBefore, kafkaAfter),
+        postgres: per(0, spent(before[2], after[2])),
+        kafka: per(0, spent(before[3], after[3])),
       },
     };
   } finally {
