@@ -9,8 +9,8 @@ import type { ToolCallResult } from './mcp-shapes.js';
  * session is a child process), each opened on first use and replaced on its own when it dies or
  * the server answers 404 for it, so one lost session never re-initialises the others. Calls go
  * to the sessions in turn; the tool list is fetched once, through the first session. Over HTTP
- * the sessions share one keep-alive socket pool (node:http, see `httpFetch`) sized for
- * `maxSockets` requests in flight (kept open while idle).
+ * the sessions share one keep-alive socket pool (node:http, see `httpFetch`) that keeps up to
+ * `idleSockets` sockets open between bursts.
  */
 export class McpSessionPool {
   /** The sessions, in the order calls visit them. */
@@ -21,14 +21,14 @@ export class McpSessionPool {
   constructor(
     readonly name: string,
     readonly spec: McpServerSpec,
-    opts: McpConnectionOptions & { maxSockets?: number },
+    opts: McpConnectionOptions & { idleSockets?: number },
   ) {
-    const { maxSockets, ...connOpts } = opts;
+    const { idleSockets, ...connOpts } = opts;
     const n = spec.transport === 'http' ? (spec.sessions ?? 1) : 1;
     // defineAgent checks this too; AGENTS_MCP_SERVERS overrides arrive here without it.
     if (!(Number.isInteger(n) && n >= 1 && n <= 64))
       throw new MeshError('CONFIG_INVALID', `MCP server "${name}": sessions must be an integer from 1 to 64, got ${String(n)}`);
-    if (spec.transport === 'http' && !opts.fetch) this.fetch = httpFetch(maxSockets !== undefined ? { maxFreeSockets: maxSockets } : {});
+    if (spec.transport === 'http' && !opts.fetch) this.fetch = httpFetch(idleSockets !== undefined ? { maxFreeSockets: idleSockets } : {});
     this.sessions = Array.from(
       { length: n },
       () => new McpConnection(name, spec, { ...connOpts, ...(this.fetch ? { fetch: this.fetch } : {}) }),

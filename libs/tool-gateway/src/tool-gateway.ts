@@ -69,8 +69,8 @@ export class ToolGateway {
         new McpSessionPool(name, spec, {
           clientName,
           stderr: opts.stderr,
-          // Every call in flight holds a socket, and each session may hold one more for its notification stream.
-          maxSockets: maxConcurrency + (spec.transport === 'http' ? (spec.sessions ?? 1) : 1),
+          // Sockets kept for reuse: one per call in flight, and one per session for its notification stream.
+          idleSockets: maxConcurrency + (spec.transport === 'http' ? (spec.sessions ?? 1) : 1),
           ...(opts.legacyRecheckMs !== undefined ? { legacyRecheckMs: opts.legacyRecheckMs } : {}),
           ...(bearer ? { bearer } : {}),
         }),
