@@ -37,6 +37,11 @@ test('an SSE answer is handed over as a stream; an error status keeps its body',
       res.write('data: one\n\n');
       return void setTimeout(() => res.end('data: two\n\n'), 20);
     }
+    if (req.method === 'DELETE') {
+      // A null-body status with a stream's content type: read whole, never wrapped as a stream.
+      res.writeHead(204, { 'content-type': 'text/event-stream' });
+      return void res.end();
+    }
     res.writeHead(404, { 'content-type': 'application/json' });
     res.end('{"error":"unknown session"}');
   });
@@ -44,6 +49,9 @@ test('an SSE answer is handed over as a stream; an error status keeps its body',
   after(() => f.close());
   const stream = await f(url);
   assert.equal(await stream.text(), 'data: one\n\ndata: two\n\n');
+  const accepted = await f(url, { method: 'DELETE' });
+  assert.equal(accepted.status, 204);
+  assert.equal(await accepted.text(), '');
   const missing = await f(url, { method: 'POST', body: '{}' });
   assert.equal(missing.status, 404);
   assert.equal(missing.ok, false);

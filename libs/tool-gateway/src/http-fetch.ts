@@ -40,9 +40,9 @@ export function httpFetch(opts: HttpFetchOptions = {}): FetchLike & { close(): v
           const status = res.statusCode ?? 0;
           const headers = responseHeaders(res);
           const type = res.headers['content-type'] ?? '';
-          // A stream stays a stream; anything else is small and read whole.
-          if (type.includes('text/event-stream') || status === 204 || init.method === 'HEAD') {
-            const body = status === 204 ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>);
+          // A stream stays a stream; anything else (an error status included) is small and read whole.
+          if (type.includes('text/event-stream') && status >= 200 && status < 300 && status !== 204 && status !== 205) {
+            const body = Readable.toWeb(res) as ReadableStream<Uint8Array>;
             return resolve(new Response(body, { status, statusText: res.statusMessage ?? '', headers }));
           }
           const chunks: Buffer[] = [];
