@@ -1,12 +1,6 @@
 // Child process of bench/agents.mjs: starts the dispatcher (no demo worker), publishes the
-// echo-agent record as the directory would, and starts a tiny MCP server with a `wait` tool that
-// awaits the given milliseconds. Prints their URLs as one JSON line.
-import { randomUUID } from 'node:crypto';
-import express from 'express';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import { z } from 'zod';
+// echo-agent record as the directory would. Prints its URL as one JSON line. (The MCP tool server
+// is a process of its own, bench/mcp-wait-server.mjs.)
 import { DEMO_API_KEYS, loadAuthOptions } from '@mesh/auth';
 import { createKafka } from '@mesh/bus';
 import { TopicNames } from '@mesh/contract';
@@ -46,42 +40,8 @@ const record = {
 await producer.send({ topic: topics.cards(), messages: [{ key: record.id, value: JSON.stringify(record) }] });
 await producer.disconnect();
 
-// The 50 ms tool: read-only, so it is ledgered but never "unknown".
-const sessions = new Map();
-const app = express();
-app.use(express.json());
-app.post('/mcp', async (req, res) => {
-  const sid = req.header('mcp-session-id');
-  let t = sid ? sessions.get(sid) : undefined;
-  if (!t) {
-    if (sid || !isInitializeRequest(req.body))
-      return void res.status(404).json({ jsonrpc: '2.0', error: { code: -32000, message: 'no session' }, id: null });
-    t = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (id) => sessions.set(id, t) });
-    const server = new McpServer({ name: 'bench-tools', version: '0.1.0' });
-    server.registerTool(
-      'wait',
-      {
-        description: 'Waits ms milliseconds',
-        inputSchema: { ms: z.number().int().min(0).max(10000) },
-        annotations: { readOnlyHint: true },
-      },
-      async ({ ms }) => {
-        await new Promise((r) => setTimeout(r, ms));
-        return { content: [{ type: 'text', text: `waited ${ms} ms` }] };
-      },
-    );
-    await server.connect(t);
-  }
-  await t.handleRequest(req, res, req.body);
-});
-const toolServer = await new Promise((resolve) => {
-  const s = app.listen(0, '127.0.0.1', () => resolve(s));
-});
-
-console.log(JSON.stringify({ dispatcher: dispatcher.url, tools: `http://127.0.0.1:${toolServer.address().port}/mcp` }));
+console.log(JSON.stringify({ dispatcher: dispatcher.url }));
 process.on('SIGTERM', async () => {
-  toolServer.closeAllConnections();
-  toolServer.close();
   await dispatcher.stop().catch(() => undefined);
   process.exit(0);
 });

@@ -8,7 +8,14 @@ const benchEcho = defineAgent({
   id: echoAgent.id,
   card: echoAgent.card,
   channel: echoAgent.channel,
-  mcpServers: { bench: { transport: 'http', url: process.env.BENCH_TOOLS_URL, maxConcurrency: 1024 } },
+  mcpServers: {
+    bench: {
+      transport: 'http',
+      url: process.env.BENCH_TOOLS_URL,
+      maxConcurrency: 1024,
+      sessions: Number(process.env.BENCH_MCP_SESSIONS ?? 1),
+    },
+  },
   handler: async (task, ctx) => {
     const m = /^\/wait (\d+)/.exec(textOf(task.parts));
     if (!m) return echoAgent.handler(task, ctx);

@@ -2,9 +2,11 @@
 // npm run bench:agents — end to end with echo-agent: A2A JSON-RPC blocking SendMessage to the
 // dispatcher → Kafka → worker process(es) → events → COMPLETED answer. Latency is SendMessage to
 // COMPLETED. Scenarios: 1, 2 and 4 worker processes (same 4 partitions), then one worker whose turns
-// each await a 50 ms MCP tool with in-flight 256. Then the same two worker shapes alone: a backlog
-// of commands produced straight onto Kafka, turns/s until every final event is back (the worker's
-// own cost, without the dispatcher). Writes bench/results/agents.json.
+// each await a 50 ms MCP tool with in-flight 256. Then the worker alone with echo: a backlog of
+// commands produced straight onto Kafka, turns/s until every final event is back (the worker's own
+// cost, without the dispatcher), BENCH_ROUNDS rounds. Last, rounds of the worker alone with the tool
+// against the raw MCP SDK pair in the same response mode (bench/agents-tool.mjs). Writes
+// bench/results/agents.json (BENCH_ONLY=alone: only the echo backlog, into agents-alone.json).
 import { execSync, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -15,6 +17,8 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { BusProducer, createKafka } from '@mesh/bus';
 import { decodeEnvelope, Envelopes, executionId, newId, TopicNames } from '@mesh/contract';
+import { toolScenario } from './agents-tool.mjs';
+import { startWaitServer } from './mcp-pair.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const duration = Number(process.env.BENCH_DURATION_S ?? 10);
@@ -40,6 +44,10 @@ const urls = await new Promise((resolve, reject) => {
   createInterface({ input: servers.stdout }).once('line', (line) => resolve(JSON.parse(line)));
 });
 const agentUrl = `${urls.dispatcher}/a2a/echo-agent`;
+// The MCP tool server, a process of its own; BENCH_MCP_RESPONSE=sse for SSE answers instead of JSON.
+const toolJson = (process.env.BENCH_MCP_RESPONSE ?? 'json') !== 'sse';
+const toolServer = await startWaitServer({ json: toolJson });
+urls.tools = toolServer.url;
 
 async function freePort() {
   const s = createServer();
@@ -332,6 +340,7 @@ async function backlog(name, { text, n, rounds = 1, env }) {
 
 const results = [];
 const alone = [];
+let tool;
 // BENCH_ONLY=alone: only the worker-alone echo backlog (quick iterations on the worker's cost).
 const only = process.env.BENCH_ONLY;
 const n = Number(process.env.BENCH_BACKLOG ?? 10000);
@@ -354,15 +363,21 @@ try {
   const echoEnv = process.env.BENCH_ECHO_IN_FLIGHT ? { AGENTS_MAX_IN_FLIGHT: process.env.BENCH_ECHO_IN_FLIGHT } : {};
   alone.push(await backlog('worker alone, echo', { text: 'bench', n, rounds, env: echoEnv }));
   if (only !== 'alone') {
-    alone.push(
-      await backlog('worker alone, 50 ms tool, in-flight 256', {
-        text: '/wait 50',
-        n: Math.min(n, 2000),
-        env: { AGENTS_MAX_IN_FLIGHT: '256' },
-      }),
+    tool = await toolScenario(
+      { baseEnv, startWorkers, stopWorkers, warmUp },
+      {
+        server: toolServer,
+        rounds: Number(process.env.BENCH_TOOL_ROUNDS ?? 3),
+        n: Number(process.env.BENCH_TOOL_BACKLOG ?? 3000),
+        inFlight: 256,
+        durationS: duration,
+        json: toolJson,
+        sessions: Number(process.env.BENCH_MCP_SESSIONS ?? 1),
+      },
     );
   }
 } finally {
+  await toolServer.stop();
   servers.kill('SIGTERM');
   await new Promise((r) => servers.once('exit', r));
   const admin = new pg.Client({ connectionString: adminUrl });
@@ -371,28 +386,30 @@ try {
   await admin.end();
 }
 
-const tool = alone[1]
-  ? { completedPerSec: Math.max(results[3].completedPerSec, alone[1].turnsPerSec) }
-  : (results[3] ?? { completedPerSec: 0 });
-const ideal = 256 / 0.05;
 const summary = {
   date: new Date().toISOString(),
   machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
   load: { tool: 'autocannon', durationSeconds: duration, binding: 'JSON-RPC SendMessage (blocking)', tenant: 'acme' },
   results,
   workerAlone: alone,
-  summary: { agents_worker_echo_turns_per_s: alone[0].turnsPerSec },
-  toolTarget: {
-    idealTasksPerSec: ideal,
-    target: 0.8 * ideal,
-    achieved: tool.completedPerSec,
-    bound:
-      tool.completedPerSec >= 0.8 * ideal
-        ? 'concurrency (target met)'
-        : 'CPU (2 cores shared by load generator, dispatcher, worker, Kafka and Postgres)',
+  // Worker alone with the 50 ms tool vs the raw MCP SDK pair, same run, concurrency and response mode.
+  ...(tool ? { tool } : {}),
+  summary: {
+    agents_worker_echo_turns_per_s: alone[0].turnsPerSec,
+    ...(tool
+      ? {
+          agents_tool_vs_mcp_ratio: tool.ratio.median,
+          agents_tool_vs_mcp_ratio_spread: { min: tool.ratio.min, max: tool.ratio.max, rounds: tool.rounds.length },
+          agents_tool_worker_turns_per_s: tool.workerTurnsPerSec,
+          agents_tool_mcp_pair_calls_per_s: tool.pairCallsPerSec,
+          agents_tool_cpu_ms_per_turn: tool.cpuMsPerTurn,
+          agents_tool_mcp_pair_cpu_ms_per_call: tool.pairCpuMsPerCall,
+          agents_tool_vs_mcp_cpu_bound_ratio: tool.cpuBound.ratio,
+        }
+      : {}),
   },
 };
 mkdirSync(`${root}bench/results`, { recursive: true });
 // A partial run (BENCH_ONLY) does not replace the full run's file.
 writeFileSync(`${root}bench/results/${only ? `agents-${only}` : 'agents'}.json`, `${JSON.stringify(summary, null, 2)}\n`);
-console.log(JSON.stringify(summary.toolTarget, null, 2));
+console.log(JSON.stringify(summary.summary, null, 2));

@@ -18,6 +18,17 @@ test('defineAgent fills channel defaults and refuses bad ids and server names', 
       }),
     /invalid MCP server name/,
   );
+  for (const sessions of [0, 65, 1.5])
+    assert.throws(
+      () =>
+        defineAgent({
+          id: 'a',
+          card: { name: 'x' },
+          mcpServers: { tools: { transport: 'http', url: 'http://x', sessions } },
+          handler: async () => Outcomes.completed(),
+        }),
+      /sessions must be an integer from 1 to 64/,
+    );
 });
 
 test('tool names round-trip through the mcp__{server}__{tool} namespace', () => {

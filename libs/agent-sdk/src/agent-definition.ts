@@ -33,6 +33,11 @@ export interface StdioMcpServer extends McpServerCommon {
 export interface HttpMcpServer extends McpServerCommon {
   transport: 'http';
   url: string;
+  /**
+   * MCP sessions opened to this server per worker (default 1); calls go to them in turn. Each
+   * session is replaced on its own when it dies or the server forgets it. An integer 1-64.
+   */
+  sessions?: number;
 }
 
 /** Where a tool server is and how to treat it. */
@@ -80,6 +85,13 @@ export function defineAgent(input: AgentDefinitionInput): AgentDefinition {
   for (const name of Object.keys(input.mcpServers ?? {})) {
     // `_` separates the parts of a namespaced tool name, so a server name may not contain it.
     if (!SERVER_NAME_RE.test(name)) throw new MeshError('CONFIG_INVALID', `invalid MCP server name "${name}" (lower-case, digits, dash)`);
+    const spec = input.mcpServers![name]!;
+    if (
+      spec.transport === 'http' &&
+      spec.sessions !== undefined &&
+      !(Number.isInteger(spec.sessions) && spec.sessions >= 1 && spec.sessions <= 64)
+    )
+      throw new MeshError('CONFIG_INVALID', `MCP server "${name}": sessions must be an integer from 1 to 64, got ${String(spec.sessions)}`);
   }
   return Object.freeze({
     id: input.id,

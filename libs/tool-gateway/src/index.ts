@@ -1,10 +1,12 @@
 export { type SlotSupplier, SemaphoreSlotSupplier } from './slot-supplier.js';
 export type { EffectEntry, EffectLedger } from './effect-ledger.js';
 export { PostgresEffectLedger } from './postgres-effect-ledger.js';
-export { McpConnection, type NegotiatedProtocol, type ToolInfo } from './mcp-connection.js';
+export { McpConnection, type McpConnectionOptions, type NegotiatedProtocol, type ToolInfo } from './mcp-connection.js';
+export { McpSessionPool } from './mcp-session-pool.js';
 export { normaliseCallResult, normaliseInputSchema, type ToolCallResult } from './mcp-shapes.js';
 export { ToolMeta } from './tool-meta.js';
 export { verifyToolTokenClaims, verifyToolToken, type ToolTokenClaims, HmacToolTokenMinter } from './tool-token.js';
 export { RetryBudget } from './retry-budget.js';
 export { type ToolCallScope, type ToolGatewayOptions, ToolGateway } from './tool-gateway.js';
 export { Reconciler } from './reconciler.js';
+export { httpFetch, type FetchLike, type HttpFetchOptions } from './http-fetch.js';

@@ -10,6 +10,7 @@ import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotoc
 import type { McpServerSpec } from '@mesh/agent-sdk';
 import type { JsonObject } from '@mesh/contract';
 import { SpanAttr, SpanKind, traceHeaders, withSpan } from '@mesh/telemetry';
+import type { FetchLike } from './http-fetch.js';
 import { normaliseCallResult, normaliseInputSchema, type ToolCallResult } from './mcp-shapes.js';
 
 /** A tool as the gateway needs to know it. */
@@ -35,6 +36,8 @@ export interface McpConnectionOptions {
   stderr?: 'inherit' | 'ignore' | 'pipe';
   /** HTTP servers: a fresh bearer token for each request (the server refuses requests without one). */
   bearer?: () => Promise<string>;
+  /** HTTP servers: the fetch the transport uses (default: the global fetch). */
+  fetch?: FetchLike;
   /**
    * How long an "older server" verdict holds before the server is probed again (default 15 min).
    * An upgraded server keeps answering `initialize`, so without a re-check it would stay on the old
@@ -300,7 +303,7 @@ export class McpConnection {
             cwd: this.spec.cwd,
             stderr: this.opts.stderr ?? 'inherit',
           })
-        : new StreamableHTTPClientTransport(new URL(this.spec.url), this.opts.bearer ? { fetch: withBearer(this.opts.bearer) } : {});
+        : new StreamableHTTPClientTransport(new URL(this.spec.url), this.httpOptions());
     try {
       await whileRequest(signal, (s) => client.connect(transport, { signal: s, timeout, ...(prior ? { prior } : {}) }));
     } catch (err) {
@@ -316,6 +319,12 @@ export class McpConnection {
           ? this.verdict
           : { era: 'legacy', checkedAt: Date.now() };
     return client;
+  }
+
+  private httpOptions(): { fetch?: FetchLike } {
+    const base = this.opts.fetch;
+    if (this.opts.bearer) return { fetch: withBearer(this.opts.bearer, base ?? fetch) };
+    return base ? { fetch: base } : {};
   }
 
   private adopt(client: Client): void {
@@ -358,11 +367,11 @@ export class McpConnection {
 }
 
 /** fetch that adds `Authorization: Bearer <token>` with a token made for this request. */
-function withBearer(bearer: () => Promise<string>): (url: string | URL, init?: RequestInit) => Promise<Response> {
+function withBearer(bearer: () => Promise<string>, base: FetchLike): FetchLike {
   return async (url, init) => {
     const headers = new Headers(init?.headers);
     headers.set('authorization', `Bearer ${await bearer()}`);
-    return fetch(url, { ...init, headers });
+    return base(url, { ...init, headers });
   };
 }
 

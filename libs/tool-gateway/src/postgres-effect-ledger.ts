@@ -1,3 +1,4 @@
+import { StatementBatcher } from '@mesh/database';
 import type { ClaimResult, EffectEntry, EffectLedger, EffectState, NewEffect, RecordedResult } from './effect-ledger.js';
 
 /** Anything that runs a parameterised query and returns rows (a TypeORM DataSource or a pg Pool wrapper). */
@@ -30,9 +31,16 @@ const rowsOf = (r: unknown): Row[] => {
 /**
  * Effect ledger in Postgres. The table (created by the owning app's migration) has the
  * idempotency key as primary key: that constraint is what makes a second arrival find the first.
+ *
+ * The two statements of every call — the claim before it and the completion after — are group
+ * committed: claims (and completions) of calls running at once go to Postgres as one statement
+ * (`StatementBatcher`), and each caller still waits for its own row to be written before it
+ * calls the tool or reports the outcome.
  */
 export class PostgresEffectLedger implements EffectLedger {
   private readonly table: string;
+  private readonly claims: StatementBatcher<{ e: NewEffect; leaseMs: number }, boolean>;
+  private readonly completions: StatementBatcher<{ key: string; owner: string; state: 'ok' | 'error'; result: RecordedResult }, void>;
 
   /** `table` is schema-qualified and quoted by the caller's migration, e.g. `"agents"."tool_effects"`. */
   constructor(
@@ -40,26 +48,13 @@ export class PostgresEffectLedger implements EffectLedger {
     table = '"agents"."tool_effects"',
   ) {
     this.table = table;
+    const opts = { maxBatch: 256, maxInFlight: 4 };
+    this.claims = new StatementBatcher((items) => this.claimMany(items), opts);
+    this.completions = new StatementBatcher((items) => this.completeMany(items), opts);
   }
 
   async claim(e: NewEffect, leaseMs: number): Promise<ClaimResult> {
-    // A row may be (re)claimed when it was reconciled as never applied, or when a read-only call's
-    // owner is gone. A side-effecting call whose owner is gone is NOT re-claimed (second statement).
-    const claimed = rowsOf(
-      await this.sql.query(
-        `INSERT INTO ${this.table} AS t (idempotency_key, tenant, task_id, execution_id, tool, args_hash, args, side_effect, state, owner, lease_until, attempts)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, now() + $10 * interval '1 millisecond', 1)
-         ON CONFLICT (idempotency_key) DO UPDATE
-           SET state = 'pending', owner = EXCLUDED.owner, execution_id = EXCLUDED.execution_id, lease_until = EXCLUDED.lease_until,
-               attempts = t.attempts + 1, result = NULL, reason = NULL, updated_at = now()
-         WHERE t.state = 'absent'
-            OR (t.state = 'pending' AND NOT t.side_effect
-                AND (t.lease_until < now() OR (t.execution_id = EXCLUDED.execution_id AND t.owner <> EXCLUDED.owner)))
-         RETURNING idempotency_key`,
-        [e.key, e.tenant, e.taskId, e.executionId, e.tool, e.argsHash, JSON.stringify(e.args), e.sideEffect, e.owner, leaseMs],
-      ),
-    );
-    if (claimed.length > 0) return { kind: 'claimed' };
+    if (await this.claims.submit({ e, leaseMs })) return { kind: 'claimed' };
     await this.sql.query(
       `UPDATE ${this.table} SET state = 'unknown', reason = 'the caller was lost during the call', updated_at = now()
        WHERE idempotency_key = $1 AND state = 'pending' AND side_effect
@@ -71,11 +66,58 @@ export class PostgresEffectLedger implements EffectLedger {
     return entry.state === 'pending' ? { kind: 'busy', entry } : { kind: 'recorded', entry };
   }
 
-  async complete(key: string, owner: string, state: 'ok' | 'error', result: RecordedResult): Promise<void> {
-    await this.sql.query(
-      `UPDATE ${this.table} SET state = $3, result = $4, updated_at = now() WHERE idempotency_key = $1 AND owner = $2 AND state = 'pending'`,
-      [key, owner, state, JSON.stringify(result)],
+  /**
+   * Claims many effects in one statement; true for each one now pending under its caller. A row may
+   * be (re)claimed when it was reconciled as never applied, or when a read-only call's owner is
+   * gone; a side-effecting call whose owner is gone is NOT re-claimed (`claim`'s second statement).
+   * The same key twice in one batch makes Postgres refuse the statement ("cannot affect row a
+   * second time"); the batcher then claims each alone, and the second finds the first: busy.
+   */
+  private async claimMany(items: Array<{ e: NewEffect; leaseMs: number }>): Promise<boolean[]> {
+    const col = <T>(f: (x: { e: NewEffect; leaseMs: number }) => T) => items.map(f);
+    const claimed = rowsOf(
+      await this.sql.query(
+        `INSERT INTO ${this.table} AS t (idempotency_key, tenant, task_id, execution_id, tool, args_hash, args, side_effect, state, owner, lease_until, attempts)
+         SELECT u.k, u.te, u.ta, u.ex, u.tl, u.ah, u.a::jsonb, u.se, 'pending', u.ow, now() + u.lm * interval '1 millisecond', 1
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::boolean[], $9::text[], $10::float8[])
+           AS u(k, te, ta, ex, tl, ah, a, se, ow, lm)
+         ON CONFLICT (idempotency_key) DO UPDATE
+           SET state = 'pending', owner = EXCLUDED.owner, execution_id = EXCLUDED.execution_id, lease_until = EXCLUDED.lease_until,
+               attempts = t.attempts + 1, result = NULL, reason = NULL, updated_at = now()
+         WHERE t.state = 'absent'
+            OR (t.state = 'pending' AND NOT t.side_effect
+                AND (t.lease_until < now() OR (t.execution_id = EXCLUDED.execution_id AND t.owner <> EXCLUDED.owner)))
+         RETURNING idempotency_key`,
+        [
+          col((x) => x.e.key),
+          col((x) => x.e.tenant),
+          col((x) => x.e.taskId),
+          col((x) => x.e.executionId),
+          col((x) => x.e.tool),
+          col((x) => x.e.argsHash),
+          col((x) => JSON.stringify(x.e.args)),
+          col((x) => x.e.sideEffect),
+          col((x) => x.e.owner),
+          col((x) => x.leaseMs),
+        ],
+      ),
     );
+    const keys = new Set(claimed.map((r) => r.idempotency_key));
+    return items.map((x) => keys.has(x.e.key));
+  }
+
+  async complete(key: string, owner: string, state: 'ok' | 'error', result: RecordedResult): Promise<void> {
+    await this.completions.submit({ key, owner, state, result });
+  }
+
+  private async completeMany(items: Array<{ key: string; owner: string; state: 'ok' | 'error'; result: RecordedResult }>): Promise<void[]> {
+    await this.sql.query(
+      `UPDATE ${this.table} AS t SET state = u.st, result = u.r::jsonb, updated_at = now()
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(k, ow, st, r)
+       WHERE t.idempotency_key = u.k AND t.owner = u.ow AND t.state = 'pending'`,
+      [items.map((x) => x.key), items.map((x) => x.owner), items.map((x) => x.state), items.map((x) => JSON.stringify(x.result))],
+    );
+    return items.map(() => undefined);
   }
 
   async markUnknown(key: string, owner: string, reason: string): Promise<void> {

@@ -2,7 +2,8 @@ import { parseToolName, type McpServerSpec, type ToolIntent, type ToolObservatio
 import { argsHash, clampTimerMs, idempotencyKey, MeshError, sleep, type JsonObject } from '@mesh/contract';
 import { SpanAttr, withSpan } from '@mesh/telemetry';
 import type { EffectEntry, EffectLedger, RecordedResult } from './effect-ledger.js';
-import { McpConnection, type ToolInfo } from './mcp-connection.js';
+import type { ToolInfo } from './mcp-connection.js';
+import { McpSessionPool } from './mcp-session-pool.js';
 import type { ToolCallResult } from './mcp-shapes.js';
 import type { RetryBudget } from './retry-budget.js';
 import { abortError, SemaphoreSlotSupplier, type SlotSupplier } from './slot-supplier.js';
@@ -49,7 +50,7 @@ type Failure = 'aborted' | 'timeout' | 'connection' | 'refused';
  * with backoff for calls that are safe to repeat, and reconciliation of unknowns by idempotency key.
  */
 export class ToolGateway {
-  private readonly connections = new Map<string, McpConnection>();
+  private readonly connections = new Map<string, McpSessionPool>();
   private readonly slots = new Map<string, SlotSupplier>();
   private readonly ledger: EffectLedger;
   private readonly clientName: string;
@@ -62,21 +63,24 @@ export class ToolGateway {
       // A server that wants tokens also wants one on every HTTP request: a connection token opens the session.
       const audience = spec.transport === 'http' ? spec.tokenAudience : undefined;
       const bearer = audience && tokens ? () => tokens.mintConnection({ audience, subject: clientName }) : undefined;
+      const maxConcurrency = spec.maxConcurrency ?? opts.defaultMaxConcurrency ?? 16;
       this.connections.set(
         name,
-        new McpConnection(name, spec, {
+        new McpSessionPool(name, spec, {
           clientName,
           stderr: opts.stderr,
+          // Sockets kept for reuse: one per call in flight, and one per session for its notification stream.
+          idleSockets: maxConcurrency + (spec.transport === 'http' ? (spec.sessions ?? 1) : 1),
           ...(opts.legacyRecheckMs !== undefined ? { legacyRecheckMs: opts.legacyRecheckMs } : {}),
           ...(bearer ? { bearer } : {}),
         }),
       );
-      this.slots.set(name, new SemaphoreSlotSupplier(spec.maxConcurrency ?? opts.defaultMaxConcurrency ?? 16));
+      this.slots.set(name, new SemaphoreSlotSupplier(maxConcurrency));
     }
   }
 
-  /** The connection of a server (for operations and tests). */
-  connection(server: string): McpConnection {
+  /** The sessions of a server (for operations and tests). */
+  connection(server: string): McpSessionPool {
     const c = this.connections.get(server);
     if (!c) throw new MeshError('TOOL_NOT_FOUND', `no MCP server "${server}" is configured`);
     return c;

@@ -1,0 +1,189 @@
+// The tool scenario of bench/agents.mjs: one worker alone (a backlog of commands produced straight
+// onto Kafka) whose every turn calls the 50 ms `wait` tool with `inFlight` turns in flight, against
+// the raw MCP SDK pair (bench/mcp-pair.mjs) measured in the same run, at the same concurrency and
+// in the same response mode (SSE streams, or JSON with `enableJsonResponse`). Rounds alternate
+// pair and worker; the ratio is the median of the rounds' worker turns/s ÷ pair calls/s. CPU per
+// call is read from /proc for each process: worker, tool server, Postgres, Kafka (and the pair's
+// client and server).
+import { execSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { BusProducer, createKafka } from '@mesh/bus';
+import { decodeEnvelope, Envelopes, executionId, newId, TopicNames } from '@mesh/contract';
+import { runPair } from './mcp-pair.mjs';
+
+/** CPU time (ms) so far; `withChildren` adds exited children (a Postgres backend's time moves to the postmaster). */
+function cpuMs(pid, withChildren = false) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(f[11]) + Number(f[12]) + (withChildren ? Number(f[13]) + Number(f[14]) : 0);
+    return (ticks * 1000) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return undefined;
+  }
+}
+
+function infraPids() {
+  const list = (pattern) => {
+    try {
+      return execSync(`pgrep ${pattern}`, { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
+    } catch {
+      return [];
+    }
+  };
+  const postmaster = list('-o -x postgres')[0];
+  return { postmaster, postgres: list('-x postgres'), kafka: list('-f kafka.Kafka') };
+}
+
+/** CPU ms of each pid now (the postmaster with its exited children: backends that ended). */
+const snapshot = (pids, postmaster) => new Map(pids.map((p) => [p, cpuMs(p, p === postmaster)]));
+/** CPU spent between two snapshots by the processes alive at both (one that ended is in its parent's children time). */
+const spent = (a, b) => [...a].reduce((s, [p, x]) => s + (x !== undefined && b.get(p) !== undefined ? b.get(p) - x : 0), 0);
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const r3 = (x) => Math.round(x * 1000) / 1000;
+
+/** Worker alone with the tool: `n` commands at once, time until every final event is back, CPU per turn. */
+async function toolBacklog({ baseEnv, startWorkers, stopWorkers, warmUp }, { n, inFlight, toolUrl, sessions, toolServerPid }) {
+  const workers = await startWorkers(1, {
+    AGENTS_MAX_IN_FLIGHT: String(inFlight),
+    BENCH_TOOLS_URL: toolUrl,
+    BENCH_MCP_SESSIONS: String(sessions),
+  });
+  const kafka = createKafka({ brokers: baseEnv.KAFKA_BROKERS.split(','), clientId: 'bench-tool-backlog' });
+  const topics = new TopicNames(baseEnv.TOPIC_PREFIX);
+  const consumer = kafka.consumer({ groupId: `bench-tool-${newId()}`, maxWaitTimeInMs: 50 });
+  const producer = new BusProducer(kafka);
+  try {
+    await warmUp('/wait 50');
+    const ids = new Set();
+    let done = 0;
+    let failed = 0;
+    let resolveAll;
+    const all = new Promise((r) => (resolveAll = r));
+    await consumer.connect();
+    await consumer.subscribe({ topic: topics.events(), fromBeginning: false });
+    await consumer.run({
+      eachMessage: async ({ message }) => {
+        const e = decodeEnvelope({ headers: message.headers, value: message.value });
+        if (e.kind !== 'task.status' || !e.body.final || !ids.delete(e.identity.taskId)) return;
+        if (e.body.state !== 'TASK_STATE_COMPLETED') failed++;
+        if (++done === n) resolveAll();
+      },
+    });
+    await new Promise((r) => setTimeout(r, 3000)); // group join
+    await producer.connect();
+    const commands = Array.from({ length: n }, () => {
+      const taskId = newId();
+      ids.add(taskId);
+      const identity = {
+        tenant: 'acme',
+        agentId: 'echo-agent',
+        taskId,
+        contextId: newId(),
+        messageId: newId(),
+        executionId: executionId('acme', taskId, 1),
+        subject: 'bench',
+        actor: 'bench',
+      };
+      return [
+        `acme:echo-agent:${taskId.slice(0, 2)}`,
+        Envelopes.run(identity, { turn: 1, message: { messageId: newId(), role: 'ROLE_USER', parts: [{ text: '/wait 50' }] } }),
+      ];
+    });
+    const infra = infraPids();
+    const worker = workers[0].child.pid;
+    const before = [cpuMs(worker), cpuMs(toolServerPid), snapshot(infra.postgres, infra.postmaster), snapshot(infra.kafka)];
+    const started = Date.now();
+    await Promise.all(commands.map(([key, env]) => producer.send(topics.commands('echo-agent'), key, env)));
+    await all;
+    const seconds = (Date.now() - started) / 1000;
+    const after = [cpuMs(worker), cpuMs(toolServerPid), snapshot(infra.postgres, infra.postmaster), snapshot(infra.kafka)];
+    const per = (a, b) => (a === undefined || b === undefined ? undefined : r3((b - a) / n));
+    return {
+      backlog: n,
+      seconds,
+      turnsPerSec: Math.round(n / seconds),
+      notCompleted: failed,
+      cpuMsPerTurn: {
+        worker: per(before[0], after[0]),
+        toolServer: per(before[1], after[1]),
+        postgres: per(0, spent(before[2], after[2])),
+        kafka: per(0, spent(before[3], after[3])),
+      },
+    };
+  } finally {
+    await consumer.disconnect().catch(() => undefined);
+    await producer.disconnect().catch(() => undefined);
+    await stopWorkers(workers);
+  }
+}
+
+/**
+ * Runs `rounds` rounds of (raw pair, worker alone) and returns the per-round numbers and the
+ * median ratio with its spread. `harness` gives bench/agents.mjs's worker start/stop and warm-up;
+ * `server` is the wait server (startWaitServer) both sides call.
+ */
+export async function toolScenario(harness, { server, rounds, n, inFlight, durationS, json, sessions }) {
+  const out = [];
+  {
+    for (let i = 0; i < rounds; i++) {
+      const pair = await runPair(server, { concurrency: inFlight, ms: 50, durationS });
+      const worker = await toolBacklog(harness, { n, inFlight, toolUrl: server.url, sessions, toolServerPid: server.pid });
+      const ratio = Math.round((worker.turnsPerSec / pair.callsPerSec) * 1000) / 1000;
+      console.error(
+        `tool round ${i + 1}/${rounds} (${json ? 'JSON' : 'SSE'} responses, ${sessions} session(s)): worker ${worker.turnsPerSec} turns/s, ` +
+          `pair ${pair.callsPerSec} calls/s, ratio ${ratio}; CPU ms/turn ${JSON.stringify(worker.cpuMsPerTurn)}, pair CPU ms/call ${JSON.stringify(pair.cpuMsPerCall)}`,
+      );
+      out.push({ round: i + 1, ratio, worker, pair });
+    }
+  }
+  const ratios = out.map((r) => r.ratio);
+  const medianOf = (f) => r3(median(out.map(f).filter((x) => x !== undefined)));
+  const cpuMsPerTurn = {
+    worker: medianOf((r) => r.worker.cpuMsPerTurn.worker),
+    toolServer: medianOf((r) => r.worker.cpuMsPerTurn.toolServer),
+    postgres: medianOf((r) => r.worker.cpuMsPerTurn.postgres),
+    kafka: medianOf((r) => r.worker.cpuMsPerTurn.kafka),
+  };
+  const pairCpuMsPerCall = {
+    client: medianOf((r) => r.pair.cpuMsPerCall.client),
+    toolServer: medianOf((r) => r.pair.cpuMsPerCall.toolServer),
+  };
+  return {
+    responseMode: json ? 'json (enableJsonResponse)' : 'sse',
+    inFlight,
+    toolMs: 50,
+    sessions,
+    rounds: out,
+    ratio: { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios) },
+    workerTurnsPerSec: median(out.map((r) => r.worker.turnsPerSec)),
+    pairCallsPerSec: median(out.map((r) => r.pair.callsPerSec)),
+    cpuMsPerTurn,
+    pairCpuMsPerCall,
+    cpuBound: cpuBound(cpuMsPerTurn, pairCpuMsPerCall),
+  };
+}
+
+/**
+ * What the CPU per call allows on this machine, for each side: a single-threaded process cannot
+ * exceed 1,000 / its ms per call, and all processes together not cores × 1,000 / their summed ms.
+ * On a shared machine this is steadier than the wall-clock ratio (other load slows both sides
+ * unevenly); Kafka and Postgres are counted machine-wide, other users' load included.
+ */
+function cpuBound(worker, pair) {
+  const cores = cpus().length;
+  const sum = (o) => Object.values(o).reduce((s, x) => s + (x ?? 0), 0);
+  const workerPerSec = Math.round(Math.min(1000 / worker.worker, (cores * 1000) / sum(worker)));
+  const pairPerSec = Math.round(Math.min(1000 / pair.client, 1000 / pair.toolServer, (cores * 1000) / sum(pair)));
+  return {
+    cores,
+    workerTurnsPerSec: workerPerSec,
+    pairCallsPerSec: pairPerSec,
+    ratio: Math.round((workerPerSec / pairPerSec) * 1000) / 1000,
+  };
+}
