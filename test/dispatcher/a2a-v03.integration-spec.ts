@@ -1,12 +1,22 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { TaskState, type StreamResponse, type Task } from '@a2a-js/sdk';
 import { TaskNotFoundError } from '@a2a-js/sdk/errors';
 import type { Transport } from '@a2a-js/sdk/client';
 import { LegacyJsonRpcTransport, LegacyRestTransport, parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
 import { eventually } from '../support/infra.js';
-import { agentRecord, BINDINGS, publishAgents, rawRequest, startTestDispatcher, type Binding } from '../support/dispatcher-harness.js';
+import {
+  a2aClient,
+  agentRecord,
+  BINDINGS,
+  publishAgents,
+  rawRequest,
+  startTestDispatcher,
+  type Binding,
+} from '../support/dispatcher-harness.js';
 import { artifactText, sendRequest, userMessage } from '../support/a2a-fixtures.js';
 import { startEchoWorker } from '../support/echo-worker.js';
 
@@ -162,6 +172,63 @@ for (const binding of BINDINGS) {
     await client.cancelTask({ tenant: '', id: task.id, metadata: undefined });
   });
 }
+
+test('push: a webhook a 0.3 caller set gets 0.3-shaped events; one a 1.0 caller set gets StreamResponses', async () => {
+  const received: Array<{ hook: string; contentType: string; body: Record<string, unknown> }> = [];
+  const receiver = createServer((req, res) => {
+    let raw = '';
+    req.on('data', (c: Buffer) => (raw += c.toString()));
+    req.on('end', () => {
+      received.push({
+        hook: req.url ?? '',
+        contentType: req.headers['content-type'] ?? '',
+        body: JSON.parse(raw) as Record<string, unknown>,
+      });
+      res.writeHead(200).end();
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  after(() => new Promise<void>((r) => receiver.close(() => r())));
+  const hook = (name: string) => `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/${name}`;
+
+  const legacy = client03('JSONRPC');
+  const t03 = (await legacy.sendMessage(
+    sendRequest(userMessage('push me, 0.3'), {
+      returnImmediately: false,
+      taskPushNotificationConfig: { tenant: '', id: 'h03', taskId: '', url: hook('v03'), token: 't03', authentication: undefined },
+    }),
+  )) as Task;
+  assert.equal(t03.status?.state, TaskState.TASK_STATE_COMPLETED);
+  const modern = await a2aClient(env.url, 'echo', 'JSONRPC');
+  const t10 = (await modern.sendMessage(sendRequest(userMessage('push me, 1.0'), { returnImmediately: true }))) as Task;
+  await modern.createTaskPushNotificationConfig({
+    tenant: '',
+    id: 'h10',
+    taskId: t10.id,
+    url: hook('v10'),
+    token: 't10',
+    authentication: undefined,
+  });
+
+  const last = (name: string) => received.filter((r) => r.hook === `/${name}`).at(-1);
+  await eventually('the 0.3 webhook got the final status', async () => JSON.stringify(last('v03')?.body ?? {}).includes('completed'));
+  await eventually('the 1.0 webhook got the final status', async () =>
+    JSON.stringify(last('v10')?.body ?? {}).includes('TASK_STATE_COMPLETED'),
+  );
+  const v03 = received.filter((r) => r.hook === '/v03');
+  assert.ok(
+    v03.every((r) => typeof r.body.kind === 'string' && r.body.payload === undefined && r.body.statusUpdate === undefined),
+    JSON.stringify(v03),
+  );
+  const final03 = v03.find((r) => r.body.kind === 'status-update' && (r.body.status as { state?: string }).state === 'completed');
+  assert.ok(final03, `a 0.3 status-update COMPLETED: ${JSON.stringify(v03.map((r) => r.body))}`);
+  assert.equal(final03.body.taskId, t03.id);
+  const v10 = received.filter((r) => r.hook === '/v10');
+  assert.ok(
+    v10.every((r) => r.body.kind === undefined && (r.body.statusUpdate !== undefined || r.body.artifactUpdate !== undefined)),
+    JSON.stringify(v10),
+  );
+});
 
 test('0.3 deadlines: A2A-Deadline-Ms and metadata deadlineUnixMs travel with the command', async () => {
   const at = Date.now() + 60_000;

@@ -19,7 +19,7 @@ export function userMessage(text: string, extra: Partial<Message> = {}): Message
 /** A SendMessage request around one message. */
 export function sendRequest(
   message: Message,
-  configuration: { returnImmediately?: boolean; historyLength?: number } = {},
+  configuration: Partial<Omit<NonNullable<SendMessageRequest['configuration']>, 'acceptedOutputModes'>> = {},
 ): SendMessageRequest {
   return {
     tenant: '',

@@ -33,6 +33,7 @@ import type { TaskEventBusManager } from '../events/task-event-bus.manager.js';
 import type { StoredTaskWatch, StoredTaskWatcher } from '../events/stored-task-watch.js';
 import { principalOf, PrincipalUser } from './principal-user.js';
 import type { PushService } from '../push/push.service.js';
+import { wireVersionOf } from '../push/push-config.js';
 import type { MeshMetrics } from '@mesh/telemetry';
 
 /** Header a caller may use to shorten how long a blocking SendMessage waits (milliseconds). */
@@ -138,7 +139,8 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     // task, so no event of the task can be projected before it exists (stored afterwards, the relay
     // of another replica could send the command and the first events went unpushed).
     const pushConfig = params.configuration?.taskPushNotificationConfig;
-    const push = pushConfig ? await this.push.validate(pushConfig) : undefined;
+    const wireVersion = wireVersionOf(context.requestedVersion);
+    const push = pushConfig ? await this.push.validate(pushConfig, wireVersion) : undefined;
     const { task, duplicate } = await this.tasks.accept({
       principal,
       agent: this.agent,
@@ -151,7 +153,7 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     trace.getActiveSpan()?.setAttributes({ [SpanAttr.taskId]: task.id, [SpanAttr.contextId]: task.contextId });
     // A retry of an accepted message (or the same work already running) stores the config now,
     // from here on; the same id replaces it.
-    if (pushConfig && duplicate) await this.push.create(principal.tenant, task.id, { ...pushConfig, taskId: task.id });
+    if (pushConfig && duplicate) await this.push.create(principal.tenant, task.id, { ...pushConfig, taskId: task.id }, wireVersion);
     if (duplicate) this.opts.metrics?.dedupHits.inc({ kind: duplicate, agent: this.agent.id });
     else this.opts.metrics?.tasks.inc({ tenant: principal.tenant, agent: this.agent.id, outcome: 'accepted' });
     this.relay.kick();
@@ -340,7 +342,7 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
   ): Promise<TaskPushNotificationConfig> {
     const principal = principalOf(context);
     await this.requireOwnTask(params.taskId, principal.tenant);
-    return this.push.create(principal.tenant, params.taskId, params);
+    return this.push.create(principal.tenant, params.taskId, params, wireVersionOf(context.requestedVersion));
   }
 
   async getTaskPushNotificationConfig(

@@ -10,13 +10,26 @@ export interface ValidPushConfig {
   token: string;
   authScheme: string | null;
   authCredentials: string | null;
+  /** The A2A version the config was set over: its webhook gets bodies of that version's shape. */
+  wireVersion: PushWireVersion;
 }
 
-/** Stores a config ($1 tenant, $2 task id, $3 id, $4 url, $5 token, $6 auth scheme, $7 credentials); the same id replaces it. */
-export const UPSERT_PUSH_CONFIG = `INSERT INTO dispatcher.push_configs (tenant, task_id, id, url, token, auth_scheme, auth_credentials)
-       VALUES ($1, $2, $3, $4, $5, $6, $7)
+/** Push bodies are 1.0 StreamResponses, or the 0.3 event for a config a 0.3 caller set. */
+export type PushWireVersion = '1.0' | '0.3';
+
+/** The wire version of a request (the SDK's ServerCallContext.requestedVersion: '0.3' for a 0.3 caller). */
+export function wireVersionOf(requestedVersion: string | undefined): PushWireVersion {
+  return requestedVersion?.startsWith('0.') ? '0.3' : '1.0';
+}
+
+/**
+ * Stores a config ($1 tenant, $2 task id, $3 id, $4 url, $5 token, $6 auth scheme, $7 credentials,
+ * $8 wire version); the same id replaces it.
+ */
+export const UPSERT_PUSH_CONFIG = `INSERT INTO dispatcher.push_configs (tenant, task_id, id, url, token, auth_scheme, auth_credentials, wire_version)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
        ON CONFLICT (tenant, task_id, id) DO UPDATE SET url = EXCLUDED.url, token = EXCLUDED.token,
-         auth_scheme = EXCLUDED.auth_scheme, auth_credentials = EXCLUDED.auth_credentials`;
+         auth_scheme = EXCLUDED.auth_scheme, auth_credentials = EXCLUDED.auth_credentials, wire_version = EXCLUDED.wire_version`;
 
 /** The push body of a status change the dispatcher makes itself (CancelTask, a deadline passing): a StreamResponse as JSON. */
 export function statusChangeBody(taskId: string, contextId: string, status: TaskStatus): unknown {

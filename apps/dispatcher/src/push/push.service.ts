@@ -1,6 +1,7 @@
 import type { OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { StreamResponse, type TaskPushNotificationConfig, type TaskStatus } from '@a2a-js/sdk';
 import { RequestMalformedError, TaskNotFoundError } from '@a2a-js/sdk/errors';
+import { V03PushNotificationSerializer } from '@a2a-js/sdk/compat/v0_3/server';
 import type { DataSource } from 'typeorm';
 import { EgressPolicy, EgressRefused, PinnedHttpClient } from '@mesh/egress';
 import { newId, type TaskEvent } from '@mesh/contract';
@@ -8,7 +9,7 @@ import { silentLogger, type Logger, type MeshMetrics } from '@mesh/telemetry';
 import { StatementBatcher } from '@mesh/database';
 import { toAgentEvent } from '../events/event-fanout.js';
 import type { PushNotification } from '../tasks/task-projection.js';
-import { UPSERT_PUSH_CONFIG, type ValidPushConfig } from './push-config.js';
+import { UPSERT_PUSH_CONFIG, type PushWireVersion, type ValidPushConfig } from './push-config.js';
 
 /** Header carrying the stable id of the event a push notification is about (receivers dedup on it). */
 export const PUSH_EVENT_ID_HEADER = 'x-a2a-event-id';
@@ -56,6 +57,19 @@ const toConfig = (r: ConfigRow): TaskPushNotificationConfig => ({
  * on it) and body (a StreamResponse, as JSON); `status` is the status as projected when it
  * differs from the raw event.
  */
+const v03Bodies = new V03PushNotificationSerializer();
+
+/**
+ * What a webhook is sent: the stored body (a 1.0 StreamResponse as JSON) as it is, or, for a config
+ * a 0.3 caller set, the 0.3 event it stands for (`kind: "status-update"` …), as the SDK's 0.3
+ * serializer writes it.
+ */
+export function pushBody(stored: unknown, wireVersion: string): { body: string; contentType: string } {
+  if (wireVersion !== '0.3') return { body: JSON.stringify(stored), contentType: 'application/json' };
+  const legacy = v03Bodies.serialize(StreamResponse.fromJSON(stored));
+  return { body: legacy.body, contentType: legacy.contentType };
+}
+
 export function pushNotificationOf(env: TaskEvent, status?: TaskStatus): PushNotification | undefined {
   const agentEvent = toAgentEvent(env);
   let body: StreamResponse;
@@ -120,7 +134,7 @@ export class PushService implements OnApplicationBootstrap, OnApplicationShutdow
   }
 
   /** Checks a config (URL given and allowed by the egress policy) and gives it an id when it has none. */
-  async validate(cfg: TaskPushNotificationConfig): Promise<ValidPushConfig> {
+  async validate(cfg: TaskPushNotificationConfig, wireVersion: PushWireVersion = '1.0'): Promise<ValidPushConfig> {
     if (!cfg.url) throw new RequestMalformedError('url is required');
     try {
       await this.policy.check(cfg.url);
@@ -134,12 +148,18 @@ export class PushService implements OnApplicationBootstrap, OnApplicationShutdow
       token: cfg.token ?? '',
       authScheme: cfg.authentication?.scheme ?? null,
       authCredentials: cfg.authentication?.credentials ?? null,
+      wireVersion,
     };
   }
 
-  async create(tenant: string, taskId: string, cfg: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
+  async create(
+    tenant: string,
+    taskId: string,
+    cfg: TaskPushNotificationConfig,
+    wireVersion: PushWireVersion = '1.0',
+  ): Promise<TaskPushNotificationConfig> {
     await this.requireTask(tenant, taskId);
-    const v = await this.validate(cfg);
+    const v = await this.validate(cfg, wireVersion);
     const rows: ConfigRow[] = await this.ds.query(`${UPSERT_PUSH_CONFIG} RETURNING *`, [
       tenant,
       taskId,
@@ -148,6 +168,7 @@ export class PushService implements OnApplicationBootstrap, OnApplicationShutdow
       v.token,
       v.authScheme,
       v.authCredentials,
+      v.wireVersion,
     ]);
     return toConfig(rows[0]);
   }
@@ -238,6 +259,7 @@ export class PushService implements OnApplicationBootstrap, OnApplicationShutdow
       token: string;
       auth_scheme: string | null;
       auth_credentials: string | null;
+      wire_version: string;
     };
     // TypeORM answers an UPDATE with [rows, affected].
     const [due] = (await this.ds.query(
@@ -251,12 +273,13 @@ export class PushService implements OnApplicationBootstrap, OnApplicationShutdow
          UPDATE dispatcher.push_deliveries d SET next_at = now() + make_interval(secs => $1)
            FROM c, dispatcher.push_configs p
           WHERE d.id = c.id AND p.tenant = d.tenant AND p.task_id = d.task_id AND p.id = d.config_id
-         RETURNING d.id, d.event_id, d.body, d.stream_seq, d.attempts, p.url, p.token, p.auth_scheme, p.auth_credentials`,
+         RETURNING d.id, d.event_id, d.body, d.stream_seq, d.attempts, p.url, p.token, p.auth_scheme, p.auth_credentials, p.wire_version`,
       [lease],
     )) as [Due[], number];
     await Promise.all(
       due.map(async (d) => {
-        const headers: Record<string, string> = { 'content-type': 'application/json', [PUSH_EVENT_ID_HEADER]: d.event_id };
+        const { body, contentType } = pushBody(d.body, d.wire_version);
+        const headers: Record<string, string> = { 'content-type': contentType, [PUSH_EVENT_ID_HEADER]: d.event_id };
         if (d.stream_seq !== null) headers[PUSH_STREAM_EVENT_ID_HEADER] = String(d.stream_seq);
         if (d.token) headers[PUSH_TOKEN_HEADER] = d.token;
         if (d.auth_scheme) headers.authorization = `${d.auth_scheme} ${d.auth_credentials ?? ''}`;
@@ -266,7 +289,7 @@ export class PushService implements OnApplicationBootstrap, OnApplicationShutdow
           const res = await this.http.request(d.url, {
             method: 'POST',
             headers,
-            body: JSON.stringify(d.body),
+            body,
             timeoutMs: this.opts.timeoutMs,
             maxResponseBytes: 4096,
           });

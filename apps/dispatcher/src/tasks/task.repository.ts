@@ -60,6 +60,7 @@ export interface TurnRow {
   push_token: string | null;
   push_auth_scheme: string | null;
   push_auth_credentials: string | null;
+  push_wire_version: string | null;
 }
 
 /** Who first sent a message id to an agent: the hash of what was sent and the task it went to. */
@@ -120,7 +121,7 @@ const INSERT_TURNS = `WITH v AS (
          tenant text, agent_id text, message_id text, content_hash text, task_id text, context_id text, turn int, state text,
          status_timestamp timestamptz, task jsonb, execution_id text, topic text, key text, headers jsonb, value text,
          work_hash text, deadline_at timestamptz, start_by_at timestamptz, push_id text, push_url text, push_token text, push_auth_scheme text,
-         push_auth_credentials text, ord int)),
+         push_auth_credentials text, push_wire_version text, ord int)),
      d AS (
        INSERT INTO dispatcher.message_dedup (tenant, agent_id, message_id, content_hash, task_id, turn)
        SELECT tenant, agent_id, message_id, content_hash, task_id, turn FROM v ORDER BY ord
@@ -147,11 +148,12 @@ const INSERT_TURNS = `WITH v AS (
        INSERT INTO dispatcher.outbox (topic, key, headers, value, agent_id)
        SELECT v.topic, v.key, v.headers, v.value, v.agent_id FROM v JOIN e ON e.task_id = v.task_id ORDER BY v.ord RETURNING 1),
      p AS (
-       INSERT INTO dispatcher.push_configs (tenant, task_id, id, url, token, auth_scheme, auth_credentials)
-       SELECT v.tenant, v.task_id, v.push_id, v.push_url, v.push_token, v.push_auth_scheme, v.push_auth_credentials
+       INSERT INTO dispatcher.push_configs (tenant, task_id, id, url, token, auth_scheme, auth_credentials, wire_version)
+       SELECT v.tenant, v.task_id, v.push_id, v.push_url, v.push_token, v.push_auth_scheme, v.push_auth_credentials,
+              coalesce(v.push_wire_version, '1.0')
        FROM v JOIN t ON t.id = v.task_id WHERE v.push_url IS NOT NULL
        ON CONFLICT (tenant, task_id, id) DO UPDATE SET url = EXCLUDED.url, token = EXCLUDED.token,
-         auth_scheme = EXCLUDED.auth_scheme, auth_credentials = EXCLUDED.auth_credentials
+         auth_scheme = EXCLUDED.auth_scheme, auth_credentials = EXCLUDED.auth_credentials, wire_version = EXCLUDED.wire_version
        RETURNING 1)
      SELECT task_id FROM e`;
 

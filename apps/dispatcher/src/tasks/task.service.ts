@@ -231,6 +231,7 @@ export class TaskService {
       push_token: input.push?.token ?? null,
       push_auth_scheme: input.push?.authScheme ?? null,
       push_auth_credentials: input.push?.authCredentials ?? null,
+      push_wire_version: input.push?.wireVersion ?? null,
     };
   }
 

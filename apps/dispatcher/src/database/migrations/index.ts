@@ -8,6 +8,7 @@ import { StartBy1765000000000 } from './1765000000000-start-by.js';
 import { TurnEndedBy1765100000000 } from './1765100000000-turn-ended-by.js';
 import { StatusTimestamp1765200000000 } from './1765200000000-status-timestamp.js';
 import { TaskEventLog1765300000000 } from './1765300000000-task-event-log.js';
+import { PushWireVersion1765400000000 } from './1765400000000-push-wire-version.js';
 
 /** Postgres schema owned by the dispatcher. */
 export const DISPATCHER_SCHEMA = 'dispatcher';
@@ -23,4 +24,5 @@ export const dispatcherMigrations: Array<new () => MigrationInterface> = [
   TurnEndedBy1765100000000,
   StatusTimestamp1765200000000,
   TaskEventLog1765300000000,
+  PushWireVersion1765400000000,
 ];
