@@ -5,36 +5,11 @@
 // pair and worker; the ratio is the median of the rounds' worker turns/s ÷ pair calls/s. CPU per
 // call is read from /proc for each process: worker, tool server, Postgres, Kafka (and the pair's
 // client and server).
-import { execSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { BusProducer, createKafka } from '@mesh/bus';
 import { decodeEnvelope, Envelopes, executionId, newId, TopicNames } from '@mesh/contract';
 import { runPair } from './mcp-pair.mjs';
-
-/** CPU time (ms) so far; `withChildren` adds exited children (a Postgres backend's time moves to the postmaster). */
-function cpuMs(pid, withChildren = false) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(f[11]) + Number(f[12]) + (withChildren ? Number(f[13]) + Number(f[14]) : 0);
-    return (ticks * 1000) / 100; // USER_HZ is 100 on Linux
-  } catch {
-    return undefined;
-  }
-}
-
-function infraPids() {
-  const list = (pattern) => {
-    try {
-      return execSync(`pgrep ${pattern}`, { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
-    } catch {
-      return [];
-    }
-  };
-  const postmaster = list('-o -x postgres')[0];
-  return { postmaster, postgres: list('-x postgres'), kafka: list('-f kafka.Kafka') };
-}
+import { cpuMs, infraPids } from './process-cpu.mjs';
 
 /** CPU ms of each pid now (the postmaster with its exited children: backends that ended). */
 const snapshot = (pids, postmaster) => new Map(pids.map((p) => [p, cpuMs(p, p === postmaster)]));

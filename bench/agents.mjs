@@ -7,9 +7,9 @@
 // cost, without the dispatcher), BENCH_ROUNDS rounds. Last, rounds of the worker alone with the tool
 // against the raw MCP SDK pair in the same response mode (bench/agents-tool.mjs). Writes
 // bench/results/agents.json (BENCH_ONLY=alone: only the echo backlog, into agents-alone.json).
-import { execSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { cpus, totalmem } from 'node:os';
 import { createInterface } from 'node:readline';
@@ -18,6 +18,7 @@ import pg from 'pg';
 import { BusProducer, createKafka } from '@mesh/bus';
 import { decodeEnvelope, Envelopes, executionId, newId, TopicNames } from '@mesh/contract';
 import { toolScenario } from './agents-tool.mjs';
+import { cpuMs, infraPids } from './process-cpu.mjs';
 import { startWaitServer } from './mcp-pair.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -171,42 +172,6 @@ async function scenario(name, { workers: n, text, conns, env }) {
   }
 }
 
-/** Cumulative CPU (user + system) of a process, ms, as bench/dispatch.mjs reads it. */
-function cpuMs(pid, withChildren = false) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(f[11]) + Number(f[12]) + (withChildren ? Number(f[13]) + Number(f[14]) : 0);
-    return (ticks * 1000) / 100; // USER_HZ is 100 on Linux
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * Pids of the Kafka broker the bench uses (empty where not visible): a broker started by
- * scripts/kafka names its port in its log directory (`logs-<port>`); other brokers on the machine
- * (the chaos cluster) are not counted.
- */
-function infraPids() {
-  let pids;
-  try {
-    pids = execSync('pgrep -f kafka.Kafka', { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
-  } catch {
-    return { kafka: [] };
-  }
-  const port = baseEnv.KAFKA_BROKERS.split(',')[0].split(':').pop();
-  const cmdline = (p) => {
-    try {
-      return readFileSync(`/proc/${p}/cmdline`, 'utf8');
-    } catch {
-      return '';
-    }
-  };
-  const ours = pids.filter((p) => cmdline(p).includes(`logs-${port}`));
-  return { kafka: ours.length > 0 ? ours : pids };
-}
-
 /** CPU of these processes now, by pid. */
 const cpuByPid = (pids) => new Map(pids.map((p) => [p, cpuMs(p) ?? 0]));
 
@@ -284,7 +249,7 @@ async function backlog(name, { text, n, rounds = 1, env }) {
         };
       });
       waiting = new Set(envelopes.map((e) => e.taskId));
-      const kafka = infraPids().kafka;
+      const kafka = infraPids({ kafkaPort: baseEnv.KAFKA_BROKERS.split(',')[0].split(':').pop() }).kafka;
       // Postgres: the backends serving this benchmark's database (the server is shared with other work).
       const before = { postgres: cpuByPid(await benchBackends()), kafka: cpuByPid(kafka) };
       const pid = workers[0].child.pid;

@@ -13,13 +13,13 @@
 // (dispatcher, echo worker, Postgres, Kafka). Writes bench/results/dispatch.json, whose `summary`
 // bench/all.mjs copies into bench/results/summary.json. BENCH_DISPATCHER_PROCESSES (default 2)
 // sizes the multi-process scenario; 1 leaves it out. Needs the local Kafka and Postgres (see README).
-import { execSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { startDispatchStack } from './dispatch-stack.mjs';
+import { cpuMs, infraPids } from './process-cpu.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -53,33 +53,6 @@ async function check(url, returnImmediately) {
   return state;
 }
 
-/**
- * CPU time (ms) a process has used so far (Linux /proc; undefined elsewhere); `withChildren` adds
- * its children that exited (a Postgres backend's time moves to the postmaster when it ends).
- */
-function cpuMs(pid, withChildren = false) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(f[11]) + Number(f[12]) + (withChildren ? Number(f[13]) + Number(f[14]) : 0);
-    return (ticks * 1000) / 100; // USER_HZ is 100 on Linux
-  } catch {
-    return undefined;
-  }
-}
-
-/** Pids of this machine's Postgres processes and of the Kafka broker (empty where not visible). */
-function infraPids() {
-  const list = (pattern) => {
-    try {
-      return execSync(`pgrep ${pattern}`, { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
-    } catch {
-      return [];
-    }
-  };
-  const postmaster = list('-o -x postgres')[0];
-  return { postmaster, postgres: list('-x postgres'), kafka: list('-f kafka.Kafka') };
-}
 const sumCpu = (pids, postmaster) => pids.reduce((s, p) => s + (cpuMs(p, p === postmaster) ?? 0), 0);
 
 /**

@@ -9,26 +9,15 @@
 // tool gateway's node:http fetch instead of the global one: what the transport alone costs.
 import { spawn } from 'node:child_process';
 import { setMaxListeners } from 'node:events';
-import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
+import { cpuMs } from './process-cpu.mjs';
 
 const here = new URL('.', import.meta.url).pathname;
 const arg = (name, dflt) => {
   const a = process.argv.find((x) => x.startsWith(`--${name}=`));
   return a ? a.slice(name.length + 3) : dflt;
 };
-
-/** CPU time (ms) a process has used so far, from Linux /proc (undefined elsewhere). */
-export function cpuMs(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // USER_HZ is 100 on Linux
-  } catch {
-    return undefined;
-  }
-}
 
 function spawnLines(args, env = {}) {
   const child = spawn(process.execPath, args, { cwd: `${here}..`, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'inherit'] });
