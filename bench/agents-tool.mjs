@@ -23,7 +23,10 @@ const median = (xs) => {
 const r3 = (x) => Math.round(x * 1000) / 1000;
 
 /** Worker alone with the tool: `n` commands at once, time until every final event is back, CPU per turn. */
-async function toolBacklog({ baseEnv, startWorkers, stopWorkers, warmUp }, { n, inFlight, toolUrl, sessions, toolServerPid }) {
+async function toolBacklog(
+  { baseEnv, startWorkers, stopWorkers, warmUp, withDispatcherPaused },
+  { n, inFlight, toolUrl, sessions, toolServerPid },
+) {
   const workers = await startWorkers(1, {
     AGENTS_MAX_IN_FLIGHT: String(inFlight),
     BENCH_TOOLS_URL: toolUrl,
@@ -54,30 +57,35 @@ async function toolBacklog({ baseEnv, startWorkers, stopWorkers, warmUp }, { n, 
     await producer.connect();
     const commands = Array.from({ length: n }, () => {
       const taskId = newId();
+      const contextId = newId();
       ids.add(taskId);
       const identity = {
         tenant: 'acme',
         agentId: 'echo-agent',
         taskId,
-        contextId: newId(),
+        contextId,
         messageId: newId(),
         executionId: executionId('acme', taskId, 1),
         subject: 'bench',
         actor: 'bench',
       };
       return [
-        `acme:echo-agent:${taskId.slice(0, 2)}`,
+        // Keyed as the dispatcher keys them for the bench card ({tenant}:{agent_id}:{context_id}),
+        // so every command is its own key and 256 run at once, as the raw pair's 256 calls do.
+        `acme:echo-agent:${contextId}`,
         Envelopes.run(identity, { turn: 1, message: { messageId: newId(), role: 'ROLE_USER', parts: [{ text: '/wait 50' }] } }),
       ];
     });
-    const infra = infraPids();
+    const infra = infraPids({ kafkaPort: baseEnv.KAFKA_BROKERS.split(',')[0].split(':').pop() });
     const worker = workers[0].child.pid;
-    const before = [cpuMs(worker), cpuMs(toolServerPid), snapshot(infra.postgres, infra.postmaster), snapshot(infra.kafka)];
-    const started = Date.now();
-    await Promise.all(commands.map(([key, env]) => producer.send(topics.commands('echo-agent'), key, env)));
-    await all;
-    const seconds = (Date.now() - started) / 1000;
-    const after = [cpuMs(worker), cpuMs(toolServerPid), snapshot(infra.postgres, infra.postmaster), snapshot(infra.kafka)];
+    const snap = () => [cpuMs(worker), cpuMs(toolServerPid), snapshot(infra.postgres, infra.postmaster), snapshot(infra.kafka)];
+    const { before, after, seconds } = await withDispatcherPaused(async () => {
+      const before = snap();
+      const started = Date.now();
+      await Promise.all(commands.map(([key, env]) => producer.send(topics.commands('echo-agent'), key, env)));
+      await all;
+      return { before, seconds: (Date.now() - started) / 1000, after: snap() };
+    });
     const per = (a, b) => (a === undefined || b === undefined ? undefined : r3((b - a) / n));
     return {
       backlog: n,
