@@ -22,6 +22,27 @@ const median = (xs) => {
 };
 const r3 = (x) => Math.round(x * 1000) / 1000;
 
+/**
+ * A first-turn `task.run` for echo-agent saying `text`, keyed as the dispatcher keys commands for
+ * the bench card (`{tenant}:{agent_id}:{context_id}`: every command its own key).
+ */
+export function echoCommand(text) {
+  const taskId = newId();
+  const contextId = newId();
+  const identity = {
+    tenant: 'acme',
+    agentId: 'echo-agent',
+    taskId,
+    contextId,
+    messageId: newId(),
+    executionId: executionId('acme', taskId, 1),
+    subject: 'bench',
+    actor: 'bench',
+  };
+  const env = Envelopes.run(identity, { turn: 1, message: { messageId: newId(), role: 'ROLE_USER', parts: [{ text }] } });
+  return { taskId, key: `acme:echo-agent:${contextId}`, env };
+}
+
 /** Worker alone with the tool: `n` commands at once, time until every final event is back, CPU per turn. */
 async function toolBacklog(
   { baseEnv, startWorkers, stopWorkers, warmUp, withDispatcherPaused },
@@ -55,34 +76,16 @@ async function toolBacklog(
     });
     await new Promise((r) => setTimeout(r, 3000)); // group join
     await producer.connect();
-    const commands = Array.from({ length: n }, () => {
-      const taskId = newId();
-      const contextId = newId();
-      ids.add(taskId);
-      const identity = {
-        tenant: 'acme',
-        agentId: 'echo-agent',
-        taskId,
-        contextId,
-        messageId: newId(),
-        executionId: executionId('acme', taskId, 1),
-        subject: 'bench',
-        actor: 'bench',
-      };
-      return [
-        // Keyed as the dispatcher keys them for the bench card ({tenant}:{agent_id}:{context_id}),
-        // so every command is its own key and 256 run at once, as the raw pair's 256 calls do.
-        `acme:echo-agent:${contextId}`,
-        Envelopes.run(identity, { turn: 1, message: { messageId: newId(), role: 'ROLE_USER', parts: [{ text: '/wait 50' }] } }),
-      ];
-    });
+    // Every command its own key, so 256 run at once, as the raw pair's 256 calls do.
+    const commands = Array.from({ length: n }, () => echoCommand('/wait 50'));
+    for (const c of commands) ids.add(c.taskId);
     const infra = infraPids({ kafkaPort: baseEnv.KAFKA_BROKERS.split(',')[0].split(':').pop() });
     const worker = workers[0].child.pid;
     const snap = () => [cpuMs(worker), cpuMs(toolServerPid), snapshot(infra.postgres, infra.postmaster), snapshot(infra.kafka)];
     const { before, after, seconds } = await withDispatcherPaused(async () => {
       const before = snap();
       const started = Date.now();
-      await Promise.all(commands.map(([key, env]) => producer.send(topics.commands('echo-agent'), key, env)));
+      await Promise.all(commands.map((c) => producer.send(topics.commands('echo-agent'), c.key, c.env)));
       await all;
       return { before, seconds: (Date.now() - started) / 1000, after: snap() };
     });

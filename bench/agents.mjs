@@ -16,8 +16,8 @@ import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { BusProducer, createKafka } from '@mesh/bus';
-import { decodeEnvelope, Envelopes, executionId, newId, TopicNames } from '@mesh/contract';
-import { toolScenario } from './agents-tool.mjs';
+import { decodeEnvelope, newId, TopicNames } from '@mesh/contract';
+import { echoCommand, toolScenario } from './agents-tool.mjs';
 import { cpuMs, infraPids } from './process-cpu.mjs';
 import { startWaitServer } from './mcp-pair.mjs';
 
@@ -243,25 +243,7 @@ async function backlog(name, { text, n, rounds = 1, env }) {
     await producer.connect();
     const round = async (count) => {
       const all = new Promise((r) => (onAll = r));
-      const envelopes = Array.from({ length: count }, () => {
-        const taskId = newId();
-        const contextId = newId();
-        const identity = {
-          tenant: 'acme',
-          agentId: 'echo-agent',
-          taskId,
-          contextId,
-          messageId: newId(),
-          executionId: executionId('acme', taskId, 1),
-          subject: 'bench',
-          actor: 'bench',
-        };
-        return {
-          taskId,
-          contextId,
-          env: Envelopes.run(identity, { turn: 1, message: { messageId: newId(), role: 'ROLE_USER', parts: [{ text }] } }),
-        };
-      });
+      const envelopes = Array.from({ length: count }, () => echoCommand(text));
       waiting = new Set(envelopes.map((e) => e.taskId));
       const kafka = infraPids({ kafkaPort: baseEnv.KAFKA_BROKERS.split(',')[0].split(':').pop() }).kafka;
       // Postgres: the backends serving this benchmark's database (the server is shared with other work).
@@ -269,8 +251,7 @@ async function backlog(name, { text, n, rounds = 1, env }) {
       const pid = workers[0].child.pid;
       const ownBefore = [cpuMs(pid), cpuMs(process.pid)];
       const started = Date.now();
-      // The bench card's keyTemplate is {tenant}:{agent_id}:{context_id} (bench/agents-servers.mjs).
-      await Promise.all(envelopes.map((e) => producer.send(topics.commands('echo-agent'), `acme:echo-agent:${e.contextId}`, e.env)));
+      await Promise.all(envelopes.map((e) => producer.send(topics.commands('echo-agent'), e.key, e.env)));
       await all;
       const seconds = (Date.now() - started) / 1000;
       const spent = [
