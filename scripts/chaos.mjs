@@ -9,6 +9,7 @@
 // Own infrastructure: a Kafka broker of its own (CHAOS_KAFKA_PORT 19092, CHAOS_KAFKA_CONTROLLER_PORT
 // 19093, CHAOS_KAFKA_HOME_DIR /tmp/mesh-chaos-kafka; never 9092, never a port something listens on)
 // and a database of its own on the machine's Postgres (dropped at the end; CHAOS_KEEP_DB=1 keeps it).
+// CHAOS_LOG_DIR=<dir> keeps every child process's output there (<name>.log).
 // Processes: billing-tools (scripts/chaos-billing.mjs: every 2 s one issue_refund hangs 4 s, past
 // the workers' 1.5 s tool timeout), 2 dispatchers, CHAOS_WORKERS (2) agents workers running
 // refund-agent, 2 push receivers in this process (receiver-b answers 503 to every 7th request).
@@ -50,7 +51,7 @@
 // every task was terminal.
 import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { Kafka, logLevel } from 'kafkajs';
@@ -165,6 +166,7 @@ const sql = async (text, params) => (await withRetry('query', () => dbPool.query
 
 // --- Children -----------------------------------------------------------------------------------
 const children = new Set();
+if (process.env.CHAOS_LOG_DIR) mkdirSync(process.env.CHAOS_LOG_DIR, { recursive: true });
 function child(name, script, env) {
   const c = spawn(process.execPath, [script], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   c.name = name;
@@ -177,9 +179,12 @@ function child(name, script, env) {
       report.unexpectedExits.push({ name, code, signal, at: Date.now() - t0, log: c.tail.join('').slice(-1500) });
   });
   c.tail = [];
+  // CHAOS_LOG_DIR keeps every child's whole output (one file per name, appended across restarts).
+  const file = process.env.CHAOS_LOG_DIR ? createWriteStream(`${process.env.CHAOS_LOG_DIR}/${name}.log`, { flags: 'a' }) : undefined;
   // Log lines are JSON on stdout; a failure to start is one line on stderr: keep the tail of both.
   for (const stream of [c.stdout, c.stderr])
     stream.on('data', (d) => {
+      file?.write(d);
       c.tail.push(String(d));
       if (c.tail.length > 20) c.tail.shift();
     });

@@ -1,4 +1,4 @@
-import type { Kafka, Message, Producer, TopicMessages } from 'kafkajs';
+import { Partitioners, type Kafka, type Message, type Producer, type RecordMetadata, type TopicMessages } from 'kafkajs';
 import { encodeEnvelope, MeshError, type Envelope } from '@mesh/contract';
 import { startProducerSpans, untracedProducer } from '@mesh/telemetry';
 
@@ -49,18 +49,23 @@ export class BusProducer {
   private connected?: Promise<void>;
   private closed = false;
   private readonly spanPerRecord: boolean;
-  /** Requests sent and records acknowledged, for metrics. */
-  readonly counters = { requests: 0, records: 0, failures: 0 };
+  private readonly retries: number;
+  /** The partition kafkajs' partitioner chose for each record (read back against the acknowledgement). */
+  private readonly partitionOf = new WeakMap<Message, number>();
+  /** Requests sent, records acknowledged, records sent again because no acknowledgement covered them. */
+  readonly counters = { requests: 0, records: 0, failures: 0, unacknowledged: 0 };
 
   constructor(kafka: Kafka, opts: BusProducerOptions = {}) {
     this.lingerMs = opts.lingerMs ?? 2;
     this.maxBatchBytes = opts.maxBatchBytes ?? 900 * 1024;
     this.spanPerRecord = opts.spanPerRecord ?? false;
+    this.retries = opts.retries ?? 8;
     const producer = kafka.producer({
       idempotent: true,
       maxInFlightRequests: 1,
       allowAutoTopicCreation: false,
-      retry: { retries: opts.retries ?? 8, initialRetryTime: 100, maxRetryTime: 5000 },
+      retry: { retries: this.retries, initialRetryTime: 100, maxRetryTime: 5000 },
+      createPartitioner: recordingPartitioner(this.partitionOf),
     });
     this.producer = this.spanPerRecord ? untracedProducer(producer) : producer;
   }
@@ -127,30 +132,48 @@ export class BusProducer {
     }
     this.queuedBytes -= bytes;
     const spans = this.spanPerRecord ? startProducerSpans(batch.map(spanned)) : undefined;
-    const byTopic = new Map<string, Message[]>();
-    batch.forEach((p, i) => {
-      let list = byTopic.get(p.topic);
-      if (!list) byTopic.set(p.topic, (list = []));
-      list.push(spans ? { ...p.message, headers: spans.messages[i].headers } : p.message);
-    });
-    const topicMessages: TopicMessages[] = [...byTopic].map(([topic, messages]) => ({ topic, messages }));
+    const sent = batch.map((p, i) => (spans ? { ...p, message: { ...p.message, headers: spans.messages[i].headers } } : p));
     this.inFlight = (async () => {
+      let open = sent;
       try {
         await this.connect();
-        await this.producer.sendBatch({ topicMessages, acks: -1 });
+        for (let round = 0; open.length > 0; round++) {
+          if (round > this.retries) throw new MeshError('UNAVAILABLE', `${open.length} records were never acknowledged by their partition's leader`, { retryable: true });
+          const acked = await this.producer.sendBatch({ topicMessages: byTopic(open), acks: -1 });
+          this.counters.requests++;
+          const rest = this.unacknowledged(open, acked);
+          const pending = new Set(rest);
+          for (const p of open) if (!pending.has(p)) p.resolve();
+          this.counters.records += open.length - rest.length;
+          this.counters.unacknowledged += rest.length;
+          open = rest;
+        }
         spans?.end();
-        this.counters.requests++;
-        this.counters.records += batch.length;
-        for (const p of batch) p.resolve();
       } catch (err) {
         spans?.end(err);
         this.counters.failures++;
-        for (const p of batch) p.reject(err);
+        for (const p of open) p.reject(err);
       } finally {
         this.inFlight = undefined;
         if (this.queue.length > 0) this.flush();
       }
     })();
+  }
+
+  /**
+   * The records of `sent` whose partition is missing from the acknowledgement. kafkajs (2.2.x) can
+   * resolve a sendBatch without having written some of it: when a partition's leader dies and
+   * leadership moves to a broker that already answered for other partitions of the request, the
+   * retry skips that broker, and the moved partition's records are never sent. Sending them again
+   * (before anything else goes out, in order) keeps them and their order; if the dead leader had
+   * written them after all, the idempotent sequence makes the new leader take them only once.
+   */
+  private unacknowledged(sent: readonly Pending[], acked: readonly RecordMetadata[]): Pending[] {
+    const ok = new Set(acked.filter((r) => r.errorCode === 0).map((r) => `${r.partition}\u0000${r.topicName}`));
+    return sent.filter((p) => {
+      const partition = this.partitionOf.get(p.message);
+      return partition === undefined || !ok.has(`${partition}\u0000${p.topic}`);
+    });
   }
 
   /** Nest lifecycle hook, so an instance registered as a provider flushes and disconnects on shutdown. */
@@ -169,6 +192,29 @@ export class BusProducer {
     if (this.connected) await this.producer.disconnect().catch(() => undefined);
     this.connected = undefined;
   }
+}
+
+/** Pending records as one sendBatch's topic messages, in their order. */
+function byTopic(pending: readonly Pending[]): TopicMessages[] {
+  const topics = new Map<string, Message[]>();
+  for (const p of pending) {
+    let list = topics.get(p.topic);
+    if (!list) topics.set(p.topic, (list = []));
+    list.push(p.message);
+  }
+  return [...topics].map(([topic, messages]) => ({ topic, messages }));
+}
+
+/** kafkajs' default partitioner (keys map to partitions as before), remembering each record's choice. */
+function recordingPartitioner(chosen: WeakMap<Message, number>) {
+  return () => {
+    const partition = Partitioners.DefaultPartitioner();
+    return (args: Parameters<ReturnType<typeof Partitioners.DefaultPartitioner>>[0]) => {
+      const p = partition(args);
+      chosen.set(args.message, p);
+      return p;
+    };
+  };
 }
 
 /** A pending record as `startProducerSpans` reads it (its headers as strings). */
