@@ -1,7 +1,7 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
-import { createServer } from 'node:http';
+import { createServer, request as httpRequest } from 'node:http';
 import { Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { HmacToolTokenMinter, McpConnection, Reconciler, RetryBudget, ToolMeta, type ToolCallScope } from '@mesh/tool-gateway';
@@ -245,6 +245,67 @@ test('a read-only call that times out is retried with backoff and succeeds; a sp
     (e: { code?: string; retryable?: boolean }) => e.code === 'TOOL_UNAVAILABLE' && e.retryable === true,
   );
   billing.hooks.clear();
+});
+
+/**
+ * A forwarding proxy in front of `target` that leaves the first `hold` requests unanswered (a busy
+ * server's slow probe) and passes the rest on.
+ */
+async function startHoldingProxy(target: string, hold: number): Promise<{ url: string; held: number; forwarded: number; close(): void }> {
+  const to = new URL(target);
+  const state = { held: 0, forwarded: 0 };
+  const server = createServer((req, res) => {
+    if (state.held < hold) {
+      state.held++;
+      return; // never answered: the client's timeout ends it
+    }
+    state.forwarded++;
+    const up = httpRequest({ host: to.hostname, port: to.port, path: to.pathname, method: req.method, headers: req.headers }, (r) => {
+      res.writeHead(r.statusCode ?? 502, r.headers);
+      r.pipe(res);
+    });
+    up.on('error', () => res.destroy());
+    req.pipe(up);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as { port: number }).port;
+  after(() => void server.close());
+  return {
+    url: `http://127.0.0.1:${port}${to.pathname}`,
+    get held() {
+      return state.held;
+    },
+    get forwarded() {
+      return state.forwarded;
+    },
+    close: () => {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
+test('a tool listing that times out (a busy server\'s probe) is tried again; the refund is made once; a spent budget fails it', async () => {
+  const slow = await startHoldingProxy(billing.mcpUrl, 1);
+  const spec = { transport: 'http' as const, url: slow.url, requestTimeoutMs: 400, tokenAudience: 'billing-tools' };
+  const gw = testGateway({ ledger, servers: { billing: spec } });
+  await addDuplicateInvoice(billingUrl, 'acme', 'INV-7401');
+  const obs = await gw.call({ tool: 'mcp__billing__issue_refund', args: { invoice_id: 'INV-7401', amount_cents: 5000, reason: 'charged twice' } }, scope());
+  assert.equal(obs.status, 'ok', 'the connect was tried again after the probe timed out');
+  assert.equal(slow.held, 1);
+  assert.equal(await refundCount(billingUrl, 'acme', 'INV-7401'), 1);
+
+  // No retries left in the turn's budget: the call fails as retryable, and nothing reached the tool.
+  const spent = await startHoldingProxy(billing.mcpUrl, 1);
+  const gw2 = testGateway({ ledger, servers: { billing: { ...spec, url: spent.url } } });
+  await assert.rejects(
+    gw2.call({ tool: 'mcp__billing__get_invoice', args: { invoice_id: 'INV-7401' } }, { ...scope(), budget: new RetryBudget(0) }),
+    (e: { code?: string; retryable?: boolean; message?: string }) =>
+      e.code === 'TOOL_UNAVAILABLE' && e.retryable === true && /unavailable/.test(e.message ?? ''),
+  );
+  assert.equal(spent.forwarded, 0);
+  slow.close();
+  spent.close();
 });
 
 test("tools see the tenant from _meta: another tenant's invoice does not exist for them", async () => {

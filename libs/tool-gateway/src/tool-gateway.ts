@@ -1,3 +1,4 @@
+import { SdkHttpError } from '@modelcontextprotocol/client';
 import { parseToolName, type McpServerSpec, type ToolIntent, type ToolObservation } from '@mesh/agent-sdk';
 import { argsHash, clampTimerMs, idempotencyKey, MeshError, sleep, type JsonObject } from '@mesh/contract';
 import { SpanAttr, withSpan } from '@mesh/telemetry';
@@ -126,7 +127,7 @@ export class ToolGateway {
 
   private async execute(intent: ToolIntent, scope: ToolCallScope): Promise<ToolObservation> {
     const started = Date.now();
-    const { server, tool, info } = await this.resolve(intent.tool, scope.signal);
+    const { server, tool, info } = await this.resolve(intent.tool, scope);
     const args = intent.args ?? {};
     const hash = argsHash(args);
     const key = idempotencyKey(scope.tenant, scope.taskId, intent.tool, hash);
@@ -281,21 +282,38 @@ export class ToolGateway {
     await Promise.all([...this.connections.values()].map((c) => c.close()));
   }
 
-  private async resolve(name: string, signal?: AbortSignal): Promise<{ server: string; tool: string; info: ToolInfo }> {
+  /**
+   * The tool's server and description. Connecting and listing reach no tool, so a listing that
+   * failed for a timeout, a lost connection or a 5xx (a slow probe of a busy server, a restart) is
+   * tried again with backoff within the read retries and the turn's budget, side-effecting tool or
+   * not; a refusal (401/403 and other 4xx) is not.
+   */
+  private async resolve(name: string, scope: ToolCallScope): Promise<{ server: string; tool: string; info: ToolInfo }> {
+    const { signal } = scope;
     const parsed = parseToolName(name);
     if (!parsed || !this.connections.has(parsed.server)) throw new MeshError('TOOL_NOT_FOUND', `unknown tool "${name}"`);
     // Without a minter such a server refuses the connection itself: say why instead of "unavailable".
     if (this.connection(parsed.server).spec.tokenAudience && !this.opts.tokens)
       throw new MeshError('CONFIG_INVALID', `server "${parsed.server}" wants a token but no token minter is configured`);
     let tools: Map<string, ToolInfo>;
-    try {
-      tools = await this.connection(parsed.server).tools();
-    } catch (cause) {
-      if (signal?.aborted) throw abortError(signal);
-      throw new MeshError('TOOL_UNAVAILABLE', `MCP server "${parsed.server}" is unavailable: ${errorText(cause)}`, {
-        cause,
-        retryable: true,
-      });
+    for (let attempt = 0; ; attempt++) {
+      try {
+        tools = await this.connection(parsed.server).tools();
+        break;
+      } catch (cause) {
+        if (signal?.aborted) throw abortError(signal);
+        const canRetry =
+          !isRefusal(cause) &&
+          attempt < (this.opts.readRetries ?? 3) &&
+          (scope.budget ? scope.budget.take() : true) &&
+          (!scope.deadline || scope.deadline.getTime() - Date.now() > this.backoff(attempt));
+        if (!canRetry)
+          throw new MeshError('TOOL_UNAVAILABLE', `MCP server "${parsed.server}" is unavailable: ${errorText(cause)}`, {
+            cause,
+            retryable: true,
+          });
+        await sleepOrThrow(this.backoff(attempt), signal);
+      }
     }
     const info = tools.get(parsed.tool);
     if (!info) throw new MeshError('TOOL_NOT_FOUND', `server "${parsed.server}" has no tool "${parsed.tool}"`);
@@ -359,6 +377,12 @@ function classify(err: unknown, signal?: AbortSignal): Failure {
   // Invalid request/params, method not found, parse error: the server refused the request itself.
   if (code === -32600 || code === -32601 || code === -32602 || code === -32700) return 'refused';
   return 'connection';
+}
+
+/** An HTTP answer that will not change by asking again (401, 403, other 4xx); 408 and 429 may. */
+function isRefusal(err: unknown): boolean {
+  const status = err instanceof SdkHttpError ? err.status : undefined;
+  return status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429;
 }
 
 function errorText(err: unknown): string {
