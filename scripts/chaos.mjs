@@ -679,7 +679,11 @@ async function main() {
   const finalState = new Map();
   const until = Date.now() + SETTLE_TIMEOUT;
   let lastSettleLog = Date.now();
+  // Reads alternate between the dispatchers: one that died unexpectedly (reported as such) must
+  // not make every task look unfinished.
+  let round = 0;
   while (pending.size > 0 && Date.now() < until) {
+    const readPort = dispatcherPorts[round++ % dispatcherPorts.length];
     const ids = [...pending.keys()];
     const done = (
       await sql(`SELECT id FROM dispatcher.tasks WHERE id = ANY($1) AND state = ANY($2)`, [ids, [...TERMINAL]]).catch(() => [])
@@ -691,7 +695,7 @@ async function main() {
           const id = done[k++];
           try {
             const task = await (
-              await clientFor(pending.get(id).tenant[1], dispatcherPorts[0])
+              await clientFor(pending.get(id).tenant[1], readPort)
             ).getTask({ tenant: '', id, historyLength: 0 });
             const s = stateName(task.status?.state);
             saw(id, s);

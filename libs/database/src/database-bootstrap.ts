@@ -61,6 +61,21 @@ export interface ServiceDataSourceOptions {
   poolSize?: number;
 }
 
+/**
+ * A pg client whose 'error' events never end the process. pg-pool hands a new client over without
+ * its idle listener, and TypeORM attaches its own a microtask later: a FATAL that arrives in the
+ * same read as the connect's ReadyForQuery (57P01 while Postgres shuts down for a restart) is
+ * emitted with no listener, and an unlistened 'error' event ends Node. The client is dead either
+ * way — its queries fail and the pool drops it on release — so the event is only kept from
+ * crashing the service.
+ */
+export class GuardedClient extends pg.Client {
+  constructor(config?: string | pg.ClientConfig) {
+    super(config);
+    this.on('error', () => undefined);
+  }
+}
+
 /** A TypeORM data source for one service's schema. `synchronize` is always off: migrations only. */
 export function serviceDataSource(opts: ServiceDataSourceOptions): DataSource {
   return new DataSource({
@@ -73,7 +88,7 @@ export function serviceDataSource(opts: ServiceDataSourceOptions): DataSource {
     migrationsRun: false,
     synchronize: false,
     logging: false,
-    extra: { max: opts.poolSize ?? 10, connectionTimeoutMillis: 5000 },
+    extra: { max: opts.poolSize ?? 10, connectionTimeoutMillis: 5000, Client: GuardedClient },
   });
 }
 
