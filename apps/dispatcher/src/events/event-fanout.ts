@@ -162,14 +162,7 @@ export class EventFanout implements EventFeed, OnApplicationBootstrap, OnApplica
 export function toAgentEvent(env: TaskEvent) {
   const taskId = env.identity.taskId;
   const contextId = env.identity.contextId;
-  if (env.kind === 'task.status') {
-    const status = TaskStatus.fromJSON({
-      state: env.body.state,
-      timestamp: new Date().toISOString(),
-      ...(env.body.message ? { message: { ...env.body.message, taskId, contextId } } : {}),
-    });
-    return AgentEvent.statusUpdate({ taskId, contextId, status, metadata: undefined });
-  }
+  if (env.kind === 'task.status') return AgentEvent.statusUpdate({ taskId, contextId, status: reportedStatus(env), metadata: undefined });
   return AgentEvent.artifactUpdate({
     taskId,
     contextId,
@@ -177,5 +170,15 @@ export function toAgentEvent(env: TaskEvent) {
     append: env.body.append ?? false,
     lastChunk: env.body.lastChunk ?? false,
     metadata: undefined,
+  });
+}
+
+/** A status event's status as its worker reported it (before projection), stamped now. */
+export function reportedStatus(env: Extract<TaskEvent, { kind: 'task.status' }>): TaskStatus {
+  const { taskId, contextId } = env.identity;
+  return TaskStatus.fromJSON({
+    state: env.body.state,
+    timestamp: new Date().toISOString(),
+    ...(env.body.message ? { message: { ...env.body.message, taskId, contextId } } : {}),
   });
 }

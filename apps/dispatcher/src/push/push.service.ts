@@ -7,8 +7,8 @@ import { EgressPolicy, EgressRefused, PinnedHttpClient } from '@mesh/egress';
 import { newId, type TaskEvent } from '@mesh/contract';
 import { silentLogger, type Logger, type MeshMetrics } from '@mesh/telemetry';
 import { StatementBatcher } from '@mesh/database';
-import { toAgentEvent } from '../events/event-fanout.js';
-import type { PushNotification } from '../tasks/task-projection.js';
+import { reportedStatus } from '../events/event-fanout.js';
+import { streamEventOf, type PushNotification } from '../tasks/task-projection.js';
 import { UPSERT_PUSH_CONFIG, type PushWireVersion, type ValidPushConfig } from './push-config.js';
 
 /** Header carrying the stable id of the event a push notification is about (receivers dedup on it). */
@@ -70,15 +70,10 @@ export function pushBody(stored: unknown, wireVersion: string): { body: string; 
   return { body: legacy.body, contentType: legacy.contentType };
 }
 
-export function pushNotificationOf(env: TaskEvent, status?: TaskStatus): PushNotification | undefined {
-  const agentEvent = toAgentEvent(env);
-  let body: StreamResponse;
-  if (agentEvent.kind === 'statusUpdate') {
-    body = { payload: { $case: 'statusUpdate', value: status ? { ...agentEvent.data, status } : agentEvent.data } };
-  } else if (agentEvent.kind === 'artifactUpdate') {
-    body = { payload: { $case: 'artifactUpdate', value: agentEvent.data } };
-  } else return undefined;
-  return { eventId: `${env.identity.executionId}:${env.body.seq}`, body: StreamResponse.toJSON(body) };
+export function pushNotificationOf(env: TaskEvent, status?: TaskStatus): PushNotification {
+  // The body is the stream's event (one builder for both); without a projected status, the reported one.
+  const body = streamEventOf(env, status ?? (env.kind === 'task.status' ? reportedStatus(env) : undefined));
+  return { eventId: `${env.identity.executionId}:${env.body.seq}`, body };
 }
 
 interface DeliveryEvent {
