@@ -694,9 +694,7 @@ async function main() {
         while (k < done.length) {
           const id = done[k++];
           try {
-            const task = await (
-              await clientFor(pending.get(id).tenant[1], readPort)
-            ).getTask({ tenant: '', id, historyLength: 0 });
+            const task = await (await clientFor(pending.get(id).tenant[1], readPort)).getTask({ tenant: '', id, historyLength: 0 });
             const s = stateName(task.status?.state);
             saw(id, s);
             if (TERMINAL.has(s)) {

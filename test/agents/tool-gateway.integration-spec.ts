@@ -285,12 +285,15 @@ async function startHoldingProxy(target: string, hold: number): Promise<{ url: s
   };
 }
 
-test('a tool listing that times out (a busy server\'s probe) is tried again; the refund is made once; a spent budget fails it', async () => {
+test("a tool listing that times out (a busy server's probe) is tried again; the refund is made once; a spent budget fails it", async () => {
   const slow = await startHoldingProxy(billing.mcpUrl, 1);
   const spec = { transport: 'http' as const, url: slow.url, requestTimeoutMs: 400, tokenAudience: 'billing-tools' };
   const gw = testGateway({ ledger, servers: { billing: spec } });
   await addDuplicateInvoice(billingUrl, 'acme', 'INV-7401');
-  const obs = await gw.call({ tool: 'mcp__billing__issue_refund', args: { invoice_id: 'INV-7401', amount_cents: 5000, reason: 'charged twice' } }, scope());
+  const obs = await gw.call(
+    { tool: 'mcp__billing__issue_refund', args: { invoice_id: 'INV-7401', amount_cents: 5000, reason: 'charged twice' } },
+    scope(),
+  );
   assert.equal(obs.status, 'ok', 'the connect was tried again after the probe timed out');
   assert.equal(slow.held, 1);
   assert.equal(await refundCount(billingUrl, 'acme', 'INV-7401'), 1);

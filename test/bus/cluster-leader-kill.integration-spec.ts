@@ -111,17 +111,18 @@ test(
 
     const partitioner = Partitioners.DefaultPartitioner();
     const partitionOf = (key: string) =>
-      partitioner({ topic, partitionMetadata: [0, 1].map((partitionId) => ({ partitionId, leader: 0, partitionErrorCode: 0, replicas: [], isr: [] })), message: { key, value: null } });
+      partitioner({
+        topic,
+        partitionMetadata: [0, 1].map((partitionId) => ({ partitionId, leader: 0, partitionErrorCode: 0, replicas: [], isr: [] })),
+        message: { key, value: null },
+      });
     const keys = Array.from({ length: 40 }, (_, i) => `task-${i}`);
     const sent: Record<number, string[]> = { 0: [], 1: [] };
     const send = (producer: BusProducer, key: string, n: number) => {
       sent[partitionOf(key)].push(`${key}#${n}`);
       return producer.sendRecord(topic, key, `${key}#${n}`);
     };
-    assert.ok(
-      keys.some((k) => partitionOf(k) === 0) && keys.some((k) => partitionOf(k) === 1),
-      'keys on both partitions',
-    );
+    assert.ok(keys.some((k) => partitionOf(k) === 0) && keys.some((k) => partitionOf(k) === 1), 'keys on both partitions');
 
     // The producer learns the leaders (and connects to both) while node 1 is up.
     const producer = new BusProducer(kafka, { lingerMs: 50 });

@@ -138,7 +138,10 @@ export class BusProducer {
       try {
         await this.connect();
         for (let round = 0; open.length > 0; round++) {
-          if (round > this.retries) throw new MeshError('UNAVAILABLE', `${open.length} records were never acknowledged by their partition's leader`, { retryable: true });
+          if (round > this.retries)
+            throw new MeshError('UNAVAILABLE', `${open.length} records were never acknowledged by their partition's leader`, {
+              retryable: true,
+            });
           const acked = await this.producer.sendBatch({ topicMessages: byTopic(open), acks: -1 });
           this.counters.requests++;
           const rest = this.unacknowledged(open, acked);
