@@ -200,15 +200,14 @@ test('push: a webhook a 0.3 caller set gets 0.3-shaped events; one a 1.0 caller 
   )) as Task;
   assert.equal(t03.status?.state, TaskState.TASK_STATE_COMPLETED);
   const modern = await a2aClient(env.url, 'echo', 'JSONRPC');
-  const t10 = (await modern.sendMessage(sendRequest(userMessage('push me, 1.0'), { returnImmediately: true }))) as Task;
-  await modern.createTaskPushNotificationConfig({
-    tenant: '',
-    id: 'h10',
-    taskId: t10.id,
-    url: hook('v10'),
-    token: 't10',
-    authentication: undefined,
-  });
+  // The config goes with the message: one created after the accept could come after the echo
+  // worker's COMPLETED, and a config gets only the events after it.
+  await modern.sendMessage(
+    sendRequest(userMessage('push me, 1.0'), {
+      returnImmediately: true,
+      taskPushNotificationConfig: { tenant: '', id: 'h10', taskId: '', url: hook('v10'), token: 't10', authentication: undefined },
+    }),
+  );
 
   const last = (name: string) => received.filter((r) => r.hook === `/${name}`).at(-1);
   await eventually('the 0.3 webhook got the final status', async () => JSON.stringify(last('v03')?.body ?? {}).includes('completed'));
