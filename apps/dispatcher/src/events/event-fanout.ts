@@ -1,10 +1,10 @@
 import { AgentEvent } from '@a2a-js/sdk/server';
+import { Artifact, TaskStatus } from '@a2a-js/sdk';
 import { decodeEnvelope, newId, type TaskEvent } from '@mesh/contract';
 import { IntervalCommitter, type Admin, type Consumer, type Kafka } from '@mesh/bus';
 import { silentLogger, type Logger } from '@mesh/telemetry';
 import type { OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import type { EventFeed, TaskEventBusManager } from './task-event-bus.manager.js';
-import { reportedStatus, updateOf } from '../tasks/task-projection.js';
 
 export interface EventFanoutOptions {
   /** The events topic. */
@@ -160,6 +160,25 @@ export class EventFanout implements EventFeed, OnApplicationBootstrap, OnApplica
 
 /** A worker event as the A2A stream event it becomes (before projection). */
 export function toAgentEvent(env: TaskEvent) {
-  const update = updateOf(env, env.kind === 'task.status' ? reportedStatus(env) : undefined);
-  return update.$case === 'statusUpdate' ? AgentEvent.statusUpdate(update.value) : AgentEvent.artifactUpdate(update.value);
+  const taskId = env.identity.taskId;
+  const contextId = env.identity.contextId;
+  if (env.kind === 'task.status') return AgentEvent.statusUpdate({ taskId, contextId, status: reportedStatus(env), metadata: undefined });
+  return AgentEvent.artifactUpdate({
+    taskId,
+    contextId,
+    artifact: Artifact.fromJSON(env.body.artifact),
+    append: env.body.append ?? false,
+    lastChunk: env.body.lastChunk ?? false,
+    metadata: undefined,
+  });
+}
+
+/** A status event's status as its worker reported it (before projection), stamped now. */
+export function reportedStatus(env: Extract<TaskEvent, { kind: 'task.status' }>): TaskStatus {
+  const { taskId, contextId } = env.identity;
+  return TaskStatus.fromJSON({
+    state: env.body.state,
+    timestamp: new Date().toISOString(),
+    ...(env.body.message ? { message: { ...env.body.message, taskId, contextId } } : {}),
+  });
 }

@@ -7,7 +7,8 @@ import { EgressPolicy, EgressRefused, PinnedHttpClient } from '@mesh/egress';
 import { newId, type TaskEvent } from '@mesh/contract';
 import { silentLogger, type Logger, type MeshMetrics } from '@mesh/telemetry';
 import { StatementBatcher } from '@mesh/database';
-import { reportedStatus, streamEventOf, type PushNotification } from '../tasks/task-projection.js';
+import { reportedStatus } from '../events/event-fanout.js';
+import { streamEventOf, type PushNotification } from '../tasks/task-projection.js';
 import { UPSERT_PUSH_CONFIG, type PushWireVersion, type ValidPushConfig } from './push-config.js';
 
 /** Header carrying the stable id of the event a push notification is about (receivers dedup on it). */

@@ -1,12 +1,4 @@
-import {
-  Artifact,
-  StreamResponse,
-  Task,
-  TaskState,
-  TaskStatus,
-  type TaskArtifactUpdateEvent,
-  type TaskStatusUpdateEvent,
-} from '@a2a-js/sdk';
+import { Artifact, StreamResponse, Task, TaskState, type TaskStatus } from '@a2a-js/sdk';
 import type { DataSource } from 'typeorm';
 import { Envelopes, newId, type TaskEvent } from '@mesh/contract';
 import { StatementBatcher } from '@mesh/database';
@@ -141,41 +133,26 @@ async function writeProjected(ds: DataSource, writes: ProjectionWrite[], kept: n
 /** A write that won: deliveries recorded, and the task's event number before its events. */
 type WriteResult = { deliveries: number; base: number };
 
-/** The update a worker event stands for: a status update (with `status`) or an artifact update. */
-export type EventUpdate =
-  { $case: 'statusUpdate'; value: TaskStatusUpdateEvent } | { $case: 'artifactUpdate'; value: TaskArtifactUpdateEvent };
-
-/** The update of a worker event; a status update carries `status` (as projected, or as reported). */
-export function updateOf(event: TaskEvent, status: TaskStatus | undefined): EventUpdate {
-  const taskId = event.identity.taskId;
-  const contextId = event.identity.contextId;
-  if (event.kind === 'task.status') return { $case: 'statusUpdate', value: { taskId, contextId, status, metadata: undefined } };
-  return {
-    $case: 'artifactUpdate',
-    value: {
-      taskId,
-      contextId,
-      artifact: Artifact.fromJSON(event.body.artifact),
-      append: event.body.append ?? false,
-      lastChunk: event.body.lastChunk ?? false,
-      metadata: undefined,
-    },
-  };
-}
-
 /** An applied event as the task's stream shows it (a StreamResponse as JSON); a status as projected. */
 export function streamEventOf(event: TaskEvent, status: TaskStatus | undefined): Json {
-  return StreamResponse.toJSON({ payload: updateOf(event, status) }) as Json;
-}
-
-/** A status event's status as its worker reported it (before projection), stamped now. */
-export function reportedStatus(env: Extract<TaskEvent, { kind: 'task.status' }>): TaskStatus {
-  const { taskId, contextId } = env.identity;
-  return TaskStatus.fromJSON({
-    state: env.body.state,
-    timestamp: new Date().toISOString(),
-    ...(env.body.message ? { message: { ...env.body.message, taskId, contextId } } : {}),
-  });
+  const taskId = event.identity.taskId;
+  const contextId = event.identity.contextId;
+  if (event.kind === 'task.status') {
+    return StreamResponse.toJSON({ payload: { $case: 'statusUpdate', value: { taskId, contextId, status, metadata: undefined } } }) as Json;
+  }
+  return StreamResponse.toJSON({
+    payload: {
+      $case: 'artifactUpdate',
+      value: {
+        taskId,
+        contextId,
+        artifact: Artifact.fromJSON(event.body.artifact),
+        append: event.body.append ?? false,
+        lastChunk: event.body.lastChunk ?? false,
+        metadata: undefined,
+      },
+    },
+  }) as Json;
 }
 
 /**
