@@ -6,7 +6,8 @@
 // commands produced straight onto Kafka, turns/s until every final event is back (the worker's own
 // cost, without the dispatcher), BENCH_ROUNDS rounds. Last, rounds of the worker alone with the tool
 // against the raw MCP SDK pair in the same response mode (bench/agents-tool.mjs). Writes
-// bench/results/agents.json (BENCH_ONLY=alone: only the echo backlog, into agents-alone.json).
+// bench/results/agents.json (BENCH_ONLY=alone: only the echo backlog, into agents-alone.json;
+// BENCH_ONLY=tool: only the tool scenario, into agents-tool.json).
 import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -303,12 +304,13 @@ async function backlog(name, { text, n, rounds = 1, env }) {
 const results = [];
 const alone = [];
 let tool;
-// BENCH_ONLY=alone: only the worker-alone echo backlog (quick iterations on the worker's cost).
+// BENCH_ONLY=alone: only the worker-alone echo backlog; =tool: only the tool scenario (quick
+// iterations on the worker's cost).
 const only = process.env.BENCH_ONLY;
 const n = Number(process.env.BENCH_BACKLOG ?? 10000);
 const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 try {
-  if (only !== 'alone') {
+  if (only === undefined) {
     // Discarded: warms the dispatcher, Postgres and the JIT so the first measured scenario is not penalised.
     await scenario('warm-up (discarded)', { workers: 1, text: 'bench', conns: connections });
     for (const w of [1, 2, 4]) results.push(await scenario(`echo, ${w} worker(s)`, { workers: w, text: 'bench', conns: connections }));
@@ -323,7 +325,7 @@ try {
   }
   // BENCH_ECHO_IN_FLIGHT: the worker's AGENTS_MAX_IN_FLIGHT for the echo backlog (default: the agent's channel setting).
   const echoEnv = process.env.BENCH_ECHO_IN_FLIGHT ? { AGENTS_MAX_IN_FLIGHT: process.env.BENCH_ECHO_IN_FLIGHT } : {};
-  alone.push(await backlog('worker alone, echo', { text: 'bench', n, rounds, env: echoEnv }));
+  if (only !== 'tool') alone.push(await backlog('worker alone, echo', { text: 'bench', n, rounds, env: echoEnv }));
   if (only !== 'alone') {
     tool = await toolScenario(
       { baseEnv, startWorkers, stopWorkers, warmUp, withDispatcherPaused },
@@ -357,7 +359,7 @@ const summary = {
   // Worker alone with the 50 ms tool vs the raw MCP SDK pair, same run, concurrency and response mode.
   ...(tool ? { tool } : {}),
   summary: {
-    agents_worker_echo_turns_per_s: alone[0].turnsPerSec,
+    ...(alone.length ? { agents_worker_echo_turns_per_s: alone[0].turnsPerSec } : {}),
     ...(tool
       ? {
           agents_tool_vs_mcp_ratio: tool.ratio.median,

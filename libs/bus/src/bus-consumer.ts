@@ -1,6 +1,6 @@
 import type { Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
 import { decodeEnvelope, isRetryable, normalizeHeaders, sleep, TopicDefinitions, wakeableSleep, type Envelope } from '@mesh/contract';
-import { withConsumerSpan } from '@mesh/telemetry';
+import { untracedConsumer, withConsumerSpan } from '@mesh/telemetry';
 import { BusAdmin } from './bus-admin.js';
 import { BusProducer } from './bus-producer.js';
 import type { BusConsumerOptions, BusConsumerStats, DeadLetterReason, EnvelopeHandler, KeyedBatchHandler } from './consumer-types.js';
@@ -85,13 +85,16 @@ export class BusConsumer {
     this.maxBackoffMs = opts.retry?.maxBackoffMs ?? 30_000;
     this.drainTimeoutMs = opts.drainTimeoutMs ?? 10_000;
     this.metadataChars = opts.commitMetadataMaxChars ?? 4000;
-    this.consumer = kafka.consumer({
-      // kafkajs sleeps this long when every assigned partition is paused; 5 s (its default) stalls resumes.
-      maxWaitTimeInMs: 500,
-      ...opts.consumerConfig,
-      groupId: opts.groupId,
-      allowAutoTopicCreation: false,
-    });
+    // Each record is handled in a span of the bus's own (`traced`), so not the instrumentation's too.
+    this.consumer = untracedConsumer(
+      kafka.consumer({
+        // kafkajs sleeps this long when every assigned partition is paused; 5 s (its default) stalls resumes.
+        maxWaitTimeInMs: 500,
+        ...opts.consumerConfig,
+        groupId: opts.groupId,
+        allowAutoTopicCreation: false,
+      }),
+    );
     this.producer = new BusProducer(kafka, opts.deadLetterProducer);
     this.admin = new BusAdmin(kafka);
   }

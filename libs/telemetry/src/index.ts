@@ -2,5 +2,5 @@ export { startTelemetry, traceHeaders, linkFromHeaders, withSpan, tracer, SpanAt
 export { MeshMetrics } from './metrics.js';
 export { MetricsModule } from './metrics.module.js';
 export { createLogger, routeConsoleTo, type Logger, silentLogger, PinoNestLogger } from './logging.js';
-export { untracedProducer, startProducerSpans, withConsumerSpan } from './messaging.js';
+export { untracedProducer, untracedConsumer, startProducerSpans, withConsumerSpan } from './messaging.js';
 export { LabelBounds, type LabelBoundsOptions } from './label-bounds.js';

@@ -27,6 +27,20 @@ export function untracedProducer<P extends object>(producer: P): P {
 }
 
 /**
+ * Removes the kafkajs instrumentation's wrapper from one consumer's `run`. The instrumentation
+ * starts a receive span per batch (the root of a trace of its own) and a process span per message
+ * that ends when the batch handler returns, not when the message is handled; a consumer that
+ * makes its own span per message (`withConsumerSpan`, in the producer's trace, for as long as
+ * the handling lasts) would only pay twice for spans that say less.
+ */
+export function untracedConsumer<C extends object>(consumer: C): C {
+  const c = consumer as Record<string, unknown>;
+  const fn = c.run;
+  if (typeof fn === 'function' && isWrapped(fn)) c.run = (fn as Wrapped).__original;
+  return consumer;
+}
+
+/**
  * One PRODUCER span per message, each a child of the context in the message's own headers (a
  * root when there is none), and headers rewritten to carry that span. `end` closes them all.
  */
