@@ -78,9 +78,9 @@ const body = () =>
   });
 let summary;
 try {
-  // Warm-up at the same rate, long enough for the dispatcher's bounded caches to fill (the task
-  // projection keeps its 10,000 most recent tasks: 44 s at 228 req/s), so growth is measured from
-  // a process that has reached its working set for this load.
+  // Warm-up at the same rate. A process's memory grows over its first minute at a new load (V8
+  // sizes its heap to the allocation rate, code is compiled, pools and buffers fill), so growth is
+  // measured from a process that has reached its working set for this load.
   await autocannon({
     url: urls.dispatcher,
     method: 'POST',
