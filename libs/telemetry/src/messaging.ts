@@ -11,6 +11,16 @@ export interface TracedMessage {
 
 type Wrapped = { __original?: unknown };
 
+/** Puts back the originals of `methods` where the kafkajs instrumentation wrapped them on `client`. */
+function unwrapped<T extends object>(client: T, methods: readonly string[]): T {
+  const c = client as Record<string, unknown>;
+  for (const name of methods) {
+    const fn = c[name];
+    if (typeof fn === 'function' && isWrapped(fn)) c[name] = (fn as Wrapped).__original;
+  }
+  return client;
+}
+
 /**
  * Removes the kafkajs instrumentation's wrappers from one producer. The instrumentation parents
  * every message of a `send`/`sendBatch` on the one context active at the call, so a producer
@@ -18,12 +28,7 @@ type Wrapped = { __original?: unknown };
  * own per-message spans with `startProducerSpans` instead.
  */
 export function untracedProducer<P extends object>(producer: P): P {
-  const p = producer as Record<string, unknown>;
-  for (const name of ['send', 'sendBatch']) {
-    const fn = p[name];
-    if (typeof fn === 'function' && isWrapped(fn)) p[name] = (fn as Wrapped).__original;
-  }
-  return producer;
+  return unwrapped(producer, ['send', 'sendBatch']);
 }
 
 /**
@@ -34,10 +39,7 @@ export function untracedProducer<P extends object>(producer: P): P {
  * the handling lasts) would only pay twice for spans that say less.
  */
 export function untracedConsumer<C extends object>(consumer: C): C {
-  const c = consumer as Record<string, unknown>;
-  const fn = c.run;
-  if (typeof fn === 'function' && isWrapped(fn)) c.run = (fn as Wrapped).__original;
-  return consumer;
+  return unwrapped(consumer, ['run']);
 }
 
 /**
