@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { availableParallelism } from 'node:os';
 import { loadDispatcherConfig, MAX_DISPATCHER_PROCESSES } from './dispatcher.config.js';
+import { usableCpus } from './usable-cpus.js';
 
 const processes = (value: string | undefined) => loadDispatcherConfig({ DISPATCHER_PROCESSES: value }).DISPATCHER_PROCESSES;
 
@@ -11,8 +11,8 @@ test('DISPATCHER_PROCESSES: 1 by default, a count, or auto (one per CPU)', () =>
   assert.equal(processes('2'), 2);
   assert.equal(processes(' 4 '), 4);
   assert.equal(processes(String(MAX_DISPATCHER_PROCESSES)), MAX_DISPATCHER_PROCESSES);
-  assert.equal(processes('auto'), Math.min(availableParallelism(), MAX_DISPATCHER_PROCESSES));
-  assert.equal(processes('AUTO'), Math.min(availableParallelism(), MAX_DISPATCHER_PROCESSES));
+  assert.equal(processes('auto'), Math.min(usableCpus(), MAX_DISPATCHER_PROCESSES));
+  assert.equal(processes('AUTO'), Math.min(usableCpus(), MAX_DISPATCHER_PROCESSES));
 });
 
 test('DISPATCHER_PROCESSES: anything else is refused, naming what is accepted', () => {

@@ -1,18 +1,18 @@
-import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { databaseSpec, flag, httpSpec, kafkaSpec, loadConfig, port, positiveInt, type ConfigOf } from '@mesh/config';
+import { usableCpus } from './usable-cpus.js';
 
 /** Most processes DISPATCHER_PROCESSES may ask for: each holds its own Kafka and Postgres connections. */
 export const MAX_DISPATCHER_PROCESSES = 64;
 
-/** `auto` (one per CPU) or a count from 1 to {@link MAX_DISPATCHER_PROCESSES}. */
+/** `auto` (one per usable CPU: a container's CPU limit counts) or a count from 1 to {@link MAX_DISPATCHER_PROCESSES}. */
 function dispatcherProcesses() {
   return z
     .string()
     .default('1')
     .transform((raw, ctx) => {
       const v = raw.trim().toLowerCase();
-      if (v === 'auto') return Math.min(availableParallelism(), MAX_DISPATCHER_PROCESSES);
+      if (v === 'auto') return Math.min(usableCpus(), MAX_DISPATCHER_PROCESSES);
       const n = /^\d{1,3}$/.test(v) ? Number(v) : NaN;
       if (!(n >= 1 && n <= MAX_DISPATCHER_PROCESSES)) {
         ctx.addIssue({ code: 'custom', message: `expected auto or a whole number from 1 to ${MAX_DISPATCHER_PROCESSES}` });
@@ -29,7 +29,8 @@ export const dispatcherConfigSpec = {
   ...httpSpec,
   DISPATCHER_PORT: port(8080),
   /**
-   * Processes serving the port (node:cluster workers, each a full replica); `auto` = one per CPU.
+   * Processes serving the port (node:cluster workers, each a full replica); `auto` = one per CPU
+   * this process may use (the cgroup's CPU quota, a container's limit, caps it).
    * 1 (the default): the dispatcher is the process itself.
    */
   DISPATCHER_PROCESSES: dispatcherProcesses(),
