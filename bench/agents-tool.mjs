@@ -10,16 +10,13 @@ import { BusProducer, createKafka } from '@mesh/bus';
 import { decodeEnvelope, Envelopes, executionId, newId, TopicNames } from '@mesh/contract';
 import { runPair } from './mcp-pair.mjs';
 import { cpuMs, infraPids } from './process-cpu.mjs';
+import { median } from './stats.mjs';
 
 /** CPU ms of each pid now (the postmaster with its exited children: backends that ended). */
 const snapshot = (pids, postmaster) => new Map(pids.map((p) => [p, cpuMs(p, p === postmaster)]));
 /** CPU spent between two snapshots by the processes alive at both (one that ended is in its parent's children time). */
 const spent = (a, b) => [...a].reduce((s, [p, x]) => s + (x !== undefined && b.get(p) !== undefined ? b.get(p) - x : 0), 0);
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 const r3 = (x) => Math.round(x * 1000) / 1000;
 
 /**

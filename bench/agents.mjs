@@ -21,6 +21,7 @@ import { decodeEnvelope, newId, TopicNames } from '@mesh/contract';
 import { echoCommand, toolScenario } from './agents-tool.mjs';
 import { cpuMs, infraPids } from './process-cpu.mjs';
 import { startWaitServer } from './mcp-pair.mjs';
+import { median } from './stats.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const duration = Number(process.env.BENCH_DURATION_S ?? 10);
@@ -209,11 +210,6 @@ async function withDispatcherPaused(fn) {
     servers.kill('SIGCONT');
   }
 }
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 /**
  * Worker alone: one worker process; per round `n` commands produced straight onto its command

@@ -20,6 +20,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { startDispatchStack } from './dispatch-stack.mjs';
 import { cpuMs, infraPids } from './process-cpu.mjs';
+import { median } from './stats.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -202,10 +203,6 @@ try {
 }
 
 const round2 = (x) => Math.round(x * 100) / 100;
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 /** Median and range over the rounds of dispatcher/reference for one figure. */
 function ratio(disp, ref, pick) {
   const each = perRound.map((r) => round2(pick(r[disp]) / pick(r[ref])));

@@ -16,6 +16,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import autocannon from 'autocannon';
 import { startDispatchStack } from './dispatch-stack.mjs';
+import { median } from './stats.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const short = process.argv.includes('--short');
@@ -23,8 +24,7 @@ const duration = Number(process.env.SOAK_DURATION_S ?? (short ? 60 : 600));
 let measured;
 try {
   // (b)'s median over the dispatch bench's rounds.
-  const b = JSON.parse(readFileSync(`${root}bench/results/dispatch.json`, 'utf8')).rounds.map((r) => r.b_dispatcher.reqPerSec);
-  measured = b.sort((x, y) => x - y)[Math.floor(b.length / 2)];
+  measured = median(JSON.parse(readFileSync(`${root}bench/results/dispatch.json`, 'utf8')).rounds.map((r) => r.b_dispatcher.reqPerSec));
 } catch {
   measured = 100;
 }
@@ -49,7 +49,6 @@ const heapMiB = async (origin) => {
 const warmupS = Number(process.env.SOAK_WARMUP_S ?? (short ? 10 : 60));
 const sampleEvery = Number(process.env.SOAK_SAMPLE_S ?? 5) * 1000;
 const windowS = Math.min(Number(process.env.SOAK_WINDOW_S ?? 60), duration / 2);
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const percentGrowth = (from, to) => Math.round(((to - from) / from) * 1000) / 10;
 /** `of` (median or min) of a series over the first and the last window, and the growth between them. */
 function windows(samples, key, of) {
