@@ -7,7 +7,7 @@ import { Kafka } from 'kafkajs';
 import { startTelemetry, withSpan, SpanKind, SpanAttr, traceHeaders } from '@mesh/telemetry';
 import { BusConsumer, createKafka } from '@mesh/bus';
 import { eventually, testRun, uniquePrefix } from '../support/infra.js';
-import { runCommand, testTopic } from '../support/bus.js';
+import { cleanup, runCommand, testTopic } from '../support/bus.js';
 
 const exporter = new InMemorySpanExporter();
 const telemetry = startTelemetry({ serviceName: 'trace-test', exporter });
@@ -69,6 +69,7 @@ test('a BusConsumer record is one process span in its producer trace, for as lon
   });
 
   const consumer = new BusConsumer(kafka, { groupId: `${topic}.g`, topics: [topic], fromBeginning: true });
+  cleanup(() => consumer.stop());
   let handlerTraceId = '';
   let handledAt = 0;
   await consumer.start(async () => {
