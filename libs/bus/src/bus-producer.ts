@@ -1,6 +1,7 @@
-import { Partitioners, type Kafka, type Message, type Producer, type RecordMetadata, type TopicMessages } from 'kafkajs';
+import type { Kafka, Message, PartitionerArgs, Producer, RecordMetadata, TopicMessages } from 'kafkajs';
 import { encodeEnvelope, MeshError, type Envelope } from '@mesh/contract';
 import { startProducerSpans, untracedProducer } from '@mesh/telemetry';
+import { keyPartitioner } from './key-partitioner.js';
 
 /** Options of {@link BusProducer}. */
 export interface BusProducerOptions {
@@ -208,11 +209,11 @@ function byTopic(pending: readonly Pending[]): TopicMessages[] {
   return [...topics].map(([topic, messages]) => ({ topic, messages }));
 }
 
-/** kafkajs' default partitioner (keys map to partitions as before), remembering each record's choice. */
+/** Kafka's default partitioning (keys map to partitions as before), remembering each record's choice. */
 function recordingPartitioner(chosen: WeakMap<Message, number>) {
   return () => {
-    const partition = Partitioners.DefaultPartitioner();
-    return (args: Parameters<ReturnType<typeof Partitioners.DefaultPartitioner>>[0]) => {
+    const partition = keyPartitioner();
+    return (args: PartitionerArgs) => {
       const p = partition(args);
       chosen.set(args.message, p);
       return p;
