@@ -22,18 +22,23 @@ class FakeExecutions implements SqlRunner {
   readonly statements: string[] = [];
 
   async query(text: string, params: unknown[] = []): Promise<unknown> {
-    const p = params as unknown[][];
     const now = Date.now();
+    // The batched statements take their items as one JSON document (jsonb_to_recordset).
+    const items = (): Array<Record<string, unknown>> => {
+      const doc = params[0] as string;
+      if (doc.includes('\\u0000')) throw new Error('unsupported Unicode escape sequence');
+      return JSON.parse(doc) as Array<Record<string, unknown>>;
+    };
     if (text.includes('INSERT INTO agents.executions')) {
       this.statements.push('claim');
-      const [ids, , , , , , owners, leases, inputs] = p as [string[], ...unknown[][]];
+      const batch = items();
+      const ids = batch.map((b) => b.execution_id as string);
       if (new Set(ids).size !== ids.length) throw new Error('ON CONFLICT DO UPDATE command cannot affect row a second time');
-      if ((inputs as string[]).some((i) => i.includes('\\u0000'))) throw new Error('unsupported Unicode escape sequence');
       const out: Array<{ execution_id: string; attempt: number; canceled: boolean }> = [];
       ids.forEach((id, i) => {
         const row = this.rows.get(id);
-        const owner = owners[i] as string;
-        const leaseUntil = now + (leases[i] as number);
+        const owner = batch[i].owner as string;
+        const leaseUntil = now + (batch[i].lease_ms as number);
         if (!row) this.rows.set(id, { owner, attempt: 1, leaseUntil, state: 'running', events: null });
         else if (row.state === 'running' && row.leaseUntil < now) Object.assign(row, { owner, leaseUntil, attempt: row.attempt + 1 });
         else return;
@@ -43,7 +48,7 @@ class FakeExecutions implements SqlRunner {
     }
     if (text.includes('SELECT execution_id, state, final_events')) {
       this.statements.push('read');
-      return (p[0] as string[]).flatMap((id) => {
+      return (params[0] as string[]).flatMap((id) => {
         const row = this.rows.get(id);
         return row
           ? [{ execution_id: id, state: row.state, final_events: row.events, remaining_ms: Math.max(0, row.leaseUntil - now) }]
@@ -52,22 +57,20 @@ class FakeExecutions implements SqlRunner {
     }
     if (text.includes('SET lease_until = now() + v.lease_ms')) {
       this.statements.push('renew');
-      const [ids, owners, leases] = p as [string[], string[], number[]];
-      const out = ids.flatMap((id, i) => {
-        const row = this.rows.get(id);
-        if (!row || row.owner !== owners[i] || row.state !== 'running') return [];
-        row.leaseUntil = now + leases[i];
-        return [{ execution_id: id, canceled: this.canceled.has(id) }];
+      const out = items().flatMap(({ execution_id: id, owner, lease_ms }) => {
+        const row = this.rows.get(id as string);
+        if (!row || row.owner !== owner || row.state !== 'running') return [];
+        row.leaseUntil = now + (lease_ms as number);
+        return [{ execution_id: id, canceled: this.canceled.has(id as string) }];
       });
       return [out, out.length];
     }
     if (text.includes("SET state = 'finished'")) {
       this.statements.push('finish');
-      const [ids, owners, , , events] = p as [string[], string[], unknown, unknown, string[]];
-      const out = ids.flatMap((id, i) => {
-        const row = this.rows.get(id);
-        if (!row || row.owner !== owners[i] || row.state !== 'running') return [];
-        Object.assign(row, { state: 'finished', events: JSON.parse(events[i]) as TaskEvent[] });
+      const out = items().flatMap(({ execution_id: id, owner, final_events }) => {
+        const row = this.rows.get(id as string);
+        if (!row || row.owner !== owner || row.state !== 'running') return [];
+        Object.assign(row, { state: 'finished', events: final_events as TaskEvent[] });
         return [{ execution_id: id }];
       });
       return [out, out.length];

@@ -95,7 +95,8 @@ interface FinishItem {
 /**
  * ExecutionLedger on `agents.executions`. Claims, renewals and finishes of the turns in flight are
  * group-committed: the calls that arrive while a statement of their kind runs go together in the
- * next one (one multi-row statement, one round trip, one commit; see StatementBatcher), so an
+ * next one (one multi-row statement, one round trip, one commit; see StatementBatcher), its rows
+ * as one JSON parameter (one encoding, where arrays of JSON text were escaped element by element), so an
  * idle worker pays no added latency and a busy one far fewer statements per turn. Each call keeps
  * its single-execution meaning: an execution id that occurs twice in one batch goes in a later
  * statement (one row may be changed only once per statement, and the second claim must see the
@@ -162,23 +163,27 @@ export class PostgresExecutionLedger implements ExecutionLedger {
         `INSERT INTO agents.executions AS e (execution_id, tenant, agent_id, task_id, context_id, turn, state, owner, lease_until, input_message, traceparent)
          SELECT v.execution_id, v.tenant, v.agent_id, v.task_id, v.context_id, v.turn, 'running', v.owner,
                 now() + v.lease_ms * interval '1 millisecond', v.input_message, v.traceparent
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::int[], $9::jsonb[], $10::text[])
-           AS v(execution_id, tenant, agent_id, task_id, context_id, turn, owner, lease_ms, input_message, traceparent)
+         FROM jsonb_to_recordset($1::jsonb) AS v(execution_id text, tenant text, agent_id text, task_id text, context_id text,
+           turn int, owner text, lease_ms int, input_message jsonb, traceparent text)
          ON CONFLICT (execution_id) DO UPDATE
            SET owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until, attempt = e.attempt + 1, updated_at = now()
          WHERE e.state = 'running' AND e.lease_until < now()
          RETURNING e.execution_id, e.attempt, EXISTS (SELECT 1 FROM agents.cancellations c WHERE c.execution_id = e.execution_id) AS canceled`,
         [
-          sorted.map((i) => i.c.executionId),
-          sorted.map((i) => i.c.tenant),
-          sorted.map((i) => i.c.agentId),
-          sorted.map((i) => i.c.taskId),
-          sorted.map((i) => i.c.contextId),
-          sorted.map((i) => i.c.turn),
-          sorted.map((i) => i.owner),
-          sorted.map((i) => i.leaseMs),
-          sorted.map((i) => JSON.stringify(i.c.input)),
-          sorted.map((i) => i.c.traceparent ?? null),
+          JSON.stringify(
+            sorted.map(({ c, owner, leaseMs }) => ({
+              execution_id: c.executionId,
+              tenant: c.tenant,
+              agent_id: c.agentId,
+              task_id: c.taskId,
+              context_id: c.contextId,
+              turn: c.turn,
+              owner,
+              lease_ms: leaseMs,
+              input_message: c.input,
+              traceparent: c.traceparent,
+            })),
+          ),
         ],
       ),
     );
@@ -215,10 +220,10 @@ export class PostgresExecutionLedger implements ExecutionLedger {
     const renewed = rows<{ execution_id: string; canceled: boolean }>(
       await this.sql.query(
         `UPDATE agents.executions e SET lease_until = now() + v.lease_ms * interval '1 millisecond', updated_at = now()
-         FROM unnest($1::text[], $2::text[], $3::int[]) AS v(execution_id, owner, lease_ms)
+         FROM jsonb_to_recordset($1::jsonb) AS v(execution_id text, owner text, lease_ms int)
          WHERE e.execution_id = v.execution_id AND e.owner = v.owner AND e.state = 'running'
          RETURNING e.execution_id, EXISTS (SELECT 1 FROM agents.cancellations c WHERE c.execution_id = e.execution_id) AS canceled`,
-        [sorted.map((i) => i.executionId), sorted.map((i) => i.owner), sorted.map((i) => i.leaseMs)],
+        [JSON.stringify(sorted.map((i) => ({ execution_id: i.executionId, owner: i.owner, lease_ms: i.leaseMs })))],
       ),
     );
     const found = new Map(renewed.map((r) => [r.execution_id, r.canceled]));
@@ -236,15 +241,19 @@ export class PostgresExecutionLedger implements ExecutionLedger {
         `UPDATE agents.executions e
          SET state = 'finished', final_state = v.final_state, reply_message = v.reply_message, final_events = v.final_events,
              finished_at = now(), updated_at = now()
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::jsonb[]) AS v(execution_id, owner, final_state, reply_message, final_events)
+         FROM jsonb_to_recordset($1::jsonb) AS v(execution_id text, owner text, final_state text, reply_message jsonb, final_events jsonb)
          WHERE e.execution_id = v.execution_id AND e.owner = v.owner AND e.state = 'running'
          RETURNING e.execution_id`,
         [
-          sorted.map((i) => i.executionId),
-          sorted.map((i) => i.owner),
-          sorted.map((i) => i.o.state),
-          sorted.map((i) => (i.o.reply ? JSON.stringify(i.o.reply) : null)),
-          sorted.map((i) => JSON.stringify(i.o.events)),
+          JSON.stringify(
+            sorted.map((i) => ({
+              execution_id: i.executionId,
+              owner: i.owner,
+              final_state: i.o.state,
+              reply_message: i.o.reply,
+              final_events: i.o.events,
+            })),
+          ),
         ],
       ),
     );
