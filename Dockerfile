@@ -2,6 +2,8 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.base.json tsconfig.build.json ./
+# Fixes to kafkajs that npm ci applies (postinstall); see patches/README.md.
+COPY patches ./patches
 COPY libs ./libs
 COPY apps ./apps
 COPY test ./test

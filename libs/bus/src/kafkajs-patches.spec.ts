@@ -1,0 +1,98 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import fc from 'fast-check';
+
+// patches/kafkajs+2.2.4.patch, applied by npm ci (postinstall): see patches/README.md.
+const require = createRequire(import.meta.url);
+
+interface KafkaEncoder {
+  writeVarInt(v: number): KafkaEncoder;
+  writeUVarInt(v: number): KafkaEncoder;
+  writeVarIntString(v: string | null): KafkaEncoder;
+  writeVarIntBytes(v: Buffer | string | null): KafkaEncoder;
+  writeInt32(v: number): KafkaEncoder;
+  readonly buffer: Buffer;
+}
+const Encoder = require('kafkajs/src/protocol/encoder.js') as new (initialSize?: number) => KafkaEncoder;
+const groupMessagesPerPartition = require('kafkajs/src/producer/groupMessagesPerPartition.js') as (args: {
+  topic: string;
+  partitionMetadata: unknown[];
+  messages: Array<{ key: string }>;
+  partitioner: (a: { message: { key: string } }) => number;
+}) => Record<number, Array<{ key: string }>>;
+
+/** kafkajs 2.2.4's own unsigned varint (LEB128 over the 32-bit pattern), the bytes the patch must keep. */
+function referenceUVarInt(value: number): number[] {
+  const out: number[] = [];
+  while ((value & 0xffffff80) !== 0) {
+    out.push((value & 0x7f) | 0x80);
+    value >>>= 7;
+  }
+  out.push(value & 0x7f);
+  return out;
+}
+const zigZag = (v: number) => (v << 1) ^ (v >> 31);
+
+test('the kafkajs patch is applied (npm ci runs patch-package)', () => {
+  const source = readFileSync(require.resolve('kafkajs/src/protocol/encoder.js'), 'utf8');
+  assert.match(source, /this\.buf = Buffer\.allocUnsafe\(/, 'patches/kafkajs+2.2.4.patch is not applied: run npm ci');
+});
+
+test('varints are written byte for byte as kafkajs wrote them, also after the buffer grows', () => {
+  fc.assert(
+    fc.property(fc.array(fc.oneof(fc.integer(), fc.integer({ min: -200, max: 200 })), { maxLength: 300 }), (values) => {
+      const e = new Encoder(4); // grows while writing
+      const expected: number[] = [];
+      for (const v of values) {
+        e.writeVarInt(v);
+        expected.push(...referenceUVarInt(zigZag(v)));
+        e.writeUVarInt(v >>> 0);
+        expected.push(...referenceUVarInt(v >>> 0));
+      }
+      assert.deepEqual([...e.buffer], expected);
+    }),
+    { numRuns: 500 },
+  );
+});
+
+test('strings, bytes and fixed ints around varints keep their layout in a pooled buffer', () => {
+  fc.assert(
+    fc.property(fc.string({ unit: 'grapheme', maxLength: 600 }), fc.option(fc.uint8Array({ maxLength: 600 })), (s, bytes) => {
+      const value = bytes === null ? null : Buffer.from(bytes);
+      const e = new Encoder().writeInt32(7).writeVarIntString(s).writeVarIntBytes(value);
+      const utf8 = Buffer.from(s, 'utf8');
+      const expected = Buffer.concat([
+        Buffer.from([0, 0, 0, 7]),
+        Buffer.from(referenceUVarInt(zigZag(utf8.length))),
+        utf8,
+        value === null
+          ? Buffer.from(referenceUVarInt(zigZag(-1)))
+          : Buffer.concat([Buffer.from(referenceUVarInt(zigZag(value.length))), value]),
+      ]);
+      assert.deepEqual(e.buffer, expected);
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test('records are grouped per partition in their order', () => {
+  fc.assert(
+    fc.property(fc.array(fc.nat({ max: 7 }), { maxLength: 200 }), (partitions) => {
+      const messages = partitions.map((p, i) => ({ key: `${p}:${i}` }));
+      const grouped = groupMessagesPerPartition({
+        topic: 't',
+        partitionMetadata: [{}],
+        messages,
+        partitioner: ({ message }) => Number(message.key.split(':')[0]),
+      });
+      for (const p of new Set(partitions))
+        assert.deepEqual(
+          grouped[p],
+          messages.filter((m) => m.key.startsWith(`${p}:`)),
+        );
+      assert.equal(Object.values(grouped).flat().length, messages.length);
+    }),
+  );
+});
