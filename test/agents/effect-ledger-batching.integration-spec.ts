@@ -78,3 +78,16 @@ test('a completion by someone who is not the owner does not touch the row, also 
   assert.equal((await ledger.get(mine))?.state, 'ok');
   assert.equal((await ledger.get(theirs))?.state, 'pending');
 });
+
+test('a call Postgres refuses (a NUL in its args) fails alone; the batch it came in is claimed', async () => {
+  const sql = counting();
+  const ledger = new PostgresEffectLedger(sql);
+  const keys = Array.from({ length: 5 }, () => newId());
+  const bad = { ...effect(keys[2]), args: { note: 'nul \u0000 inside' } };
+  const results = await Promise.allSettled(keys.map((k, i) => ledger.claim(i === 2 ? bad : effect(k), 30_000)));
+  assert.equal(results[2].status, 'rejected');
+  assert.match(String((results[2] as PromiseRejectedResult).reason), /\\u0000|Unicode/);
+  for (const i of [0, 1, 3, 4]) assert.deepEqual(results[i], { status: 'fulfilled', value: { kind: 'claimed' } });
+  assert.equal(await ledger.get(keys[2]), undefined, 'nothing half-written for the refused call');
+  for (const i of [0, 1, 3, 4]) assert.equal((await ledger.get(keys[i]))?.state, 'pending');
+});

@@ -74,13 +74,11 @@ export class PostgresEffectLedger implements EffectLedger {
    * second time"); the batcher then claims each alone, and the second finds the first: busy.
    */
   private async claimMany(items: Array<{ e: NewEffect; leaseMs: number }>): Promise<boolean[]> {
-    const col = <T>(f: (x: { e: NewEffect; leaseMs: number }) => T) => items.map(f);
     const claimed = rowsOf(
       await this.sql.query(
         `INSERT INTO ${this.table} AS t (idempotency_key, tenant, task_id, execution_id, tool, args_hash, args, side_effect, state, owner, lease_until, attempts)
-         SELECT u.k, u.te, u.ta, u.ex, u.tl, u.ah, u.a::jsonb, u.se, 'pending', u.ow, now() + u.lm * interval '1 millisecond', 1
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::boolean[], $9::text[], $10::float8[])
-           AS u(k, te, ta, ex, tl, ah, a, se, ow, lm)
+         SELECT u.k, u.te, u.ta, u.ex, u.tl, u.ah, u.a, u.se, 'pending', u.ow, now() + u.lm * interval '1 millisecond', 1
+         FROM jsonb_to_recordset($1::jsonb) AS u(k text, te text, ta text, ex text, tl text, ah text, a jsonb, se boolean, ow text, lm float8)
          ON CONFLICT (idempotency_key) DO UPDATE
            SET state = 'pending', owner = EXCLUDED.owner, execution_id = EXCLUDED.execution_id, lease_until = EXCLUDED.lease_until,
                attempts = t.attempts + 1, result = NULL, reason = NULL, updated_at = now()
@@ -88,17 +86,22 @@ export class PostgresEffectLedger implements EffectLedger {
             OR (t.state = 'pending' AND NOT t.side_effect
                 AND (t.lease_until < now() OR (t.execution_id = EXCLUDED.execution_id AND t.owner <> EXCLUDED.owner)))
          RETURNING idempotency_key`,
+        // The batch as one JSON document: pg would escape each JSON text of a text[] element by element.
         [
-          col((x) => x.e.key),
-          col((x) => x.e.tenant),
-          col((x) => x.e.taskId),
-          col((x) => x.e.executionId),
-          col((x) => x.e.tool),
-          col((x) => x.e.argsHash),
-          col((x) => JSON.stringify(x.e.args)),
-          col((x) => x.e.sideEffect),
-          col((x) => x.e.owner),
-          col((x) => x.leaseMs),
+          JSON.stringify(
+            items.map(({ e, leaseMs }) => ({
+              k: e.key,
+              te: e.tenant,
+              ta: e.taskId,
+              ex: e.executionId,
+              tl: e.tool,
+              ah: e.argsHash,
+              a: e.args,
+              se: e.sideEffect,
+              ow: e.owner,
+              lm: leaseMs,
+            })),
+          ),
         ],
       ),
     );
@@ -112,10 +115,10 @@ export class PostgresEffectLedger implements EffectLedger {
 
   private async completeMany(items: Array<{ key: string; owner: string; state: 'ok' | 'error'; result: RecordedResult }>): Promise<void[]> {
     await this.sql.query(
-      `UPDATE ${this.table} AS t SET state = u.st, result = u.r::jsonb, updated_at = now()
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS u(k, ow, st, r)
+      `UPDATE ${this.table} AS t SET state = u.st, result = u.r, updated_at = now()
+       FROM jsonb_to_recordset($1::jsonb) AS u(k text, ow text, st text, r jsonb)
        WHERE t.idempotency_key = u.k AND t.owner = u.ow AND t.state = 'pending'`,
-      [items.map((x) => x.key), items.map((x) => x.owner), items.map((x) => x.state), items.map((x) => JSON.stringify(x.result))],
+      [JSON.stringify(items.map((x) => ({ k: x.key, ow: x.owner, st: x.state, r: x.result })))],
     );
     return items.map(() => undefined);
   }
