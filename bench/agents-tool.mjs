@@ -4,7 +4,10 @@
 // in the same response mode (SSE streams, or JSON with `enableJsonResponse`). Rounds alternate
 // pair and worker; the ratio is the median of the rounds' worker turns/s ÷ pair calls/s. CPU per
 // call is read from /proc for each process: worker, tool server, Postgres, Kafka (and the pair's
-// client and server).
+// client and server). The pair is measured in its steady state (after a warm-up, all 256 loops
+// busy), so the worker is too: between the 10th and the 90th percent of its turns finished, past
+// the backlog's production and the ramp-up, before the tail in which fewer than 256 turns are
+// left. The whole round's figures are kept beside them (`whole`).
 import { cpus } from 'node:os';
 import { BusProducer, createKafka } from '@mesh/bus';
 import { decodeEnvelope, Envelopes, executionId, newId, TopicNames } from '@mesh/contract';
@@ -59,6 +62,10 @@ async function toolBacklog(
     const ids = new Set();
     let done = 0;
     let failed = 0;
+    /** Time and CPU when the steady window opens (10% of the turns done) and closes (90%). */
+    const marks = [];
+    const markAt = new Set([Math.ceil(n * 0.1), Math.floor(n * 0.9)]);
+    let snap = () => undefined;
     let resolveAll;
     const all = new Promise((r) => (resolveAll = r));
     await consumer.connect();
@@ -68,7 +75,8 @@ async function toolBacklog(
         const e = decodeEnvelope({ headers: message.headers, value: message.value });
         if (e.kind !== 'task.status' || !e.body.final || !ids.delete(e.identity.taskId)) return;
         if (e.body.state !== 'TASK_STATE_COMPLETED') failed++;
-        if (++done === n) resolveAll();
+        if (markAt.has(++done)) marks.push({ done, at: Date.now(), cpu: snap() });
+        if (done === n) resolveAll();
       },
     });
     await new Promise((r) => setTimeout(r, 3000)); // group join
@@ -78,7 +86,7 @@ async function toolBacklog(
     for (const c of commands) ids.add(c.taskId);
     const infra = infraPids({ kafkaPort: baseEnv.KAFKA_BROKERS.split(',')[0].split(':').pop() });
     const worker = workers[0].child.pid;
-    const snap = () => [cpuMs(worker), cpuMs(toolServerPid), snapshot(infra.postgres, infra.postmaster), snapshot(infra.kafka)];
+    snap = () => [cpuMs(worker), cpuMs(toolServerPid), snapshot(infra.postgres, infra.postmaster), snapshot(infra.kafka)];
     const { before, after, seconds } = await withDispatcherPaused(async () => {
       const before = snap();
       const started = Date.now();
@@ -86,18 +94,25 @@ async function toolBacklog(
       await all;
       return { before, seconds: (Date.now() - started) / 1000, after: snap() };
     });
-    const per = (a, b) => (a === undefined || b === undefined ? undefined : r3((b - a) / n));
+    const cpuPerTurn = (a, b, turns) => {
+      const per = (x, y) => (x === undefined || y === undefined ? undefined : r3((y - x) / turns));
+      return {
+        worker: per(a[0], b[0]),
+        toolServer: per(a[1], b[1]),
+        postgres: per(0, spent(a[2], b[2])),
+        kafka: per(0, spent(a[3], b[3])),
+      };
+    };
+    const [open, close] = marks;
+    const steadyTurns = close.done - open.done;
     return {
       backlog: n,
-      seconds,
-      turnsPerSec: Math.round(n / seconds),
       notCompleted: failed,
-      cpuMsPerTurn: {
-        worker: per(before[0], after[0]),
-        toolServer: per(before[1], after[1]),
-        postgres: per(0, spent(before[2], after[2])),
-        kafka: per(0, spent(before[3], after[3])),
-      },
+      // The steady window, compared with the pair's steady state.
+      window: { fromTurn: open.done, toTurn: close.done, seconds: (close.at - open.at) / 1000 },
+      turnsPerSec: Math.round(steadyTurns / ((close.at - open.at) / 1000)),
+      cpuMsPerTurn: cpuPerTurn(open.cpu, close.cpu, steadyTurns),
+      whole: { seconds, turnsPerSec: Math.round(n / seconds), cpuMsPerTurn: cpuPerTurn(before, after, n) },
     };
   } finally {
     await consumer.disconnect().catch(() => undefined);
@@ -119,7 +134,8 @@ export async function toolScenario(harness, { server, rounds, n, inFlight, durat
       const worker = await toolBacklog(harness, { n, inFlight, toolUrl: server.url, sessions, toolServerPid: server.pid });
       const ratio = Math.round((worker.turnsPerSec / pair.callsPerSec) * 1000) / 1000;
       console.error(
-        `tool round ${i + 1}/${rounds} (${json ? 'JSON' : 'SSE'} responses, ${sessions} session(s)): worker ${worker.turnsPerSec} turns/s, ` +
+        `tool round ${i + 1}/${rounds} (${json ? 'JSON' : 'SSE'} responses, ${sessions} session(s)): worker ${worker.turnsPerSec} turns/s ` +
+          `(whole round ${worker.whole.turnsPerSec}), ` +
           `pair ${pair.callsPerSec} calls/s, ratio ${ratio}; CPU ms/turn ${JSON.stringify(worker.cpuMsPerTurn)}, pair CPU ms/call ${JSON.stringify(pair.cpuMsPerCall)}`,
       );
       out.push({ round: i + 1, ratio, worker, pair });
@@ -145,6 +161,8 @@ export async function toolScenario(harness, { server, rounds, n, inFlight, durat
     rounds: out,
     ratio: { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios) },
     workerTurnsPerSec: median(out.map((r) => r.worker.turnsPerSec)),
+    workerTurnsPerSecWholeRound: median(out.map((r) => r.worker.whole.turnsPerSec)),
+    ratioWholeRound: median(out.map((r) => Math.round((r.worker.whole.turnsPerSec / r.pair.callsPerSec) * 1000) / 1000)),
     pairCallsPerSec: median(out.map((r) => r.pair.callsPerSec)),
     cpuMsPerTurn,
     pairCpuMsPerCall,

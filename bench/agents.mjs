@@ -365,6 +365,7 @@ const summary = {
           agents_tool_cpu_ms_per_turn: tool.cpuMsPerTurn,
           agents_tool_mcp_pair_cpu_ms_per_call: tool.pairCpuMsPerCall,
           agents_tool_vs_mcp_cpu_bound_ratio: tool.cpuBound.ratio,
+          agents_tool_vs_mcp_ratio_whole_round: tool.ratioWholeRound,
         }
       : {}),
   },
