@@ -18,6 +18,20 @@ const benches = [
   ['agents', 'bench/agents.mjs'],
   ['soak', 'bench/soak.mjs', ...(short ? ['--short'] : [])],
 ];
+// The code measured: HEAD, and +dirty when tracked files other than the results differ from it
+// (read before the benchmarks run: they rewrite bench/results/).
+const commit = (() => {
+  try {
+    const head = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no', '--', '.', ':(exclude)bench/results'], {
+      cwd: root,
+      encoding: 'utf8',
+    }).trim();
+    return dirty ? `${head}+dirty` : head;
+  } catch {
+    return null;
+  }
+})();
 const failed = [];
 for (const [name, script, ...args] of benches) {
   if (skip.has(name)) continue;
@@ -43,15 +57,6 @@ const summaryOf = (name) => {
     return {};
   }
 };
-const commit = (() => {
-  try {
-    const head = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: root, encoding: 'utf8' }).trim();
-    return dirty ? `${head}+dirty` : head;
-  } catch {
-    return null;
-  }
-})();
 const figures = {};
 for (const [name, keys] of Object.entries(SUMMARY_KEYS)) {
   const found = summaryOf(name);
