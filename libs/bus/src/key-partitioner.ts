@@ -3,7 +3,7 @@ import { Partitioners, type Message, type PartitionerArgs } from 'kafkajs';
 /**
  * Kafka's default partitioning of keyed records — `toPositive(murmur2(utf8(key))) % partitions`,
  * the Java client's and kafkajs' DefaultPartitioner's — with a 32-bit murmur2. kafkajs computes the
- * same hash over 64-bit Long values and filters the partition list for every record, which made
+ * same hash over 64-bit Long values and filters the partition list for every record, which makes
  * its partitioner the producer's largest source of garbage. Records map to the partitions they
  * always did; keyless records and records with an explicit partition are left to kafkajs' own.
  */

@@ -96,7 +96,7 @@ interface FinishItem {
  * ExecutionLedger on `agents.executions`. Claims, renewals and finishes of the turns in flight are
  * group-committed: the calls that arrive while a statement of their kind runs go together in the
  * next one (one multi-row statement, one round trip, one commit; see StatementBatcher), its rows
- * as one JSON parameter (one encoding, where arrays of JSON text were escaped element by element), so an
+ * as one JSON parameter (encoded once; pg would escape a jsonb[] element by element), so an
  * idle worker pays no added latency and a busy one far fewer statements per turn. Each call keeps
  * its single-execution meaning: an execution id that occurs twice in one batch goes in a later
  * statement (one row may be changed only once per statement, and the second claim must see the
