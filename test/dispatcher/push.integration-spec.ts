@@ -256,3 +256,36 @@ test('a push config given with SendMessage is checked before the task is stored,
   ]);
   assert.equal(row.n, 1);
 });
+
+test('a config added mid-task gets the events after it, also when an earlier event is consumed again', async () => {
+  const { task, cmd } = await taskWithHook('late config', 'early', '/early');
+  const exec = cmd.identity.executionId;
+  await worker.emit(cmd, [{ seq: 0, state: 'WORKING' }]);
+  await eventually('WORKING delivered to the first config', () => arrivals.some((a) => a.path === '/early' && a.id === `${exec}:0`));
+  const client = await a2aClient(env.url, 'hook', 'JSONRPC');
+  await client.createTaskPushNotificationConfig({
+    tenant: '',
+    id: 'late',
+    taskId: task.id,
+    url: hookUrl('/late'),
+    token: '',
+    authentication: undefined,
+  });
+  // WORKING again (a redelivery after a crash, say), then the end: the task's events are
+  // projected in order, so once COMPLETED reached /late the repeated WORKING was handled before it.
+  await worker.emit(cmd, [{ seq: 0, state: 'WORKING' }]);
+  await worker.emit(cmd, [{ seq: 1, state: 'COMPLETED' }]);
+  await eventually('COMPLETED delivered to both configs', () =>
+    ['/early', '/late'].every((p) => arrivals.some((a) => a.path === p && a.id === `${exec}:1`)),
+  );
+  await new Promise((r) => setTimeout(r, 500)); // a delivery queued behind it would go out now
+  assert.deepEqual(
+    arrivals.filter((a) => a.path === '/late').map((a) => a.id),
+    [`${exec}:1`],
+    'an event from before the config was made is not delivered to it (it would arrive after later ones)',
+  );
+  assert.deepEqual(
+    arrivals.filter((a) => a.path === '/early').map((a) => a.id),
+    [`${exec}:0`, `${exec}:1`],
+  );
+});

@@ -69,7 +69,7 @@ export class EventProjector {
     let committed: Task | undefined;
     let deliveries = 0;
     const logged: LoggedEvent[] = [];
-    for (const [k, outcome] of outcomes.entries()) {
+    for (const outcome of outcomes) {
       if (outcome.applied) {
         committed = outcome.task;
         logged.push(outcome.logged);
@@ -81,11 +81,9 @@ export class EventProjector {
           const { tenant, agentId } = outcome.event.identity;
           this.metrics?.tasks.inc({ tenant, agent: agentId, outcome: outcomeLabel(state) });
         }
-      } else if (outcome.reason === 'duplicate') {
-        // A re-consumed event (e.g. after a crash between projection and recording its pushes):
-        // recording is idempotent per event id, so nothing is lost and nothing doubles.
-        await this.push?.enqueueEvent(events[k]);
       }
+      // A re-consumed duplicate records nothing: its deliveries were recorded with it, for the
+      // configs the task had then. A config made since gets the events after it, in their order.
     }
     if (committed) {
       this.buses.notifyLogged(committed.id, logged);

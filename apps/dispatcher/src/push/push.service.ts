@@ -6,7 +6,6 @@ import type { DataSource } from 'typeorm';
 import { EgressPolicy, EgressRefused, PinnedHttpClient } from '@mesh/egress';
 import { newId, type TaskEvent } from '@mesh/contract';
 import { silentLogger, type Logger, type MeshMetrics } from '@mesh/telemetry';
-import { StatementBatcher } from '@mesh/database';
 import { reportedStatus } from '../events/event-fanout.js';
 import { streamEventOf, type PushNotification } from '../tasks/task-projection.js';
 import { UPSERT_PUSH_CONFIG, type PushWireVersion, type ValidPushConfig } from './push-config.js';
@@ -76,33 +75,11 @@ export function pushNotificationOf(env: TaskEvent, status?: TaskStatus): PushNot
   return { eventId: `${env.identity.executionId}:${env.body.seq}`, body };
 }
 
-interface DeliveryEvent {
-  tenant: string;
-  task_id: string;
-  event_id: string;
-  body: unknown;
-}
-
-/**
- * One delivery per (config of the event's task, event); an event already recorded adds nothing.
- * Per event: whether the batch recorded any delivery (the delivery loop is woken then).
- */
-async function insertDeliveries(ds: DataSource, events: DeliveryEvent[]): Promise<boolean[]> {
-  const rows: Array<{ id: string }> = await ds.query(
-    `INSERT INTO dispatcher.push_deliveries (event_id, tenant, task_id, config_id, body)
-     SELECT v.event_id, c.tenant, c.task_id, c.id, v.body
-     FROM jsonb_to_recordset($1::jsonb) AS v(tenant text, task_id text, event_id text, body jsonb)
-     JOIN dispatcher.push_configs c ON c.tenant = v.tenant AND c.task_id = v.task_id
-     ON CONFLICT DO NOTHING RETURNING id`,
-    [JSON.stringify(events)],
-  );
-  return events.map(() => rows.length > 0);
-}
-
 /**
  * Push notifications: configs per tenant and task in Postgres, and deliveries driven from the
- * event stream. The projector records one delivery per (config, event) — keyed by the event's
- * stable id `{executionId}:{seq}`, so a re-consumed event adds nothing — and a delivery loop
+ * event stream. The projector records one delivery per (config, event) in the statement that
+ * applies the event, for the configs the task has then — keyed by the event's stable id
+ * `{executionId}:{seq}`; a re-consumed event adds nothing — and a delivery loop
  * (SKIP LOCKED claims, shared by the replicas) POSTs them in order per (task, config) through the
  * SSRF-checked, DNS-pinned, no-redirect client, with exponential backoff up to a retry limit; what
  * keeps failing stays in `push_deliveries` with status `failed` and its last error.
@@ -114,8 +91,6 @@ export class PushService implements OnApplicationBootstrap, OnApplicationShutdow
   private timer?: NodeJS.Timeout;
   private running?: Promise<void>;
   private stopped = false;
-  /** Every projected event asks for its deliveries; concurrent events share one statement. */
-  private readonly deliveries: StatementBatcher<DeliveryEvent, boolean>;
 
   constructor(
     private readonly ds: DataSource,
@@ -125,7 +100,6 @@ export class PushService implements OnApplicationBootstrap, OnApplicationShutdow
     this.log = (opts.logger ?? silentLogger).child({ src: 'push' });
     this.policy = new EgressPolicy({ allowCidrs: opts.allowCidrs });
     this.http = new PinnedHttpClient(this.policy);
-    this.deliveries = new StatementBatcher((events) => insertDeliveries(ds, events), { maxBatch: 256, maxInFlight: 4 });
   }
 
   /** Checks a config (URL given and allowed by the egress policy) and gives it an id when it has none. */
@@ -197,21 +171,6 @@ export class PushService implements OnApplicationBootstrap, OnApplicationShutdow
   private async requireTask(tenant: string, taskId: string): Promise<void> {
     const rows = await this.ds.query(`SELECT 1 FROM dispatcher.tasks WHERE id = $1 AND tenant = $2`, [taskId, tenant]);
     if (rows.length === 0) throw new TaskNotFoundError(`Task not found: ${taskId}`);
-  }
-
-  /**
-   * Records the deliveries of one event from the stream (called by the projector for applied
-   * events and for re-consumed duplicates, so a crash between projection and this insert loses
-   * nothing). `status` is the status as projected, when it differs from the raw event.
-   */
-  async enqueueEvent(env: TaskEvent, status?: TaskStatus): Promise<void> {
-    const n = pushNotificationOf(env, status);
-    if (n) await this.enqueue(env.identity.tenant, env.identity.taskId, n.eventId, n.body);
-  }
-
-  private async enqueue(tenant: string, taskId: string, eventId: string, body: unknown): Promise<void> {
-    const inserted = await this.deliveries.submit({ tenant, task_id: taskId, event_id: eventId, body });
-    if (inserted) this.kick();
   }
 
   start(): void {
