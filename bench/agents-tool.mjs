@@ -132,7 +132,7 @@ export async function toolScenario(harness, { server, rounds, n, inFlight, durat
     for (let i = 0; i < rounds; i++) {
       const pair = await runPair(server, { concurrency: inFlight, ms: 50, durationS });
       const worker = await toolBacklog(harness, { n, inFlight, toolUrl: server.url, sessions, toolServerPid: server.pid });
-      const ratio = Math.round((worker.turnsPerSec / pair.callsPerSec) * 1000) / 1000;
+      const ratio = r3(worker.turnsPerSec / pair.callsPerSec);
       console.error(
         `tool round ${i + 1}/${rounds} (${json ? 'JSON' : 'SSE'} responses, ${sessions} session(s)): worker ${worker.turnsPerSec} turns/s ` +
           `(whole round ${worker.whole.turnsPerSec}), ` +
@@ -162,7 +162,7 @@ export async function toolScenario(harness, { server, rounds, n, inFlight, durat
     ratio: { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios) },
     workerTurnsPerSec: median(out.map((r) => r.worker.turnsPerSec)),
     workerTurnsPerSecWholeRound: median(out.map((r) => r.worker.whole.turnsPerSec)),
-    ratioWholeRound: median(out.map((r) => Math.round((r.worker.whole.turnsPerSec / r.pair.callsPerSec) * 1000) / 1000)),
+    ratioWholeRound: median(out.map((r) => r3(r.worker.whole.turnsPerSec / r.pair.callsPerSec))),
     pairCallsPerSec: median(out.map((r) => r.pair.callsPerSec)),
     cpuMsPerTurn,
     pairCpuMsPerCall,
@@ -185,6 +185,6 @@ function cpuBound(worker, pair) {
     cores,
     workerTurnsPerSec: workerPerSec,
     pairCallsPerSec: pairPerSec,
-    ratio: Math.round((workerPerSec / pairPerSec) * 1000) / 1000,
+    ratio: r3(workerPerSec / pairPerSec),
   };
 }
