@@ -13,9 +13,23 @@ interface KafkaEncoder {
   writeVarIntString(v: string | null): KafkaEncoder;
   writeVarIntBytes(v: Buffer | string | null): KafkaEncoder;
   writeInt32(v: number): KafkaEncoder;
+  writeInt8(v: number): KafkaEncoder;
+  writeVarLong(v: number): KafkaEncoder;
+  writeBuffer(v: Buffer): KafkaEncoder;
   readonly buffer: Buffer;
 }
 const Encoder = require('kafkajs/src/protocol/encoder.js') as new (initialSize?: number) => KafkaEncoder;
+const encodeRecord = require('kafkajs/src/protocol/recordBatch/record/v0/index.js') as (r: {
+  offsetDelta?: number;
+  timestampDelta?: number;
+  key: Buffer | string | null;
+  value: Buffer | string | null;
+  headers?: Record<string, string | Buffer | Array<string | Buffer>>;
+}) => KafkaEncoder;
+const Header = require('kafkajs/src/protocol/recordBatch/header/v0/index.js') as (h: {
+  key: string;
+  value: string | Buffer;
+}) => KafkaEncoder;
 const groupMessagesPerPartition = require('kafkajs/src/producer/groupMessagesPerPartition.js') as (args: {
   topic: string;
   partitionMetadata: unknown[];
@@ -57,6 +71,18 @@ test('varints are written byte for byte as kafkajs wrote them, also after the bu
   );
 });
 
+test('a varlong is the bytes kafkajs wrote, for small numbers (the fast path) and beyond', () => {
+  const Long = require('kafkajs/src/utils/long.js') as { fromValue(v: number): unknown };
+  fc.assert(
+    fc.property(fc.oneof(fc.integer({ min: -0x40000001, max: 0x40000001 }), fc.maxSafeInteger()), (v) => {
+      const fast = new Encoder(1).writeVarLong(v).buffer;
+      const slow = new Encoder(1).writeVarLong(Long.fromValue(v) as never).buffer; // a Long takes kafkajs' own path
+      assert.deepEqual(fast, slow);
+    }),
+    { numRuns: 1000 },
+  );
+});
+
 test('strings, bytes and fixed ints around varints keep their layout in a pooled buffer', () => {
   fc.assert(
     fc.property(fc.string({ unit: 'grapheme', maxLength: 600 }), fc.option(fc.uint8Array({ maxLength: 600 })), (s, bytes) => {
@@ -73,6 +99,40 @@ test('strings, bytes and fixed ints around varints keep their layout in a pooled
       ]);
       assert.deepEqual(e.buffer, expected);
     }),
+    { numRuns: 300 },
+  );
+});
+
+test('a record with headers is the bytes kafkajs wrote: each header once, in order, after the value', () => {
+  const text = fc.string({ unit: 'grapheme', maxLength: 80 });
+  const headerValue = fc.oneof(
+    text,
+    fc.uint8Array({ maxLength: 80 }).map((b) => Buffer.from(b)),
+  );
+  fc.assert(
+    fc.property(
+      fc.record({
+        offsetDelta: fc.nat({ max: 100_000 }),
+        timestampDelta: fc.nat({ max: 1_000_000 }),
+        key: fc.option(text),
+        value: fc.option(fc.string({ unit: 'grapheme', maxLength: 2000 })),
+        headers: fc.dictionary(text, fc.oneof(headerValue, fc.array(headerValue, { maxLength: 3 })), { maxKeys: 16 }),
+      }),
+      (r) => {
+        const pairs = Object.entries(r.headers).flatMap(([key, v]) => (Array.isArray(v) ? v : [v]).map((value) => ({ key, value })));
+        const encoded = pairs.map(Header);
+        const body = new Encoder()
+          .writeInt8(0)
+          .writeVarLong(r.timestampDelta)
+          .writeVarInt(r.offsetDelta)
+          .writeVarIntBytes(r.key)
+          .writeVarIntBytes(r.value)
+          .writeVarInt(encoded.length);
+        for (const h of encoded) body.writeBuffer(h.buffer);
+        const expected = Buffer.concat([new Encoder().writeVarInt(body.buffer.length).buffer, body.buffer]);
+        assert.deepEqual(encodeRecord(r).buffer, expected);
+      },
+    ),
     { numRuns: 300 },
   );
 });

@@ -62,8 +62,12 @@ export function startTelemetry(opts: TelemetryOptions): Telemetry {
     ...(processors.length === 0 ? { sampler: new AlwaysOffSampler() } : {}),
   });
   provider.register();
-  const unregister = registerInstrumentations({ instrumentations: [new KafkaJsInstrumentation()] });
-  createRequire(import.meta.url)('kafkajs');
+  // The kafkajs instrumentation only adds spans of its own around every produce and fetch; with
+  // nothing to record them it would be pure cost per message (an envelope carries its trace
+  // context in its own headers either way, and the bus's consumer spans continue it).
+  const unregister =
+    processors.length > 0 ? registerInstrumentations({ instrumentations: [new KafkaJsInstrumentation()] }) : () => undefined;
+  if (processors.length > 0) createRequire(import.meta.url)('kafkajs');
   const telemetry: Telemetry = {
     async shutdown() {
       unregister();

@@ -65,6 +65,27 @@ test('giving the lease up aborts lost with REVOKED; a later loss keeps that reas
   assert.equal((keeper.lost.reason as { code?: string }).code, 'REVOKED');
 });
 
+test('a watcher hears the first loss once, also one found before it watched; the signals say the same when asked later', async () => {
+  const heard: string[] = [];
+  const watcher = { lost: (r: { code: string }) => heard.push(r.code), canceled: () => heard.push('canceled') };
+  const early = new LeaseKeeper({ ledger: scripted('lost'), executionId: 'e1', owner: 'w1/a', leaseMs: 60 });
+  await sleep(75); // the renewal at 50 ms found another owner
+  early.watch(watcher);
+  early.giveUp(); // a second loss changes nothing
+  early.stop();
+  assert.deepEqual(heard, ['LEASE_LOST']);
+  assert.equal(early.isLost, true);
+  assert.equal((early.lost.reason as { code?: string }).code, 'LEASE_LOST', 'a signal made after the loss is aborted');
+
+  heard.length = 0;
+  const late = new LeaseKeeper({ ledger: scripted('renewed', 'canceled', 'lost'), executionId: 'e2', owner: 'w1/a', leaseMs: 60 });
+  late.watch(watcher);
+  await sleep(175); // renewals at 50, 100 and 150 ms: renewed, canceled, lost
+  late.stop();
+  assert.deepEqual(heard, ['canceled', 'LEASE_LOST']);
+  assert.equal(late.canceled.aborted, true);
+});
+
 test('the turn signal carries the first reason: lease lost, renewal cancel, cancel, revocation, deadline', async () => {
   const reasonOf = (s: TurnSignal) => s.reason?.code;
 

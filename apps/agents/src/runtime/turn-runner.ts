@@ -121,14 +121,14 @@ export class TurnRunner {
         renewals: this.renewals,
       });
       const stop = new TurnSignal(lease);
-      const finish = (outcome: TurnOutcome) => this.finish(turn, owner, outcome, lease.lost);
+      const finish = (outcome: TurnOutcome) => this.finish(turn, owner, outcome, lease);
       // `return await` below: the lease is renewed until finish (and its wait) has ended.
       try {
         const refused = this.notStarted(cmd, claimed.attempt, cancel.aborted || claimed.canceled);
         if (refused) return await finish(refused);
         const unwatch = stop.watch(cancel, revoked, id.deadlineUnixMs);
         const { outcome, unavailable } = await this.runHandler(cmd, input, owner, turn, { signal: stop.signal, unwatch });
-        if (lease.lost.aborted) {
+        if (lease.isLost) {
           this.log.debug({ executionId: id.executionId }, 'lease lost or command revoked during the turn; not reporting');
           return await this.abandon(lease, owner, 'abandoned', revoked.aborted);
         }
@@ -294,10 +294,10 @@ export class TurnRunner {
    * Records the turn's outcome and sends its final status, unless this attempt lost the execution
    * first (its new owner reports it).
    */
-  private async finish(turn: TurnEmitter, owner: string, outcome: TurnOutcome, lost: AbortSignal): Promise<void> {
+  private async finish(turn: TurnEmitter, owner: string, outcome: TurnOutcome, lease: LeaseKeeper): Promise<void> {
     const id = turn.id;
     const reported =
-      outcome.state === 'completed' || outcome.state === 'input-required' ? outcome : await this.withSideEffects(id, outcome, lost);
+      outcome.state === 'completed' || outcome.state === 'input-required' ? outcome : await this.withSideEffects(id, outcome, lease.lost);
     const status = turn.status(wireStateOf(reported.state), reported.message, true);
     const events = [...turn.artifacts, status];
     // Progress and artifacts were sent without waiting (the producer keeps their order). The outcome

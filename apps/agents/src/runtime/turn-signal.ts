@@ -25,12 +25,7 @@ export class TurnSignal {
   readonly signal: AbortSignal = this.controller.signal;
 
   constructor(private readonly lease: LeaseKeeper) {
-    const onLost = () => this.abort((lease.lost.reason as TurnAbortReason).code);
-    const onCanceled = () => this.abort('CANCELLED');
-    if (lease.lost.aborted) onLost();
-    else lease.lost.addEventListener('abort', onLost, { once: true });
-    if (lease.canceled.aborted) onCanceled();
-    else lease.canceled.addEventListener('abort', onCanceled, { once: true });
+    lease.watch({ lost: (reason) => this.abort(reason.code), canceled: () => this.abort('CANCELLED') });
   }
 
   abort(code: TurnAbortCode): void {
