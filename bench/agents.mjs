@@ -22,6 +22,7 @@ import { echoCommand, toolScenario } from './agents-tool.mjs';
 import { cpuMs, infraPids } from './process-cpu.mjs';
 import { startWaitServer } from './mcp-pair.mjs';
 import { median } from './stats.mjs';
+import { agentsNodeFlags } from '../scripts/node-flags.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const duration = Number(process.env.BENCH_DURATION_S ?? 10);
@@ -64,8 +65,9 @@ async function startWorkers(n, extraEnv = {}) {
   const workers = [];
   for (let i = 0; i < n; i++) {
     const port = await freePort();
-    // BENCH_WORKER_NODE_ARGS: extra node flags of the worker processes, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
-    const nodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+    // The flags npm start runs a worker with; BENCH_WORKER_NODE_ARGS: extra ones (later flags win),
+    // e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
+    const nodeArgs = [...agentsNodeFlags, ...(process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean)];
     const child = spawn(process.execPath, [...nodeArgs, `${root}bench/agents-worker.mjs`], {
       cwd: root,
       env: {

@@ -13,6 +13,7 @@ import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { DEMO_API_KEYS } from '@mesh/auth';
+import { agentsNodeFlags } from '../scripts/node-flags.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 
@@ -79,7 +80,9 @@ export async function startDispatchStack(topicPrefix, { dispatcherProcesses = 1 
       : [];
   /** Starts a child script and waits for its first stdout line. */
   async function startChild(script, args = []) {
-    const c = spawn(process.execPath, [...profiled(script), `${root}bench/${script}`, ...args], {
+    // The echo worker runs with the flags npm start gives the agents' workers.
+    const flags = script === 'dispatch-worker.mjs' ? agentsNodeFlags : [];
+    const c = spawn(process.execPath, [...flags, ...profiled(script), `${root}bench/${script}`, ...args], {
       cwd: root,
       env,
       stdio: ['ignore', 'pipe', 'inherit'],

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { agentsNodeFlags } from './node-flags.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const kafkaSh = join(root, 'scripts/kafka.sh');
@@ -47,6 +48,7 @@ const services = [
   {
     name: 'agents',
     script: 'apps/agents/dist/main.js',
+    nodeFlags: agentsNodeFlags,
     port: ports.agents,
     env: {
       AGENTS_DIRECTORY_URL: `http://127.0.0.1:${ports.directory}`,
@@ -117,7 +119,7 @@ async function healthy(port) {
 for (const svc of services) {
   if (stopping) break;
   // Own process group: a terminal's Ctrl-C reaches only this script, which then drains each service once.
-  const child = spawn(process.execPath, [join(root, svc.script)], {
+  const child = spawn(process.execPath, [...(svc.nodeFlags ?? []), join(root, svc.script)], {
     env: { ...env, ...svc.env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,

@@ -8,6 +8,7 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { ConsumerGroups, TopicNames } from '@mesh/contract';
 import { Secret } from 'kubernetes-models/v1/Secret';
@@ -464,6 +465,20 @@ test('billingTools on: its Deployment and Service, the agents call it with the s
   assert.equal((JSON.parse(agentsEnv(own).AGENTS_MCP_SERVERS!) as Record<string, { url: string }>).billing.url, 'http://billing.tools:9000/mcp');
 });
 
+test('the agents run with the Node flags npm start gives them, by default in the chart and in docker-compose.yml', async () => {
+  const { agentsNodeFlags } = (await import(pathToFileURL(join(repoRoot, 'scripts/node-flags.mjs')).href)) as { agentsNodeFlags: string[] };
+  assert.ok(agentsNodeFlags.length > 0);
+  const deployments = ofKind<IDeployment>(await renderValid(), 'Deployment').filter((d) => d.metadata.name.includes('-agents-'));
+  assert.ok(deployments.length > 0);
+  for (const d of deployments) {
+    const env = d.spec!.template.spec!.containers[0].env!;
+    assert.equal(env.find((e) => e.name === 'NODE_OPTIONS')?.value, agentsNodeFlags.join(' '), d.metadata.name);
+  }
+  const compose = readFileSync(join(repoRoot, 'docker-compose.yml'), 'utf8');
+  const command = compose.match(/command: \[(.*'apps\/agents\/dist\/main\.js')\]/)?.[1];
+  assert.equal(command, ['node', ...agentsNodeFlags, 'apps/agents/dist/main.js'].map((a) => `'${a}'`).join(', '));
+});
+
 test('secrets.agents.directoryToken: the agents register their cards in the chart directory', async () => {
   const envOf = (ms: Manifest[]) =>
     Object.fromEntries(ofKind<IDeployment>(ms, 'Deployment').find((d) => d.metadata.name.includes('-agents-'))!.spec!.template.spec!.containers[0].env!.map((e) => [e.name, e.value]));
@@ -513,8 +528,8 @@ test('auth settings go to the Secret; every env variable is one an app reads or 
   // The contract docs/charts.md states for the app owners (runtime variables the chart sets).
   for (const name of ['MIGRATE_ONLY', 'DRAIN_TIMEOUT_MS', 'AGENTS_AGENT_IDS', 'LOG_LEVEL'])
     assert.ok(docs.includes(`\`${name}\``), `docs/charts.md documents ${name}`);
-  // Read outside the apps' config specs: by @mesh/service (the migration Job) and @mesh/telemetry.
-  const readElsewhere = ['MIGRATE_ONLY', 'LOG_LEVEL'];
+  // Read outside the apps' config specs: by @mesh/service (the migration Job), @mesh/telemetry and Node.
+  const readElsewhere = ['MIGRATE_ONLY', 'LOG_LEVEL', 'NODE_OPTIONS'];
   const read = new Set([
     ...Object.keys(directoryConfigSpec),
     ...Object.keys(dispatcherConfigSpec),

@@ -363,7 +363,7 @@ export class BusConsumer {
       ...(items.length > 1 ? { 'messaging.batch.message_count': items.length } : {}),
     });
     const run = items.reduceRight<() => Promise<void>>(
-      (inner, item) => () => withConsumerSpan(item.state.topic, normalizeHeaders(item.message.headers), attributes(item), inner),
+      (inner, item) => () => withConsumerSpan(item.state.topic, traceCarrier(item), attributes(item), inner),
       fn,
     );
     return run();
@@ -590,4 +590,11 @@ async function withTimeout(p: Promise<void>, ms: number): Promise<void> {
   let t: NodeJS.Timeout | undefined;
   await Promise.race([p, new Promise<void>((resolve) => (t = setTimeout(resolve, ms)))]);
   clearTimeout(t);
+}
+
+/** The record's W3C trace context: from its decoded identity, else (undecodable) from its raw headers. */
+function traceCarrier(item: WorkItem): Record<string, string | undefined> {
+  if (!item.envelope) return normalizeHeaders(item.message.headers);
+  const { traceparent, tracestate } = item.envelope.identity;
+  return { traceparent, tracestate };
 }
