@@ -22,7 +22,7 @@ import { echoCommand, toolScenario } from './agents-tool.mjs';
 import { cpuMs, infraPids } from './process-cpu.mjs';
 import { startWaitServer } from './mcp-pair.mjs';
 import { median } from './stats.mjs';
-import { agentsNodeFlags } from '../scripts/node-flags.mjs';
+import { agentsNodeFlags, dispatcherNodeFlags } from '../scripts/node-flags.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const duration = Number(process.env.BENCH_DURATION_S ?? 10);
@@ -38,7 +38,7 @@ const baseEnv = {
   KAFKA_BROKERS: process.env.KAFKA_BROKERS ?? '127.0.0.1:9092',
 };
 
-const servers = spawn(process.execPath, [`${root}bench/agents-servers.mjs`], {
+const servers = spawn(process.execPath, [...dispatcherNodeFlags, `${root}bench/agents-servers.mjs`], {
   cwd: root,
   env: baseEnv,
   stdio: ['ignore', 'pipe', 'inherit'],

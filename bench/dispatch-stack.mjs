@@ -13,7 +13,7 @@ import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { DEMO_API_KEYS } from '@mesh/auth';
-import { agentsNodeFlags } from '../scripts/node-flags.mjs';
+import { agentsNodeFlags, dispatcherNodeFlags } from '../scripts/node-flags.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 
@@ -80,8 +80,8 @@ export async function startDispatchStack(topicPrefix, { dispatcherProcesses = 1 
       : [];
   /** Starts a child script and waits for its first stdout line. */
   async function startChild(script, args = []) {
-    // The echo worker runs with the flags npm start gives the agents' workers.
-    const flags = script === 'dispatch-worker.mjs' ? agentsNodeFlags : [];
+    // The dispatcher and the echo worker run with the flags npm start gives them (not the reference).
+    const flags = script === 'dispatch-worker.mjs' ? agentsNodeFlags : args[0] === 'dispatcher' ? dispatcherNodeFlags : [];
     const c = spawn(process.execPath, [...flags, ...profiled(script), `${root}bench/${script}`, ...args], {
       cwd: root,
       env,
@@ -119,7 +119,7 @@ export async function startDispatchStack(topicPrefix, { dispatcherProcesses = 1 
   async function startCluster() {
     const port = await freePort();
     // Cluster workers inherit the primary's execArgv (the profiler flags).
-    const c = spawn(process.execPath, [...profiled('servers'), `${root}apps/dispatcher/dist/main.js`], {
+    const c = spawn(process.execPath, [...dispatcherNodeFlags, ...profiled('servers'), `${root}apps/dispatcher/dist/main.js`], {
       cwd: root,
       env: {
         ...env,

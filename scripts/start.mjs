@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { agentsNodeFlags } from './node-flags.mjs';
+import { agentsNodeFlags, dispatcherNodeFlags } from './node-flags.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const kafkaSh = join(root, 'scripts/kafka.sh');
@@ -62,6 +62,7 @@ const services = [
   {
     name: 'dispatcher',
     script: 'apps/dispatcher/dist/main.js',
+    nodeFlags: dispatcherNodeFlags,
     port: ports.dispatcher,
     env: {},
   },

@@ -465,18 +465,24 @@ test('billingTools on: its Deployment and Service, the agents call it with the s
   assert.equal((JSON.parse(agentsEnv(own).AGENTS_MCP_SERVERS!) as Record<string, { url: string }>).billing.url, 'http://billing.tools:9000/mcp');
 });
 
-test('the agents run with the Node flags npm start gives them, by default in the chart and in docker-compose.yml', async () => {
-  const { agentsNodeFlags } = (await import(pathToFileURL(join(repoRoot, 'scripts/node-flags.mjs')).href)) as { agentsNodeFlags: string[] };
-  assert.ok(agentsNodeFlags.length > 0);
-  const deployments = ofKind<IDeployment>(await renderValid(), 'Deployment').filter((d) => d.metadata.name.includes('-agents-'));
-  assert.ok(deployments.length > 0);
-  for (const d of deployments) {
-    const env = d.spec!.template.spec!.containers[0].env!;
-    assert.equal(env.find((e) => e.name === 'NODE_OPTIONS')?.value, agentsNodeFlags.join(' '), d.metadata.name);
-  }
+test('the dispatcher and the agents run with the Node flags npm start gives them, by default in the chart and in docker-compose.yml', async () => {
+  const flags = (await import(pathToFileURL(join(repoRoot, 'scripts/node-flags.mjs')).href)) as Record<string, string[]>;
+  const ms = await renderValid();
   const compose = readFileSync(join(repoRoot, 'docker-compose.yml'), 'utf8');
-  const command = compose.match(/command: \[(.*'apps\/agents\/dist\/main\.js')\]/)?.[1];
-  assert.equal(command, ['node', ...agentsNodeFlags, 'apps/agents/dist/main.js'].map((a) => `'${a}'`).join(', '));
+  for (const [app, own] of [
+    ['agents', flags.agentsNodeFlags],
+    ['dispatcher', flags.dispatcherNodeFlags],
+  ] as const) {
+    assert.ok(own.length > 0, app);
+    const deployments = ofKind<IDeployment>(ms, 'Deployment').filter((d) => d.metadata.name.includes(`-${app}`));
+    assert.ok(deployments.length > 0, app);
+    for (const d of deployments) {
+      const env = d.spec!.template.spec!.containers[0].env!;
+      assert.equal(env.find((e) => e.name === 'NODE_OPTIONS')?.value, own.join(' '), d.metadata.name);
+    }
+    const command = compose.match(new RegExp(`command: \\[(.*'apps/${app}/dist/main\\.js')\\]`))?.[1];
+    assert.equal(command, ['node', ...own, `apps/${app}/dist/main.js`].map((a) => `'${a}'`).join(', '), `docker-compose.yml: ${app}`);
+  }
 });
 
 test('secrets.agents.directoryToken: the agents register their cards in the chart directory', async () => {
