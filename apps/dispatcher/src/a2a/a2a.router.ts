@@ -14,7 +14,7 @@ import {
 import type { Authenticator, Principal } from '@mesh/auth';
 import { context, isSpanContextValid, propagation, trace, ROOT_CONTEXT, SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { silentLogger, SpanAttr, tracer, type Logger } from '@mesh/telemetry';
-import type { AgentRecord } from '@mesh/contract';
+import { MeshError, type AgentRecord } from '@mesh/contract';
 import { refuseMalformedUtf8, type RoutePrefix } from '@mesh/service';
 import { buildServedCard } from '../catalog/agent-card.builder.js';
 import type { AgentLookup } from '../catalog/agent-catalog.js';
@@ -25,6 +25,9 @@ import { isLegacyRequest, jsonRpcValidator, legacyRestValidator, restValidator, 
 import { A2A_PARAMS } from './a2a-request.schemas.js';
 import { hideFaults } from './a2a-fault.guard.js';
 import { LAST_EVENT_ID_HEADER, LAST_EVENT_ID_PARAM, resumePointOf, StreamEventIds } from './stream-event-ids.js';
+
+/** Why a request's `closed` signal aborts: one shared reason (abort() without one builds a DOMException, stack and all, for every request). */
+const CALLER_GONE = new MeshError('CANCELLED', 'the caller closed the connection');
 
 /** Everything the A2A edge needs to build one agent's handler. */
 export interface A2aRouterOptions {
@@ -389,7 +392,7 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
     // Streams stop their work when the caller goes away (the SDK's SSE writer would go on pulling).
     const connection = new AbortController();
     locals.closed = connection.signal;
-    res.once('close', () => connection.abort());
+    res.once('close', () => connection.abort(CALLER_GONE));
     if (opensStream(req)) {
       // Every event of a stream carries its number in the task's stream as its SSE id.
       const resumeAfter = resumePointOf(req.header(LAST_EVENT_ID_HEADER), req.query[LAST_EVENT_ID_PARAM]);
