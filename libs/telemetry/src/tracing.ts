@@ -43,9 +43,8 @@ function otlpWanted(env: NodeJS.ProcessEnv): boolean {
 }
 
 /**
- * Starts tracing for this process once: W3C trace context, kafkajs instrumentation, and the
- * exporters asked for. Safe to call before or after kafkajs was imported: requiring kafkajs here
- * makes the instrumentation patch the (shared) module, also when app code imported it as ESM.
+ * Starts tracing for this process once: W3C trace context, the exporters asked for and, while
+ * spans are exported, the kafkajs instrumentation. Safe to call before or after kafkajs was imported.
  */
 export function startTelemetry(opts: TelemetryOptions): Telemetry {
   if (active) return active.telemetry;
@@ -53,21 +52,20 @@ export function startTelemetry(opts: TelemetryOptions): Telemetry {
   const processors: SpanProcessor[] = [];
   if (opts.exporter) processors.push(new SimpleSpanProcessor(opts.exporter));
   if (otlpWanted(env)) processors.push(new BatchSpanProcessor(new OTLPTraceExporter()));
+  const exporting = processors.length > 0;
   const provider = new NodeTracerProvider({
     resource: resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME ?? opts.serviceName }),
     spanProcessors: processors,
     // With no exporter nothing would read a recorded span: spans still get ids (logs carry them,
     // `traceparent` still travels with commands and events) but record nothing, which saves
     // building attributes and events per request and per message.
-    ...(processors.length === 0 ? { sampler: new AlwaysOffSampler() } : {}),
+    ...(exporting ? {} : { sampler: new AlwaysOffSampler() }),
   });
   provider.register();
   // The kafkajs instrumentation only adds spans of its own around every produce and fetch; with
   // nothing to record them it would be pure cost per message (an envelope carries its trace
   // context in its own headers either way, and the bus's consumer spans continue it).
-  const unregister =
-    processors.length > 0 ? registerInstrumentations({ instrumentations: [new KafkaJsInstrumentation()] }) : () => undefined;
-  if (processors.length > 0) createRequire(import.meta.url)('kafkajs');
+  const unregister = exporting ? instrumentKafkajs() : () => undefined;
   const telemetry: Telemetry = {
     async shutdown() {
       unregister();
@@ -80,6 +78,14 @@ export function startTelemetry(opts: TelemetryOptions): Telemetry {
   };
   active = { telemetry, provider };
   return telemetry;
+}
+
+/** Registers the kafkajs instrumentation; returns its unregister. */
+function instrumentKafkajs(): () => void {
+  const unregister = registerInstrumentations({ instrumentations: [new KafkaJsInstrumentation()] });
+  // Requiring kafkajs here makes the instrumentation patch the (shared) module, also when app code imported it as ESM.
+  createRequire(import.meta.url)('kafkajs');
+  return unregister;
 }
 
 /** The platform's tracer. */
