@@ -72,8 +72,14 @@ test('compose runs Kafka at the pinned version, Postgres, the four apps from one
 test('each app runs a built entry point on its default port, reads every variable it is given, and has a healthcheck', () => {
   for (const [name, app] of Object.entries(apps)) {
     const svc = services[name];
-    const [node, entry] = svc.command ?? [];
+    // node, its flags (scripts/node-flags.mjs; the chart spec holds them to it), the entry point.
+    const [node, ...rest] = svc.command ?? [];
+    const entry = rest.at(-1) ?? '';
     assert.equal(node, 'node');
+    assert.ok(
+      rest.slice(0, -1).every((flag) => flag.startsWith('--')),
+      `${name}: only node flags before the entry point`,
+    );
     assert.ok(existsSync(join(repoRoot, entry)), `${name}: ${entry} exists after npm run build`);
     assert.ok(svc.ports?.includes(`${app.port}:${app.port}`), `${name} publishes ${app.port}`);
     assert.equal(
