@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { parse } from 'yaml';
 import { directoryConfigSpec } from '@mesh/app-directory';
 import { dispatcherConfigSpec } from '@mesh/app-dispatcher';
@@ -69,17 +70,16 @@ test('compose runs Kafka at the pinned version, Postgres, the four apps from one
   );
 });
 
-test('each app runs a built entry point on its default port, reads every variable it is given, and has a healthcheck', () => {
+test('each app runs a built entry point on its default port, reads every variable it is given, and has a healthcheck', async () => {
+  // The Node flags npm start gives the dispatcher and the agents; the other apps run with none.
+  const flags = (await import(pathToFileURL(join(repoRoot, 'scripts/node-flags.mjs')).href)) as Record<string, string[]>;
+  const nodeFlags: Record<string, string[]> = { dispatcher: flags.dispatcherNodeFlags, agents: flags.agentsNodeFlags };
   for (const [name, app] of Object.entries(apps)) {
     const svc = services[name];
-    // node, its flags (scripts/node-flags.mjs; the chart spec holds them to it), the entry point.
     const [node, ...rest] = svc.command ?? [];
     const entry = rest.at(-1) ?? '';
     assert.equal(node, 'node');
-    assert.ok(
-      rest.slice(0, -1).every((flag) => flag.startsWith('--')),
-      `${name}: only node flags before the entry point`,
-    );
+    assert.deepEqual(rest.slice(0, -1), nodeFlags[name] ?? [], `${name}: the Node flags of scripts/node-flags.mjs`);
     assert.ok(existsSync(join(repoRoot, entry)), `${name}: ${entry} exists after npm run build`);
     assert.ok(svc.ports?.includes(`${app.port}:${app.port}`), `${name} publishes ${app.port}`);
     assert.equal(
