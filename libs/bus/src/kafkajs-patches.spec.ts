@@ -156,3 +156,53 @@ test('records are grouped per partition in their order', () => {
     }),
   );
 });
+
+interface KafkaRequestQueue {
+  push(r: { entry: object; expectResponse: boolean; sendRequest(): void }): void;
+  fulfillRequest(r: { correlationId: number; payload: Buffer | null; size: number }): void;
+  maybeThrottle(ms: number): void;
+  destroy(): void;
+  readonly throttleCheckTimeoutId: unknown;
+}
+const RequestQueue = require('kafkajs/src/network/requestQueue/index.js') as new (o: object) => KafkaRequestQueue;
+const quietLogger = { debug() {}, info() {}, warn() {}, error() {} };
+const newQueue = () =>
+  new RequestQueue({
+    maxInFlightRequests: null,
+    requestTimeout: 30000,
+    enforceRequestTimeout: false,
+    clientId: 't',
+    broker: 'b',
+    logger: quietLogger,
+  });
+const entry = (correlationId: number, answered: () => void) => ({
+  correlationId,
+  apiKey: 0,
+  apiName: 'Produce',
+  apiVersion: 0,
+  resolve: answered,
+  reject: (err: unknown) => assert.fail(String(err)),
+});
+
+test('an idle request queue arms no timer (kafkajs 2.2.4 re-armed a 1 ms one forever)', async () => {
+  const q = newQueue();
+  let answered = 0;
+  for (let id = 1; id <= 3; id++) {
+    q.push({ entry: entry(id, () => answered++), expectResponse: true, sendRequest() {} });
+    q.fulfillRequest({ correlationId: id, payload: Buffer.alloc(0), size: 0 });
+  }
+  assert.equal(answered, 3);
+  assert.equal(q.throttleCheckTimeoutId, null);
+  q.destroy();
+});
+
+test('a request held back by broker throttling is still sent once the throttle ends', async () => {
+  const q = newQueue();
+  q.maybeThrottle(30);
+  let sent = false;
+  q.push({ entry: entry(1, () => undefined), expectResponse: true, sendRequest: () => (sent = true) });
+  assert.equal(sent, false);
+  for (let i = 0; i < 100 && !sent; i++) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(sent, true);
+  q.destroy();
+});
