@@ -104,7 +104,8 @@ export class ToolGateway {
 
   /** Calls a tool in an `execute_tool {tool}` span (GenAI semantic conventions). */
   async call(intent: ToolIntent, scope: ToolCallScope): Promise<ToolObservation> {
-    const key = idempotencyKey(scope.tenant, scope.taskId, intent.tool, argsHash(intent.args ?? {}));
+    const hash = argsHash(intent.args ?? {});
+    const key = idempotencyKey(scope.tenant, scope.taskId, intent.tool, hash);
     const attributes = {
       [SpanAttr.genAiOperation]: 'execute_tool',
       [SpanAttr.genAiToolName]: intent.tool,
@@ -116,7 +117,7 @@ export class ToolGateway {
       ...(this.opts.tracePayloads ? { 'gen_ai.tool.call.arguments': JSON.stringify(intent.args ?? {}) } : {}),
     };
     return withSpan(`execute_tool ${intent.tool}`, { attributes }, async (span) => {
-      const obs = await this.execute(intent, scope);
+      const obs = await this.execute(intent, scope, hash, key);
       span.setAttribute(SpanAttr.outcome, obs.status);
       if (obs.status !== 'unknown') span.setAttribute('mesh.replayed', obs.replayed);
       if (this.opts.tracePayloads && obs.status !== 'unknown')
@@ -125,12 +126,11 @@ export class ToolGateway {
     });
   }
 
-  private async execute(intent: ToolIntent, scope: ToolCallScope): Promise<ToolObservation> {
+  /** `hash` and `key`: the call's arguments hash and idempotency key, as `call` made them for its span. */
+  private async execute(intent: ToolIntent, scope: ToolCallScope, hash: string, key: string): Promise<ToolObservation> {
     const started = Date.now();
     const { server, tool, info } = await this.resolve(intent.tool, scope);
     const args = intent.args ?? {};
-    const hash = argsHash(args);
-    const key = idempotencyKey(scope.tenant, scope.taskId, intent.tool, hash);
     const sideEffect = !info.safeToRepeat;
     const spec = this.connection(server).spec;
     const timeoutMs = spec.requestTimeoutMs ?? this.opts.defaultRequestTimeoutMs ?? 30000;
