@@ -14,4 +14,6 @@ ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build /app /app
 USER node
-CMD ["node", "apps/dispatcher/dist/main.js"]
+# The image's own default is the dispatcher, with the Node flags npm start gives it
+# (scripts/node-flags.mjs); compose and the chart name each app's command themselves.
+CMD ["node", "--max-semi-space-size=64", "apps/dispatcher/dist/main.js"]

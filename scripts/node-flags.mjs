@@ -1,7 +1,7 @@
 // Node flags of the dispatcher and the agents' worker processes, wherever this repository starts
 // one (npm start, the benchmarks); the Helm chart (`dispatcher.env` and `agents.env`
-// NODE_OPTIONS) and docker-compose.yml state the same (test/charts/chart.spec.ts and
-// test/foundation/compose.spec.ts hold them to it).
+// NODE_OPTIONS), docker-compose.yml and the Dockerfile's default command state the same
+// (test/charts/chart.spec.ts and test/foundation/compose.spec.ts hold them to it).
 //
 // Both keep each request's or turn's objects alive for its few to few hundred milliseconds, with
 // hundreds to a thousand in flight: in V8's default 16 MiB semi-spaces much of that survives a

@@ -1,9 +1,10 @@
-// docker-compose.yml cannot run here (no Docker engine), so this checks it against the code: each
-// app service runs a built entry point on the port its config defaults to, sets only variables the
-// app reads (its config spec, libs/auth, the OpenTelemetry variables of @mesh/telemetry), has a
-// healthcheck on its /healthz, and the services point at each other by names and ports that exist:
-// the agents at the directory and the tool server with the tool server's secret, every app at the
-// collector's OTLP receiver, the collector at Jaeger.
+// docker-compose.yml cannot run here (no Docker engine), so this checks it (and the Dockerfile's
+// default command) against the code: each app service runs a built entry point on the port its
+// config defaults to, sets only variables the app reads (its config spec, libs/auth, the
+// OpenTelemetry variables of @mesh/telemetry), has a healthcheck on its /healthz, and the services
+// point at each other by names and ports that exist: the agents at the directory and the tool
+// server with the tool server's secret, every app at the collector's OTLP receiver, the collector
+// at Jaeger.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
@@ -101,6 +102,15 @@ test('each app runs a built entry point on its default port, reads every variabl
     const check = svc.healthcheck?.test.join(' ') ?? '';
     assert.match(check, new RegExp(`http://127\\.0\\.0\\.1:${app.port}/healthz`), `${name}: healthcheck on /healthz`);
   }
+});
+
+test("the image's default command is the dispatcher's, with its Node flags", async () => {
+  const flags = (await import(pathToFileURL(join(repoRoot, 'scripts/node-flags.mjs')).href)) as Record<string, string[]>;
+  const cmd = readFileSync(join(repoRoot, 'Dockerfile'), 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('CMD '));
+  assert.equal(cmd.length, 1, 'one CMD');
+  assert.deepEqual(JSON.parse(cmd[0].slice(4)), ['node', ...flags.dispatcherNodeFlags, services.dispatcher.command?.at(-1)]);
 });
 
 test('services reach each other by existing names and ports, with matching secrets', () => {
