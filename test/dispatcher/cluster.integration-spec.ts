@@ -137,6 +137,43 @@ test('a task accepted by one process is read, and followed to its end, by the ot
   assert.equal(new Set(runs.map((c) => c.identity.taskId)).size, 2);
 });
 
+/** `GET /metrics` as the worker with cluster id `id` answers it. */
+async function metricsFrom(id: number): Promise<{ status: number; text: string }> {
+  for (let i = 0; i < 40; i++) {
+    const c = pinnedFetch();
+    try {
+      const live = (await (await c.fetch(`${base}/livez`)).json()) as { worker?: number };
+      if (live.worker !== id) continue;
+      const res = await c.fetch(`${base}/metrics`);
+      return { status: res.status, text: await res.text() };
+    } finally {
+      c.close();
+    }
+  }
+  throw new Error(`no connection reached cluster worker ${id}`);
+}
+
+/** The sum of a counter's samples whose labels include every one of `labels`. */
+function counterSum(text: string, name: string, labels: string[]): number {
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith(`${name}{`) && labels.every((x) => l.includes(x)))
+    .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+}
+
+test('/metrics on either process counts what both did (a scrape of the shared port reaches one)', { timeout: 60000 }, async () => {
+  // The test above had each process accept one task; both were completed.
+  for (const id of [1, 2]) {
+    const { status, text } = await metricsFrom(id);
+    assert.equal(status, 200);
+    assert.equal(counterSum(text, 'mesh_tasks_total', ['agent="clustered"', 'outcome="accepted"']), 2, `worker ${id}: accepted`);
+    assert.equal(counterSum(text, 'mesh_tasks_total', ['agent="clustered"', 'outcome="completed"']), 2, `worker ${id}: completed`);
+    // One exposition, not one per worker: every metric family is declared once.
+    const families = text.split('\n').filter((l) => l.startsWith('# TYPE mesh_tasks_total '));
+    assert.equal(families.length, 1);
+  }
+});
+
 test('a SIGKILLed worker is replaced, and the new one serves', { timeout: 120000 }, async () => {
   const before = workerPids();
   assert.equal(before.length, 2);

@@ -24,7 +24,7 @@ if (cluster.isPrimary && process.env.MIGRATE_ONLY !== 'true' && processes() > 1)
   // N replicas on this host sharing the port; the primary migrates first so they never race.
   runClusterPrimary({ name: 'dispatcher', processes: processes(), prepare: migrate, logger: createLogger('dispatcher') });
 } else {
-  // Loaded here only: the cluster primary serves nothing and needs none of the app's modules.
+  // Loaded here only: the cluster primary serves no request and needs none of the app's modules.
   runMain(
     'dispatcher',
     async (logger) => (await import('./dispatcher.app.js')).startDispatcher(loadDispatcherConfig(), { logger }),

@@ -1,5 +1,5 @@
 import cluster, { type Worker } from 'node:cluster';
-import { silentLogger, type Logger } from '@mesh/telemetry';
+import { CLUSTER_METRICS_ENV, serveClusterMetrics, silentLogger, type Logger } from '@mesh/telemetry';
 
 /** IPC message the primary sends a worker to drain and exit (runMain handles it like SIGTERM). */
 export const CLUSTER_STOP_MESSAGE = 'mesh:stop';
@@ -30,9 +30,10 @@ const MAX_RESTART_DELAY_MS = 30_000;
 
 /**
  * The primary of a service run as N node:cluster workers sharing its port (the primary accepts
- * connections and hands them to the workers in turn). It serves nothing itself: it runs `prepare`,
- * forks the workers, replaces one that dies after it listened, and on SIGTERM/SIGINT tells each to
- * drain and exits once all are gone. A worker that dies before it ever listened is a start
+ * connections and hands them to the workers in turn). It serves no request itself (it only
+ * collects the workers' metrics for the one a scrape reached): it runs `prepare`, forks the
+ * workers, replaces one that dies after it listened, and on SIGTERM/SIGINT tells each to drain
+ * and exits once all are gone. A worker that dies before it ever listened is a start
  * failure (bad configuration, a dependency missing) when no worker has listened yet: the primary
  * stops the others and exits 1 instead of forking in a loop.
  */
@@ -51,7 +52,7 @@ export function runClusterPrimary(opts: ClusterPrimaryOptions): ClusterPrimary {
 
   const live = () => Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && !w.isDead());
   const fork = () => {
-    const w = cluster.fork();
+    const w = cluster.fork({ [CLUSTER_METRICS_ENV]: '1' });
     w.once('listening', () => {
       listened.add(w);
       anyListened = true;
@@ -99,6 +100,8 @@ export function runClusterPrimary(opts: ClusterPrimaryOptions): ClusterPrimary {
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  // A scrape reaches one worker; it answers with all of theirs, collected here.
+  serveClusterMetrics();
   void done.then((code) => exit(code));
 
   (opts.prepare ?? (async () => undefined))().then(

@@ -62,12 +62,16 @@ export class MeshMetrics {
     name: 'mesh_consumer_lag',
     help: 'Messages between the committed offset and the high watermark',
     labelNames: ['group', 'topic', 'partition'] as const,
+    // The broker's value, the same in every process that reads it: a cluster's aggregate takes one.
+    aggregator: 'max',
     registers: [this.registry],
   });
   readonly agentLag = new Gauge({
     name: 'mesh_agent_backlog',
     help: "Commands waiting per agent (its workers' group lag on its command topic)",
     labelNames: ['agent'] as const,
+    // The broker's value (see consumerLag).
+    aggregator: 'max',
     registers: [this.registry],
   });
   readonly inFlight = new Gauge({
@@ -105,6 +109,8 @@ export class MeshMetrics {
     name: 'mesh_dead_letter_depth',
     help: 'Records held in a dead-letter topic (replayed ones included until retention removes them)',
     labelNames: ['topic'] as const,
+    // The broker's value (see consumerLag).
+    aggregator: 'max',
     registers: [this.registry],
   });
   readonly toolLatency = new Histogram({
