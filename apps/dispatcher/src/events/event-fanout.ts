@@ -1,5 +1,6 @@
 import { AgentEvent } from '@a2a-js/sdk/server';
-import { Artifact, TaskStatus } from '@a2a-js/sdk';
+import { TaskStatus } from '@a2a-js/sdk';
+import { streamUpdateOf } from '../tasks/task-projection.js';
 import { decodeEnvelope, newId, type TaskEvent } from '@mesh/contract';
 import { IntervalCommitter, type Admin, type Consumer, type Kafka } from '@mesh/bus';
 import { silentLogger, type Logger } from '@mesh/telemetry';
@@ -160,17 +161,8 @@ export class EventFanout implements EventFeed, OnApplicationBootstrap, OnApplica
 
 /** A worker event as the A2A stream event it becomes (before projection). */
 export function toAgentEvent(env: TaskEvent) {
-  const taskId = env.identity.taskId;
-  const contextId = env.identity.contextId;
-  if (env.kind === 'task.status') return AgentEvent.statusUpdate({ taskId, contextId, status: reportedStatus(env), metadata: undefined });
-  return AgentEvent.artifactUpdate({
-    taskId,
-    contextId,
-    artifact: Artifact.fromJSON(env.body.artifact),
-    append: env.body.append ?? false,
-    lastChunk: env.body.lastChunk ?? false,
-    metadata: undefined,
-  });
+  const update = streamUpdateOf(env, env.kind === 'task.status' ? reportedStatus(env) : undefined);
+  return update.$case === 'statusUpdate' ? AgentEvent.statusUpdate(update.value) : AgentEvent.artifactUpdate(update.value);
 }
 
 /** A status event's status as its worker reported it (before projection), stamped now. */

@@ -1,4 +1,12 @@
-import { Artifact, StreamResponse, Task, TaskState, type TaskStatus } from '@a2a-js/sdk';
+import {
+  Artifact,
+  StreamResponse,
+  Task,
+  TaskState,
+  type TaskArtifactUpdateEvent,
+  type TaskStatus,
+  type TaskStatusUpdateEvent,
+} from '@a2a-js/sdk';
 import type { DataSource } from 'typeorm';
 import { Envelopes, newId, type TaskEvent } from '@mesh/contract';
 import { StatementBatcher } from '@mesh/database';
@@ -133,26 +141,29 @@ async function writeProjected(ds: DataSource, writes: ProjectionWrite[], kept: n
 /** A write that won: deliveries recorded, and the task's event number before its events. */
 type WriteResult = { deliveries: number; base: number };
 
+/** A worker event as the update it is on the task's stream, with `status` as its status (status events). */
+export function streamUpdateOf(
+  event: TaskEvent,
+  status: TaskStatus | undefined,
+): { $case: 'statusUpdate'; value: TaskStatusUpdateEvent } | { $case: 'artifactUpdate'; value: TaskArtifactUpdateEvent } {
+  const { taskId, contextId } = event.identity;
+  if (event.kind === 'task.status') return { $case: 'statusUpdate', value: { taskId, contextId, status, metadata: undefined } };
+  return {
+    $case: 'artifactUpdate',
+    value: {
+      taskId,
+      contextId,
+      artifact: Artifact.fromJSON(event.body.artifact),
+      append: event.body.append ?? false,
+      lastChunk: event.body.lastChunk ?? false,
+      metadata: undefined,
+    },
+  };
+}
+
 /** An applied event as the task's stream shows it (a StreamResponse as JSON); a status as projected. */
 export function streamEventOf(event: TaskEvent, status: TaskStatus | undefined): Json {
-  const taskId = event.identity.taskId;
-  const contextId = event.identity.contextId;
-  if (event.kind === 'task.status') {
-    return StreamResponse.toJSON({ payload: { $case: 'statusUpdate', value: { taskId, contextId, status, metadata: undefined } } }) as Json;
-  }
-  return StreamResponse.toJSON({
-    payload: {
-      $case: 'artifactUpdate',
-      value: {
-        taskId,
-        contextId,
-        artifact: Artifact.fromJSON(event.body.artifact),
-        append: event.body.append ?? false,
-        lastChunk: event.body.lastChunk ?? false,
-        metadata: undefined,
-      },
-    },
-  }) as Json;
+  return StreamResponse.toJSON({ payload: streamUpdateOf(event, status) }) as Json;
 }
 
 /**
