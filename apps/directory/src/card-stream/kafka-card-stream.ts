@@ -1,4 +1,4 @@
-import { BusAdmin, type Admin, type Kafka, type Producer } from '@mesh/bus';
+import { BusAdmin, BusProducer, type Admin, type Kafka } from '@mesh/bus';
 import type { AgentHeartbeat, AgentRecord, TopicDefinitions, TopicNames } from '@mesh/contract';
 import type { CardStream, CardsTopicState } from './card-stream.port.js';
 
@@ -14,10 +14,10 @@ export interface KafkaCardStreamOptions {
   adminKafka?: Kafka;
 }
 
-/** CardStream over kafkajs: topics through `@mesh/bus`'s BusAdmin, records through an idempotent producer. */
+/** CardStream over kafkajs: topics through `@mesh/bus`'s BusAdmin, records through its BusProducer. */
 export class KafkaCardStream implements CardStream {
   private readonly admin: BusAdmin;
-  private readonly producer: Producer;
+  private readonly producer: BusProducer;
   /** Plain kafkajs admin for what BusAdmin does not offer (cluster id, topic list, end offsets). */
   private readonly inspector: Admin;
   private inspectorConnected?: Promise<void>;
@@ -30,8 +30,10 @@ export class KafkaCardStream implements CardStream {
     this.topics = opts.definitions.names;
     this.admin = new BusAdmin(opts.adminKafka ?? kafka);
     this.inspector = (opts.adminKafka ?? kafka).admin();
-    // Idempotent producer: a retried send never duplicates or reorders records of one key.
-    this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+    // Idempotent, acks=all, and a send resolves only once its partition's leader acknowledged it:
+    // the card outbox deletes a row on that promise (kafkajs alone can resolve a send it never
+    // wrote when leadership moves; see BusProducer).
+    this.producer = new BusProducer(kafka);
   }
 
   /** Connects and creates the shared topics (`TopicDefinitions` is the one definition every service uses). */
@@ -41,7 +43,7 @@ export class KafkaCardStream implements CardStream {
   }
 
   async stop(): Promise<void> {
-    await this.producer.disconnect().catch(() => undefined);
+    await this.producer.disconnect();
     await this.admin.close();
     if (this.inspectorConnected) await this.inspector.disconnect().catch(() => undefined);
   }
@@ -83,24 +85,14 @@ export class KafkaCardStream implements CardStream {
   }
 
   async publish(record: AgentRecord): Promise<void> {
-    await this.producer.send({
-      topic: this.topics.cards(),
-      acks: -1,
-      messages: [
-        {
-          key: record.id,
-          value: JSON.stringify(record),
-          headers: { tenant: record.tenant, agent_id: record.id, 'content-type': 'application/json' },
-        },
-      ],
+    await this.producer.sendRecord(this.topics.cards(), record.id, JSON.stringify(record), {
+      tenant: record.tenant,
+      agent_id: record.id,
+      'content-type': 'application/json',
     });
   }
 
   async publishHeartbeat(heartbeat: AgentHeartbeat): Promise<void> {
-    await this.producer.send({
-      topic: this.topics.heartbeats(),
-      acks: -1,
-      messages: [{ key: heartbeat.agentId, value: JSON.stringify(heartbeat) }],
-    });
+    await this.producer.sendRecord(this.topics.heartbeats(), heartbeat.agentId, JSON.stringify(heartbeat));
   }
 }
