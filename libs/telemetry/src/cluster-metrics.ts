@@ -5,7 +5,8 @@ import { AggregatorRegistry, type Registry } from 'prom-client';
  * Set by `runClusterPrimary` in the workers it forks. A scrape of a port shared by node:cluster
  * workers reaches one of them; with this set, that worker answers for all of them: it asks the
  * primary, which collects every worker's registry (prom-client's AggregatorRegistry: counters and
- * histograms summed, each default metric by its own aggregator) and hands back the text.
+ * histograms summed, gauges by their `aggregator` — the broker-observed ones taken once, see
+ * MeshMetrics — each default metric by its own) and hands back the text.
  */
 export const CLUSTER_METRICS_ENV = 'MESH_CLUSTER_METRICS';
 
