@@ -1,10 +1,10 @@
 import { AgentEvent } from '@a2a-js/sdk/server';
 import { TaskStatus } from '@a2a-js/sdk';
-import { streamUpdateOf } from '../tasks/task-projection.js';
 import { decodeEnvelope, newId, type TaskEvent } from '@mesh/contract';
 import { IntervalCommitter, type Admin, type Consumer, type Kafka } from '@mesh/bus';
 import { silentLogger, type Logger } from '@mesh/telemetry';
 import type { OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { streamUpdateOf } from '../tasks/task-projection.js';
 import type { EventFeed, TaskEventBusManager } from './task-event-bus.manager.js';
 
 export interface EventFanoutOptions {
