@@ -65,19 +65,23 @@ function pinnedFetch(): { fetch: typeof fetch; close: () => void } {
   return { fetch: pinned, close: () => agent.destroy() };
 }
 
-/** A connection to the worker with cluster id `id` (new connections go to the workers in turn). */
-async function connectionTo(id: number) {
+/** A pinned connection to the worker with cluster id `id` (new connections go to the workers in turn). */
+async function pinnedTo(id: number): Promise<{ fetch: typeof fetch; close: () => void }> {
   for (let i = 0; i < 40; i++) {
     const c = pinnedFetch();
     const live = (await (await c.fetch(`${base}/livez`)).json()) as { worker?: number };
-    if (live.worker === id) {
-      after(() => c.close());
-      const client = await a2aClientWith(authFetch('demo-acme', 8, c.fetch), base, 'clustered', 'JSONRPC');
-      return { client, worker: live.worker };
-    }
+    if (live.worker === id) return c;
     c.close();
   }
   throw new Error(`no connection reached cluster worker ${id}`);
+}
+
+/** An SDK client over a connection to the worker with cluster id `id`. */
+async function connectionTo(id: number) {
+  const c = await pinnedTo(id);
+  after(() => c.close());
+  const client = await a2aClientWith(authFetch('demo-acme', 8, c.fetch), base, 'clustered', 'JSONRPC');
+  return { client, worker: id };
 }
 
 const workerPids = () =>
@@ -139,18 +143,13 @@ test('a task accepted by one process is read, and followed to its end, by the ot
 
 /** `GET /metrics` as the worker with cluster id `id` answers it. */
 async function metricsFrom(id: number): Promise<{ status: number; text: string }> {
-  for (let i = 0; i < 40; i++) {
-    const c = pinnedFetch();
-    try {
-      const live = (await (await c.fetch(`${base}/livez`)).json()) as { worker?: number };
-      if (live.worker !== id) continue;
-      const res = await c.fetch(`${base}/metrics`);
-      return { status: res.status, text: await res.text() };
-    } finally {
-      c.close();
-    }
+  const c = await pinnedTo(id);
+  try {
+    const res = await c.fetch(`${base}/metrics`);
+    return { status: res.status, text: await res.text() };
+  } finally {
+    c.close();
   }
-  throw new Error(`no connection reached cluster worker ${id}`);
 }
 
 /** The sum of a counter's samples whose labels include every one of `labels`. */

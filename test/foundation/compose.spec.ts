@@ -44,6 +44,9 @@ const apps = {
   agents: { spec: { ...agentsConfigSpec, ...authSpec }, portVar: 'AGENTS_PORT', port: 8082 },
   'billing-tools': { spec: billingToolsConfigSpec, portVar: 'BILLING_TOOLS_PORT', port: 8083 },
 };
+/** The Node flags npm start gives the dispatcher and the agents (the other apps run with none). */
+const flags = (await import(pathToFileURL(join(repoRoot, 'scripts/node-flags.mjs')).href)) as Record<string, string[]>;
+
 /** Read by @mesh/telemetry (tracing export, log level), not by an app's config spec. */
 const telemetryVars = new Set(['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_SERVICE_NAME', 'LOG_LEVEL']);
 
@@ -72,8 +75,6 @@ test('compose runs Kafka at the pinned version, Postgres, the four apps from one
 });
 
 test('each app runs a built entry point on its default port, reads every variable it is given, and has a healthcheck', async () => {
-  // The Node flags npm start gives the dispatcher and the agents; the other apps run with none.
-  const flags = (await import(pathToFileURL(join(repoRoot, 'scripts/node-flags.mjs')).href)) as Record<string, string[]>;
   const nodeFlags: Record<string, string[]> = { dispatcher: flags.dispatcherNodeFlags, agents: flags.agentsNodeFlags };
   for (const [name, app] of Object.entries(apps)) {
     const svc = services[name];
@@ -105,7 +106,6 @@ test('each app runs a built entry point on its default port, reads every variabl
 });
 
 test("the image's default command is the dispatcher's, with its Node flags", async () => {
-  const flags = (await import(pathToFileURL(join(repoRoot, 'scripts/node-flags.mjs')).href)) as Record<string, string[]>;
   const cmd = readFileSync(join(repoRoot, 'Dockerfile'), 'utf8')
     .split('\n')
     .filter((l) => l.startsWith('CMD '));
