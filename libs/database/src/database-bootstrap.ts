@@ -76,11 +76,37 @@ export class GuardedClient extends pg.Client {
   }
 }
 
+/**
+ * Every connection plans a named prepared statement at each execution, with its parameters. By
+ * default Postgres switches a statement to a generic plan after five executions and keeps it for
+ * the connection's life (or until the next ANALYZE): a batched write first planned while its table
+ * was small keeps a hash join over a sequential scan, reading the whole table each time as it grows.
+ */
+const PLAN_EACH_EXECUTION = '-c plan_cache_mode=force_custom_plan';
+
+/**
+ * The connection URL without its `options` parameter (pg would let it replace the config's) and
+ * the options to connect with: the URL's own, then {@link PLAN_EACH_EXECUTION}.
+ */
+function withPlanOptions(url: string): { url: string; options: string } {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return { url, options: PLAN_EACH_EXECUTION }; // not a URL: the connect reports it
+  }
+  const own = parsed.searchParams.get('options');
+  if (own === null) return { url, options: PLAN_EACH_EXECUTION };
+  parsed.searchParams.delete('options');
+  return { url: parsed.toString(), options: `${own} ${PLAN_EACH_EXECUTION}` };
+}
+
 /** A TypeORM data source for one service's schema. `synchronize` is always off: migrations only. */
 export function serviceDataSource(opts: ServiceDataSourceOptions): DataSource {
+  const connection = withPlanOptions(opts.url);
   return new DataSource({
     type: 'postgres',
-    url: opts.url,
+    url: connection.url,
     schema: opts.schema,
     entities: opts.entities,
     migrations: opts.migrations,
@@ -88,7 +114,7 @@ export function serviceDataSource(opts: ServiceDataSourceOptions): DataSource {
     migrationsRun: false,
     synchronize: false,
     logging: false,
-    extra: { max: opts.poolSize ?? 10, connectionTimeoutMillis: 5000, Client: GuardedClient },
+    extra: { max: opts.poolSize ?? 10, connectionTimeoutMillis: 5000, Client: GuardedClient, options: connection.options },
   });
 }
 

@@ -165,7 +165,8 @@ const writtenOf = (rows: readonly TurnRow[], won: Array<{ task_id: string }>) =>
 
 /**
  * Runs one of the hot statements (accept, projection) as a named prepared statement straight on
- * the driver's pool: Postgres parses and plans it once per connection instead of per call.
+ * the driver's pool: Postgres parses it once per connection instead of per call, and plans it at
+ * each execution (serviceDataSource: a cached plan would outlive the table sizes it was made for).
  */
 export async function preparedQuery<R>(ds: DataSource, name: string, text: string, values: unknown[]): Promise<R[]> {
   const pool = (ds.driver as unknown as { master: { query(q: { name: string; text: string; values: unknown[] }): Promise<{ rows: R[] }> } })
