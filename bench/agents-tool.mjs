@@ -177,6 +177,8 @@ export async function toolScenario(harness, { server, rounds, n, inFlight, durat
     ratioWholeRound: median(out.map((r) => r3(r.worker.whole.turnsPerSec / r.pair.callsPerSec))),
     pairCallsPerSec: median(out.map((r) => r.pair.callsPerSec)),
     cpuMsPerTurn,
+    // The observer's own cost (not the worker's, and outside the bound below).
+    loadGeneratorCpuMsPerTurn: medianOf((r) => r.worker.cpuMsPerTurn.loadGenerator),
     pairCpuMsPerCall,
     cpuBound: cpuBound(cpuMsPerTurn, pairCpuMsPerCall),
   };
