@@ -129,6 +129,7 @@ export async function startDirectory(config: DirectoryConfig, overrides: Directo
       definitions.heartbeats(),
       new ConsumerGroups(config.TOPIC_PREFIX).directoryHeartbeats(config.KAFKA_CLIENT_ID),
       app.get(LivenessService),
+      logger,
     );
     cleanups.push(() => consumer.stop());
     await consumer.start();

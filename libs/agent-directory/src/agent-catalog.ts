@@ -12,6 +12,11 @@ export interface AgentCatalogOptions {
   defaultTtlMs?: number;
   /** Prefix of the per-instance consumer groups (a random suffix keeps every instance independent). */
   groupPrefix?: string;
+  /**
+   * Keeps a consumer consuming after a crash kafkajs does not recover from (`superviseConsumer`
+   * from @mesh/bus): `run` starts it again, `stopping` says the catalog is being stopped.
+   */
+  supervise?(consumer: Consumer, run: () => Promise<void>, stopping: () => boolean): void;
 }
 
 /**
@@ -24,6 +29,7 @@ export class AgentCatalog {
   private readonly state: CatalogState;
   private readonly cards: Consumer;
   private readonly heartbeats: Consumer;
+  private stopped = false;
 
   constructor(private readonly opts: AgentCatalogOptions) {
     this.state = new CatalogState(opts.defaultTtlMs ?? 30_000);
@@ -52,30 +58,34 @@ export class AgentCatalog {
 
     await this.cards.connect();
     await this.cards.subscribe({ topic: this.opts.topics.cards(), fromBeginning: true });
-    await this.cards.run({
-      autoCommit: false,
-      eachMessage: async ({ partition, message }) => {
-        const id = message.key?.toString();
-        if (id) this.state.applyRecord(id, message.value ? (JSON.parse(message.value.toString('utf8')) as AgentRecord) : null);
-        cardsRead.seen(partition, message.offset);
-      },
-    });
+    await this.running(this.cards, () =>
+      this.cards.run({
+        autoCommit: false,
+        eachMessage: async ({ partition, message }) => {
+          const id = message.key?.toString();
+          if (id) this.state.applyRecord(id, message.value ? (JSON.parse(message.value.toString('utf8')) as AgentRecord) : null);
+          cardsRead.seen(partition, message.offset);
+        },
+      }),
+    );
     // Each completed fetch: the catalog can hear heartbeats (see CatalogState.heard).
     this.heartbeats.on(this.heartbeats.events.FETCH, () => this.state.heard());
     await this.heartbeats.connect();
     await this.heartbeats.subscribe({ topic: this.opts.topics.heartbeats(), fromBeginning: true });
-    await this.heartbeats.run({
-      autoCommit: false,
-      eachMessage: async ({ partition, message }) => {
-        try {
-          const hb = JSON.parse(message.value?.toString('utf8') ?? '') as AgentHeartbeat;
-          if (typeof hb.agentId === 'string' && typeof hb.atUnixMs === 'number') this.state.applyHeartbeat(hb);
-        } catch {
-          // A malformed heartbeat is advisory data: skip it.
-        }
-        heartbeatsRead.seen(partition, message.offset);
-      },
-    });
+    await this.running(this.heartbeats, () =>
+      this.heartbeats.run({
+        autoCommit: false,
+        eachMessage: async ({ partition, message }) => {
+          try {
+            const hb = JSON.parse(message.value?.toString('utf8') ?? '') as AgentHeartbeat;
+            if (typeof hb.agentId === 'string' && typeof hb.atUnixMs === 'number') this.state.applyHeartbeat(hb);
+          } catch {
+            // A malformed heartbeat is advisory data: skip it.
+          }
+          heartbeatsRead.seen(partition, message.offset);
+        },
+      }),
+    );
     await Promise.all([cardsRead.done, heartbeatsRead.done]);
   }
 
@@ -103,7 +113,14 @@ export class AgentCatalog {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     await Promise.all([this.cards.disconnect(), this.heartbeats.disconnect()]);
+  }
+
+  /** Runs a consumer, under the owner's supervision when it gave one. */
+  private running(consumer: Consumer, run: () => Promise<void>): Promise<void> {
+    this.opts.supervise?.(consumer, run, () => this.stopped);
+    return run();
   }
 }
 

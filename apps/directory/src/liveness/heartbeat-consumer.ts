@@ -1,5 +1,6 @@
-import { ensureTopics, type Consumer, type Kafka } from '@mesh/bus';
+import { ensureTopics, superviseConsumer, type Consumer, type Kafka } from '@mesh/bus';
 import type { AgentHeartbeat, TopicDefinition } from '@mesh/contract';
+import { silentLogger, type Logger } from '@mesh/telemetry';
 import type { LivenessService } from './liveness.service.js';
 
 /** Parses a heartbeat value; malformed ones are skipped (a heartbeat is advisory, never dead-lettered). */
@@ -21,14 +22,18 @@ export function parseHeartbeat(value: Buffer | null): AgentHeartbeat | undefined
  */
 export class HeartbeatConsumer {
   private readonly consumer: Consumer;
+  private readonly log: Logger;
+  private stopped = false;
 
   constructor(
     private readonly kafka: Kafka,
     private readonly topic: TopicDefinition,
     groupId: string,
     private readonly liveness: LivenessService,
+    logger: Logger = silentLogger,
   ) {
     this.consumer = kafka.consumer({ groupId, sessionTimeout: 10_000, heartbeatInterval: 1_000, maxWaitTimeInMs: 250 });
+    this.log = logger.child({ src: 'heartbeat-consumer' });
   }
 
   /** Creates the heartbeats topic when missing, joins the group and starts applying heartbeats. */
@@ -37,16 +42,24 @@ export class HeartbeatConsumer {
     await ensureTopics(this.kafka, [this.topic]);
     await this.consumer.connect();
     await this.consumer.subscribe({ topic: this.topic.name, fromBeginning: false });
-    await this.consumer.run({
-      eachBatchAutoResolve: true,
-      eachBatch: async ({ batch }) => {
-        const beats = batch.messages.map((m) => parseHeartbeat(m.value)).filter((b): b is AgentHeartbeat => b !== undefined);
-        await this.liveness.record(beats);
-      },
+    const run = () =>
+      this.consumer.run({
+        eachBatchAutoResolve: true,
+        eachBatch: async ({ batch }) => {
+          const beats = batch.messages.map((m) => parseHeartbeat(m.value)).filter((b): b is AgentHeartbeat => b !== undefined);
+          await this.liveness.record(beats);
+        },
+      });
+    superviseConsumer(this.consumer, {
+      stopping: () => this.stopped,
+      run,
+      report: (err, what) => this.log.error({ err: String(err) }, what),
     });
+    await run();
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     await this.consumer.disconnect().catch(() => undefined);
   }
 }

@@ -1,6 +1,7 @@
 import type { OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { AgentCatalog } from '@mesh/agent-directory';
-import { ensureTopics, type Kafka } from '@mesh/bus';
+import { ensureTopics, superviseConsumer, type Kafka } from '@mesh/bus';
+import { silentLogger, type Logger } from '@mesh/telemetry';
 import { canSee, type AgentRecord, type ConsumerGroups, type TopicDefinitions } from '@mesh/contract';
 
 /** Where agents come from: the directory's live records. */
@@ -52,8 +53,16 @@ export class DirectoryAgentLookup implements AgentLookup, OnApplicationBootstrap
     private readonly kafka: Kafka,
     private readonly topics: TopicDefinitions,
     groups: ConsumerGroups,
+    logger: Logger = silentLogger,
   ) {
-    this.catalog = new AgentCatalog({ kafka, topics: topics.names, groupPrefix: groups.dispatcherCatalog() });
+    const log = logger.child({ src: 'agent-catalog' });
+    this.catalog = new AgentCatalog({
+      kafka,
+      topics: topics.names,
+      groupPrefix: groups.dispatcherCatalog(),
+      supervise: (consumer, run, stopping) =>
+        superviseConsumer(consumer, { run, stopping, report: (err, what) => log.error({ err: String(err) }, what) }),
+    });
   }
 
   async start(): Promise<void> {

@@ -1,7 +1,8 @@
 import { Module } from '@nestjs/common';
 import { ConsumerGroups, TopicDefinitions } from '@mesh/contract';
 import type { Kafka } from '@mesh/bus';
-import { KAFKA } from '../core.module.js';
+import type { Logger } from '@mesh/telemetry';
+import { KAFKA, LOGGER } from '../core.module.js';
 import { DirectoryAgentLookup } from './agent-catalog.js';
 
 /** The directory's live agent records (cards and heartbeats topics). */
@@ -9,8 +10,9 @@ import { DirectoryAgentLookup } from './agent-catalog.js';
   providers: [
     {
       provide: DirectoryAgentLookup,
-      useFactory: (kafka: Kafka, topics: TopicDefinitions, groups: ConsumerGroups) => new DirectoryAgentLookup(kafka, topics, groups),
-      inject: [KAFKA, TopicDefinitions, ConsumerGroups],
+      useFactory: (kafka: Kafka, topics: TopicDefinitions, groups: ConsumerGroups, logger: Logger) =>
+        new DirectoryAgentLookup(kafka, topics, groups, logger),
+      inject: [KAFKA, TopicDefinitions, ConsumerGroups, LOGGER],
     },
   ],
   exports: [DirectoryAgentLookup],

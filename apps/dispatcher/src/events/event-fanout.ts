@@ -1,7 +1,7 @@
 import { AgentEvent } from '@a2a-js/sdk/server';
 import { TaskStatus } from '@a2a-js/sdk';
 import { decodeEnvelope, newId, type TaskEvent } from '@mesh/contract';
-import { IntervalCommitter, type Admin, type Consumer, type Kafka } from '@mesh/bus';
+import { IntervalCommitter, superviseConsumer, type Admin, type Consumer, type Kafka } from '@mesh/bus';
 import { silentLogger, type Logger } from '@mesh/telemetry';
 import type { OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { streamUpdateOf } from '../tasks/task-projection.js';
@@ -40,6 +40,8 @@ export class EventFanout implements EventFeed, OnApplicationBootstrap, OnApplica
   private resting = false;
   /** Whether someone here follows a task (the manager says so through wake/idle). */
   private wanted = false;
+  /** Set by `stop`: a crash from then on is the shutdown's, not one to recover from. */
+  private stopped = false;
   private waking?: Promise<void>;
   private idleTimer?: NodeJS.Timeout;
   private readonly log: Logger;
@@ -68,24 +70,31 @@ export class EventFanout implements EventFeed, OnApplicationBootstrap, OnApplica
     // resume where it was instead of at the end of the topic.
     const committer = new IntervalCommitter(consumer, 5000);
     this.committer = committer;
-    await consumer.run({
-      autoCommit: false,
-      eachMessage: async ({ topic, partition, message }) => {
-        committer.processed(topic, partition, message.offset);
-        // Events are keyed by task id (the contract): most are of tasks nobody here follows.
-        if (message.key && !this.buses.isFollowed(message.key.toString())) return;
-        let env;
-        try {
-          env = decodeEnvelope({ headers: message.headers, value: message.value });
-        } catch (err) {
-          this.log.warn({ err: String(err) }, 'undecodable event skipped');
-          return;
-        }
-        if (env.kind !== 'task.status' && env.kind !== 'task.artifact') return;
-        const event = toAgentEvent(env);
-        if (event) this.buses.publishRaw(env.identity.taskId, event, env);
-      },
+    const run = () =>
+      consumer.run({
+        autoCommit: false,
+        eachMessage: async ({ topic, partition, message }) => {
+          committer.processed(topic, partition, message.offset);
+          // Events are keyed by task id (the contract): most are of tasks nobody here follows.
+          if (message.key && !this.buses.isFollowed(message.key.toString())) return;
+          let env;
+          try {
+            env = decodeEnvelope({ headers: message.headers, value: message.value });
+          } catch (err) {
+            this.log.warn({ err: String(err) }, 'undecodable event skipped');
+            return;
+          }
+          if (env.kind !== 'task.status' && env.kind !== 'task.artifact') return;
+          const event = toAgentEvent(env);
+          if (event) this.buses.publishRaw(env.identity.taskId, event, env);
+        },
+      });
+    superviseConsumer(consumer, {
+      stopping: () => this.stopped,
+      run,
+      report: (err, what) => this.log.error({ err: String(err) }, what),
     });
+    await run();
     await joined;
     if (!this.wanted) this.rest();
   }
@@ -149,6 +158,7 @@ export class EventFanout implements EventFeed, OnApplicationBootstrap, OnApplica
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     clearTimeout(this.idleTimer);
     if (!this.consumer) return;
     await this.committer?.stop();
