@@ -77,22 +77,22 @@ test('a restart that fails is tried again with a longer wait, and a join resets 
     initialBackoffMs: 20,
     maxBackoffMs: 1000,
   });
-  const after = (ms: number) => advance(t, ms);
+  /** [ms to advance, runs expected after it, what it shows]. */
+  const steps: Array<[number, number, string]> = [
+    [19, 0, 'the first wait is 20 ms'],
+    [1, 1, 'first restart (fails)'],
+    [39, 1, 'the second wait is 40 ms'],
+    [1, 2, 'second restart (fails)'],
+    [80, 3, 'third restart after 80 ms (works)'],
+    [1000, 3, 'nothing more once a restart worked'],
+  ];
   consumer.crash(false);
-  await after(19);
-  assert.equal(runs, 0, 'the first wait is 20 ms');
-  await after(1);
-  assert.equal(runs, 1, 'first restart (fails)');
-  await after(39);
-  assert.equal(runs, 1, 'the second wait is 40 ms');
-  await after(1);
-  assert.equal(runs, 2, 'second restart (fails)');
-  await after(80);
-  assert.equal(runs, 3, 'third restart after 80 ms (works)');
-  await after(1000);
-  assert.equal(runs, 3, 'nothing more once a restart worked');
+  for (const [ms, expected, what] of steps) {
+    await advance(t, ms);
+    assert.equal(runs, expected, what);
+  }
   consumer.join();
   consumer.crash(false);
-  await after(20);
+  await advance(t, 20);
   assert.equal(runs, 4, 'after a join the first wait is the initial one again');
 });
