@@ -1,10 +1,10 @@
 // A kafkajs consumer that crashes with an error kafkajs does not retry leaves its group for good
 // while the process stays up: the dispatcher's projector did so during a broker restart, and every
-// task stayed WORKING. superviseConsumer runs it again.
+// task stayed WORKING. runSupervised runs it again.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import kafkajs from 'kafkajs';
-import { superviseConsumer } from '@mesh/bus';
+import { runSupervised } from '@mesh/bus';
 import { eventually, uniquePrefix } from '../support/infra.js';
 import { cleanup, runCommand, testKafka, testTopic } from '../support/bus.js';
 
@@ -24,18 +24,17 @@ async function crashingConsumer(topic: string, supervised: boolean) {
   let thrown = false;
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
-  const run = () =>
-    consumer.run({
-      eachMessage: async ({ message }) => {
-        if (message.offset === '3' && !thrown) {
-          thrown = true;
-          throw new kafkajs.KafkaJSNonRetriableError('not retriable');
-        }
-        seen.add(message.offset);
-      },
-    });
-  if (supervised) superviseConsumer(consumer, { stopping: () => stopping, run, initialBackoffMs: 100 });
-  await run();
+  const config = {
+    eachMessage: async ({ message }: { message: { offset: string } }) => {
+      if (message.offset === '3' && !thrown) {
+        thrown = true;
+        throw new kafkajs.KafkaJSNonRetriableError('not retriable');
+      }
+      seen.add(message.offset);
+    },
+  };
+  if (supervised) await runSupervised(consumer, config, { stopping: () => stopping, initialBackoffMs: 100 });
+  else await consumer.run(config);
   return { seen, crashes };
 }
 

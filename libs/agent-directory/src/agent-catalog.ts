@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Admin, Consumer, Kafka } from 'kafkajs';
+import type { Admin, Consumer, ConsumerRunConfig, Kafka } from 'kafkajs';
 import { sleep, type AgentHeartbeat, type AgentRecord, type TopicNames } from '@mesh/contract';
 import { CatalogState } from './catalog-state.js';
 
@@ -13,10 +13,11 @@ export interface AgentCatalogOptions {
   /** Prefix of the per-instance consumer groups (a random suffix keeps every instance independent). */
   groupPrefix?: string;
   /**
-   * Keeps a consumer consuming after a crash kafkajs does not recover from (`superviseConsumer`
-   * from @mesh/bus): `run` starts it again, `stopping` says the catalog is being stopped.
+   * Runs a consumer and keeps it consuming after a crash kafkajs does not recover from
+   * (`runSupervised` from @mesh/bus); `stopping` says the catalog is being stopped. Without it the
+   * consumers are run as they are.
    */
-  supervise?(consumer: Consumer, run: () => Promise<void>, stopping: () => boolean): void;
+  run?(consumer: Consumer, config: ConsumerRunConfig, stopping: () => boolean): Promise<void>;
 }
 
 /**
@@ -58,34 +59,30 @@ export class AgentCatalog {
 
     await this.cards.connect();
     await this.cards.subscribe({ topic: this.opts.topics.cards(), fromBeginning: true });
-    await this.running(this.cards, () =>
-      this.cards.run({
-        autoCommit: false,
-        eachMessage: async ({ partition, message }) => {
-          const id = message.key?.toString();
-          if (id) this.state.applyRecord(id, message.value ? (JSON.parse(message.value.toString('utf8')) as AgentRecord) : null);
-          cardsRead.seen(partition, message.offset);
-        },
-      }),
-    );
+    await this.run(this.cards, {
+      autoCommit: false,
+      eachMessage: async ({ partition, message }) => {
+        const id = message.key?.toString();
+        if (id) this.state.applyRecord(id, message.value ? (JSON.parse(message.value.toString('utf8')) as AgentRecord) : null);
+        cardsRead.seen(partition, message.offset);
+      },
+    });
     // Each completed fetch: the catalog can hear heartbeats (see CatalogState.heard).
     this.heartbeats.on(this.heartbeats.events.FETCH, () => this.state.heard());
     await this.heartbeats.connect();
     await this.heartbeats.subscribe({ topic: this.opts.topics.heartbeats(), fromBeginning: true });
-    await this.running(this.heartbeats, () =>
-      this.heartbeats.run({
-        autoCommit: false,
-        eachMessage: async ({ partition, message }) => {
-          try {
-            const hb = JSON.parse(message.value?.toString('utf8') ?? '') as AgentHeartbeat;
-            if (typeof hb.agentId === 'string' && typeof hb.atUnixMs === 'number') this.state.applyHeartbeat(hb);
-          } catch {
-            // A malformed heartbeat is advisory data: skip it.
-          }
-          heartbeatsRead.seen(partition, message.offset);
-        },
-      }),
-    );
+    await this.run(this.heartbeats, {
+      autoCommit: false,
+      eachMessage: async ({ partition, message }) => {
+        try {
+          const hb = JSON.parse(message.value?.toString('utf8') ?? '') as AgentHeartbeat;
+          if (typeof hb.agentId === 'string' && typeof hb.atUnixMs === 'number') this.state.applyHeartbeat(hb);
+        } catch {
+          // A malformed heartbeat is advisory data: skip it.
+        }
+        heartbeatsRead.seen(partition, message.offset);
+      },
+    });
     await Promise.all([cardsRead.done, heartbeatsRead.done]);
   }
 
@@ -117,10 +114,9 @@ export class AgentCatalog {
     await Promise.all([this.cards.disconnect(), this.heartbeats.disconnect()]);
   }
 
-  /** Runs a consumer, under the owner's supervision when it gave one. */
-  private running(consumer: Consumer, run: () => Promise<void>): Promise<void> {
-    this.opts.supervise?.(consumer, run, () => this.stopped);
-    return run();
+  /** Runs a consumer the owner's way when it gave one. */
+  private run(consumer: Consumer, config: ConsumerRunConfig): Promise<void> {
+    return this.opts.run ? this.opts.run(consumer, config, () => this.stopped) : consumer.run(config);
   }
 }
 

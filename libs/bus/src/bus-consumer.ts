@@ -3,7 +3,7 @@ import { decodeEnvelope, isRetryable, normalizeHeaders, sleep, TopicDefinitions,
 import { untracedConsumer, withConsumerSpan } from '@mesh/telemetry';
 import { BusAdmin } from './bus-admin.js';
 import { BusProducer } from './bus-producer.js';
-import { superviseConsumer } from './consumer-supervisor.js';
+import { runSupervised } from './consumer-supervisor.js';
 import type { BusConsumerOptions, BusConsumerStats, DeadLetterReason, EnvelopeHandler, KeyedBatchHandler } from './consumer-types.js';
 import { RecordContext } from './record-context.js';
 import { isTransientKafkaError } from './transient-errors.js';
@@ -140,16 +140,17 @@ export class BusConsumer {
     this.consumer.on(GROUP_JOIN, () => this.onJoined());
     await this.consumer.connect();
     await this.consumer.subscribe({ topics: this.opts.topics, fromBeginning: this.opts.fromBeginning ?? false });
-    const run = () =>
-      this.consumer.run({
+    // The rejoin after a restart retires every partition's state, as any GROUP_JOIN does.
+    await runSupervised(
+      this.consumer,
+      {
         autoCommit: false,
         eachBatchAutoResolve: false,
         partitionsConsumedConcurrently: this.opts.partitionsConsumedConcurrently ?? 1,
         eachBatch: (payload) => this.onBatch(payload),
-      });
-    // The rejoin after a restart retires every partition's state, as any GROUP_JOIN does.
-    superviseConsumer(this.consumer, { stopping: () => this.stopping !== undefined, run, report: this.opts.onError });
-    await run();
+      },
+      { stopping: () => this.stopping !== undefined, report: this.opts.onError },
+    );
     this.commitTimer = setInterval(() => void this.commit([...this.states.values()]), this.opts.commitIntervalMs ?? 500);
     this.commitTimer.unref();
   }

@@ -1,10 +1,8 @@
-import type { Consumer } from 'kafkajs';
+import type { Consumer, ConsumerRunConfig } from 'kafkajs';
 
 export interface ConsumerSupervisorOptions {
   /** True once the owner is stopping on purpose: a crash then is left alone. */
   stopping(): boolean;
-  /** Runs the consumer again (the same `consumer.run(...)` its owner started it with). */
-  run(): Promise<void>;
   /** Where the crash and a failed restart are reported (the owner's logger or `onError`). */
   report?(err: unknown, what: string): void;
   /** First wait before a restart; doubles per consecutive crash up to `maxBackoffMs`. */
@@ -17,9 +15,10 @@ export interface ConsumerSupervisorOptions {
  * kafkajs restarts a crashed consumer only when the error is retriable; after any other (a
  * non-retriable coordinator error while a broker restarts, an error thrown past the handler) it
  * disconnects and the group silently loses the member for good — the process stays up and healthy
- * while nothing is consumed. This runs the consumer again, with backoff, until it joins its group.
+ * while nothing is consumed. This runs the consumer with `config` (resolving as `consumer.run`
+ * does) and, after such a crash, runs it again with the same config, with backoff, until it joins.
  */
-export function superviseConsumer(consumer: Consumer, opts: ConsumerSupervisorOptions): void {
+export function runSupervised(consumer: Consumer, config: ConsumerRunConfig, opts: ConsumerSupervisorOptions): Promise<void> {
   const report = opts.report ?? (() => undefined);
   const initial = opts.initialBackoffMs ?? 1000;
   const max = opts.maxBackoffMs ?? 30_000;
@@ -31,7 +30,7 @@ export function superviseConsumer(consumer: Consumer, opts: ConsumerSupervisorOp
     crashes += 1;
     timer = setTimeout(() => {
       if (opts.stopping()) return;
-      opts.run().catch((err: unknown) => {
+      consumer.run(config).catch((err: unknown) => {
         report(err, 'restarting the crashed consumer failed; trying again');
         if (!opts.stopping()) restartLater();
       });
@@ -47,4 +46,5 @@ export function superviseConsumer(consumer: Consumer, opts: ConsumerSupervisorOp
     report(error, `consumer of ${groupId} crashed and kafkajs gave up on it; restarting it`);
     restartLater();
   });
+  return consumer.run(config);
 }

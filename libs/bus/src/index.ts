@@ -14,7 +14,7 @@ export type { EnvelopeHandler, BusConsumerOptions, DeadLettered, DeadLetterReaso
 export { DEAD_LETTER_REASONS } from './consumer-types.js';
 export { BusConsumer } from './bus-consumer.js';
 export { IntervalCommitter } from './interval-committer.js';
-export { superviseConsumer, type ConsumerSupervisorOptions } from './consumer-supervisor.js';
+export { runSupervised, type ConsumerSupervisorOptions } from './consumer-supervisor.js';
 export {
   deadLetterTopic,
   replayDeadLetters,

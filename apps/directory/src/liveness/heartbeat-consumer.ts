@@ -1,4 +1,4 @@
-import { ensureTopics, superviseConsumer, type Consumer, type Kafka } from '@mesh/bus';
+import { ensureTopics, runSupervised, type Consumer, type Kafka } from '@mesh/bus';
 import type { AgentHeartbeat, TopicDefinition } from '@mesh/contract';
 import { silentLogger, type Logger } from '@mesh/telemetry';
 import type { LivenessService } from './liveness.service.js';
@@ -42,20 +42,17 @@ export class HeartbeatConsumer {
     await ensureTopics(this.kafka, [this.topic]);
     await this.consumer.connect();
     await this.consumer.subscribe({ topic: this.topic.name, fromBeginning: false });
-    const run = () =>
-      this.consumer.run({
+    await runSupervised(
+      this.consumer,
+      {
         eachBatchAutoResolve: true,
         eachBatch: async ({ batch }) => {
           const beats = batch.messages.map((m) => parseHeartbeat(m.value)).filter((b): b is AgentHeartbeat => b !== undefined);
           await this.liveness.record(beats);
         },
-      });
-    superviseConsumer(this.consumer, {
-      stopping: () => this.stopped,
-      run,
-      report: (err, what) => this.log.error({ err: String(err) }, what),
-    });
-    await run();
+      },
+      { stopping: () => this.stopped, report: (err, what) => this.log.error({ err: String(err) }, what) },
+    );
   }
 
   async stop(): Promise<void> {

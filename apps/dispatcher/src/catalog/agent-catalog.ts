@@ -1,6 +1,6 @@
 import type { OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { AgentCatalog } from '@mesh/agent-directory';
-import { ensureTopics, superviseConsumer, type Kafka } from '@mesh/bus';
+import { ensureTopics, runSupervised, type Kafka } from '@mesh/bus';
 import { silentLogger, type Logger } from '@mesh/telemetry';
 import { canSee, type AgentRecord, type ConsumerGroups, type TopicDefinitions } from '@mesh/contract';
 
@@ -60,8 +60,8 @@ export class DirectoryAgentLookup implements AgentLookup, OnApplicationBootstrap
       kafka,
       topics: topics.names,
       groupPrefix: groups.dispatcherCatalog(),
-      supervise: (consumer, run, stopping) =>
-        superviseConsumer(consumer, { run, stopping, report: (err, what) => log.error({ err: String(err) }, what) }),
+      run: (consumer, config, stopping) =>
+        runSupervised(consumer, config, { stopping, report: (err, what) => log.error({ err: String(err) }, what) }),
     });
   }
 

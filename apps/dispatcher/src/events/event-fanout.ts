@@ -1,7 +1,7 @@
 import { AgentEvent } from '@a2a-js/sdk/server';
 import { TaskStatus } from '@a2a-js/sdk';
 import { decodeEnvelope, newId, type TaskEvent } from '@mesh/contract';
-import { IntervalCommitter, superviseConsumer, type Admin, type Consumer, type Kafka } from '@mesh/bus';
+import { IntervalCommitter, runSupervised, type Admin, type Consumer, type Kafka } from '@mesh/bus';
 import { silentLogger, type Logger } from '@mesh/telemetry';
 import type { OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { streamUpdateOf } from '../tasks/task-projection.js';
@@ -70,8 +70,9 @@ export class EventFanout implements EventFeed, OnApplicationBootstrap, OnApplica
     // resume where it was instead of at the end of the topic.
     const committer = new IntervalCommitter(consumer, 5000);
     this.committer = committer;
-    const run = () =>
-      consumer.run({
+    await runSupervised(
+      consumer,
+      {
         autoCommit: false,
         eachMessage: async ({ topic, partition, message }) => {
           committer.processed(topic, partition, message.offset);
@@ -88,13 +89,9 @@ export class EventFanout implements EventFeed, OnApplicationBootstrap, OnApplica
           const event = toAgentEvent(env);
           if (event) this.buses.publishRaw(env.identity.taskId, event, env);
         },
-      });
-    superviseConsumer(consumer, {
-      stopping: () => this.stopped,
-      run,
-      report: (err, what) => this.log.error({ err: String(err) }, what),
-    });
-    await run();
+      },
+      { stopping: () => this.stopped, report: (err, what) => this.log.error({ err: String(err) }, what) },
+    );
     await joined;
     if (!this.wanted) this.rest();
   }
