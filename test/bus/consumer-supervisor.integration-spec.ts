@@ -49,13 +49,21 @@ async function tenRecords(label: string): Promise<string> {
 test('a consumer kafkajs gave up on is run again and consumes the rest', async () => {
   const { seen, crashes } = await crashingConsumer(await tenRecords('supervised'), true);
   await eventually('all 10 records consumed after the crash', () => seen.size === 10, 30_000);
-  assert.deepEqual(crashes, [false], 'kafkajs crashed once and did not restart the consumer itself');
+  // (A broker that just started may first cause crashes kafkajs restarts itself: those are not counted.)
+  assert.deepEqual(
+    crashes.filter((restarted) => !restarted),
+    [false],
+    'kafkajs crashed once without restarting the consumer itself',
+  );
 });
 
 test('without supervision the same crash stops consumption for good', async () => {
   const { seen, crashes } = await crashingConsumer(await tenRecords('unsupervised'), false);
-  await eventually('the crash', () => crashes.length === 1, 30_000);
+  await eventually('the crash kafkajs does not recover from', () => crashes.includes(false), 30_000);
   await new Promise((r) => setTimeout(r, 3000));
-  assert.deepEqual(crashes, [false]);
+  assert.deepEqual(
+    crashes.filter((restarted) => !restarted),
+    [false],
+  );
   assert.ok(seen.size < 10, `consumption went on without supervision (${seen.size} records)`);
 });
