@@ -49,8 +49,11 @@ type ProjectedRow = TaskRow & {
 export type PushNotification = { eventId: string; body: unknown };
 /** An event of a task's stream as logged: its per-task number and the StreamResponse (as JSON). */
 export type LoggedEvent = { seq: number; event: Json };
-/** A push notification of the run's `at`-th applied event (1-based): its delivery carries that event's number. */
-type RunPush = PushNotification & { at: number };
+/**
+ * A push notification of the run's `at`-th applied event (1-based): its delivery carries that
+ * event's number, and its body is that event as logged (`events[at - 1]`), written once.
+ */
+type RunPush = { eventId: string; at: number };
 type ProjectionKey = { task_id: string; execution_id: string; tenant: string };
 type ProjectionWrite = {
   id: string;
@@ -66,7 +69,7 @@ type ProjectionWrite = {
   /** The task version the write was decided on. */
   version: number;
   tenant: string;
-  /** Push deliveries recorded with the change: each applied event's id and body, for each config of the task. */
+  /** Push deliveries recorded with the change: each applied event's id and place in `events`, for each config of the task. */
   pushes: RunPush[];
   /** The applied events as the task's stream shows them, numbered on from the task's `event_seq`. */
   events: Json[];
@@ -125,7 +128,7 @@ async function writeProjected(ds: DataSource, writes: ProjectionWrite[], kept: n
      p AS (
        -- In event order: a task's deliveries go out in id order.
        INSERT INTO dispatcher.push_deliveries (event_id, tenant, task_id, config_id, body, stream_seq)
-       SELECT n.push->>'eventId', c.tenant, c.task_id, c.id, n.push->'body', t.base + (n.push->>'at')::bigint
+       SELECT n.push->>'eventId', c.tenant, c.task_id, c.id, v.events->((n.push->>'at')::int - 1), t.base + (n.push->>'at')::bigint
        FROM v JOIN e ON e.id = v.id JOIN t ON t.id = v.id
        CROSS JOIN LATERAL jsonb_array_elements(v.pushes) WITH ORDINALITY AS n(push, ord)
        JOIN dispatcher.push_configs c ON c.tenant = v.tenant AND c.task_id = v.id
@@ -290,7 +293,7 @@ export class TaskProjection {
       const notification = this.notificationOf(d.event, env.kind === 'task.status' ? projected.status : undefined);
       // A push body is the stream's event (a StreamResponse as projected): made once for both.
       events.push((notification?.body as Json | undefined) ?? streamEventOf(d.event, projected.status));
-      if (notification) pushes.push({ ...notification, at: events.length });
+      if (notification) pushes.push({ eventId: notification.eventId, at: events.length });
       decided.push({ event: d.event, projected, late: d.late });
     }
     if (!decided.some((d) => 'event' in d)) return decided as ProjectionOutcome[];
