@@ -1,11 +1,13 @@
 // Child process of bench/dispatch.mjs, run once per server: `dispatcher` starts the dispatcher (the
 // demo echo-agent is registered and served by bench/dispatch-worker.mjs), `reference` a reference A2A
-// server built from the SDK's own sample pattern; each prints its URL as one JSON line. Each in a
+// server built from the SDK's own sample pattern, `bare` the floor of an HTTP exchange in Node (see
+// serveBare); each prints its URL as one JSON line. Each in a
 // process of its own, apart from the load generator, so neither shares an event loop, and the
 // dispatcher's telemetry (AsyncLocalStorage context, the kafkajs instrumentation) costs the
 // reference nothing.
 import express from 'express';
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { TaskState, Role } from '@a2a-js/sdk';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
@@ -16,7 +18,8 @@ import { startTelemetry } from '@mesh/telemetry';
 import { BENCH_ADMISSION } from './dispatch-stack.mjs';
 
 const role = process.argv[2];
-if (role !== 'dispatcher' && role !== 'reference') throw new Error(`usage: dispatch-servers.mjs dispatcher|reference (got ${role})`);
+const serve = { dispatcher: serveDispatcher, reference: serveReference, bare: serveBare }[role];
+if (!serve) throw new Error(`usage: dispatch-servers.mjs dispatcher|reference|bare (got ${role})`);
 
 /** The dispatcher, with telemetry as `apps/dispatcher/dist/main.js` runs it (runMain): trace context and the kafkajs instrumentation on, no exporter unless OTEL_* asks for one. */
 async function serveDispatcher() {
@@ -101,7 +104,47 @@ async function serveReference() {
   return { url: `http://localhost:${server.address().port}`, stop: async () => void server.close() };
 }
 
-const served = role === 'dispatcher' ? await serveDispatcher() : await serveReference();
+/**
+ * Not an A2A server: the least a Node process does to answer a JSON-RPC SendMessage over HTTP —
+ * node:http, the body read and parsed, a task of the reference's shape (SUBMITTED, the message in
+ * its history) serialised and written. No framework, validation, store or work: what a front door
+ * costs with nothing but the exchange, the floor any design of one pays.
+ */
+async function serveBare() {
+  const answer = (res, out) => {
+    const json = JSON.stringify(out);
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) });
+    res.end(json);
+  };
+  const server = createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      let rpc;
+      try {
+        rpc = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      } catch {
+        return answer(res, { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error' } });
+      }
+      const message = rpc?.params?.message;
+      if (rpc?.method !== 'SendMessage' || !message) {
+        return answer(res, { jsonrpc: '2.0', id: rpc?.id ?? null, error: { code: -32601, message: 'Method not found' } });
+      }
+      const [id, contextId] = [randomUUID(), message.contextId ?? randomUUID()];
+      const status = { state: 'TASK_STATE_SUBMITTED', timestamp: new Date().toISOString() };
+      answer(res, {
+        jsonrpc: '2.0',
+        id: rpc.id,
+        result: { task: { id, contextId, status, artifacts: [], history: [{ ...message, taskId: id, contextId }] } },
+      });
+    });
+  });
+  server.listen(0);
+  await new Promise((r) => server.once('listening', r));
+  return { url: `http://localhost:${server.address().port}`, stop: async () => void server.close() };
+}
+
+const served = await serve();
 process.stdout.write(`${JSON.stringify({ [role]: served.url })}\n`);
 // The event loop's utilization, twice a second, one JSON line each: whether the server's one thread
 // is what bounds a scenario.

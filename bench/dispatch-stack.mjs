@@ -95,13 +95,19 @@ export async function startDispatchStack(topicPrefix, { dispatcherProcesses = 1 
     return { c, line, lines };
   }
   const servers = dispatcherProcesses > 1 ? await startCluster() : await startChild('dispatch-servers.mjs', ['dispatcher']);
-  const reference =
+  // The reference and the bare HTTP floor run beside the single-process dispatcher only.
+  const besides = async (role) =>
     dispatcherProcesses > 1
       ? undefined
-      : await startChild('dispatch-servers.mjs', ['reference']).catch((err) => {
+      : startChild('dispatch-servers.mjs', [role]).catch((err) => {
           servers.c.kill('SIGKILL');
           throw err;
         });
+  const reference = await besides('reference');
+  const bare = await besides('bare').catch((err) => {
+    reference?.c.kill('SIGKILL');
+    throw err;
+  });
   /** Event-loop utilization samples of each server process (see dispatch-servers.mjs). */
   const samplesOf = (child) => {
     const samples = [];
@@ -114,7 +120,7 @@ export async function startDispatchStack(topicPrefix, { dispatcherProcesses = 1 
     });
     return samples;
   };
-  const elu = { dispatcher: samplesOf(servers), reference: samplesOf(reference) };
+  const elu = { dispatcher: samplesOf(servers), reference: samplesOf(reference), bare: samplesOf(bare) };
   /** The dispatcher as `npm start` runs it with DISPATCHER_PROCESSES; `line` as dispatch-servers.mjs prints it. */
   async function startCluster() {
     const port = await freePort();
@@ -151,11 +157,11 @@ export async function startDispatchStack(topicPrefix, { dispatcherProcesses = 1 
   const worker = await startChild('dispatch-worker.mjs').then(
     (w) => w.c,
     (err) => {
-      for (const c of [servers.c, reference?.c]) c?.kill('SIGKILL');
+      for (const c of [servers.c, reference?.c, bare?.c]) c?.kill('SIGKILL');
       throw err;
     },
   );
-  const urls = { ...JSON.parse(servers.line), ...(reference ? JSON.parse(reference.line) : {}) };
+  const urls = { ...JSON.parse(servers.line), ...(reference ? JSON.parse(reference.line) : {}), ...(bare ? JSON.parse(bare.line) : {}) };
   // The worker registered the agent; the dispatcher serves it once its catalog read the record.
   for (
     let i = 0;
@@ -169,17 +175,20 @@ export async function startDispatchStack(topicPrefix, { dispatcherProcesses = 1 
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
-    /** `{ dispatcher, reference }` base URLs (no reference with DISPATCHER_PROCESSES). */
+    /** `{ dispatcher, reference, bare }` base URLs (only the dispatcher's with DISPATCHER_PROCESSES). */
     urls,
     servers: servers.c,
     /** The processes serving the dispatcher (with DISPATCHER_PROCESSES: the primary and its workers). */
     serverPids: () => [servers.c.pid, ...(dispatcherProcesses > 1 ? childPids(servers.c.pid) : [])],
-    /** The reference server's process (none with DISPATCHER_PROCESSES). */
-    referencePids: () => (reference ? [reference.c.pid] : []),
+    /** The process of the reference server or the bare HTTP floor (none with DISPATCHER_PROCESSES). */
+    pidsOf(role) {
+      const child = { reference, bare }[role]?.c;
+      return child ? [child.pid] : [];
+    },
     worker,
     dbUrl,
     /**
-     * Mean event-loop utilization of the dispatcher's (or the reference's) process over the samples
+     * Mean event-loop utilization of the dispatcher's (or the reference's, or the bare floor's) process over the samples
      * taken after `sinceMs` (undefined: none, e.g. a multi-process dispatcher).
      */
     eventLoopUtilization(sinceMs, of = 'dispatcher') {
@@ -187,7 +196,7 @@ export async function startDispatchStack(topicPrefix, { dispatcherProcesses = 1 
       return xs.length ? Math.round((xs.reduce((a, b) => a + b, 0) / xs.length) * 100) / 100 : undefined;
     },
     async stop() {
-      for (const c of [worker, servers.c, reference?.c].filter(Boolean)) {
+      for (const c of [worker, servers.c, reference?.c, bare?.c].filter(Boolean)) {
         c.kill('SIGTERM');
         await new Promise((r) => c.once('exit', r));
       }

@@ -6,8 +6,9 @@
 //   (b) blocking SendMessage (dispatcher: through Kafka to the demo echo worker, in its own
 //       process, and back)
 // plus (a) with the dispatcher as two processes (DISPATCHER_PROCESSES=2: node:cluster workers sharing
-// the port, a stack of its own: database, topics, echo worker) and, not a target, (a) again with
-// the echo worker paused: the accept path alone on this machine.
+// the port, a stack of its own: database, topics, echo worker) and, not targets, (a) again with
+// the echo worker paused (the accept path alone on this machine) and (a) against a bare node:http
+// server (the exchange alone: the floor of any front door).
 // BENCH_ROUNDS rounds (default 3) of all of them, each dispatcher run right after its reference run;
 // the figures are medians of the per-round ratios. CPU per request is summed over the processes
 // (dispatcher, echo worker, Postgres, Kafka). Writes bench/results/dispatch.json, whose `summary`
@@ -57,23 +58,20 @@ async function check(url, returnImmediately) {
 const sumCpu = (pids, postmaster) => pids.reduce((s, p) => s + (cpuMs(p, p === postmaster) ?? 0), 0);
 
 /**
- * `on`: the stack whose processes are measured; the reference's own process when `url` is the
- * reference's (the stack's idle dispatcher and echo worker are then left out).
+ * `on`: the stack whose processes are measured; the reference's (or the bare floor's) own process
+ * when `url` is theirs (the stack's idle dispatcher and echo worker are then left out).
  */
 async function load(name, url, returnImmediately, on = stack) {
-  const ofReference = url === urls.reference;
+  const alone = url === urls.reference ? 'reference' : url === urls.bare ? 'bare' : undefined;
   const expected = await check(url, returnImmediately);
   // CPU per request of the server process(es), the echo worker, Postgres and Kafka: unlike req/s,
   // barely moved by whatever else the machine runs, and it says where a request's cost goes.
   const infra = infraPids();
-  const servers = ofReference ? on.referencePids() : on.serverPids();
-  const cpuNow = () => [
-    sumCpu(servers),
-    ofReference ? 0 : cpuMs(on.worker.pid),
-    sumCpu(infra.postgres, infra.postmaster),
-    sumCpu(infra.kafka),
-  ];
+  const servers = alone ? on.pidsOf(alone) : on.serverPids();
+  const cpuNow = () => [sumCpu(servers), alone ? 0 : cpuMs(on.worker.pid), sumCpu(infra.postgres, infra.postmaster), sumCpu(infra.kafka)];
   const cpuBefore = cpuNow();
+  // The load generator (this process) shares the cores: its CPU bounds what req/s the rest can reach.
+  const loadGeneratorBefore = process.cpuUsage();
   let wrong = 0;
   // Samples from the second after the start on: the first may still hold the quiet before it.
   const eluFrom = Date.now() + 1000;
@@ -103,13 +101,17 @@ async function load(name, url, returnImmediately, on = stack) {
     timeouts: result.timeouts,
     wrongAnswers: wrong,
     // 1 means the servers' one thread was busy the whole time: that thread bounds the scenario.
-    serverEventLoopUtilization: on.eventLoopUtilization(eluFrom, ofReference ? 'reference' : 'dispatcher'),
+    serverEventLoopUtilization: on.eventLoopUtilization(eluFrom, alone ?? 'dispatcher'),
   };
   const cpuAfter = cpuNow();
+  const loadGenerator = process.cpuUsage(loadGeneratorBefore);
   if (cpuMs(process.pid) !== undefined && result.requests.total > 0) {
     const per = (i) => Math.round(((cpuAfter[i] - cpuBefore[i]) / result.requests.total) * 1000) / 1000;
     out.cpuMsPerRequest = { server: per(0), echoWorker: per(1), postgres: per(2), kafka: per(3) };
     out.cpuMsPerRequest.total = Math.round((per(0) + per(1) + per(2) + per(3)) * 1000) / 1000;
+    // Not in `total`: the reference's figures do not count it either.
+    out.cpuMsPerRequest.loadGenerator =
+      Math.round(((loadGenerator.user + loadGenerator.system) / 1000 / result.requests.total) * 1000) / 1000;
     out.serverProcesses = servers.length;
   }
   console.error(
@@ -160,6 +162,7 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const perRound = [];
 try {
   for (const url of [urls.reference, urls.dispatcher]) for (const ri of [true, false]) await warmup(url, ri);
+  await warmup(urls.bare, true);
   await warmup(multi?.urls.dispatcher, true);
   await drained();
   if (multi) await drained(multi);
@@ -167,6 +170,8 @@ try {
     console.error(`round ${round} of ${rounds}`);
     const rows = {};
     rows.a_reference = await load('(a) reference, returnImmediately', urls.reference, true);
+    // Not a target: the floor of the exchange itself (see dispatch-servers.mjs, serveBare).
+    rows.a_bare = await load('(a) bare node:http exchange', urls.bare, true);
     rows.a_dispatcher = await load('(a) dispatcher, returnImmediately', urls.dispatcher, true);
     // Not part of (a)'s figures: how long the worker and the projection took to finish its backlog.
     rows.a_dispatcher.backlogDrainedAfterMs = await drained();
@@ -210,7 +215,7 @@ function ratio(disp, ref, pick) {
 }
 const rps = (row) => row.reqPerSec;
 const p99 = (row) => row.latencyMs.p99;
-const cpu = (row) => row.cpuMsPerRequest?.total ?? NaN;
+const cpu = (row) => row?.cpuMsPerRequest?.total ?? NaN;
 const a = ratio('a_dispatcher', 'a_reference', rps);
 const aP99 = ratio('a_dispatcher', 'a_reference', p99);
 const aCpu = ratio('a_dispatcher', 'a_reference', cpu);
@@ -222,10 +227,18 @@ const mCpu = multi ? ratio('a_dispatcher_multi', 'a_reference_multi', cpu) : und
 const paused = ratio('a_dispatcher_workerPaused', 'a_reference', rps);
 const pausedP99 = ratio('a_dispatcher_workerPaused', 'a_reference', p99);
 const pausedCpu = ratio('a_dispatcher_workerPaused', 'a_reference', cpu);
+const bareCpu = ratio('a_bare', 'a_reference', cpu);
+// (a) as it would cost if the dispatcher's process did nothing but the bare exchange, the work kept
+// (echo worker, Postgres, Kafka as measured in (a)): no front door design gets below it.
+for (const r of perRound) {
+  const [w, d] = [r.a_bare.cpuMsPerRequest, r.a_dispatcher.cpuMsPerRequest];
+  if (w && d) r.a_floor = { cpuMsPerRequest: { total: Math.round((w.server + d.echoWorker + d.postgres + d.kafka) * 1000) / 1000 } };
+}
+const floorCpu = ratio('a_floor', 'a_reference', cpu);
 /** Median over the rounds of one process's CPU ms per request in one scenario. */
 const cpuBy = (row) =>
   Object.fromEntries(
-    ['server', 'echoWorker', 'postgres', 'kafka', 'total'].map((k) => [
+    ['server', 'echoWorker', 'postgres', 'kafka', 'total', 'loadGenerator'].map((k) => [
       k,
       Math.round(median(perRound.map((r) => r[row]?.cpuMsPerRequest?.[k] ?? NaN)) * 1000) / 1000,
     ]),
@@ -272,8 +285,10 @@ const summary = {
     a_workerPaused_reqPerSecRatio: paused.median,
     a_workerPaused_p99Ratio: pausedP99.median,
     a_workerPaused_cpuPerRequestRatio: pausedCpu.median,
+    a_bare_cpuPerRequestRatio: bareCpu.median,
+    a_floor_cpuPerRequestRatio: floorCpu.median,
     cpuMsPerRequest: Object.fromEntries(
-      ['a_reference', 'a_dispatcher', 'a_dispatcher_multi', 'a_dispatcher_workerPaused', 'b_reference', 'b_dispatcher']
+      ['a_reference', 'a_bare', 'a_dispatcher', 'a_dispatcher_multi', 'a_dispatcher_workerPaused', 'b_reference', 'b_dispatcher']
         .filter((row) => perRound[0]?.[row])
         .map((row) => [row, cpuBy(row)]),
     ),
@@ -287,6 +302,8 @@ const summary = {
     b_cpuPerRequest: bCpu,
     a_workerPaused_reqPerSec: paused,
     a_workerPaused_p99: pausedP99,
+    a_bare_cpuPerRequest: bareCpu,
+    a_floor_cpuPerRequest: floorCpu,
   },
   rounds: perRound,
 };
