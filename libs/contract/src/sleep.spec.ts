@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { getEventListeners } from 'node:events';
 import { sleep, wakeableSleep } from './sleep.js';
 
 test('sleep waits its delay', async () => {
@@ -14,6 +15,32 @@ test('sleep ends early, without rejecting, when its signal aborts', async () => 
   setTimeout(() => ac.abort(new Error('stop')), 10);
   await sleep(10_000, ac.signal);
   assert.ok(Date.now() - t0 < 5_000);
+});
+
+test('many sleeps on one signal share one listener, removed with the last; an abort wakes them all', async () => {
+  const ac = new AbortController();
+  const warnings: Error[] = [];
+  const onWarning = (w: Error) => warnings.push(w);
+  process.on('warning', onWarning);
+  try {
+    const short = Array.from({ length: 12 }, () => sleep(5, ac.signal));
+    assert.equal(getEventListeners(ac.signal, 'abort').length, 1);
+    await Promise.all(short);
+    assert.equal(getEventListeners(ac.signal, 'abort').length, 0);
+    const t0 = Date.now();
+    const long = Array.from({ length: 12 }, () => sleep(10_000, ac.signal));
+    assert.equal(getEventListeners(ac.signal, 'abort').length, 1);
+    ac.abort(new Error('stop'));
+    await Promise.all(long);
+    assert.ok(Date.now() - t0 < 5_000);
+    await new Promise((r) => setImmediate(r));
+  } finally {
+    process.off('warning', onWarning);
+  }
+  assert.deepEqual(
+    warnings.map((w) => w.name),
+    [],
+  );
 });
 
 test('sleep with an aborted signal resolves at once', async () => {
