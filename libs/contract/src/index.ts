@@ -35,6 +35,7 @@ export {
 export { canSee, type AgentVisibility, type AgentRecord, type AgentHeartbeat } from './agent-record.js';
 export { clampTimerMs, deadlineTimerMs } from './timer-delay.js';
 export { sleep, wakeableSleep } from './sleep.js';
+export { onAbort } from './abort-waiters.js';
 export { hasControlCharacter, hasLoneSurrogate } from './unicode-text.js';
 export { BillingTools, type BillingInvoice, type BillingRefund } from './billing-tools.js';
 export { RESUMABLE_STREAMS, RESUMABLE_STREAMS_URI } from './extensions.js';

@@ -8,7 +8,7 @@ import {
 } from '@modelcontextprotocol/client';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/client/stdio';
 import type { McpServerSpec } from '@mesh/agent-sdk';
-import type { JsonObject } from '@mesh/contract';
+import { onAbort, type JsonObject } from '@mesh/contract';
 import { SpanAttr, SpanKind, traceHeaders, withSpan } from '@mesh/telemetry';
 import type { FetchLike } from './http-fetch.js';
 import { normaliseCallResult, normaliseInputSchema, type ToolCallResult } from './mcp-shapes.js';
@@ -395,38 +395,20 @@ function isConnectionFailure(err: unknown): boolean {
   return err instanceof SdkError && (err.code === 'CONNECTION_CLOSED' || err.code === 'SEND_FAILED' || err.code === 'NOT_CONNECTED');
 }
 
-/** The requests running under each outer signal; one listener per outer signal aborts them all. */
-const followers = new WeakMap<AbortSignal, { controllers: Set<AbortController>; follow: () => void }>();
-
 /**
  * Runs one SDK request with a signal of its own that follows `outer` only while the request runs.
  * The SDK adds an abort listener to the signal it is given and never removes it: handed a turn's
  * signal directly, every call of the turn left one behind (a MaxListeners warning past ten), and
  * aborting the turn later ran them all, sending `notifications/cancelled` for requests long answered.
- * Concurrent requests of one turn share a single listener on its signal, removed with the last.
+ * Concurrent requests of one turn share a single listener on its signal (`onAbort`), removed with the last.
  */
 async function whileRequest<T>(outer: AbortSignal | undefined, request: (signal?: AbortSignal) => Promise<T>): Promise<T> {
   if (!outer) return request(undefined);
   const own = new AbortController();
-  if (outer.aborted) own.abort(outer.reason);
-  let entry = followers.get(outer);
-  if (!entry && !outer.aborted) {
-    const controllers = new Set<AbortController>();
-    const follow = () => controllers.forEach((c) => c.abort(outer.reason));
-    entry = { controllers, follow };
-    followers.set(outer, entry);
-    outer.addEventListener('abort', follow, { once: true });
-  }
-  entry?.controllers.add(own);
+  const unsubscribe = onAbort(outer, () => own.abort(outer.reason));
   try {
     return await request(own.signal);
   } finally {
-    if (entry) {
-      entry.controllers.delete(own);
-      if (entry.controllers.size === 0 && followers.get(outer) === entry) {
-        followers.delete(outer);
-        outer.removeEventListener('abort', entry.follow);
-      }
-    }
+    unsubscribe();
   }
 }

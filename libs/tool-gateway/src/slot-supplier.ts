@@ -1,4 +1,4 @@
-import { MeshError } from '@mesh/contract';
+import { MeshError, onAbort } from '@mesh/contract';
 
 /** A reserved unit of capacity; release it exactly once. */
 export interface Slot {
@@ -39,18 +39,20 @@ export class SemaphoreSlotSupplier implements SlotSupplier {
       return Promise.resolve(this.slot());
     }
     return new Promise<Slot>((resolve, reject) => {
+      // Waiters on one signal (a turn's calls to a full server) share one abort listener.
+      const unsubscribe = signal
+        ? onAbort(signal, () => {
+            const i = this.queue.indexOf(waiter);
+            if (i >= 0) this.queue.splice(i, 1);
+            reject(abortError(signal));
+          })
+        : undefined;
       const waiter = {
         grant: () => {
-          signal?.removeEventListener('abort', onAbort);
+          unsubscribe?.();
           resolve(this.slot());
         },
       };
-      const onAbort = () => {
-        const i = this.queue.indexOf(waiter);
-        if (i >= 0) this.queue.splice(i, 1);
-        reject(abortError(signal!));
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
       this.queue.push(waiter);
     });
   }
