@@ -23,6 +23,7 @@ import { cpuMs, infraPids } from './process-cpu.mjs';
 import { startWaitServer } from './mcp-pair.mjs';
 import { median } from './stats.mjs';
 import { agentsNodeFlags, dispatcherNodeFlags } from '../scripts/node-flags.mjs';
+import { A2A_HEADERS } from './dispatch-requests.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const duration = Number(process.env.BENCH_DURATION_S ?? 10);
@@ -108,7 +109,7 @@ async function stopWorkers(workers) {
   );
 }
 
-const headers = { 'content-type': 'application/json', 'a2a-version': '1.0', authorization: 'Bearer demo-acme' };
+const headers = A2A_HEADERS;
 const body = (text) =>
   JSON.stringify({
     jsonrpc: '2.0',

@@ -5,7 +5,8 @@
 //
 // With `{ dispatcherProcesses: N }` (N > 1) the dispatcher is `apps/dispatcher/dist/main.js` with
 // DISPATCHER_PROCESSES=N instead (a cluster primary and N workers sharing one port, as `npm start`
-// runs it), and the stack has no reference server.
+// runs it), and the stack has no reference server; `{ companions: false }` leaves the reference
+// and the bare floor out of a single-process stack too.
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { get } from 'node:http';
@@ -60,7 +61,7 @@ function childPids(pid) {
 }
 
 /** Starts the stack; `topicPrefix` names the run's topics (`{topicPrefix}{run}.`). */
-export async function startDispatchStack(topicPrefix, { dispatcherProcesses = 1 } = {}) {
+export async function startDispatchStack(topicPrefix, { dispatcherProcesses = 1, companions = true } = {}) {
   const run = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
   const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
   const dbName = `mesh_bench_${run}`;
@@ -97,7 +98,7 @@ export async function startDispatchStack(topicPrefix, { dispatcherProcesses = 1 
   const servers = dispatcherProcesses > 1 ? await startCluster() : await startChild('dispatch-servers.mjs', ['dispatcher']);
   // The reference and the bare HTTP floor run beside the single-process dispatcher only.
   const besides = async (role) =>
-    dispatcherProcesses > 1
+    dispatcherProcesses > 1 || !companions
       ? undefined
       : startChild('dispatch-servers.mjs', [role]).catch((err) => {
           servers.c.kill('SIGKILL');

@@ -14,11 +14,10 @@
 // (dispatcher, echo worker, Postgres, Kafka). Writes bench/results/dispatch.json, whose `summary`
 // bench/all.mjs copies into bench/results/summary.json. BENCH_DISPATCHER_PROCESSES (default 2)
 // sizes the multi-process scenario; 1 leaves it out. Needs the local Kafka and Postgres (see README).
-import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import autocannon from 'autocannon';
-import pg from 'pg';
+import { A2A_HEADERS, drained as drainedBacklog, sendMessageBody } from './dispatch-requests.mjs';
 import { startDispatchStack } from './dispatch-stack.mjs';
 import { cpuMs, infraPids } from './process-cpu.mjs';
 import { median } from './stats.mjs';
@@ -38,14 +37,8 @@ const multi =
       })
     : undefined;
 
-const body = (returnImmediately) =>
-  JSON.stringify({
-    jsonrpc: '2.0',
-    id: 1,
-    method: 'SendMessage',
-    params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'bench' }] }, configuration: { returnImmediately } },
-  });
-const headers = { 'content-type': 'application/json', 'a2a-version': '1.0', authorization: 'Bearer demo-acme' };
+const body = sendMessageBody;
+const headers = A2A_HEADERS;
 
 async function check(url, returnImmediately) {
   const res = await fetch(url, { method: 'POST', headers, body: body(returnImmediately) });
@@ -134,25 +127,7 @@ async function warmup(url, returnImmediately) {
   });
 }
 
-/**
- * Until every task the dispatcher accepted is COMPLETED (worker caught up, events projected), so
- * one scenario's backlog never slows the next. Returns how long that took.
- */
-async function drained(on = stack, timeoutMs = 300_000) {
-  const db = new pg.Client({ connectionString: on.dbUrl.toString() });
-  await db.connect();
-  const start = Date.now();
-  try {
-    for (;;) {
-      const [{ n }] = (await db.query(`SELECT count(*)::int AS n FROM dispatcher.tasks WHERE state <> 'TASK_STATE_COMPLETED'`)).rows;
-      if (n === 0) return Date.now() - start;
-      if (Date.now() - start > timeoutMs) throw new Error(`${n} tasks still not completed after ${timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  } finally {
-    await db.end();
-  }
-}
+const drained = (on = stack) => drainedBacklog(on);
 
 // The VM's speed drifts by tens of percent within minutes (seen: the reference at 1,100 and at
 // 2,000 req/s ten minutes apart), so one reference run against one dispatcher run says little.

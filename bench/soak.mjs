@@ -17,6 +17,7 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import autocannon from 'autocannon';
 import { startDispatchStack } from './dispatch-stack.mjs';
 import { median } from './stats.mjs';
+import { A2A_HEADERS } from './dispatch-requests.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const short = process.argv.includes('--short');
@@ -67,7 +68,7 @@ function windows(samples, key, of) {
 const stack = await startDispatchStack('soak');
 const { urls } = stack;
 const procs = { dispatcher: stack.servers.pid, echoWorker: stack.worker.pid };
-const headers = { 'content-type': 'application/json', 'a2a-version': '1.0', authorization: 'Bearer demo-acme' };
+const headers = A2A_HEADERS;
 const body = () =>
   JSON.stringify({
     jsonrpc: '2.0',
