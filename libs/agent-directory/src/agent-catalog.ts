@@ -35,8 +35,10 @@ export class AgentCatalog {
   constructor(private readonly opts: AgentCatalogOptions) {
     this.state = new CatalogState(opts.defaultTtlMs ?? 30_000);
     const group = `${opts.groupPrefix ?? 'agent-catalog'}-${randomUUID()}`;
-    this.cards = opts.kafka.consumer({ groupId: `${group}-cards`, maxWaitTimeInMs: 250 });
-    this.heartbeats = opts.kafka.consumer({ groupId: `${group}-heartbeats`, maxWaitTimeInMs: 250 });
+    // Cards and heartbeats are few: the broker answers as soon as one comes, and an empty fetch
+    // waits 500 ms there, so an idle replica does not poll its catalog eight times a second.
+    this.cards = opts.kafka.consumer({ groupId: `${group}-cards`, maxWaitTimeInMs: 500 });
+    this.heartbeats = opts.kafka.consumer({ groupId: `${group}-heartbeats`, maxWaitTimeInMs: 500 });
   }
 
   /**
