@@ -12,7 +12,6 @@ import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { cpus, totalmem } from 'node:os';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import pg from 'pg';
@@ -24,6 +23,7 @@ import { startWaitServer } from './mcp-pair.mjs';
 import { median } from './stats.mjs';
 import { agentsNodeFlags, dispatcherNodeFlags } from '../scripts/node-flags.mjs';
 import { A2A_HEADERS } from './dispatch-requests.mjs';
+import { machine } from './run-facts.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const duration = Number(process.env.BENCH_DURATION_S ?? 10);
@@ -351,7 +351,7 @@ try {
 
 const summary = {
   date: new Date().toISOString(),
-  machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
+  machine: machine(),
   load: { tool: 'autocannon', durationSeconds: duration, binding: 'JSON-RPC SendMessage (blocking)', tenant: 'acme' },
   results,
   workerAlone: alone,

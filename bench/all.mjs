@@ -4,9 +4,9 @@
 // agents.json and dispatch.json (their `summary` objects; a figure missing there is null). Flags:
 // --short (soak 60 s instead of 10 min), --skip=bus,agents (names to leave out). Benchmarks are
 // never part of `npm test`. Exit code: non-zero when any of them failed.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { machine, measuredCommit } from './run-facts.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const skip = new Set((process.argv.find((a) => a.startsWith('--skip=')) ?? '--skip=').slice(7).split(',').filter(Boolean));
@@ -18,20 +18,8 @@ const benches = [
   ['agents', 'bench/agents.mjs'],
   ['soak', 'bench/soak.mjs', ...(short ? ['--short'] : [])],
 ];
-// The code measured: HEAD, and +dirty when tracked files other than the results differ from it
-// (read before the benchmarks run: they rewrite bench/results/).
-const commit = (() => {
-  try {
-    const head = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no', '--', '.', ':(exclude)bench/results'], {
-      cwd: root,
-      encoding: 'utf8',
-    }).trim();
-    return dirty ? `${head}+dirty` : head;
-  } catch {
-    return null;
-  }
-})();
+// Read before the benchmarks run: they rewrite bench/results/.
+const commit = measuredCommit();
 const failed = [];
 for (const [name, script, ...args] of benches) {
   if (skip.has(name)) continue;
@@ -68,7 +56,7 @@ writeFileSync(
   `${JSON.stringify(
     {
       date: new Date().toISOString(),
-      machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
+      machine: machine(),
       commit,
       ...figures,
     },

@@ -9,14 +9,13 @@
 // request adds. Two processes on the same load each serve half of it and each pay `fixed`.
 // Writes bench/results/dispatch-load.json. Not part of `npm run bench`. Needs the local Kafka and
 // Postgres (see README).
-import { execSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
 import autocannon from 'autocannon';
 import { A2A_HEADERS, drained, sendMessageBody } from './dispatch-requests.mjs';
 import { startDispatchStack } from './dispatch-stack.mjs';
 import { cpuMs, infraPids } from './process-cpu.mjs';
 import { median } from './stats.mjs';
+import { machine, measuredCommit } from './run-facts.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -150,17 +149,10 @@ for (const processes of processCounts.filter((p) => p >= 1)) {
   }
 }
 
-const commit = (() => {
-  try {
-    return execSync('git rev-parse --short HEAD', { cwd: root, encoding: 'utf8' }).trim();
-  } catch {
-    return null;
-  }
-})();
 const out = {
   date: new Date().toISOString(),
-  machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
-  commit,
+  machine: machine(),
+  commit: measuredCommit(),
   load: {
     tool: 'autocannon',
     connections,

@@ -15,12 +15,12 @@
 // bench/all.mjs copies into bench/results/summary.json. BENCH_DISPATCHER_PROCESSES (default 2)
 // sizes the multi-process scenario; 1 leaves it out. Needs the local Kafka and Postgres (see README).
 import { writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
 import autocannon from 'autocannon';
 import { A2A_HEADERS, drained as drainedBacklog, sendMessageBody } from './dispatch-requests.mjs';
 import { startDispatchStack } from './dispatch-stack.mjs';
 import { cpuMs, infraPids } from './process-cpu.mjs';
 import { median } from './stats.mjs';
+import { machine } from './run-facts.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -220,7 +220,7 @@ const cpuBy = (row) =>
   );
 const summary = {
   date: new Date().toISOString(),
-  machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
+  machine: machine(),
   load: {
     tool: 'autocannon',
     connections,

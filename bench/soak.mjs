@@ -13,11 +13,12 @@
 //      SOAK_RESULT_FILE (bench/results/soak.json). Flag: --short = 60 s.
 import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, totalmem } from 'node:os';
+import { loadavg } from 'node:os';
 import autocannon from 'autocannon';
 import { startDispatchStack } from './dispatch-stack.mjs';
 import { median } from './stats.mjs';
 import { A2A_HEADERS } from './dispatch-requests.mjs';
+import { machine } from './run-facts.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const short = process.argv.includes('--short');
@@ -121,13 +122,7 @@ try {
   const rss = Object.fromEntries(Object.keys(procs).map((k) => [k, windows(samples, `${k}RssMiB`, median)]));
   summary = {
     date: new Date().toISOString(),
-    machine: {
-      cpus: cpus().length,
-      cpuModel: cpus()[0]?.model,
-      memGiB: Math.round(totalmem() / 2 ** 30),
-      node: process.version,
-      loadavgAtEnd: loadavg(),
-    },
+    machine: { ...machine(), loadavgAtEnd: loadavg() },
     load: {
       tool: 'autocannon',
       scenario: 'blocking SendMessage via Kafka',
