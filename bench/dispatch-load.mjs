@@ -11,7 +11,7 @@
 // Postgres (see README).
 import { writeFileSync } from 'node:fs';
 import autocannon from 'autocannon';
-import { A2A_HEADERS, drained, sendMessageBody } from './dispatch-requests.mjs';
+import { A2A_HEADERS, describeLoad, drained, sendMessageBody } from './dispatch-requests.mjs';
 import { startDispatchStack } from './dispatch-stack.mjs';
 import { cpuMs, infraPids } from './process-cpu.mjs';
 import { median } from './stats.mjs';
@@ -154,11 +154,7 @@ const out = {
   machine: machine(),
   commit: measuredCommit(),
   load: {
-    tool: 'autocannon',
-    connections,
-    durationSeconds: duration,
-    warmupSeconds: warmupS,
-    rounds,
+    ...describeLoad({ connections, durationSeconds: duration, warmupSeconds: warmupS, rounds }),
     rates,
     binding: 'JSON-RPC SendMessage, returnImmediately',
   },

@@ -14,6 +14,15 @@ export const sendMessageBody = (returnImmediately) =>
     params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'bench' }] }, configuration: { returnImmediately } },
   });
 
+/** How a result file names the load autocannon put on the dispatcher. */
+export const describeLoad = ({ connections, durationSeconds, warmupSeconds, rounds }) => ({
+  tool: 'autocannon',
+  connections,
+  durationSeconds,
+  warmupSeconds,
+  rounds,
+});
+
 /**
  * Until every task the dispatcher of `stack` accepted is COMPLETED (worker caught up, events
  * projected), so one scenario's backlog never slows the next. Returns how long that took.

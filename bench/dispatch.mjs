@@ -16,7 +16,7 @@
 // sizes the multi-process scenario; 1 leaves it out. Needs the local Kafka and Postgres (see README).
 import { writeFileSync } from 'node:fs';
 import autocannon from 'autocannon';
-import { A2A_HEADERS, drained as drainedBacklog, sendMessageBody } from './dispatch-requests.mjs';
+import { A2A_HEADERS, describeLoad, drained as drainedBacklog, sendMessageBody } from './dispatch-requests.mjs';
 import { startDispatchStack } from './dispatch-stack.mjs';
 import { cpuMs, infraPids } from './process-cpu.mjs';
 import { median } from './stats.mjs';
@@ -222,11 +222,7 @@ const summary = {
   date: new Date().toISOString(),
   machine: machine(),
   load: {
-    tool: 'autocannon',
-    connections,
-    durationSeconds: duration,
-    warmupSeconds: warmupS,
-    rounds,
+    ...describeLoad({ connections, durationSeconds: duration, warmupSeconds: warmupS, rounds }),
     binding: 'JSON-RPC SendMessage',
     dispatcherProcesses: processes,
   },
