@@ -119,8 +119,8 @@ export function projectorConsumerOptions(
     commitIntervalMs: 200,
     // A dead replica's partitions move to the others after 10 s, not kafkajs's default 30 s. The
     // broker answers a fetch as soon as events come; with none it waits 500 ms, so an idle process
-    // polls twice a second (at 100 ms, with the catalog at 250, polls were a third of its idle CPU). The
-    // price: a stop waits for the fetch in flight.
+    // polls twice a second (at 100 ms, with the catalog at 250, polls were a third of its idle
+    // CPU). The price: a stop waits for the fetch in flight.
     consumerConfig: { maxWaitTimeInMs: 500, sessionTimeout: 10000, heartbeatInterval: 1000 },
     onError: (err, what) => log.warn({ err: String(err) }, what),
   };
