@@ -13,7 +13,7 @@ import { writeFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { A2A_HEADERS, describeLoad, drained, sendMessageBody } from './dispatch-requests.mjs';
 import { startDispatchStack } from './dispatch-stack.mjs';
-import { cpuMs, infraPids } from './process-cpu.mjs';
+import { cpuMs, cpuMsOf, infraPids } from './process-cpu.mjs';
 import { median } from './stats.mjs';
 import { machine, measuredCommit } from './run-facts.mjs';
 
@@ -30,7 +30,6 @@ for (const n of [...rates, ...processCounts, rounds, duration]) {
     throw new Error(`bench:dispatch-load: bad setting ${n} (BENCH_LOAD_RATES, BENCH_LOAD_PROCESSES, BENCH_ROUNDS, BENCH_DURATION_S)`);
 }
 const kafkaPort = Number((process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(':').at(-1));
-const sumCpu = (pids, postmaster) => pids.reduce((s, p) => s + (cpuMs(p, p === postmaster) ?? 0), 0);
 const round3 = (x) => Math.round(x * 1000) / 1000;
 
 /** CPU ms used so far: each dispatcher process serving requests, the cluster primary, the echo worker, Postgres, Kafka. */
@@ -41,8 +40,8 @@ function cpuNow(stack, processes, infra) {
     serving: serving.map((p) => cpuMs(p) ?? 0),
     primary: processes > 1 ? (cpuMs(first) ?? 0) : 0,
     echoWorker: cpuMs(stack.worker.pid) ?? 0,
-    postgres: sumCpu(infra.postgres, infra.postmaster),
-    kafka: sumCpu(infra.kafka),
+    postgres: cpuMsOf(infra.postgres, infra.postmaster),
+    kafka: cpuMsOf(infra.kafka),
   };
 }
 

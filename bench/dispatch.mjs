@@ -18,7 +18,7 @@ import { writeFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { A2A_HEADERS, describeLoad, drained as drainedBacklog, sendMessageBody } from './dispatch-requests.mjs';
 import { startDispatchStack } from './dispatch-stack.mjs';
-import { cpuMs, infraPids } from './process-cpu.mjs';
+import { cpuMs, cpuMsOf, infraPids } from './process-cpu.mjs';
 import { median } from './stats.mjs';
 import { machine } from './run-facts.mjs';
 
@@ -48,8 +48,6 @@ async function check(url, returnImmediately) {
   return state;
 }
 
-const sumCpu = (pids, postmaster) => pids.reduce((s, p) => s + (cpuMs(p, p === postmaster) ?? 0), 0);
-
 /**
  * `on`: the stack whose processes are measured; the reference's (or the bare floor's) own process
  * when `url` is theirs (the stack's idle dispatcher and echo worker are then left out).
@@ -61,7 +59,12 @@ async function load(name, url, returnImmediately, on = stack) {
   // barely moved by whatever else the machine runs, and it says where a request's cost goes.
   const infra = infraPids();
   const servers = alone ? on.pidsOf(alone) : on.serverPids();
-  const cpuNow = () => [sumCpu(servers), alone ? 0 : cpuMs(on.worker.pid), sumCpu(infra.postgres, infra.postmaster), sumCpu(infra.kafka)];
+  const cpuNow = () => [
+    cpuMsOf(servers),
+    alone ? 0 : cpuMs(on.worker.pid),
+    cpuMsOf(infra.postgres, infra.postmaster),
+    cpuMsOf(infra.kafka),
+  ];
   const cpuBefore = cpuNow();
   // The load generator (this process) shares the cores: its CPU bounds what req/s the rest can reach.
   const loadGeneratorBefore = process.cpuUsage();

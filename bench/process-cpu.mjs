@@ -18,6 +18,11 @@ export function cpuMs(pid, withChildren = false) {
   }
 }
 
+/** CPU time (ms) of `pids` together; `postmaster`'s includes its backends that ended. */
+export function cpuMsOf(pids, postmaster) {
+  return pids.reduce((s, p) => s + (cpuMs(p, p === postmaster) ?? 0), 0);
+}
+
 const pgrep = (pattern) => {
   try {
     return execSync(`pgrep ${pattern}`, { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);

@@ -11,13 +11,12 @@
 // Env: SOAK_DURATION_S (600), SOAK_RATE (req/s; default half of bench/results/dispatch.json (b)),
 //      BENCH_CONNECTIONS (32), SOAK_WARMUP_S (60), SOAK_SAMPLE_S (5), SOAK_WINDOW_S (60),
 //      SOAK_RESULT_FILE (bench/results/soak.json). Flag: --short = 60 s.
-import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import autocannon from 'autocannon';
 import { startDispatchStack } from './dispatch-stack.mjs';
 import { median } from './stats.mjs';
-import { A2A_HEADERS } from './dispatch-requests.mjs';
+import { A2A_HEADERS, sendMessageBody } from './dispatch-requests.mjs';
 import { machine } from './run-facts.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -70,13 +69,8 @@ const stack = await startDispatchStack('soak');
 const { urls } = stack;
 const procs = { dispatcher: stack.servers.pid, echoWorker: stack.worker.pid };
 const headers = A2A_HEADERS;
-const body = () =>
-  JSON.stringify({
-    jsonrpc: '2.0',
-    id: 1,
-    method: 'SendMessage',
-    params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'soak' }] } },
-  });
+// Blocking: answered once the worker's final event is projected.
+const body = () => sendMessageBody(false);
 let summary;
 try {
   // Warm-up at the same rate. A process's memory grows over its first minute at a new load (V8
