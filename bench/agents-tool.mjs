@@ -72,7 +72,9 @@ async function toolBacklog(
     const all = new Promise((r) => (resolveAll = r));
     await consumer.connect();
     await consumer.subscribe({ topic: topics.events(), fromBeginning: false });
+    // A fresh group read once: committing its offsets would only add broker work to the measured window.
     await consumer.run({
+      autoCommit: false,
       eachBatch: async ({ batch }) => {
         for (const message of batch.messages) {
           if (String(message.headers?.[Headers.kind]) !== 'task.status') continue;

@@ -231,7 +231,9 @@ async function backlog(name, { text, n, rounds = 1, env }) {
   try {
     await consumer.connect();
     await consumer.subscribe({ topic: topics.events(), fromBeginning: false });
+    // A fresh group read once: committing its offsets would only add broker work to the measured window.
     await consumer.run({
+      autoCommit: false,
       eachBatch: async ({ batch }) => {
         for (const message of batch.messages) {
           const e = decodeEnvelope({ headers: message.headers, value: message.value });

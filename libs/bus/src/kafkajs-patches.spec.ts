@@ -137,6 +137,54 @@ test('a record with headers is the bytes kafkajs wrote: each header once, in ord
   );
 });
 
+interface KafkaDecoder {
+  readVarInt(): number;
+}
+const Decoder = require('kafkajs/src/protocol/decoder.js') as new (b: Buffer) => KafkaDecoder;
+const decodeRecord = require('kafkajs/src/protocol/recordBatch/record/v0/decoder.js') as (
+  d: KafkaDecoder,
+  ctx: object,
+) => { headers: Record<string, unknown>; key: Buffer | null; value: Buffer | null; offset: string; timestamp: string };
+
+/** kafkajs 2.2.4's fold of a record's headers (one spread per header), which the patch replaces. */
+function referenceHeaders(pairs: Array<{ key: string; value: Buffer | null }>): Record<string, unknown> {
+  /* eslint-disable @typescript-eslint/no-explicit-any */
+  return pairs.reduce(
+    (obj: any, { key, value }) => ({
+      ...obj,
+      [key]: obj[key] === undefined ? value : Array.isArray(obj[key]) ? obj[key].concat([value]) : [obj[key], value],
+    }),
+    {},
+  );
+  /* eslint-enable @typescript-eslint/no-explicit-any */
+}
+
+test("a record's headers decode to the object kafkajs built: repeats, inherited names, __proto__, any bytes", () => {
+  const keyBytes = fc.oneof(
+    fc
+      .constantFrom('mesh-kind', 'mesh-tenant', '__proto__', 'toString', 'constructor', 'hasOwnProperty', '', '0')
+      .map((k) => Buffer.from(k)),
+    fc.uint8Array({ maxLength: 24 }).map((b) => Buffer.from(b)), // not always UTF-8
+  );
+  const header = fc.record({ key: keyBytes, value: fc.option(fc.uint8Array({ maxLength: 40 }).map((b) => Buffer.from(b))) });
+  fc.assert(
+    fc.property(fc.array(header, { maxLength: 20 }), fc.nat({ max: 100_000 }), (headers, offsetDelta) => {
+      const body = new Encoder().writeInt8(0).writeVarLong(5).writeVarInt(offsetDelta).writeVarIntBytes('k').writeVarIntBytes('v');
+      body.writeVarInt(headers.length);
+      for (const h of headers) body.writeVarIntBytes(h.key).writeVarIntBytes(h.value);
+      const decoded = decodeRecord(new Decoder(body.buffer), { firstOffset: '10', firstTimestamp: '1000', magicByte: 2 });
+      const expected = referenceHeaders(headers.map((h) => ({ key: h.key.toString('utf8'), value: h.value })));
+      assert.deepStrictEqual(decoded.headers, expected);
+      assert.equal(Object.getPrototypeOf(decoded.headers), Object.prototype);
+      assert.deepEqual(Object.keys(decoded.headers), Object.keys(expected));
+      assert.equal(decoded.offset, String(10 + offsetDelta));
+      assert.equal(decoded.timestamp, '1005');
+      assert.deepEqual([decoded.key, decoded.value], [Buffer.from('k'), Buffer.from('v')]);
+    }),
+    { numRuns: 1000 },
+  );
+});
+
 test('records are grouped per partition in their order', () => {
   fc.assert(
     fc.property(fc.array(fc.nat({ max: 7 }), { maxLength: 200 }), (partitions) => {
