@@ -12,13 +12,8 @@ import { cpus } from 'node:os';
 import { BusProducer, createKafka } from '@mesh/bus';
 import { decodeEnvelope, Envelopes, executionId, Headers, newId, TopicNames } from '@mesh/contract';
 import { runPair } from './mcp-pair.mjs';
-import { cpuMs, infraPids } from './process-cpu.mjs';
+import { cpuMs, infraCpuMs } from './process-cpu.mjs';
 import { median } from './stats.mjs';
-
-/** CPU ms of each pid now (the postmaster with its exited children: backends that ended). */
-const snapshot = (pids, postmaster) => new Map(pids.map((p) => [p, cpuMs(p, p === postmaster)]));
-/** CPU spent between two snapshots by the processes alive at both (one that ended is in its parent's children time). */
-const spent = (a, b) => [...a].reduce((s, [p, x]) => s + (x !== undefined && b.get(p) !== undefined ? b.get(p) - x : 0), 0);
 
 const r3 = (x) => Math.round(x * 1000) / 1000;
 
@@ -91,15 +86,12 @@ async function toolBacklog(
     // Every command its own key, so 256 run at once, as the raw pair's 256 calls do.
     const commands = Array.from({ length: n }, () => echoCommand('/wait 50'));
     for (const c of commands) ids.add(c.taskId);
-    const infra = infraPids({ kafkaPort: baseEnv.KAFKA_BROKERS.split(',')[0].split(':').pop() });
+    const kafkaPort = baseEnv.KAFKA_BROKERS.split(',')[0].split(':').pop();
     const worker = workers[0].child.pid;
-    snap = () => [
-      cpuMs(worker),
-      cpuMs(toolServerPid),
-      snapshot(infra.postgres, infra.postmaster),
-      snapshot(infra.kafka),
-      cpuMs(process.pid),
-    ];
+    snap = () => {
+      const infra = infraCpuMs({ kafkaPort });
+      return [cpuMs(worker), cpuMs(toolServerPid), infra.postgres, infra.kafka, cpuMs(process.pid)];
+    };
     const { before, after, seconds } = await withDispatcherPaused(async () => {
       const before = snap();
       const started = Date.now();
@@ -112,8 +104,8 @@ async function toolBacklog(
       return {
         worker: per(a[0], b[0]),
         toolServer: per(a[1], b[1]),
-        postgres: per(0, spent(a[2], b[2])),
-        kafka: per(0, spent(a[3], b[3])),
+        postgres: per(a[2], b[2]),
+        kafka: per(a[3], b[3]),
         loadGenerator: per(a[4], b[4]),
       };
     };

@@ -18,7 +18,7 @@ import pg from 'pg';
 import { BusProducer, createKafka } from '@mesh/bus';
 import { decodeEnvelope, newId, TopicNames } from '@mesh/contract';
 import { echoCommand, toolScenario } from './agents-tool.mjs';
-import { cpuMs, infraPids } from './process-cpu.mjs';
+import { cpuMs, infraCpuMs } from './process-cpu.mjs';
 import { startWaitServer } from './mcp-pair.mjs';
 import { median } from './stats.mjs';
 import { agentsNodeFlags, dispatcherNodeFlags } from '../scripts/node-flags.mjs';
@@ -177,29 +177,6 @@ async function scenario(name, { workers: n, text, conns, env }) {
   }
 }
 
-/** CPU of these processes now, by pid. */
-const cpuByPid = (pids) => new Map(pids.map((p) => [p, cpuMs(p) ?? 0]));
-
-/**
- * CPU spent since `before` by the processes alive now: one that ended meanwhile counts nothing (its
- * CPU is no longer readable), one that started counts all of its CPU.
- */
-const cpuSince = (before, pids) => pids.reduce((s, p) => s + Math.max(0, (cpuMs(p) ?? 0) - (before.get(p) ?? 0)), 0);
-
-/** Pids of the Postgres backends connected to this benchmark's database (empty when not readable). */
-async function benchBackends() {
-  const c = new pg.Client({ connectionString: adminUrl });
-  try {
-    await c.connect();
-    const r = await c.query('SELECT pid FROM pg_stat_activity WHERE datname = $1', [dbUrl.pathname.slice(1)]);
-    return r.rows.map((x) => x.pid);
-  } catch {
-    return []; // e.g. the server is out of connections: the Postgres column reads 0 then
-  } finally {
-    await c.end().catch(() => undefined);
-  }
-}
-
 /**
  * Runs `fn` with the dispatcher process stopped (SIGSTOP), for the worker-alone runs: its projector
  * would otherwise read every event of the backlog and look each task up in Postgres, on the same
@@ -247,9 +224,8 @@ async function backlog(name, { text, n, rounds = 1, env }) {
       const all = new Promise((r) => (onAll = r));
       const envelopes = Array.from({ length: count }, () => echoCommand(text));
       waiting = new Set(envelopes.map((e) => e.taskId));
-      const kafka = infraPids({ kafkaPort: baseEnv.KAFKA_BROKERS.split(',')[0].split(':').pop() }).kafka;
-      // Postgres: the backends serving this benchmark's database (the server is shared with other work).
-      const before = { postgres: cpuByPid(await benchBackends()), kafka: cpuByPid(kafka) };
+      const kafkaPort = baseEnv.KAFKA_BROKERS.split(',')[0].split(':').pop();
+      const before = infraCpuMs({ kafkaPort });
       const pid = workers[0].child.pid;
       const ownBefore = [cpuMs(pid), cpuMs(process.pid)];
       const started = Date.now();
@@ -258,8 +234,8 @@ async function backlog(name, { text, n, rounds = 1, env }) {
       const seconds = (Date.now() - started) / 1000;
       const spent = [
         cpuMs(pid) - ownBefore[0],
-        cpuSince(before.postgres, await benchBackends()),
-        cpuSince(before.kafka, kafka),
+        infraCpuMs({ kafkaPort }).postgres - before.postgres,
+        infraCpuMs({ kafkaPort }).kafka - before.kafka,
         cpuMs(process.pid) - ownBefore[1],
       ];
       const per = (i) => Math.round((spent[i] / count) * 1000) / 1000;

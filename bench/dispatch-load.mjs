@@ -13,7 +13,7 @@ import { writeFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { A2A_HEADERS, describeLoad, drained, sendMessageBody } from './dispatch-requests.mjs';
 import { startDispatchStack } from './dispatch-stack.mjs';
-import { cpuMs, cpuMsOf, infraPids } from './process-cpu.mjs';
+import { cpuMs, infraCpuMs } from './process-cpu.mjs';
 import { median } from './stats.mjs';
 import { machine, measuredCommit } from './run-facts.mjs';
 
@@ -33,15 +33,16 @@ const kafkaPort = Number((process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split('
 const round3 = (x) => Math.round(x * 1000) / 1000;
 
 /** CPU ms used so far: each dispatcher process serving requests, the cluster primary, the echo worker, Postgres, Kafka. */
-function cpuNow(stack, processes, infra) {
+function cpuNow(stack, processes) {
+  const infra = infraCpuMs({ kafkaPort });
   const [first, ...children] = stack.serverPids();
   const serving = processes > 1 ? children : [first];
   return {
     serving: serving.map((p) => cpuMs(p) ?? 0),
     primary: processes > 1 ? (cpuMs(first) ?? 0) : 0,
     echoWorker: cpuMs(stack.worker.pid) ?? 0,
-    postgres: cpuMsOf(infra.postgres, infra.postmaster),
-    kafka: cpuMsOf(infra.kafka),
+    postgres: infra.postgres,
+    kafka: infra.kafka,
   };
 }
 
@@ -60,9 +61,7 @@ function cpuBetween(a, b, per) {
 }
 
 async function load(stack, processes, rate, seconds) {
-  // Read before each run: the Postgres backends of the stack's pools as they are now.
-  const infra = infraPids({ kafkaPort });
-  const before = cpuNow(stack, processes, infra);
+  const before = cpuNow(stack, processes);
   const lg = process.cpuUsage();
   let wrong = 0;
   const result = await autocannon({
@@ -75,7 +74,7 @@ async function load(stack, processes, rate, seconds) {
     requests: [{ setupRequest: (req) => ({ ...req, body: sendMessageBody(true) }) }],
     setupClient: (client) => client.on('body', (buf) => void (buf.toString().includes('"result"') || (wrong += 1))),
   });
-  const after = cpuNow(stack, processes, infra);
+  const after = cpuNow(stack, processes);
   const used = process.cpuUsage(lg);
   const n = result.requests.total;
   if (n === 0 || wrong > 0 || result.non2xx > 0 || result.errors > 0) {
@@ -112,10 +111,9 @@ for (const processes of processCounts.filter((p) => p >= 1)) {
     console.error(`${processes} process(es): warm-up ${warmupS} s`);
     await load(stack, processes, 0, warmupS);
     await drained(stack);
-    const infra = infraPids({ kafkaPort });
-    const before = cpuNow(stack, processes, infra);
+    const before = cpuNow(stack, processes);
     await new Promise((r) => setTimeout(r, idleS * 1000));
-    const idle = cpuBetween(before, cpuNow(stack, processes, infra), idleS);
+    const idle = cpuBetween(before, cpuNow(stack, processes), idleS);
     console.error(`${processes} process(es): idle CPU ms/s ${JSON.stringify(idle)}`);
     const runs = [];
     for (let round = 1; round <= rounds; round++) {

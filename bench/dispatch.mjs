@@ -18,7 +18,7 @@ import { writeFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { A2A_HEADERS, describeLoad, drained as drainedBacklog, sendMessageBody } from './dispatch-requests.mjs';
 import { startDispatchStack } from './dispatch-stack.mjs';
-import { cpuMs, cpuMsOf, infraPids } from './process-cpu.mjs';
+import { cpuMs, cpuMsOf, infraCpuMs } from './process-cpu.mjs';
 import { median } from './stats.mjs';
 import { machine } from './run-facts.mjs';
 
@@ -57,14 +57,11 @@ async function load(name, url, returnImmediately, on = stack) {
   const expected = await check(url, returnImmediately);
   // CPU per request of the server process(es), the echo worker, Postgres and Kafka: unlike req/s,
   // barely moved by whatever else the machine runs, and it says where a request's cost goes.
-  const infra = infraPids();
   const servers = alone ? on.pidsOf(alone) : on.serverPids();
-  const cpuNow = () => [
-    cpuMsOf(servers),
-    alone ? 0 : cpuMs(on.worker.pid),
-    cpuMsOf(infra.postgres, infra.postmaster),
-    cpuMsOf(infra.kafka),
-  ];
+  const cpuNow = () => {
+    const infra = infraCpuMs();
+    return [cpuMsOf(servers), alone ? 0 : cpuMs(on.worker.pid), infra.postgres, infra.kafka];
+  };
   const cpuBefore = cpuNow();
   // The load generator (this process) shares the cores: its CPU bounds what req/s the rest can reach.
   const loadGeneratorBefore = process.cpuUsage();

@@ -1,5 +1,5 @@
 // CPU accounting shared by the benchmarks: CPU time per process from /proc (Linux; undefined
-// elsewhere), and the pids of the Postgres and Kafka processes a run is charged for.
+// elsewhere), and the CPU time of the Postgres and Kafka processes a run is charged for.
 import { execSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
@@ -18,9 +18,9 @@ export function cpuMs(pid, withChildren = false) {
   }
 }
 
-/** CPU time (ms) of `pids` together; `postmaster`'s includes its backends that ended. */
-export function cpuMsOf(pids, postmaster) {
-  return pids.reduce((s, p) => s + (cpuMs(p, p === postmaster) ?? 0), 0);
+/** CPU time (ms) of `pids` together (`withChildren`: each with its children that exited). */
+export function cpuMsOf(pids, withChildren = false) {
+  return pids.reduce((s, p) => s + (cpuMs(p, withChildren) ?? 0), 0);
 }
 
 const pgrep = (pattern) => {
@@ -32,12 +32,12 @@ const pgrep = (pattern) => {
 };
 
 /**
- * Pids of this machine's Postgres processes (the postmaster apart) and of the Kafka broker. With
+ * Pids of this machine's Postgres processes and of the Kafka broker. With
  * `kafkaPort`, only the broker scripts/kafka.sh started on that port (its log directory is
  * `logs-<port>`), so another broker on the machine (a chaos cluster) is not counted; every broker
  * when none matches.
  */
-export function infraPids({ kafkaPort } = {}) {
+function infraPids({ kafkaPort } = {}) {
   const brokers = pgrep('-f kafka.Kafka');
   const cmdline = (p) => {
     try {
@@ -47,5 +47,17 @@ export function infraPids({ kafkaPort } = {}) {
     }
   };
   const ours = kafkaPort ? brokers.filter((p) => cmdline(p).includes(`logs-${kafkaPort}`)) : [];
-  return { postmaster: pgrep('-o -x postgres')[0], postgres: pgrep('-x postgres'), kafka: ours.length > 0 ? ours : brokers };
+  return { postgres: pgrep('-x postgres'), kafka: ours.length > 0 ? ours : brokers };
+}
+
+/**
+ * CPU time (ms) Postgres and the Kafka broker have used so far, from the processes running now:
+ * the difference of two readings is what they spent between them. Postgres' processes are listed
+ * afresh at each reading — a pool opens backends under load (and closes idle ones), and a list
+ * taken before a run would miss every backend opened during it; one that ended is in its
+ * postmaster's children time (counted for every Postgres process: a backend has no children).
+ */
+export function infraCpuMs({ kafkaPort } = {}) {
+  const { postgres, kafka } = infraPids({ kafkaPort });
+  return { postgres: cpuMsOf(postgres, true), kafka: cpuMsOf(kafka) };
 }
