@@ -167,13 +167,17 @@ test('settled tasks leave the store after the retention period, with their dedup
   const db = new pg.Client({ connectionString: kept.databaseUrl });
   await db.connect();
   try {
+    // Nothing of the settled task is left (its executions and stream events have no foreign key to
+    // cascade from); the open task keeps all of its rows.
     const left = await db.query(
       `SELECT (SELECT count(*) FROM dispatcher.executions WHERE task_id = $1)::int AS executions,
+              (SELECT count(*) FROM dispatcher.task_events WHERE task_id = $1)::int AS events,
               (SELECT count(*) FROM dispatcher.message_dedup WHERE task_id = $1)::int AS dedup,
+              (SELECT count(*) FROM dispatcher.executions WHERE task_id = $2)::int AS open_executions,
               (SELECT count(*) FROM dispatcher.message_dedup WHERE task_id = $2)::int AS open_dedup`,
       [done.id, open.id],
     );
-    assert.deepEqual(left.rows[0], { executions: 0, dedup: 0, open_dedup: 1 });
+    assert.deepEqual(left.rows[0], { executions: 0, events: 0, dedup: 0, open_executions: 1, open_dedup: 1 });
   } finally {
     await db.end();
   }

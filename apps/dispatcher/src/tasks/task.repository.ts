@@ -412,7 +412,8 @@ export class TaskRepository {
 
   /**
    * Deletes up to `limit` settled (terminal) tasks unchanged for `retentionMs`, with their
-   * executions, message dedup rows, push configs and deliveries; returns how many tasks went.
+   * executions, stream events, message dedup rows, push configs and deliveries; returns how many
+   * tasks went.
    * Replicas share the work (SKIP LOCKED).
    */
   async deleteSettled(retentionMs: number, limit: number): Promise<number> {
@@ -427,7 +428,12 @@ export class TaskRepository {
          DELETE FROM dispatcher.message_dedup m USING old JOIN dispatcher.executions e ON e.task_id = old.id
           WHERE m.tenant = old.tenant AND m.agent_id = old.agent_id AND m.message_id = e.message_id),
        deliveries AS (
-         DELETE FROM dispatcher.push_deliveries p USING old WHERE p.tenant = old.tenant AND p.task_id = old.id)
+         DELETE FROM dispatcher.push_deliveries p USING old WHERE p.tenant = old.tenant AND p.task_id = old.id),
+       -- No foreign keys (migration 1765500000000): a task's executions and stream events go with it here.
+       executions AS (
+         DELETE FROM dispatcher.executions e USING old WHERE e.task_id = old.id),
+       events AS (
+         DELETE FROM dispatcher.task_events l USING old WHERE l.task_id = old.id)
        DELETE FROM dispatcher.tasks t USING old WHERE t.id = old.id RETURNING t.id`,
         [retentionMs, limit],
         true, // structured: TypeORM answers a bare DELETE … RETURNING with [rows, count]

@@ -9,6 +9,7 @@ import { TurnEndedBy1765100000000 } from './1765100000000-turn-ended-by.js';
 import { StatusTimestamp1765200000000 } from './1765200000000-status-timestamp.js';
 import { TaskEventLog1765300000000 } from './1765300000000-task-event-log.js';
 import { PushWireVersion1765400000000 } from './1765400000000-push-wire-version.js';
+import { TaskChildrenUnchecked1765500000000 } from './1765500000000-task-children-unchecked.js';
 
 /** Postgres schema owned by the dispatcher. */
 export const DISPATCHER_SCHEMA = 'dispatcher';
@@ -25,4 +26,5 @@ export const dispatcherMigrations: Array<new () => MigrationInterface> = [
   StatusTimestamp1765200000000,
   TaskEventLog1765300000000,
   PushWireVersion1765400000000,
+  TaskChildrenUnchecked1765500000000,
 ];
