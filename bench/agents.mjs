@@ -232,10 +232,11 @@ async function backlog(name, { text, n, rounds = 1, env }) {
       await Promise.all(envelopes.map((e) => producer.send(topics.commands('echo-agent'), e.key, e.env)));
       await all;
       const seconds = (Date.now() - started) / 1000;
+      const after = infraCpuMs({ kafkaPort });
       const spent = [
         cpuMs(pid) - ownBefore[0],
-        infraCpuMs({ kafkaPort }).postgres - before.postgres,
-        infraCpuMs({ kafkaPort }).kafka - before.kafka,
+        after.postgres - before.postgres,
+        after.kafka - before.kafka,
         cpuMs(process.pid) - ownBefore[1],
       ];
       const per = (i) => Math.round((spent[i] / count) * 1000) / 1000;
