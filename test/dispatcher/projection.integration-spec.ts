@@ -1,12 +1,18 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { TaskState, type Task } from '@a2a-js/sdk';
+import pg from 'pg';
 import { ConsumerGroups, encodeEnvelope, Envelopes, type Envelope, type Identity } from '@mesh/contract';
+import { createLogger } from '@mesh/telemetry';
 import { eventually } from '../support/infra.js';
 import { a2aClient, agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { artifactText, sendRequest, userMessage } from '../support/a2a-fixtures.js';
 
-const env = await startTestDispatcher('projection');
+/** Warnings the dispatcher logged (a failed projection attempt is one). */
+const warnings: string[] = [];
+const env = await startTestDispatcher('projection', {
+  logger: createLogger('dispatcher', 'warn', { write: (line: string) => void warnings.push(line) }),
+});
 await publishAgents(env.kafka, env.topics, [agentRecord('manual')]);
 await eventually('agent served', async () => (await fetch(`${env.url}/a2a/manual/.well-known/agent-card.json`)).ok);
 const producer = env.kafka.producer();
@@ -131,4 +137,41 @@ test('a task canceled by the caller stays canceled; what its worker reports afte
   const again = await get(task.id);
   assert.equal(again.artifacts.length, 1);
   assert.equal(again.history.filter((m) => m.metadata?.['mesh/agent_state']).length, 1);
+});
+
+test('a column added to the tasks table while the dispatcher runs (a newer version migrating) does not fail the projection', async () => {
+  // The projection reads task rows through a statement each connection prepares once: had it
+  // selected `t.*`, Postgres would refuse it from then on ("cached plan must not change result
+  // type"), and events would be retried and dead-lettered instead of projected.
+  const tasks = await Promise.all(Array.from({ length: 8 }, newTask));
+  for (const { id } of tasks) {
+    await publish(
+      Envelopes.artifact(id, { seq: 0, artifact: artifact('done') }),
+      Envelopes.status(id, { seq: 1, state: 'TASK_STATE_COMPLETED', final: true }),
+    );
+  }
+  await eventually('projector caught up', projectorCaughtUp);
+  // A late copy of each task's last event: its turn is closed, so each is decided on a fresh read.
+  const lateCopies = async () => {
+    for (const { id } of tasks) {
+      await publish(Envelopes.status(id, { seq: 1, state: 'TASK_STATE_COMPLETED', final: true }));
+      await eventually('projector caught up', projectorCaughtUp);
+    }
+  };
+  await lateCopies();
+  const db = new pg.Client({ connectionString: env.databaseUrl });
+  await db.connect();
+  try {
+    await db.query('ALTER TABLE dispatcher.tasks ADD COLUMN added_by_a_newer_version text');
+    const from = warnings.length;
+    await lateCopies();
+    assert.deepEqual(
+      warnings.slice(from).filter((w) => w.includes('projecting events failed')),
+      [],
+    );
+    for (const { task } of tasks) assert.equal((await get(task.id)).status?.state, TaskState.TASK_STATE_COMPLETED);
+  } finally {
+    await db.query('ALTER TABLE dispatcher.tasks DROP COLUMN IF EXISTS added_by_a_newer_version');
+    await db.end();
+  }
 });

@@ -9,3 +9,4 @@ export {
 } from './database-bootstrap.js';
 export { StatementBatcher } from './statement-batcher.js';
 export { isTransientPostgresError } from './transient-errors.js';
+export { preparedQuery, rowsOf, type SqlRunner } from './prepared-query.js';

@@ -9,8 +9,8 @@ import {
 } from '@a2a-js/sdk';
 import type { DataSource } from 'typeorm';
 import { Envelopes, newId, type TaskEvent } from '@mesh/contract';
-import { StatementBatcher } from '@mesh/database';
-import { preparedQuery, type Json, type TaskRow } from './task.repository.js';
+import { preparedQuery, StatementBatcher } from '@mesh/database';
+import type { Json, TaskRow } from './task.repository.js';
 import { isInterrupted, isTerminal, parseState, stateName, stateRank } from './task-state.js';
 
 /*
@@ -80,7 +80,9 @@ async function readProjected(ds: DataSource, keys: ProjectionKey[]): Promise<Arr
   const rows = await preparedQuery<ProjectedRow & { ord: number }>(
     ds,
     'dispatcher-projection-read',
-    `SELECT v.ord, t.*, e.turn AS e_turn, e.last_seq, e.artifact_count, e.closed, e.ended_by
+    // The columns by name (TaskRow's): a prepared `t.*` fails once a migration adds a column.
+    `SELECT v.ord, t.id, t.tenant, t.agent_id, t.context_id, t.state, t.turn, t.version, t.status_timestamp, t.task,
+            t.deadline_at, t.start_by_at, e.turn AS e_turn, e.last_seq, e.artifact_count, e.closed, e.ended_by
      FROM jsonb_to_recordset($1::jsonb) AS v(task_id text, execution_id text, tenant text, ord int)
      JOIN dispatcher.tasks t ON t.id = v.task_id AND t.tenant = v.tenant
      LEFT JOIN dispatcher.executions e ON e.execution_id = v.execution_id AND e.task_id = t.id`,

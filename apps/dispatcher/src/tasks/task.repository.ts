@@ -1,6 +1,6 @@
 import type { DataSource, QueryRunner } from 'typeorm';
 import { FIRST_TURN, TaskStates, type TaskState as WireTaskState } from '@mesh/contract';
-import { StatementBatcher } from '@mesh/database';
+import { preparedQuery, StatementBatcher } from '@mesh/database';
 import type { OutboxCommand } from '../outbox/command-producer.js';
 import { INSERT_TASK_DELIVERIES } from '../push/push-config.js';
 import { OPEN_STATE_NAMES, TERMINAL_STATE_NAMES } from './task-state.js';
@@ -162,17 +162,6 @@ const writtenOf = (rows: readonly TurnRow[], won: Array<{ task_id: string }>) =>
   const written = new Set(won.map((w) => w.task_id));
   return rows.map((r) => written.has(r.task_id));
 };
-
-/**
- * Runs one of the hot statements (accept, projection) as a named prepared statement straight on
- * the driver's pool: Postgres parses it once per connection instead of per call, and plans it at
- * each execution (serviceDataSource: a cached plan would outlive the table sizes it was made for).
- */
-export async function preparedQuery<R>(ds: DataSource, name: string, text: string, values: unknown[]): Promise<R[]> {
-  const pool = (ds.driver as unknown as { master: { query(q: { name: string; text: string; values: unknown[] }): Promise<{ rows: R[] }> } })
-    .master;
-  return (await pool.query({ name, text, values })).rows;
-}
 
 /**
  * The dispatcher's task SQL for TaskService: accepting turns, dedup lookups, reads, and the
