@@ -1,10 +1,5 @@
-import { StatementBatcher } from '@mesh/database';
+import { rowsOf, StatementBatcher, type SqlRunner } from '@mesh/database';
 import type { ClaimResult, EffectEntry, EffectLedger, EffectState, NewEffect, RecordedResult } from './effect-ledger.js';
-
-/** Anything that runs a parameterised query and returns rows (a TypeORM DataSource or a pg Pool wrapper). */
-export interface SqlClient {
-  query(text: string, params?: unknown[]): Promise<unknown>;
-}
 
 interface Row {
   idempotency_key: string;
@@ -22,12 +17,6 @@ interface Row {
   attempts: number;
 }
 
-/** Rows of a query result: TypeORM returns `[rows, count]` for UPDATE/DELETE, rows otherwise; pg returns `{ rows }`. */
-const rowsOf = (r: unknown): Row[] => {
-  if (Array.isArray(r)) return (r.length === 2 && Array.isArray(r[0]) && typeof r[1] === 'number' ? r[0] : r) as Row[];
-  return (r as { rows?: Row[] }).rows ?? [];
-};
-
 /**
  * Effect ledger in Postgres. The table (created by the owning app's migration) has the
  * idempotency key as primary key: that constraint is what makes a second arrival find the first.
@@ -44,7 +33,7 @@ export class PostgresEffectLedger implements EffectLedger {
 
   /** `table` is schema-qualified and quoted by the caller's migration, e.g. `"agents"."tool_effects"`. */
   constructor(
-    private readonly sql: SqlClient,
+    private readonly sql: SqlRunner,
     table = '"agents"."tool_effects"',
   ) {
     this.table = table;
@@ -74,7 +63,7 @@ export class PostgresEffectLedger implements EffectLedger {
    * second time"); the batcher then claims each alone, and the second finds the first: busy.
    */
   private async claimMany(items: Array<{ e: NewEffect; leaseMs: number }>): Promise<boolean[]> {
-    const claimed = rowsOf(
+    const claimed = rowsOf<Row>(
       await this.sql.query(
         `INSERT INTO ${this.table} AS t (idempotency_key, tenant, task_id, execution_id, tool, args_hash, args, side_effect, state, owner, lease_until, attempts)
          SELECT u.k, u.te, u.ta, u.ex, u.tl, u.ah, u.a, u.se, 'pending', u.ow, now() + u.lm * interval '1 millisecond', 1
@@ -135,7 +124,7 @@ export class PostgresEffectLedger implements EffectLedger {
   }
 
   async resolve(key: string, state: 'ok' | 'error' | 'absent', result?: RecordedResult): Promise<boolean> {
-    const rows = rowsOf(
+    const rows = rowsOf<Row>(
       await this.sql.query(
         `UPDATE ${this.table} SET state = $2, result = $3, resolved_at = now(), updated_at = now()
          WHERE idempotency_key = $1 AND state = 'unknown' RETURNING idempotency_key`,
@@ -146,12 +135,12 @@ export class PostgresEffectLedger implements EffectLedger {
   }
 
   async get(key: string): Promise<EffectEntry | undefined> {
-    const rows = rowsOf(await this.sql.query(`SELECT * FROM ${this.table} WHERE idempotency_key = $1`, [key]));
+    const rows = rowsOf<Row>(await this.sql.query(`SELECT * FROM ${this.table} WHERE idempotency_key = $1`, [key]));
     return rows[0] ? toEntry(rows[0]) : undefined;
   }
 
   async sideEffectsOf(tenant: string, taskId: string, executionId: string): Promise<EffectEntry[]> {
-    const rows = rowsOf(
+    const rows = rowsOf<Row>(
       await this.sql.query(
         `SELECT * FROM ${this.table} WHERE tenant = $1 AND task_id = $2 AND execution_id = $3 AND side_effect ORDER BY created_at`,
         [tenant, taskId, executionId],
@@ -161,14 +150,14 @@ export class PostgresEffectLedger implements EffectLedger {
   }
 
   async listUnknown(limit: number): Promise<EffectEntry[]> {
-    const rows = rowsOf(await this.sql.query(`SELECT * FROM ${this.table} WHERE state = 'unknown' ORDER BY updated_at LIMIT $1`, [limit]));
+    const rows = rowsOf<Row>(
+      await this.sql.query(`SELECT * FROM ${this.table} WHERE state = 'unknown' ORDER BY updated_at LIMIT $1`, [limit]),
+    );
     return rows.map(toEntry);
   }
 
   async countUnknown(): Promise<number> {
-    const rows = rowsOf(await this.sql.query(`SELECT count(*)::int AS n FROM ${this.table} WHERE state = 'unknown'`)) as unknown as Array<{
-      n: number;
-    }>;
+    const rows = rowsOf<{ n: number }>(await this.sql.query(`SELECT count(*)::int AS n FROM ${this.table} WHERE state = 'unknown'`));
     return rows[0]?.n ?? 0;
   }
 }

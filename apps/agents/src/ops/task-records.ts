@@ -1,4 +1,4 @@
-import type { SqlRunner } from '../runtime/execution-ledger.js';
+import type { SqlRunner } from '@mesh/database';
 
 /** A task as the agents' ledgers know it: its latest turn. */
 export interface LedgerTask {

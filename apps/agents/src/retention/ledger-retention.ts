@@ -1,7 +1,7 @@
 import { PeriodicTask } from '@mesh/service';
 import { SETTLED_TURN_STATES } from '@mesh/agent-sdk';
 import { silentLogger, type Logger } from '@mesh/telemetry';
-import type { SqlRunner } from '../runtime/execution-ledger.js';
+import type { SqlRunner } from '@mesh/database';
 
 export interface LedgerRetentionOptions {
   /** Ledger rows of a task are deleted this long after its last turn finished; 0 keeps them forever. */

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { TaskEvent } from '@mesh/contract';
-import { inRounds, PostgresExecutionLedger, type ExecutionClaim, type SqlRunner } from './execution-ledger.js';
+import type { SqlRunner } from '@mesh/database';
+import { inRounds, PostgresExecutionLedger, type ExecutionClaim } from './execution-ledger.js';
 
 interface Row {
   owner: string;

@@ -1,6 +1,6 @@
 import type { AgentMessage } from '@mesh/agent-sdk';
 import type { TaskEvent } from '@mesh/contract';
-import { StatementBatcher } from '@mesh/database';
+import { rowsOf, StatementBatcher, type SqlRunner } from '@mesh/database';
 
 /** A turn about to be run. */
 export interface ExecutionClaim {
@@ -56,17 +56,6 @@ export interface ExecutionLedger {
   /** Messages of earlier turns of a task (user input and the agent's reply of each), oldest first. */
   history(tenant: string, taskId: string, beforeTurn: number): Promise<AgentMessage[]>;
 }
-
-/** Anything that runs a parameterised query and returns rows (a TypeORM DataSource). */
-export interface SqlRunner {
-  query(text: string, params?: unknown[]): Promise<unknown>;
-}
-
-/** TypeORM returns `[rows, count]` for UPDATE/DELETE and rows otherwise. */
-const rows = <T>(r: unknown): T[] => {
-  if (!Array.isArray(r)) return [];
-  return (r.length === 2 && Array.isArray(r[0]) && typeof r[1] === 'number' ? r[0] : r) as T[];
-};
 
 /** How {@link PostgresExecutionLedger} groups the statements of the turns in flight. */
 export interface ExecutionLedgerBatching {
@@ -158,7 +147,7 @@ export class PostgresExecutionLedger implements ExecutionLedger {
   private async claimAll(items: ClaimItem[]): Promise<ClaimOutcome[]> {
     // Rows in id order, so two statements that overlap (two workers) lock in the same order and cannot deadlock.
     const sorted = [...items].sort((a, b) => compare(a.c.executionId, b.c.executionId));
-    const claimed = rows<{ execution_id: string; attempt: number; canceled: boolean }>(
+    const claimed = rowsOf<{ execution_id: string; attempt: number; canceled: boolean }>(
       await this.sql.query(
         `INSERT INTO agents.executions AS e (execution_id, tenant, agent_id, task_id, context_id, turn, state, owner, lease_until, input_message, traceparent)
          SELECT v.execution_id, v.tenant, v.agent_id, v.task_id, v.context_id, v.turn, 'running', v.owner,
@@ -192,7 +181,7 @@ export class PostgresExecutionLedger implements ExecutionLedger {
     );
     const others = items.filter((i) => !out.has(i.c.executionId)).map((i) => i.c.executionId);
     if (others.length > 0) {
-      const existing = rows<{ execution_id: string; state: string; final_events: TaskEvent[] | null; remaining_ms: number }>(
+      const existing = rowsOf<{ execution_id: string; state: string; final_events: TaskEvent[] | null; remaining_ms: number }>(
         await this.sql.query(
           `SELECT execution_id, state, final_events, GREATEST(0, EXTRACT(EPOCH FROM (lease_until - now())) * 1000)::int AS remaining_ms
            FROM agents.executions WHERE execution_id = ANY($1::text[])`,
@@ -217,7 +206,7 @@ export class PostgresExecutionLedger implements ExecutionLedger {
   /** Extends the leases of executions with distinct ids; one not returned was lost by its owner. */
   private async renewAll(items: RenewItem[]): Promise<RenewOutcome[]> {
     const sorted = [...items].sort((a, b) => compare(a.executionId, b.executionId));
-    const renewed = rows<{ execution_id: string; canceled: boolean }>(
+    const renewed = rowsOf<{ execution_id: string; canceled: boolean }>(
       await this.sql.query(
         `UPDATE agents.executions e SET lease_until = now() + v.lease_ms * interval '1 millisecond', updated_at = now()
          FROM jsonb_to_recordset($1::jsonb) AS v(execution_id text, owner text, lease_ms int)
@@ -236,7 +225,7 @@ export class PostgresExecutionLedger implements ExecutionLedger {
   /** Records the outcomes of executions with distinct ids; false for one its owner no longer owns. */
   private async finishAll(items: FinishItem[]): Promise<boolean[]> {
     const sorted = [...items].sort((a, b) => compare(a.executionId, b.executionId));
-    const finished = rows<{ execution_id: string }>(
+    const finished = rowsOf<{ execution_id: string }>(
       await this.sql.query(
         `UPDATE agents.executions e
          SET state = 'finished', final_state = v.final_state, reply_message = v.reply_message, final_events = v.final_events,
@@ -278,7 +267,7 @@ export class PostgresExecutionLedger implements ExecutionLedger {
   }
 
   async history(tenant: string, taskId: string, beforeTurn: number): Promise<AgentMessage[]> {
-    const r = rows<{ input_message: AgentMessage; reply_message: AgentMessage | null }>(
+    const r = rowsOf<{ input_message: AgentMessage; reply_message: AgentMessage | null }>(
       await this.sql.query(
         `SELECT input_message, reply_message FROM agents.executions
          WHERE tenant = $1 AND task_id = $2 AND turn < $3 AND state = 'finished' ORDER BY turn`,
