@@ -16,6 +16,7 @@ const benches = [
   ['directory', 'bench/directory.bench.mjs'],
   ['dispatch', 'bench/dispatch.mjs'],
   ['agents', 'bench/agents.mjs'],
+  ['ledgers', 'bench/ledgers.mjs'],
   ['soak', 'bench/soak.mjs', ...(short ? ['--short'] : [])],
 ];
 // Read before the benchmarks run: they rewrite bench/results/.

@@ -7,7 +7,11 @@
 // batch sizes) and 256 (as many as it has). Per turn: Postgres CPU (all its processes, from
 // /proc), this process's CPU, commits (pg_stat_database) and WAL bytes; medians of BENCH_ROUNDS
 // rounds with their spread. Commits and WAL bytes do not move with the host's speed.
+// BENCH_LEDGER_BESIDE=cpu|memory runs one busy process per core beside it (a tight loop, or one
+// that walks 400 MB), to see what sharing the cores does to Postgres' cost per turn.
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { cpus } from 'node:os';
 import { writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
@@ -28,6 +32,13 @@ const toolMs = Number(process.env.BENCH_LEDGER_TOOL_MS ?? 50);
 const owner = 'bench-ledgers';
 const leaseMs = 30_000;
 const r3 = (x) => Math.round(x * 1000) / 1000;
+const beside = process.env.BENCH_LEDGER_BESIDE ?? 'nothing';
+const LOOPS = {
+  cpu: 'for (;;) {}',
+  memory: 'const a = new Float64Array(5e7); for (;;) for (let i = 0; i < a.length; i += 8) a[i] += 1;',
+};
+if (beside !== 'nothing' && !LOOPS[beside]) throw new Error(`BENCH_LEDGER_BESIDE: cpu or memory, not ${beside}`);
+const neighbours = LOOPS[beside] ? cpus().map(() => spawn(process.execPath, ['-e', LOOPS[beside]], { stdio: 'ignore' })) : [];
 
 const commit = measuredCommit(); // before the results are written
 const database = `mesh_bench_ledgers_${Date.now().toString(36)}`;
@@ -152,6 +163,7 @@ try {
     });
   }
 } finally {
+  for (const n of neighbours) n.kill('SIGKILL');
   await ds.destroy();
   await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(database)} WITH (FORCE)`).catch(() => undefined);
   await admin.end();
@@ -162,7 +174,7 @@ const out = {
   machine: machine(),
   commit,
   command: 'npm run bench:ledgers',
-  load: { turnsPerRound: turns, toolMs, rounds },
+  load: { turnsPerRound: turns, toolMs, rounds, beside },
   scenarios,
 };
 writeFileSync(process.env.BENCH_LEDGERS_FILE ?? `${root}bench/results/ledgers.json`, `${JSON.stringify(out, null, 2)}\n`);
