@@ -96,6 +96,6 @@ test('the agents refuse to start when a command topic keeps records as long as t
     );
     return true;
   });
-  // The failed start closed what it had opened (an abandoned pool would drop idle connections only after 10 s).
+  // The failed start closed what it had opened (an abandoned pool would drop idle connections only after a minute).
   await eventually('the failed start closed its database connections', async () => (await connections()) <= before, 3000);
 });

@@ -114,7 +114,15 @@ export function serviceDataSource(opts: ServiceDataSourceOptions): DataSource {
     migrationsRun: false,
     synchronize: false,
     logging: false,
-    extra: { max: opts.poolSize ?? 10, connectionTimeoutMillis: 5000, Client: GuardedClient, options: connection.options },
+    // Idle connections are kept a minute (pg's default is 10 s): a service whose load comes in bursts
+    // would otherwise open its backends again at each one, a fork and a catalog warm-up apiece.
+    extra: {
+      max: opts.poolSize ?? 10,
+      idleTimeoutMillis: 60_000,
+      connectionTimeoutMillis: 5000,
+      Client: GuardedClient,
+      options: connection.options,
+    },
   });
 }
 
