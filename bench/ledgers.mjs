@@ -44,7 +44,6 @@ const commit = measuredCommit(); // before the results are written
 const database = `mesh_bench_ledgers_${Date.now().toString(36)}`;
 const admin = new pg.Client({ connectionString: adminUrl });
 await admin.connect();
-await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(database)}`);
 const url = new URL(adminUrl);
 url.pathname = `/${database}`;
 const ds = await openServiceDatabase({ url: url.toString(), schema: AGENTS_SCHEMA, entities: [], migrations: agentsMigrations });
