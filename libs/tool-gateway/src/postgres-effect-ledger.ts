@@ -63,7 +63,7 @@ export class PostgresEffectLedger implements EffectLedger {
    * second time"); the batcher then claims each alone, and the second finds the first: busy.
    */
   private async claimMany(items: Array<{ e: NewEffect; leaseMs: number }>): Promise<boolean[]> {
-    const claimed = rowsOf<Row>(
+    const claimed = rowsOf<{ idempotency_key: string }>(
       await this.sql.query(
         `INSERT INTO ${this.table} AS t (idempotency_key, tenant, task_id, execution_id, tool, args_hash, args, side_effect, state, owner, lease_until, attempts)
          SELECT u.k, u.te, u.ta, u.ex, u.tl, u.ah, u.a, u.se, 'pending', u.ow, now() + u.lm * interval '1 millisecond', 1
@@ -124,7 +124,7 @@ export class PostgresEffectLedger implements EffectLedger {
   }
 
   async resolve(key: string, state: 'ok' | 'error' | 'absent', result?: RecordedResult): Promise<boolean> {
-    const rows = rowsOf<Row>(
+    const rows = rowsOf<{ idempotency_key: string }>(
       await this.sql.query(
         `UPDATE ${this.table} SET state = $2, result = $3, resolved_at = now(), updated_at = now()
          WHERE idempotency_key = $1 AND state = 'unknown' RETURNING idempotency_key`,
