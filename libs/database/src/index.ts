@@ -10,3 +10,4 @@ export {
 export { StatementBatcher } from './statement-batcher.js';
 export { isTransientPostgresError } from './transient-errors.js';
 export { preparedQuery, rowsOf, type SqlRunner } from './prepared-query.js';
+export { batchKeys } from './batch-keys.js';

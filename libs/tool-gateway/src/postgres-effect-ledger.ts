@@ -1,4 +1,4 @@
-import { rowsOf, StatementBatcher, type SqlRunner } from '@mesh/database';
+import { batchKeys, rowsOf, StatementBatcher, type SqlRunner } from '@mesh/database';
 import type { ClaimResult, EffectEntry, EffectLedger, EffectState, NewEffect, RecordedResult } from './effect-ledger.js';
 
 interface Row {
@@ -106,7 +106,7 @@ export class PostgresEffectLedger implements EffectLedger {
     await this.sql.query(
       `UPDATE ${this.table} AS t SET state = u.st, result = u.r, updated_at = now()
        FROM jsonb_to_recordset($1::jsonb) AS u(k text, ow text, st text, r jsonb)
-       WHERE t.idempotency_key = u.k AND t.owner = u.ow AND t.state = 'pending'`,
+       WHERE t.idempotency_key = u.k AND t.owner = u.ow AND t.state = 'pending' AND t.idempotency_key = ANY (${batchKeys('$1', 'k')})`,
       [JSON.stringify(items.map((x) => ({ k: x.key, ow: x.owner, st: x.state, r: x.result })))],
     );
     return items.map(() => undefined);

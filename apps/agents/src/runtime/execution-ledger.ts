@@ -1,6 +1,6 @@
 import type { AgentMessage } from '@mesh/agent-sdk';
 import type { TaskEvent } from '@mesh/contract';
-import { rowsOf, StatementBatcher, type SqlRunner } from '@mesh/database';
+import { batchKeys, rowsOf, StatementBatcher, type SqlRunner } from '@mesh/database';
 
 /** A turn about to be run. */
 export interface ExecutionClaim {
@@ -211,6 +211,7 @@ export class PostgresExecutionLedger implements ExecutionLedger {
         `UPDATE agents.executions e SET lease_until = now() + v.lease_ms * interval '1 millisecond', updated_at = now()
          FROM jsonb_to_recordset($1::jsonb) AS v(execution_id text, owner text, lease_ms int)
          WHERE e.execution_id = v.execution_id AND e.owner = v.owner AND e.state = 'running'
+           AND e.execution_id = ANY (${batchKeys('$1', 'execution_id')})
          RETURNING e.execution_id, EXISTS (SELECT 1 FROM agents.cancellations c WHERE c.execution_id = e.execution_id) AS canceled`,
         [JSON.stringify(sorted.map((i) => ({ execution_id: i.executionId, owner: i.owner, lease_ms: i.leaseMs })))],
       ),
@@ -232,6 +233,7 @@ export class PostgresExecutionLedger implements ExecutionLedger {
              finished_at = now(), updated_at = now()
          FROM jsonb_to_recordset($1::jsonb) AS v(execution_id text, owner text, final_state text, reply_message jsonb, final_events jsonb)
          WHERE e.execution_id = v.execution_id AND e.owner = v.owner AND e.state = 'running'
+           AND e.execution_id = ANY (${batchKeys('$1', 'execution_id')})
          RETURNING e.execution_id`,
         [
           JSON.stringify(
