@@ -2,11 +2,12 @@
  * SQL for the keys of a batch passed as one JSON array parameter, to put beside the join that
  * matches the batch to a table by its key: `AND t.id = ANY (${batchKeys('$1', 'id')})`.
  *
- * Why: the planner takes `jsonb_to_recordset` for 100 rows whatever the batch holds, so up to a
- * table of some 35,000 rows it finds a hash join over a sequential scan cheaper than looking 100
- * keys up — every batched statement reads the whole table (a batch of 24 against 28,000
- * executions: 3.8 ms of Postgres CPU instead of 0.7). An array it cannot see into it takes for 10
- * keys, and looks them up in the key's index at any table size.
+ * Why: the planner takes `jsonb_to_recordset` for 100 rows whatever the batch holds, so against a
+ * table of up to a few thousand or some tens of thousands of rows (the narrower the rows, the more)
+ * it finds a hash join over a sequential scan cheaper than looking 100 keys up — every batched
+ * statement reads the whole table (a batch of 24 against 28,000 small rows: 3.8 ms of Postgres CPU
+ * instead of 0.7). An array it cannot see into it takes for 10 keys, and looks them up in the key's
+ * index at any table size.
  */
 export function batchKeys(param: string, field: string): string {
   // Both are constants of the statement's text, never input: refuse anything but a placeholder and a name.
