@@ -1,6 +1,9 @@
 import { batchKeys, rowsOf, StatementBatcher, type SqlRunner } from '@mesh/database';
 import type { ClaimResult, EffectEntry, EffectLedger, EffectState, NewEffect, RecordedResult } from './effect-ledger.js';
 
+/** The idempotency keys of a completion batch (its JSON parameter `$1`), so its update finds its rows by key. */
+const BATCH_KEYS = batchKeys('$1', 'k');
+
 interface Row {
   idempotency_key: string;
   tenant: string;
@@ -106,7 +109,7 @@ export class PostgresEffectLedger implements EffectLedger {
     await this.sql.query(
       `UPDATE ${this.table} AS t SET state = u.st, result = u.r, updated_at = now()
        FROM jsonb_to_recordset($1::jsonb) AS u(k text, ow text, st text, r jsonb)
-       WHERE t.idempotency_key = u.k AND t.owner = u.ow AND t.state = 'pending' AND t.idempotency_key = ANY (${batchKeys('$1', 'k')})`,
+       WHERE t.idempotency_key = u.k AND t.owner = u.ow AND t.state = 'pending' AND t.idempotency_key = ANY (${BATCH_KEYS})`,
       [JSON.stringify(items.map((x) => ({ k: x.key, ow: x.owner, st: x.state, r: x.result })))],
     );
     return items.map(() => undefined);

@@ -57,6 +57,9 @@ export interface ExecutionLedger {
   history(tenant: string, taskId: string, beforeTurn: number): Promise<AgentMessage[]>;
 }
 
+/** The execution ids of a batch (its JSON parameter `$1`), so its updates find their rows by key. */
+const BATCH_EXECUTION_IDS = batchKeys('$1', 'execution_id');
+
 /** How {@link PostgresExecutionLedger} groups the statements of the turns in flight. */
 export interface ExecutionLedgerBatching {
   /** Most executions in one statement (default 1024). */
@@ -211,7 +214,7 @@ export class PostgresExecutionLedger implements ExecutionLedger {
         `UPDATE agents.executions e SET lease_until = now() + v.lease_ms * interval '1 millisecond', updated_at = now()
          FROM jsonb_to_recordset($1::jsonb) AS v(execution_id text, owner text, lease_ms int)
          WHERE e.execution_id = v.execution_id AND e.owner = v.owner AND e.state = 'running'
-           AND e.execution_id = ANY (${batchKeys('$1', 'execution_id')})
+           AND e.execution_id = ANY (${BATCH_EXECUTION_IDS})
          RETURNING e.execution_id, EXISTS (SELECT 1 FROM agents.cancellations c WHERE c.execution_id = e.execution_id) AS canceled`,
         [JSON.stringify(sorted.map((i) => ({ execution_id: i.executionId, owner: i.owner, lease_ms: i.leaseMs })))],
       ),
@@ -233,7 +236,7 @@ export class PostgresExecutionLedger implements ExecutionLedger {
              finished_at = now(), updated_at = now()
          FROM jsonb_to_recordset($1::jsonb) AS v(execution_id text, owner text, final_state text, reply_message jsonb, final_events jsonb)
          WHERE e.execution_id = v.execution_id AND e.owner = v.owner AND e.state = 'running'
-           AND e.execution_id = ANY (${batchKeys('$1', 'execution_id')})
+           AND e.execution_id = ANY (${BATCH_EXECUTION_IDS})
          RETURNING e.execution_id`,
         [
           JSON.stringify(
