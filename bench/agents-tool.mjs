@@ -13,9 +13,7 @@ import { BusProducer, createKafka } from '@mesh/bus';
 import { decodeEnvelope, Envelopes, executionId, Headers, newId, TopicNames } from '@mesh/contract';
 import { runPair } from './mcp-pair.mjs';
 import { cpuMs, infraCpuMs } from './process-cpu.mjs';
-import { median } from './stats.mjs';
-
-const r3 = (x) => Math.round(x * 1000) / 1000;
+import { median, round3, spread } from './stats.mjs';
 
 /**
  * A first-turn `task.run` for echo-agent saying `text`, keyed as the dispatcher keys commands for
@@ -100,7 +98,7 @@ async function toolBacklog(
       return { before, seconds: (Date.now() - started) / 1000, after: snap() };
     });
     const cpuPerTurn = (a, b, turns) => {
-      const per = (x, y) => (x === undefined || y === undefined ? undefined : r3((y - x) / turns));
+      const per = (x, y) => (x === undefined || y === undefined ? undefined : round3((y - x) / turns));
       return {
         worker: per(a[0], b[0]),
         toolServer: per(a[1], b[1]),
@@ -138,7 +136,7 @@ export async function toolScenario(harness, { server, rounds, n, inFlight, durat
     for (let i = 0; i < rounds; i++) {
       const pair = await runPair(server, { concurrency: inFlight, ms: 50, durationS });
       const worker = await toolBacklog(harness, { n, inFlight, toolUrl: server.url, sessions, toolServerPid: server.pid });
-      const ratio = r3(worker.turnsPerSec / pair.callsPerSec);
+      const ratio = round3(worker.turnsPerSec / pair.callsPerSec);
       console.error(
         `tool round ${i + 1}/${rounds} (${json ? 'JSON' : 'SSE'} responses, ${sessions} session(s)): worker ${worker.turnsPerSec} turns/s ` +
           `(whole round ${worker.whole.turnsPerSec}), ` +
@@ -148,7 +146,7 @@ export async function toolScenario(harness, { server, rounds, n, inFlight, durat
     }
   }
   const ratios = out.map((r) => r.ratio);
-  const medianOf = (f) => r3(median(out.map(f).filter((x) => x !== undefined)));
+  const medianOf = (f) => round3(median(out.map(f).filter((x) => x !== undefined)));
   const cpuMsPerTurn = {
     worker: medianOf((r) => r.worker.cpuMsPerTurn.worker),
     toolServer: medianOf((r) => r.worker.cpuMsPerTurn.toolServer),
@@ -165,10 +163,10 @@ export async function toolScenario(harness, { server, rounds, n, inFlight, durat
     toolMs: 50,
     sessions,
     rounds: out,
-    ratio: { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios) },
+    ratio: spread(ratios),
     workerTurnsPerSec: median(out.map((r) => r.worker.turnsPerSec)),
     workerTurnsPerSecWholeRound: median(out.map((r) => r.worker.whole.turnsPerSec)),
-    ratioWholeRound: median(out.map((r) => r3(r.worker.whole.turnsPerSec / r.pair.callsPerSec))),
+    ratioWholeRound: median(out.map((r) => round3(r.worker.whole.turnsPerSec / r.pair.callsPerSec))),
     pairCallsPerSec: median(out.map((r) => r.pair.callsPerSec)),
     cpuMsPerTurn,
     // The observer's own cost (not the worker's, and outside the bound below).
@@ -193,6 +191,6 @@ function cpuBound(worker, pair) {
     cores,
     workerTurnsPerSec: workerPerSec,
     pairCallsPerSec: pairPerSec,
-    ratio: r3(workerPerSec / pairPerSec),
+    ratio: round3(workerPerSec / pairPerSec),
   };
 }

@@ -14,7 +14,7 @@ import autocannon from 'autocannon';
 import { A2A_HEADERS, describeLoad, drained, sendMessageBody } from './dispatch-requests.mjs';
 import { startDispatchStack } from './dispatch-stack.mjs';
 import { cpuMs, infraCpuMs } from './process-cpu.mjs';
-import { median } from './stats.mjs';
+import { median, round3 } from './stats.mjs';
 import { machine, measuredCommit } from './run-facts.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -30,7 +30,6 @@ for (const n of [...rates, ...processCounts, rounds, duration]) {
     throw new Error(`bench:dispatch-load: bad setting ${n} (BENCH_LOAD_RATES, BENCH_LOAD_PROCESSES, BENCH_ROUNDS, BENCH_DURATION_S)`);
 }
 const kafkaPort = Number((process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(':').at(-1));
-const round3 = (x) => Math.round(x * 1000) / 1000;
 
 /** CPU ms used so far: each dispatcher process serving requests, the cluster primary, the echo worker, Postgres, Kafka. */
 function cpuNow(stack, processes) {

@@ -20,7 +20,7 @@ import { openServiceDatabase } from '@mesh/database';
 import { PostgresEffectLedger } from '@mesh/tool-gateway';
 import { cpuMs, infraCpuMs } from './process-cpu.mjs';
 import { machine, measuredCommit } from './run-facts.mjs';
-import { median } from './stats.mjs';
+import { round3, spread } from './stats.mjs';
 
 const root = new URL('../', import.meta.url).pathname;
 const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -31,7 +31,6 @@ const inFlights = (process.env.BENCH_LEDGER_IN_FLIGHT ?? '48,256').split(',').ma
 const toolMs = Number(process.env.BENCH_LEDGER_TOOL_MS ?? 50);
 const owner = 'bench-ledgers';
 const leaseMs = 30_000;
-const r3 = (x) => Math.round(x * 1000) / 1000;
 const beside = process.env.BENCH_LEDGER_BESIDE ?? 'nothing';
 const LOOPS = {
   cpu: 'for (;;) {}',
@@ -123,7 +122,6 @@ async function run(executions, effects, n, inFlight) {
   );
 }
 
-const spread = (xs) => ({ median: median(xs), min: Math.min(...xs), max: Math.max(...xs) });
 const scenarios = [];
 try {
   const executions = new PostgresExecutionLedger(ds);
@@ -137,13 +135,13 @@ try {
       const after = { infra: infraCpuMs(), self: cpuMs(process.pid), pg: await pgCounters(), t: performance.now() };
       const r = {
         round,
-        seconds: r3((after.t - before.t) / 1000),
+        seconds: round3((after.t - before.t) / 1000),
         turnsPerSec: Math.round(turns / ((after.t - before.t) / 1000)),
         cpuMsPerTurn: {
-          postgres: r3((after.infra.postgres - before.infra.postgres) / turns),
-          bench: r3((after.self - before.self) / turns),
+          postgres: round3((after.infra.postgres - before.infra.postgres) / turns),
+          bench: round3((after.self - before.self) / turns),
         },
-        commitsPerTurn: r3((after.pg.commits - before.pg.commits) / turns),
+        commitsPerTurn: round3((after.pg.commits - before.pg.commits) / turns),
         walBytesPerTurn: Math.round((after.pg.wal - before.pg.wal) / turns),
       };
       results.push(r);

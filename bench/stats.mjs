@@ -5,3 +5,11 @@ export function median(xs) {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }
+
+/** `x` rounded to three decimals (the figures' precision in bench/results). */
+export const round3 = (x) => Math.round(x * 1000) / 1000;
+
+/** The median of `xs` with its range. */
+export function spread(xs) {
+  return { median: median(xs), min: Math.min(...xs), max: Math.max(...xs) };
+}
