@@ -176,6 +176,8 @@ export async function startDispatchStack(topicPrefix, { dispatcherProcesses = 1,
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
+    /** The prefix of the stack's topics (`TopicNames` of @mesh/contract). */
+    topicPrefix: env.TOPIC_PREFIX,
     /** `{ dispatcher, reference, bare }` base URLs (only the dispatcher's with DISPATCHER_PROCESSES). */
     urls,
     servers: servers.c,

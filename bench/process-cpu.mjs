@@ -61,3 +61,19 @@ export function infraCpuMs({ kafkaPort } = {}) {
   const { postgres, kafka } = infraPids({ kafkaPort });
   return { postgres: cpuMsOf(postgres, true), kafka: cpuMsOf(kafka) };
 }
+
+/**
+ * CPU time (ms) the whole machine has spent busy so far, and its elapsed CPU time (ms, all cores):
+ * the difference of two readings gives how busy the cores were between them (/proc/stat; steal and
+ * iowait count as not busy).
+ */
+export function machineCpuMs() {
+  try {
+    const [, ...f] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).map(Number);
+    const [user, nice, system, idle, iowait, irq, softirq, steal] = f;
+    const busy = user + nice + system + irq + softirq;
+    return { busy: (busy * 1000) / 100, all: ((busy + idle + iowait + steal) * 1000) / 100 };
+  } catch {
+    return undefined;
+  }
+}
