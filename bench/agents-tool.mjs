@@ -84,10 +84,9 @@ async function toolBacklog(
     // Every command its own key, so 256 run at once, as the raw pair's 256 calls do.
     const commands = Array.from({ length: n }, () => echoCommand('/wait 50'));
     for (const c of commands) ids.add(c.taskId);
-    const kafkaPort = baseEnv.KAFKA_BROKERS.split(',')[0].split(':').pop();
     const worker = workers[0].child.pid;
     snap = () => {
-      const infra = infraCpuMs({ kafkaPort });
+      const infra = infraCpuMs();
       return [cpuMs(worker), cpuMs(toolServerPid), infra.postgres, infra.kafka, cpuMs(process.pid)];
     };
     const { before, after, seconds } = await withDispatcherPaused(async () => {

@@ -224,15 +224,14 @@ async function backlog(name, { text, n, rounds = 1, env }) {
       const all = new Promise((r) => (onAll = r));
       const envelopes = Array.from({ length: count }, () => echoCommand(text));
       waiting = new Set(envelopes.map((e) => e.taskId));
-      const kafkaPort = baseEnv.KAFKA_BROKERS.split(',')[0].split(':').pop();
-      const before = infraCpuMs({ kafkaPort });
+      const before = infraCpuMs();
       const pid = workers[0].child.pid;
       const ownBefore = [cpuMs(pid), cpuMs(process.pid)];
       const started = Date.now();
       await Promise.all(envelopes.map((e) => producer.send(topics.commands('echo-agent'), e.key, e.env)));
       await all;
       const seconds = (Date.now() - started) / 1000;
-      const after = infraCpuMs({ kafkaPort });
+      const after = infraCpuMs();
       const spent = [
         cpuMs(pid) - ownBefore[0],
         after.postgres - before.postgres,

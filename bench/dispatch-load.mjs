@@ -29,11 +29,10 @@ for (const n of [...rates, ...processCounts, rounds, duration]) {
   if (!Number.isInteger(n) || n < 0)
     throw new Error(`bench:dispatch-load: bad setting ${n} (BENCH_LOAD_RATES, BENCH_LOAD_PROCESSES, BENCH_ROUNDS, BENCH_DURATION_S)`);
 }
-const kafkaPort = Number((process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(':').at(-1));
 
 /** CPU ms used so far: each dispatcher process serving requests, the cluster primary, the echo worker, Postgres, Kafka. */
 function cpuNow(stack, processes) {
-  const infra = infraCpuMs({ kafkaPort });
+  const infra = infraCpuMs();
   const [first, ...children] = stack.serverPids();
   const serving = processes > 1 ? children : [first];
   return {

@@ -50,14 +50,18 @@ function infraPids({ kafkaPort } = {}) {
   return { postgres: pgrep('-x postgres'), kafka: ours.length > 0 ? ours : brokers };
 }
 
+/** The port of the first broker the benchmarks connect to (KAFKA_BROKERS, as their stacks read it). */
+const brokerPort = () => (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(',')[0].split(':').pop();
+
 /**
- * CPU time (ms) Postgres and the Kafka broker have used so far, from the processes running now:
+ * CPU time (ms) Postgres and the Kafka broker (by default the one on KAFKA_BROKERS' first port) have
+ * used so far, from the processes running now:
  * the difference of two readings is what they spent between them. Postgres' processes are listed
  * afresh at each reading — a pool opens backends under load (and closes idle ones), and a list
  * taken before a run would miss every backend opened during it; one that ended is in its
  * postmaster's children time (counted for every Postgres process: a backend has no children).
  */
-export function infraCpuMs({ kafkaPort } = {}) {
+export function infraCpuMs({ kafkaPort = brokerPort() } = {}) {
   const { postgres, kafka } = infraPids({ kafkaPort });
   return { postgres: cpuMsOf(postgres, true), kafka: cpuMsOf(kafka) };
 }
