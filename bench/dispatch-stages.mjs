@@ -42,7 +42,8 @@ const quantile = (xs, q) => {
 };
 const summary = (xs) => ({ p50: round3(quantile(xs, 0.5)), p90: round3(quantile(xs, 0.9)), p99: round3(quantile(xs, 0.99)) });
 
-const load = (url, seconds) =>
+/** (b) for `seconds`; `onAnswer` sees every answer's body. */
+const load = (url, seconds, onAnswer = () => undefined) =>
   autocannon({
     url,
     method: 'POST',
@@ -50,6 +51,7 @@ const load = (url, seconds) =>
     connections,
     duration: seconds,
     requests: [{ setupRequest: (req) => ({ ...req, body: sendMessageBody(false) }) }],
+    setupClient: (client) => client.on('body', onAnswer),
   });
 
 /** Every task id's command and final-event timestamps (ms), read from the start of both topics. */
@@ -97,14 +99,8 @@ try {
     const cpuBefore = machineCpuMs();
     const startedAt = Date.now();
     let wrong = 0;
-    const result = await autocannon({
-      url,
-      method: 'POST',
-      headers: A2A_HEADERS,
-      connections,
-      duration,
-      requests: [{ setupRequest: (req) => ({ ...req, body: sendMessageBody(false) }) }],
-      setupClient: (client) => client.on('body', (buf) => (buf.toString().includes('TASK_STATE_COMPLETED') ? undefined : (wrong += 1))),
+    const result = await load(url, duration, (buf) => {
+      if (!buf.toString().includes('TASK_STATE_COMPLETED')) wrong += 1;
     });
     const endedAt = Date.now();
     const cpuAfter = machineCpuMs();
