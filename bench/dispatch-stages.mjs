@@ -7,7 +7,8 @@
 //   commanded  the command record's timestamp — when the outbox relay handed it to its producer
 //   finished   the final status event's timestamp — when the worker handed it to its producer
 //   projected  dispatcher.tasks.updated_at — when the projection statement of that event began
-// and how busy the machine's cores were (/proc/stat) while the load ran. The rest of a request's
+// and how busy the machine's cores were (/proc/stat) while the load ran, with the machine's CPU per
+// request (every process, the load generator's too). The rest of a request's
 // time (its HTTP exchange, waiting for and running the accept statement, the waiter's wake-up and
 // the answer) is the client's latency less accepted → projected. Writes
 // bench/results/dispatch-stages.json (dispatch-stages-c<N>.json with other than 32 connections).
@@ -118,6 +119,8 @@ try {
       wrong,
       tasks,
       busy: cpuBefore && cpuAfter ? (cpuAfter.busy - cpuBefore.busy) / (cpuAfter.all - cpuBefore.all) : undefined,
+      // Every process's CPU, the load generator's too: what a request costs the whole machine.
+      machineMs: cpuBefore && cpuAfter ? (cpuAfter.busy - cpuBefore.busy) / result.requests.total : undefined,
     });
     console.error(
       `round ${r}/${rounds}: ${result.requests.average.toFixed(0)} req/s, p50 ${result.latency.p50} ms, ${tasks.length} tasks in the steady part`,
@@ -127,7 +130,7 @@ try {
     new TopicNames(stack.topicPrefix),
     runs.flatMap((run) => run.tasks.map((t) => t.id)),
   );
-  const perRound = runs.map(({ round, result, wrong, tasks, busy }) => {
+  const perRound = runs.map(({ round, result, wrong, tasks, busy, machineMs }) => {
     const seen = tasks.filter((t) => commanded.has(t.id) && finished.has(t.id));
     if (seen.length < tasks.length)
       throw new Error(`round ${round}: ${tasks.length - seen.length} tasks without their command or final event`);
@@ -139,6 +142,7 @@ try {
       reqPerSec: round3(result.requests.average),
       clientLatencyMs: { p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99 },
       machineBusy: busy === undefined ? undefined : round3(busy),
+      machineCpuMsPerRequest: machineMs === undefined ? undefined : round3(machineMs),
       tasks: seen.length,
       stagesMs: {
         acceptedToCommanded: stage((t) => commanded.get(t.id) - t.accepted),
@@ -165,6 +169,9 @@ try {
       reqPerSec: spread(perRound.map((p) => p.reqPerSec)),
       clientLatencyP50Ms: spread(perRound.map((p) => p.clientLatencyMs.p50)),
       machineBusy: perRound.every((p) => p.machineBusy !== undefined) ? spread(perRound.map((p) => p.machineBusy)) : undefined,
+      machineCpuMsPerRequest: perRound.every((p) => p.machineCpuMsPerRequest !== undefined)
+        ? spread(perRound.map((p) => p.machineCpuMsPerRequest))
+        : undefined,
       stagesP50Ms: {
         acceptedToCommanded: med((p) => p.stagesMs.acceptedToCommanded.p50),
         commandedToFinished: med((p) => p.stagesMs.commandedToFinished.p50),
