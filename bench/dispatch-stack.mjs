@@ -178,6 +178,8 @@ export async function startDispatchStack(topicPrefix, { dispatcherProcesses = 1,
   return {
     /** The prefix of the stack's topics (`TopicNames` of @mesh/contract). */
     topicPrefix: env.TOPIC_PREFIX,
+    /** The brokers the stack's processes connect to. */
+    kafkaBrokers: env.KAFKA_BROKERS.split(','),
     /** `{ dispatcher, reference, bare }` base URLs (only the dispatcher's with DISPATCHER_PROCESSES). */
     urls,
     servers: servers.c,

@@ -56,8 +56,8 @@ const load = (url, seconds, onAnswer = () => undefined) =>
   });
 
 /** Every task id's command and final-event timestamps (ms), read from the start of both topics. */
-async function recordTimes(topics, wanted) {
-  const kafka = createKafka({ brokers: (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(','), clientId: 'bench-stages' });
+async function recordTimes(brokers, topics, wanted) {
+  const kafka = createKafka({ brokers, clientId: 'bench-stages' });
   const consumer = kafka.consumer({ groupId: `bench-stages-${Date.now()}`, maxWaitTimeInMs: 100 });
   const commanded = new Map();
   const finished = new Map();
@@ -127,6 +127,7 @@ try {
     );
   }
   const { commanded, finished } = await recordTimes(
+    stack.kafkaBrokers,
     new TopicNames(stack.topicPrefix),
     runs.flatMap((run) => run.tasks.map((t) => t.id)),
   );
