@@ -132,8 +132,11 @@ export const dispatcherConfigSpec = {
   OUTBOX_BATCH_SIZE: positiveInt(500),
   /** Relay poll interval when idle; an accept wakes it at once. */
   OUTBOX_IDLE_MS: positiveInt(500),
-  /** After an accept wakes the relay it waits this long, so one batch carries concurrent accepts (0: none). */
-  OUTBOX_LINGER_MS: z.coerce.number().int().min(0).max(1000).default(2),
+  /**
+   * After an accept wakes the relay it waits this long before claiming. 0 (default): at once —
+   * under load, the accepts committed while a batch was being sent already go together in the next.
+   */
+  OUTBOX_LINGER_MS: z.coerce.number().int().min(0).max(1000).default(0),
 };
 
 export type DispatcherConfig = ConfigOf<typeof dispatcherConfigSpec>;
