@@ -106,6 +106,10 @@ profile.samples.forEach((id, i) => {
   busyUs += span(i);
   byGroup.set(group, (byGroup.get(group) ?? 0) + span(i));
 });
+if (busyUs === 0) {
+  console.error(`no busy samples between ${from} and ${to} s of ${positionals[0]}: nothing to summarise`);
+  process.exit(1);
+}
 const rows = [...byGroup.entries()]
   .sort((a, b) => b[1] - a[1])
   .slice(0, Number(values.top ?? 25))

@@ -66,6 +66,13 @@ test('counts only the samples inside --from/--to', () => {
   assert.deepEqual(out.rows, [{ group: 'apps/dispatcher/tasks', share: 100 }]);
 });
 
+test('a window with no busy samples is refused, not summarised as shares of nothing', () => {
+  const r = summarise(profileOf([2, 2, 2, 2]), '--json');
+  assert.equal(r.status, 1);
+  assert.match(r.stderr, /no busy samples between/);
+  assert.equal(r.stdout, '');
+});
+
 test('without a profile it prints its usage and exits 2', () => {
   const r = spawnSync(process.execPath, [script], { encoding: 'utf8' });
   assert.equal(r.status, 2);
