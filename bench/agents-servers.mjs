@@ -6,6 +6,7 @@ import { createKafka } from '@mesh/bus';
 import { TopicNames } from '@mesh/contract';
 import { loadDispatcherConfig, startDispatcher } from '@mesh/app-dispatcher';
 import { echoAgent } from '@mesh/app-agents';
+import { kafkaBrokers } from './settings.mjs';
 
 // A benchmark measures the request path, not admission control: the per-tenant token bucket
 // (default 50/s) and the agent backlog cap (10,000 commands) would answer much of the load with
@@ -19,7 +20,7 @@ const config = { ...loadDispatcherConfig({ ...process.env, ...benchAdmission }),
 const dispatcher = await startDispatcher(config, { auth: loadAuthOptions({ AUTH_API_KEYS: DEMO_API_KEYS }) });
 
 const topics = new TopicNames(process.env.TOPIC_PREFIX);
-const kafka = createKafka({ brokers: (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(','), clientId: 'bench-agents' });
+const kafka = createKafka({ brokers: kafkaBrokers(), clientId: 'bench-agents' });
 const producer = kafka.producer();
 await producer.connect();
 const record = {

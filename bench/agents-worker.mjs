@@ -3,6 +3,7 @@
 import { defineAgent, textOf } from '@mesh/agent-sdk';
 import { echoAgent, loadAgentsConfig, startAgents } from '@mesh/app-agents';
 import { runMain } from '@mesh/service';
+import { integer, text } from './settings.mjs';
 
 const benchEcho = defineAgent({
   id: echoAgent.id,
@@ -11,9 +12,9 @@ const benchEcho = defineAgent({
   mcpServers: {
     bench: {
       transport: 'http',
-      url: process.env.BENCH_TOOLS_URL,
+      url: text('BENCH_TOOLS_URL', undefined),
       maxConcurrency: 1024,
-      sessions: Number(process.env.BENCH_MCP_SESSIONS ?? 1),
+      sessions: integer('BENCH_MCP_SESSIONS', 1),
     },
   },
   handler: async (task, ctx) => {

@@ -24,19 +24,34 @@ import { median } from './stats.mjs';
 import { agentsNodeFlags, dispatcherNodeFlags } from '../scripts/node-flags.mjs';
 import { A2A_HEADERS } from './dispatch-requests.mjs';
 import { machine } from './run-facts.mjs';
+import { adminDatabaseUrl, integer, kafkaBrokers, oneOf, text } from './settings.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
-const duration = Number(process.env.BENCH_DURATION_S ?? 10);
-const connections = Number(process.env.BENCH_CONNECTIONS ?? 64);
+// Every setting is read (and checked) before anything starts.
+const duration = integer('BENCH_DURATION_S', 10);
+const connections = integer('BENCH_CONNECTIONS', 64);
+// BENCH_ONLY=alone: only the worker-alone echo backlog; =tool: only the tool scenario (quick
+// iterations on the worker's cost).
+const only = oneOf('BENCH_ONLY', undefined, ['alone', 'tool']);
+const n = integer('BENCH_BACKLOG', 10000);
+const rounds = integer('BENCH_ROUNDS', 3);
+const toolRounds = integer('BENCH_TOOL_ROUNDS', 3);
+const toolBacklog = integer('BENCH_TOOL_BACKLOG', 3000);
+const mcpSessions = integer('BENCH_MCP_SESSIONS', 1);
+// BENCH_ECHO_IN_FLIGHT: the worker's AGENTS_MAX_IN_FLIGHT for the echo backlog (default: the agent's channel setting).
+const echoInFlight = integer('BENCH_ECHO_IN_FLIGHT', undefined);
+// The MCP tool server's answers: JSON (`enableJsonResponse`) or one SSE stream per call.
+const toolJson = oneOf('BENCH_MCP_RESPONSE', 'json', ['json', 'sse']) === 'json';
+const workerNodeArgs = text('BENCH_WORKER_NODE_ARGS', '').split(' ').filter(Boolean);
 const run = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
-const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const adminUrl = adminDatabaseUrl().toString();
 const dbUrl = new URL(adminUrl);
 dbUrl.pathname = `/mesh_bench_agents_${run}`;
 const baseEnv = {
   ...process.env,
   DATABASE_URL: dbUrl.toString(),
   TOPIC_PREFIX: `bench${run}.`,
-  KAFKA_BROKERS: process.env.KAFKA_BROKERS ?? '127.0.0.1:9092',
+  KAFKA_BROKERS: kafkaBrokers().join(','),
 };
 
 const servers = spawn(process.execPath, [...dispatcherNodeFlags, `${root}bench/agents-servers.mjs`], {
@@ -49,8 +64,7 @@ const urls = await new Promise((resolve, reject) => {
   createInterface({ input: servers.stdout }).once('line', (line) => resolve(JSON.parse(line)));
 });
 const agentUrl = `${urls.dispatcher}/a2a/echo-agent`;
-// The MCP tool server, a process of its own; BENCH_MCP_RESPONSE=sse for SSE answers instead of JSON.
-const toolJson = (process.env.BENCH_MCP_RESPONSE ?? 'json') !== 'sse';
+// The MCP tool server, a process of its own.
 const toolServer = await startWaitServer({ json: toolJson });
 urls.tools = toolServer.url;
 
@@ -68,7 +82,7 @@ async function startWorkers(n, extraEnv = {}) {
     const port = await freePort();
     // The flags npm start runs a worker with; BENCH_WORKER_NODE_ARGS: extra ones (later flags win),
     // e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
-    const nodeArgs = [...agentsNodeFlags, ...(process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean)];
+    const nodeArgs = [...agentsNodeFlags, ...workerNodeArgs];
     const child = spawn(process.execPath, [...nodeArgs, `${root}bench/agents-worker.mjs`], {
       cwd: root,
       env: {
@@ -281,11 +295,6 @@ async function backlog(name, { text, n, rounds = 1, env }) {
 const results = [];
 const alone = [];
 let tool;
-// BENCH_ONLY=alone: only the worker-alone echo backlog; =tool: only the tool scenario (quick
-// iterations on the worker's cost).
-const only = process.env.BENCH_ONLY;
-const n = Number(process.env.BENCH_BACKLOG ?? 10000);
-const rounds = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 try {
   if (only === undefined) {
     // Discarded: warms the dispatcher, Postgres and the JIT so the first measured scenario is not penalised.
@@ -300,20 +309,19 @@ try {
       }),
     );
   }
-  // BENCH_ECHO_IN_FLIGHT: the worker's AGENTS_MAX_IN_FLIGHT for the echo backlog (default: the agent's channel setting).
-  const echoEnv = process.env.BENCH_ECHO_IN_FLIGHT ? { AGENTS_MAX_IN_FLIGHT: process.env.BENCH_ECHO_IN_FLIGHT } : {};
+  const echoEnv = echoInFlight !== undefined ? { AGENTS_MAX_IN_FLIGHT: String(echoInFlight) } : {};
   if (only !== 'tool') alone.push(await backlog('worker alone, echo', { text: 'bench', n, rounds, env: echoEnv }));
   if (only !== 'alone') {
     tool = await toolScenario(
       { baseEnv, startWorkers, stopWorkers, warmUp, withDispatcherPaused },
       {
         server: toolServer,
-        rounds: Number(process.env.BENCH_TOOL_ROUNDS ?? 3),
-        n: Number(process.env.BENCH_TOOL_BACKLOG ?? 3000),
+        rounds: toolRounds,
+        n: toolBacklog,
         inFlight: 256,
         durationS: duration,
         json: toolJson,
-        sessions: Number(process.env.BENCH_MCP_SESSIONS ?? 1),
+        sessions: mcpSessions,
       },
     );
   }

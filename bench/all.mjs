@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // npm run bench — every benchmark, one after the other (each writes bench/results/*.json), then
 // the soak, then bench/results/summary.json: date, machine, commit and the headline figures of
-// agents.json and dispatch.json (their `summary` objects; a figure missing there is null). Flags:
+// agents.json and dispatch.json (their `summary` objects; a figure missing there, or of a benchmark
+// that failed in this run, is null). Flags:
 // --short (soak 60 s instead of 10 min), --skip=bus,agents (names to leave out). Benchmarks are
 // never part of `npm test`. Exit code: non-zero when any of them failed.
 import { spawnSync } from 'node:child_process';
@@ -22,11 +23,15 @@ const benches = [
 // Read before the benchmarks run: they rewrite bench/results/.
 const commit = measuredCommit();
 const failed = [];
+const failedNames = new Set();
 for (const [name, script, ...args] of benches) {
   if (skip.has(name)) continue;
   console.error(`\n=== bench: ${name} (${new Date().toISOString()}) ===`);
   const r = spawnSync(process.execPath, [script, ...args], { cwd: root, stdio: 'inherit', env: process.env });
-  if (r.status !== 0) failed.push(`${name} (exit ${r.status ?? r.signal})`);
+  if (r.status !== 0) {
+    failed.push(`${name} (exit ${r.status ?? r.signal})`);
+    failedNames.add(name);
+  }
 }
 // The keys issue 19's targets are read from (written by bench/agents.mjs and bench/dispatch.mjs).
 const SUMMARY_KEYS = {
@@ -48,7 +53,9 @@ const summaryOf = (name) => {
 };
 const figures = {};
 for (const [name, keys] of Object.entries(SUMMARY_KEYS)) {
-  const found = summaryOf(name);
+  // A benchmark that failed here left its file as an earlier run wrote it (or half-written): none of
+  // its figures may carry this run's date and commit.
+  const found = failedNames.has(name) ? {} : summaryOf(name);
   Object.assign(figures, found);
   for (const k of keys) if (typeof found[k] !== 'number') figures[k] = null;
 }

@@ -13,13 +13,10 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { BusAdmin, BusConsumer, BusProducer, createKafka } from '@mesh/bus';
 import { decodeEnvelope, encodeEnvelope, Envelopes, TopicNames } from '@mesh/contract';
+import { integerOption, kafkaBrokers } from './settings.mjs';
 
 const args = process.argv.slice(2);
-const flag = (name, dflt) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : dflt;
-};
-const brokers = (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(',');
+const brokers = kafkaBrokers();
 const kafka = createKafka({ brokers, clientId: 'bench-bus' });
 const now = () => performance.now();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -50,11 +47,11 @@ if (args[0] === '--rss-child') await rssChild(args[1], Number(args[2]), args[3])
 else await main();
 
 async function main() {
-  const messages = flag('messages', 100_000);
-  const slowMessages = flag('slow-messages', 40_000);
-  const backlog = flag('backlog', 1_000_000);
-  const rssSeconds = flag('rss-seconds', 20);
-  const repeat = Math.max(1, flag('repeat', 3));
+  const messages = integerOption('messages', 100_000);
+  const slowMessages = integerOption('slow-messages', 40_000);
+  const backlog = integerOption('backlog', 1_000_000, { min: 0 });
+  const rssSeconds = integerOption('rss-seconds', 20);
+  const repeat = integerOption('repeat', 3);
   const prefix = `bench${Date.now().toString(36)}.`;
   const admin = new BusAdmin(kafka);
   const topics = [];

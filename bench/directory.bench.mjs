@@ -13,14 +13,15 @@ import { createKafka } from '@mesh/bus';
 import { TopicNames } from '@mesh/contract';
 import { dropDatabase, ensureDatabase } from '@mesh/database';
 import { InMemoryCardStream, loadDirectoryConfig, startDirectory } from '@mesh/app-directory';
+import { adminDatabaseUrl, integer, kafkaBrokers } from './settings.mjs';
 
-const CARDS = Number(process.env.BENCH_CARDS ?? 10_000);
-const KAFKA_SAMPLE = Number(process.env.BENCH_KAFKA_REGISTRATIONS ?? 200);
-const SEARCHES = Number(process.env.BENCH_SEARCHES ?? 3_000);
-const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 8);
+const CARDS = integer('BENCH_CARDS', 10_000);
+const KAFKA_SAMPLE = integer('BENCH_KAFKA_REGISTRATIONS', 200);
+const SEARCHES = integer('BENCH_SEARCHES', 3_000);
+const CONCURRENCY = integer('BENCH_CONCURRENCY', 8);
 const run = Date.now().toString(36);
-const brokers = (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(',');
-const adminUrl = new URL(process.env.BENCH_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
+const brokers = kafkaBrokers();
+const adminUrl = adminDatabaseUrl();
 
 const tenants = ['acme', 'globex', 'initech', 'umbrella'];
 const keys = tenants.map((t) => `bench-key-${t}=${t}:bench`).join(',');

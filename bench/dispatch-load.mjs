@@ -16,19 +16,17 @@ import { startDispatchStack } from './dispatch-stack.mjs';
 import { cpuMs, infraCpuMs } from './process-cpu.mjs';
 import { median, round3 } from './stats.mjs';
 import { machine, measuredCommit } from './run-facts.mjs';
+import { integer, integers } from './settings.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
-const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
-const duration = Number(process.env.BENCH_DURATION_S ?? 10);
-const warmupS = Number(process.env.BENCH_WARMUP_S ?? 5);
-const idleS = Number(process.env.BENCH_IDLE_S ?? 5);
-const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
-const rates = (process.env.BENCH_LOAD_RATES ?? '150,300,600,0').split(',').map(Number);
-const processCounts = (process.env.BENCH_LOAD_PROCESSES ?? '1,2').split(',').map(Number);
-for (const n of [...rates, ...processCounts, rounds, duration]) {
-  if (!Number.isInteger(n) || n < 0)
-    throw new Error(`bench:dispatch-load: bad setting ${n} (BENCH_LOAD_RATES, BENCH_LOAD_PROCESSES, BENCH_ROUNDS, BENCH_DURATION_S)`);
-}
+const connections = integer('BENCH_CONNECTIONS', 32);
+const duration = integer('BENCH_DURATION_S', 10);
+const warmupS = integer('BENCH_WARMUP_S', 5);
+const idleS = integer('BENCH_IDLE_S', 5, { min: 0 });
+const rounds = integer('BENCH_ROUNDS', 3);
+// Request rates over all processes; 0: unlimited.
+const rates = integers('BENCH_LOAD_RATES', [150, 300, 600, 0]);
+const processCounts = integers('BENCH_LOAD_PROCESSES', [1, 2], { min: 1 });
 
 /** CPU ms used so far: each dispatcher process serving requests, the cluster primary, the echo worker, Postgres, Kafka. */
 function cpuNow(stack, processes) {

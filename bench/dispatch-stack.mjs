@@ -15,8 +15,13 @@ import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { DEMO_API_KEYS } from '@mesh/auth';
 import { agentsNodeFlags, dispatcherNodeFlags } from '../scripts/node-flags.mjs';
+import { adminDatabaseUrl, kafkaBrokers, oneOf, text } from './settings.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
+// BENCH_CPU_PROFILE_DIR=dir: a V8 CPU profile of the servers process, or of each process of a
+// multi-process dispatcher (open it in Chrome DevTools); BENCH_CPU_PROFILE_OF=worker: the echo worker's.
+const profileDir = text('BENCH_CPU_PROFILE_DIR', undefined);
+const profileOf = oneOf('BENCH_CPU_PROFILE_OF', 'servers', ['servers', 'worker']);
 
 /** Settings of bench/dispatch-servers.mjs: a benchmark measures the request path, not admission control. */
 export const BENCH_ADMISSION = {
@@ -63,7 +68,7 @@ function childPids(pid) {
 /** Starts the stack; `topicPrefix` names the run's topics (`{topicPrefix}{run}.`). */
 export async function startDispatchStack(topicPrefix, { dispatcherProcesses = 1, companions = true } = {}) {
   const run = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
-  const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const adminUrl = adminDatabaseUrl().toString();
   const dbName = `mesh_bench_${run}`;
   const dbUrl = new URL(adminUrl);
   dbUrl.pathname = `/${dbName}`;
@@ -71,14 +76,9 @@ export async function startDispatchStack(topicPrefix, { dispatcherProcesses = 1,
     ...process.env,
     DATABASE_URL: dbUrl.toString(),
     TOPIC_PREFIX: `${topicPrefix}${run}.`,
-    KAFKA_BROKERS: process.env.KAFKA_BROKERS ?? '127.0.0.1:9092',
+    KAFKA_BROKERS: kafkaBrokers().join(','),
   };
-  // BENCH_CPU_PROFILE_DIR=dir: a V8 CPU profile of the servers process, or of each process of a
-  // multi-process dispatcher (open it in Chrome DevTools); BENCH_CPU_PROFILE_OF=worker: the echo worker's.
-  const profiled = (script) =>
-    process.env.BENCH_CPU_PROFILE_DIR && script.includes(process.env.BENCH_CPU_PROFILE_OF ?? 'servers')
-      ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROFILE_DIR}`]
-      : [];
+  const profiled = (script) => (profileDir && script.includes(profileOf) ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
   /** Starts a child script and waits for its first stdout line. */
   async function startChild(script, args = []) {
     // The dispatcher and the echo worker run with the flags npm start gives them (not the reference).

@@ -23,17 +23,14 @@ import { startDispatchStack } from './dispatch-stack.mjs';
 import { machineCpuMs } from './process-cpu.mjs';
 import { median, round3, spread } from './stats.mjs';
 import { machine, measuredCommit } from './run-facts.mjs';
+import { integer } from './settings.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
-const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
-const duration = Number(process.env.BENCH_DURATION_S ?? 10);
-const warmupS = Number(process.env.BENCH_WARMUP_S ?? 3);
-const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
-for (const n of [connections, duration, rounds]) {
-  if (!Number.isInteger(n) || n < 1)
-    throw new Error(`bench:dispatch-stages: bad setting ${n} (BENCH_CONNECTIONS, BENCH_DURATION_S, BENCH_ROUNDS)`);
-}
-if (duration < 3) throw new Error('bench:dispatch-stages: BENCH_DURATION_S must be at least 3 (the first and last second are left out)');
+const connections = integer('BENCH_CONNECTIONS', 32);
+// At least 3: the first and last second of each round are left out.
+const duration = integer('BENCH_DURATION_S', 10, { min: 3 });
+const warmupS = integer('BENCH_WARMUP_S', 3);
+const rounds = integer('BENCH_ROUNDS', 3);
 const commit = measuredCommit();
 
 /** The `q`-quantile of `xs` (nearest rank). */

@@ -4,10 +4,11 @@
 // into test/dist by `npm run build`).
 import { createKafka } from '@mesh/bus';
 import { TopicNames } from '@mesh/contract';
+import { kafkaBrokers } from './settings.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const { registerDemoAgent, startDemoEchoWorker } = await import(`${root}test/dist/support/demo-echo-agent.js`);
-const kafka = createKafka({ brokers: (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(','), clientId: 'bench-echo-worker' });
+const kafka = createKafka({ brokers: kafkaBrokers(), clientId: 'bench-echo-worker' });
 const topics = new TopicNames(process.env.TOPIC_PREFIX ?? '');
 await registerDemoAgent(kafka, topics);
 const worker = await startDemoEchoWorker(kafka, topics);

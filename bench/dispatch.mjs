@@ -21,14 +21,18 @@ import { startDispatchStack } from './dispatch-stack.mjs';
 import { cpuMs, cpuMsOf, infraCpuMs } from './process-cpu.mjs';
 import { median } from './stats.mjs';
 import { machine } from './run-facts.mjs';
+import { integer } from './settings.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
-const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
-const duration = Number(process.env.BENCH_DURATION_S ?? 10);
+const connections = integer('BENCH_CONNECTIONS', 32);
+const duration = integer('BENCH_DURATION_S', 10);
+const warmupS = integer('BENCH_WARMUP_S', 3);
+const rounds = integer('BENCH_ROUNDS', 3);
+// 1 leaves the multi-process stack out.
+const processes = integer('BENCH_DISPATCHER_PROCESSES', 2);
 const stack = await startDispatchStack('bench');
 const { urls } = stack;
 const worker = stack.worker;
-const processes = Number(process.env.BENCH_DISPATCHER_PROCESSES ?? 2);
 const multi =
   processes > 1
     ? await startDispatchStack('bench-multi', { dispatcherProcesses: processes }).catch(async (err) => {
@@ -113,7 +117,6 @@ async function load(name, url, returnImmediately, on = stack) {
   return out;
 }
 
-const warmupS = Number(process.env.BENCH_WARMUP_S ?? 3);
 /** Same load, not recorded: JIT, pools, Kafka connections and consumer assignments settle first. */
 async function warmup(url, returnImmediately) {
   if (!url) return;
@@ -133,7 +136,6 @@ const drained = (on = stack) => drainedBacklog(on);
 // 2,000 req/s ten minutes apart), so one reference run against one dispatcher run says little.
 // Each round runs every scenario back to back with its reference; the ratios are per round, and
 // the figures are the medians over the rounds (the spread is reported with them).
-const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const perRound = [];
 try {
   for (const url of [urls.reference, urls.dispatcher]) for (const ri of [true, false]) await warmup(url, ri);

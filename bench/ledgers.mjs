@@ -21,22 +21,23 @@ import { PostgresEffectLedger } from '@mesh/tool-gateway';
 import { cpuMs, infraCpuMs } from './process-cpu.mjs';
 import { machine, measuredCommit } from './run-facts.mjs';
 import { round3, spread } from './stats.mjs';
+import { adminDatabaseUrl, integer, integers, oneOf, text } from './settings.mjs';
 
 const root = new URL('../', import.meta.url).pathname;
-const adminUrl = process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
-const turns = Number(process.env.BENCH_LEDGER_TURNS ?? 10_000);
+const adminUrl = adminDatabaseUrl().toString();
+const rounds = integer('BENCH_ROUNDS', 3);
+const turns = integer('BENCH_LEDGER_TURNS', 10_000);
 // 48 in flight: about the tool scenario's rate (700 turns/s, small batches); 256: as many as it has.
-const inFlights = (process.env.BENCH_LEDGER_IN_FLIGHT ?? '48,256').split(',').map(Number);
-const toolMs = Number(process.env.BENCH_LEDGER_TOOL_MS ?? 50);
+const inFlights = integers('BENCH_LEDGER_IN_FLIGHT', [48, 256], { min: 1 });
+const toolMs = integer('BENCH_LEDGER_TOOL_MS', 50, { min: 0 });
+const resultFile = text('BENCH_LEDGERS_FILE', `${root}bench/results/ledgers.json`);
 const owner = 'bench-ledgers';
 const leaseMs = 30_000;
-const beside = process.env.BENCH_LEDGER_BESIDE ?? 'nothing';
+const beside = oneOf('BENCH_LEDGER_BESIDE', 'nothing', ['nothing', 'cpu', 'memory']);
 const LOOPS = {
   cpu: 'for (;;) {}',
   memory: 'const a = new Float64Array(5e7); for (;;) for (let i = 0; i < a.length; i += 8) a[i] += 1;',
 };
-if (beside !== 'nothing' && !LOOPS[beside]) throw new Error(`BENCH_LEDGER_BESIDE: cpu or memory, not ${beside}`);
 const neighbours = LOOPS[beside] ? cpus().map(() => spawn(process.execPath, ['-e', LOOPS[beside]], { stdio: 'ignore' })) : [];
 
 const commit = measuredCommit(); // before the results are written
@@ -174,7 +175,7 @@ const out = {
   load: { turnsPerRound: turns, toolMs, rounds, beside },
   scenarios,
 };
-writeFileSync(process.env.BENCH_LEDGERS_FILE ?? `${root}bench/results/ledgers.json`, `${JSON.stringify(out, null, 2)}\n`);
+writeFileSync(resultFile, `${JSON.stringify(out, null, 2)}\n`);
 console.log(
   JSON.stringify(
     scenarios.map((x) => ({ inFlight: x.inFlight, ...x.summary })),

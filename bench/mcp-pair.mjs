@@ -12,12 +12,9 @@ import { setMaxListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { cpuMs } from './process-cpu.mjs';
+import { integerOption, oneOf, option } from './settings.mjs';
 
 const here = new URL('.', import.meta.url).pathname;
-const arg = (name, dflt) => {
-  const a = process.argv.find((x) => x.startsWith(`--${name}=`));
-  return a ? a.slice(name.length + 3) : dflt;
-};
 
 function spawnLines(args, env = {}) {
   const child = spawn(process.execPath, args, { cwd: `${here}..`, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'inherit'] });
@@ -72,13 +69,13 @@ export async function runPair(server, { concurrency = 256, ms = 50, durationS = 
 /** The client side: one session, `concurrency` loops each calling `wait` back to back. */
 async function client(url) {
   const { Client, StreamableHTTPClientTransport } = await import('@modelcontextprotocol/client');
-  const concurrency = Number(arg('concurrency', 256));
-  const ms = Number(arg('ms', 50));
-  const durationS = Number(arg('duration', 10));
+  const concurrency = integerOption('concurrency', 256);
+  const ms = integerOption('ms', 50, { min: 0 });
+  const durationS = integerOption('duration', 10);
   const c = new Client({ name: 'bench-pair', version: '0.1.0' }, { capabilities: {}, versionNegotiation: { mode: 'auto' } });
   const transport = new StreamableHTTPClientTransport(
     new URL(url),
-    process.env.PAIR_FETCH === 'http' ? { fetch: (await import('@mesh/tool-gateway')).httpFetch() } : {},
+    oneOf('PAIR_FETCH', undefined, ['http']) === 'http' ? { fetch: (await import('@mesh/tool-gateway')).httpFetch() } : {},
   );
   await c.connect(transport);
   // Calls without a signal of their own all pass the transport's signal to fetch, which adds a
@@ -120,18 +117,19 @@ async function client(url) {
   await c.close();
 }
 
-const clientUrl = arg('client');
+const clientUrl = option('client');
 if (clientUrl) {
   await client(clientUrl);
   process.exit(0);
 } else if (import.meta.url === `file://${process.argv[1]}`) {
+  const load = {
+    concurrency: integerOption('concurrency', 256),
+    ms: integerOption('ms', 50, { min: 0 }),
+    durationS: integerOption('duration', 10),
+  };
   const server = await startWaitServer({ json: process.argv.includes('--json') });
   try {
-    const r = await runPair(server, {
-      concurrency: Number(arg('concurrency', 256)),
-      ms: Number(arg('ms', 50)),
-      durationS: Number(arg('duration', 10)),
-    });
+    const r = await runPair(server, load);
     console.log(JSON.stringify({ enableJsonResponse: process.argv.includes('--json'), ...r }));
   } finally {
     await server.stop();

@@ -2,6 +2,7 @@
 // elsewhere), and the CPU time of the Postgres and Kafka processes a run is charged for.
 import { execSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { kafkaBrokers } from './settings.mjs';
 
 /**
  * CPU time (ms, user + system) a process has used so far; `withChildren` adds its children that
@@ -51,7 +52,7 @@ function infraPids({ kafkaPort } = {}) {
 }
 
 /** The port of the first broker the benchmarks connect to (KAFKA_BROKERS, as their stacks read it). */
-const brokerPort = () => (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(',')[0].split(':').pop();
+const brokerPort = () => kafkaBrokers()[0].split(':').pop();
 
 /**
  * CPU time (ms) Postgres and the Kafka broker (by default the one on KAFKA_BROKERS' first port) have

@@ -18,10 +18,17 @@ import { startDispatchStack } from './dispatch-stack.mjs';
 import { median } from './stats.mjs';
 import { A2A_HEADERS, sendMessageBody } from './dispatch-requests.mjs';
 import { machine } from './run-facts.mjs';
+import { integer, number, text } from './settings.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const short = process.argv.includes('--short');
-const duration = Number(process.env.SOAK_DURATION_S ?? (short ? 60 : 600));
+const duration = integer('SOAK_DURATION_S', short ? 60 : 600, { min: 2 });
+const connections = integer('BENCH_CONNECTIONS', 32);
+const warmupS = integer('SOAK_WARMUP_S', short ? 10 : 60, { min: 0 });
+const sampleEvery = number('SOAK_SAMPLE_S', 5, { min: 0.1 }) * 1000;
+const windowS = Math.min(integer('SOAK_WINDOW_S', 60), duration / 2);
+const fixedRate = integer('SOAK_RATE', undefined);
+const resultFile = text('SOAK_RESULT_FILE', `${root}bench/results/soak.json`);
 let measured;
 try {
   // (b)'s median over the dispatch bench's rounds.
@@ -29,8 +36,7 @@ try {
 } catch {
   measured = 100;
 }
-const rate = Number(process.env.SOAK_RATE ?? Math.max(1, Math.round(measured / 2)));
-const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const rate = fixedRate ?? Math.max(1, Math.round(measured / 2));
 /** Resident set size of a process in MiB, from /proc (Linux). */
 const rssMiB = (pid) => {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -47,9 +53,6 @@ const heapMiB = async (origin) => {
     return undefined;
   }
 };
-const warmupS = Number(process.env.SOAK_WARMUP_S ?? (short ? 10 : 60));
-const sampleEvery = Number(process.env.SOAK_SAMPLE_S ?? 5) * 1000;
-const windowS = Math.min(Number(process.env.SOAK_WINDOW_S ?? 60), duration / 2);
 const percentGrowth = (from, to) => Math.round(((to - from) / from) * 1000) / 10;
 /** `of` (median or min) of a series over the first and the last window, and the growth between them. */
 function windows(samples, key, of) {
@@ -147,6 +150,6 @@ try {
 } finally {
   await stack.stop();
 }
-writeFileSync(process.env.SOAK_RESULT_FILE ?? `${root}bench/results/soak.json`, `${JSON.stringify(summary, null, 2)}\n`);
+writeFileSync(resultFile, `${JSON.stringify(summary, null, 2)}\n`);
 console.log(JSON.stringify(summary, null, 2));
 process.exit(summary.rssWithin10Percent && summary.result.errors === 0 ? 0 : 1);
