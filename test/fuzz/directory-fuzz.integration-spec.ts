@@ -311,6 +311,78 @@ test('GET /v1/agents: each hostile value class in each query parameter gets no 5
   );
 });
 
+/**
+ * A valid value of each search parameter, from the schema: every option of an enum, limits in
+ * range, texts the fixed agents match and printable ones that may match nothing. The cursor comes
+ * from the answer itself (below).
+ */
+function validQueryValue(f: SchemaField): fc.Arbitrary<string> {
+  const name = fieldName(f.path);
+  if (f.kind === 'enum') return fc.constantFrom(...f.options!);
+  if (name === 'limit') return fc.integer({ min: 1, max: 100 }).map(String);
+  const printableText = fc
+    .string({ minLength: 1, maxLength: 40, unit: fc.constantFrom(...'abcdefghijklmnopqrstuvwxyz ABCXYZ0123456789-_./"*()!:'.split('')) })
+    .filter((v) => v.trim() !== '');
+  if (name === 'q') return fc.oneof(fc.constantFrom('refund', 'Fuzz Full', 'refund order', '"issues a refund"', '-refund'), printableText);
+  return fc.oneof(fc.constantFrom('refund', 'billing', 'text/plain', 'application/json'), printableText);
+}
+const validQuery = fc.record(
+  Object.fromEntries(
+    schemaFields(searchQuerySchema)
+      .filter((f) => fieldName(f.path) !== 'cursor')
+      .map((f) => [fieldName(f.path), validQueryValue(f)]),
+  ),
+  { requiredKeys: [] },
+);
+
+interface ListedAgent {
+  id: string;
+  tenant: string;
+  visibility: string;
+  retired: boolean;
+  healthy: boolean;
+}
+
+test('GET /v1/agents: every valid query the schema allows is answered 200 with only what the caller may see, and its cursor too', async () => {
+  // Each enum option at least once, then generated combinations.
+  const everyOption = schemaFields(searchQuerySchema)
+    .filter((f) => f.kind === 'enum')
+    .flatMap((f) => f.options!.map((o) => ({ [fieldName(f.path)]: o })));
+  const viewers = [
+    { key: KEYS.acme, tenant: 'acme' },
+    { key: KEYS.globex, tenant: 'globex' },
+  ];
+  const checkQuery = async (query: Record<string, string>, viewer: { key: string; tenant: string }) => {
+    let qs = new URLSearchParams(query).toString();
+    for (let page = 0; page < 3; page++) {
+      const a = await send(`/v1/agents?${qs}`, 'GET', as(viewer.key));
+      assert.equal(a.status, 200, `${qs} as ${viewer.tenant}: ${a.status} ${a.body.slice(0, 300)}`);
+      const { items, nextCursor } = JSON.parse(a.body) as { items: ListedAgent[]; nextCursor: string | null };
+      for (const it of items) {
+        const own = it.tenant === viewer.tenant;
+        const visible =
+          query.visibility === 'private'
+            ? own && it.visibility === 'private'
+            : query.visibility === 'tenant'
+              ? own && it.visibility === 'tenant'
+              : query.visibility === 'public'
+                ? it.visibility === 'public'
+                : it.visibility === 'public' || (own && it.visibility === 'tenant');
+        assert.ok(visible, `${qs} as ${viewer.tenant} listed ${it.tenant}/${it.id} (${it.visibility})`);
+        if (query.includeRetired !== 'true') assert.equal(it.retired, false, `${qs}: retired ${it.id} listed`);
+        if (query.healthy !== undefined) assert.equal(String(it.healthy), query.healthy, `${qs}: ${it.id} healthy ${it.healthy}`);
+      }
+      if (!nextCursor) break;
+      qs = new URLSearchParams({ ...query, cursor: nextCursor }).toString();
+    }
+  };
+  for (const query of everyOption) for (const viewer of viewers) await checkQuery(query, viewer);
+  await fc.assert(
+    fc.asyncProperty(validQuery, fc.constantFrom(...viewers), async (query, viewer) => checkQuery(query as Record<string, string>, viewer)),
+    { numRuns: runs(500) },
+  );
+});
+
 test('GET /v1/agents?cursor=: decoded cursors are validated (rank range, id shape), never a 5xx', async () => {
   const cursorValue = fc.oneof(
     fc.record({

@@ -9,6 +9,8 @@ export interface SchemaField {
   kind: 'string' | 'number' | 'boolean' | 'enum' | 'object' | 'array' | 'record' | 'unknown';
   /** Objects only: unknown keys are refused (strict) rather than dropped. */
   strict?: boolean;
+  /** Enums only: the values the schema accepts. */
+  options?: string[];
 }
 
 interface Def {
@@ -19,6 +21,7 @@ interface Def {
   element?: z.ZodType;
   valueType?: z.ZodType;
   catchall?: z.ZodType;
+  entries?: Record<string, string | number>;
 }
 
 const defOf = (s: z.ZodType) => (s as unknown as { _zod: { def: Def } })._zod.def;
@@ -44,10 +47,12 @@ export function schemaFields(schema: z.ZodType, path: Array<string | number> = [
     case 'record':
       out.push({ path, kind: 'record' });
       return schemaFields(def.valueType!, [...path, 'k'], out);
+    case 'enum':
+      out.push({ path, kind: 'enum', options: Object.values(def.entries!).map(String) });
+      return out;
     case 'string':
     case 'number':
     case 'boolean':
-    case 'enum':
     case 'unknown':
       out.push({ path, kind: def.type as SchemaField['kind'] });
       return out;

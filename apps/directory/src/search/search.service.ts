@@ -132,11 +132,13 @@ export class SearchService {
       return `$${params.length}`;
     };
     const where: string[] = [];
-    const tenant = p(viewer.tenant);
-    if (q.visibility === 'private') where.push(`a.tenant = ${tenant} AND a.visibility = 'private'`);
-    else if (q.visibility === 'tenant') where.push(`a.tenant = ${tenant} AND a.visibility = 'tenant'`);
+    // Bound only when a branch uses it: Postgres refuses a statement given a parameter it never reads.
+    let tenantParam: string | undefined;
+    const tenant = () => (tenantParam ??= p(viewer.tenant));
+    if (q.visibility === 'private') where.push(`a.tenant = ${tenant()} AND a.visibility = 'private'`);
+    else if (q.visibility === 'tenant') where.push(`a.tenant = ${tenant()} AND a.visibility = 'tenant'`);
     else if (q.visibility === 'public') where.push(`a.visibility = 'public'`);
-    else where.push(`((a.tenant = ${tenant} AND a.visibility = 'tenant') OR a.visibility = 'public')`);
+    else where.push(`((a.tenant = ${tenant()} AND a.visibility = 'tenant') OR a.visibility = 'public')`);
     if (q.includeRetired !== 'true') where.push('a.retired_at IS NULL');
     if (q.skill) where.push(`a.skill_ids @> ARRAY[${p(q.skill)}]::text[]`);
     if (q.tag) where.push(`a.skill_tags @> ARRAY[${p(q.tag.toLowerCase())}]::text[]`);
