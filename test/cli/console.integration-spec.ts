@@ -204,6 +204,11 @@ test('the overview lists agents and tasks, and the filters narrow the list', asy
   const bad = await fetch(`${consoleApp.url}api/overview?state=bogus`);
   assert.equal(bad.status, 400);
   assert.match(((await bad.json()) as { error: string }).error, /valid states: .*input-required/);
+  // With a tenant the ledgers are read: a state only the dispatcher knows is refused up front, not
+  // passed on to /ops/tasks (which would refuse it as a problem on an empty page).
+  const notInLedgers = await fetch(`${consoleApp.url}api/overview?tenant=acme&state=working`);
+  assert.equal(notInLedgers.status, 400);
+  assert.match(((await notInLedgers.json()) as { error: string }).error, /valid states with a tenant: running, completed/);
 });
 
 test('the task detail shows history, artifacts, side effects, execution attempts and the trace id', async () => {

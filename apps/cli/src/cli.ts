@@ -1,6 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import type { Task } from '@a2a-js/sdk';
+// Types only: `mesh --help` must not load @mesh/contract (zod) — see RESOLUTIONS for its one value.
+import type { OpsResolved, OpsUnknowns, OpsWorkers, UnknownResolution } from '@mesh/contract';
 import { CliError, ExitCode } from './cli-error.js';
 import { requestJson } from './http-client.js';
 import type { KafkaTarget } from './kafka-ops.js';
@@ -50,6 +52,13 @@ const port = (v: string) => {
   const n = nonNegative(v);
   if (n > 65535) throw new InvalidArgumentError('expected a port from 0 to 65535');
   return n;
+};
+
+/** Every resolution of the ops API with its meaning: a Record, so the compiler flags one missing or extra. */
+const RESOLUTIONS: Record<UnknownResolution, string> = {
+  ok: 'it happened',
+  error: 'it failed',
+  absent: 'it never happened',
 };
 
 type AgentView = {
@@ -287,9 +296,7 @@ export function buildProgram(io: CliIo = processIo, jsonRequested = false): Comm
     .action(async (ids: string[], o: { byTenant?: boolean }) => {
       const agentIds = ids.length ? ids : await directoryAgentIds();
       const rows = await (await kafkaOps()).agentLag(kafka(), agentIds);
-      const tenants = o.byTenant
-        ? (await ops<{ agents: Array<{ agentId: string; inFlightByTenant: Record<string, number> }> }>('/workers')).agents
-        : undefined;
+      const tenants = o.byTenant ? (await ops<OpsWorkers>('/workers')).agents : undefined;
       print({ agents: rows, ...(tenants ? { inFlightByTenant: tenants } : {}) }, () => [
         ...rows.map(
           (r) =>
@@ -325,7 +332,7 @@ export function buildProgram(io: CliIo = processIo, jsonRequested = false): Comm
       );
       let inFlight: Map<string, number> | undefined;
       if (o.inFlight) {
-        const w = await ops<{ agents: Array<{ agentId: string; turnsInFlight: number }> }>('/workers');
+        const w = await ops<OpsWorkers>('/workers');
         inFlight = new Map(w.agents.map((a) => [a.agentId, a.turnsInFlight]));
       }
       const agentsOut = rows.map((r, i) => ({
@@ -402,9 +409,7 @@ export function buildProgram(io: CliIo = processIo, jsonRequested = false): Comm
     .command('list')
     .description('open unknown outcomes, oldest first')
     .action(async () => {
-      const r = await ops<{ unknowns: Array<{ key: string; tenant: string; taskId: string; tool: string; reason: string | null }> }>(
-        '/unknowns',
-      );
+      const r = await ops<OpsUnknowns>('/unknowns');
       print(r, () =>
         r.unknowns.length
           ? r.unknowns.map((u) => `${u.key}  ${u.tool}  task ${u.taskId} (${u.tenant})  ${u.reason ?? ''}`)
@@ -415,13 +420,18 @@ export function buildProgram(io: CliIo = processIo, jsonRequested = false): Comm
     .command('resolve <key>')
     .description('settle one by hand after checking the target system')
     .addOption(
-      new Option('--state <state>', 'ok: it happened; error: it failed; absent: it never happened')
-        .choices(['ok', 'error', 'absent'])
+      new Option(
+        '--state <state>',
+        Object.entries(RESOLUTIONS)
+          .map(([state, meaning]) => `${state}: ${meaning}`)
+          .join('; '),
+      )
+        .choices(Object.keys(RESOLUTIONS))
         .makeOptionMandatory(),
     )
     .option('--text <text>', 'the result text the agent will see')
     .action(async (key: string, o: { state: string; text?: string }) => {
-      const r = await ops<{ key: string; state: string }>(`/unknowns/${encodeURIComponent(key)}/resolve`, {
+      const r = await ops<OpsResolved>(`/unknowns/${encodeURIComponent(key)}/resolve`, {
         method: 'POST',
         body: { state: o.state, ...(o.text ? { text: o.text } : {}) },
       });

@@ -39,3 +39,21 @@ export { onAbort } from './abort-waiters.js';
 export { hasControlCharacter, hasLoneSurrogate } from './unicode-text.js';
 export { BillingTools, type BillingInvoice, type BillingRefund } from './billing-tools.js';
 export { RESUMABLE_STREAMS, RESUMABLE_STREAMS_URI } from './extensions.js';
+export {
+  LEDGER_TASK_STATES,
+  OPS_TASKS_MAX_LIMIT,
+  UNKNOWN_RESOLUTIONS,
+  type UnknownResolution,
+  type OpsWorker,
+  type OpsWorkers,
+  type AgentLag,
+  type OpsLag,
+  type OpsUnknown,
+  type OpsUnknowns,
+  type OpsResolved,
+  type LedgerTask,
+  type OpsTasks,
+  type ExecutionRecord,
+  type EffectRecord,
+  type OpsTaskDetail,
+} from './ops-api.js';

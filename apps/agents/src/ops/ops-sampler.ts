@@ -1,4 +1,5 @@
 import type { BusAdmin, KafkaBusTransport } from '@mesh/bus';
+import type { AgentLag } from '@mesh/contract';
 import type { MeshMetrics } from '@mesh/telemetry';
 import type { EffectEntry, EffectLedger } from '@mesh/tool-gateway';
 import { PeriodicTask } from '@mesh/service';
@@ -20,15 +21,6 @@ export interface OpsSamplerOptions {
   ledger: EffectLedger;
   metrics: MeshMetrics;
   intervalMs: number;
-}
-
-/** Lag of one agent's consumer group, summed and per partition. */
-export interface AgentLag {
-  agentId: string;
-  groupId: string;
-  topic: string;
-  lag: number;
-  partitions: Array<{ partition: number; lag: number; committed: string | null; highWatermark: string }>;
 }
 
 /** `mcp__billing__issue_refund` → server `billing`, tool `issue_refund`. */

@@ -14,6 +14,18 @@ import {
   type DynamicModule,
 } from '@nestjs/common';
 import type { Request } from 'express';
+import {
+  LEDGER_TASK_STATES,
+  OPS_TASKS_MAX_LIMIT,
+  UNKNOWN_RESOLUTIONS,
+  type OpsLag,
+  type OpsResolved,
+  type OpsTaskDetail,
+  type OpsTasks,
+  type OpsUnknowns,
+  type OpsWorkers,
+  type UnknownResolution,
+} from '@mesh/contract';
 import type { EffectLedger } from '@mesh/tool-gateway';
 import { AgentsRuntime } from '../runtime/agents-runtime.js';
 import type { OpsSampler, WorkerView } from './ops-sampler.js';
@@ -33,8 +45,7 @@ export interface OpsDeps {
 
 export const OPS_DEPS = Symbol('OPS_DEPS');
 
-/** What `GET /ops/tasks?state=` accepts: a running turn, or the outcome of the latest one. */
-const LEDGER_STATES = ['running', 'completed', 'input-required', 'auth-required', 'failed', 'canceled', 'rejected'];
+const isResolution = (v: unknown): v is UnknownResolution => (UNKNOWN_RESOLUTIONS as readonly unknown[]).includes(v);
 
 const sameSecret = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
@@ -60,7 +71,7 @@ export class OpsController {
   }
 
   @Get('workers')
-  workers(@Req() req: Request) {
+  workers(@Req() req: Request): OpsWorkers {
     this.guard(req);
     return {
       workerId: this.deps.workerId,
@@ -87,13 +98,13 @@ export class OpsController {
   }
 
   @Get('lag')
-  async lag(@Req() req: Request) {
+  async lag(@Req() req: Request): Promise<OpsLag> {
     this.guard(req);
     return { agents: await this.deps.sampler.lag() };
   }
 
   @Get('unknowns')
-  async unknowns(@Req() req: Request) {
+  async unknowns(@Req() req: Request): Promise<OpsUnknowns> {
     this.guard(req);
     const entries = await this.deps.sampler.unknowns();
     return {
@@ -111,7 +122,7 @@ export class OpsController {
 
   /** Tasks by their latest turn in the execution ledger, newest first, across tenants (`tenant`, `agent`, `state` narrow it). */
   @Get('tasks')
-  async tasks(@Req() req: Request, @Query() q: Record<string, unknown>) {
+  async tasks(@Req() req: Request, @Query() q: Record<string, unknown>): Promise<OpsTasks> {
     this.guard(req);
     const text = (name: string): string | undefined => {
       const v = q[name];
@@ -120,12 +131,12 @@ export class OpsController {
       return v;
     };
     const state = text('state');
-    if (state !== undefined && !LEDGER_STATES.includes(state))
-      throw new HttpException({ error: `state must be one of ${LEDGER_STATES.join(', ')}` }, 400);
+    if (state !== undefined && !(LEDGER_TASK_STATES as readonly string[]).includes(state))
+      throw new HttpException({ error: `state must be one of ${LEDGER_TASK_STATES.join(', ')}` }, 400);
     const limitText = text('limit') ?? '50';
     const limit = Number(limitText);
-    if (!Number.isInteger(limit) || limit < 1 || limit > 500)
-      throw new HttpException({ error: 'limit must be an integer from 1 to 500' }, 400);
+    if (!Number.isInteger(limit) || limit < 1 || limit > OPS_TASKS_MAX_LIMIT)
+      throw new HttpException({ error: `limit must be an integer from 1 to ${OPS_TASKS_MAX_LIMIT}` }, 400);
     const tenant = text('tenant');
     const agentId = text('agent');
     return {
@@ -140,7 +151,7 @@ export class OpsController {
 
   /** One task's executions with their attempts and trace ids, and its tool calls with their state. */
   @Get('tasks/:taskId')
-  async task(@Req() req: Request, @Param('taskId') taskId: string) {
+  async task(@Req() req: Request, @Param('taskId') taskId: string): Promise<OpsTaskDetail> {
     this.guard(req);
     const found = await this.deps.records.task(taskId);
     if (!found) throw new NotFoundException({ error: `the ledgers hold no execution of task ${taskId}` });
@@ -149,11 +160,10 @@ export class OpsController {
 
   /** Settles an unknown outcome by hand: `ok`/`error` (it happened, with this text) or `absent` (it never happened). */
   @Post('unknowns/:key/resolve')
-  async resolve(@Req() req: Request, @Param('key') key: string, @Body() body: { state?: unknown; text?: unknown }) {
+  async resolve(@Req() req: Request, @Param('key') key: string, @Body() body: { state?: unknown; text?: unknown }): Promise<OpsResolved> {
     this.guard(req);
     const state = body?.state;
-    if (state !== 'ok' && state !== 'error' && state !== 'absent')
-      throw new HttpException({ error: 'state must be one of ok, error, absent' }, 400);
+    if (!isResolution(state)) throw new HttpException({ error: `state must be one of ${UNKNOWN_RESOLUTIONS.join(', ')}` }, 400);
     const text = typeof body.text === 'string' ? body.text : `resolved by an operator as ${state}`;
     const done = await this.deps.ledger.resolve(key, state, state === 'absent' ? undefined : { text });
     if (!done) throw new NotFoundException({ error: `no unknown outcome with key ${key}` });

@@ -1,44 +1,5 @@
+import type { LedgerTask, OpsTaskDetail } from '@mesh/contract';
 import type { SqlRunner } from '@mesh/database';
-
-/** A task as the agents' ledgers know it: its latest turn. */
-export interface LedgerTask {
-  tenant: string;
-  agentId: string;
-  taskId: string;
-  contextId: string;
-  turn: number;
-  /** `running` while a turn runs, else the turn's outcome (`completed`, `input-required`, `failed`…). */
-  state: string;
-  updatedAt: string;
-}
-
-/** One execution (turn) of a task and its attempts: `attempt` counts takeovers after a lost lease. */
-export interface ExecutionRecord {
-  executionId: string;
-  turn: number;
-  state: string;
-  finalState: string | null;
-  attempt: number;
-  owner: string;
-  canceled: boolean;
-  traceId: string | null;
-  traceparent: string | null;
-  createdAt: string;
-  finishedAt: string | null;
-}
-
-/** One tool call of a task in the effect ledger. */
-export interface EffectRecord {
-  key: string;
-  executionId: string;
-  tool: string;
-  sideEffect: boolean;
-  state: string;
-  reason: string | null;
-  attempts: number;
-  result: string | null;
-  updatedAt: string;
-}
 
 /** Filters of {@link TaskRecords.list}; an unset one matches all. */
 export interface LedgerTaskFilter {
@@ -88,9 +49,7 @@ export class TaskRecords {
   }
 
   /** A task's executions (oldest turn first) and tool calls (oldest first); undefined when the ledgers hold nothing of it. */
-  async task(
-    taskId: string,
-  ): Promise<{ tenant: string; agentId: string; taskId: string; executions: ExecutionRecord[]; effects: EffectRecord[] } | undefined> {
+  async task(taskId: string): Promise<OpsTaskDetail | undefined> {
     const executions = (await this.sql.query(
       `SELECT e.*, EXISTS (SELECT 1 FROM agents.cancellations c WHERE c.execution_id = e.execution_id) AS canceled
        FROM agents.executions e WHERE e.task_id = $1 ORDER BY e.turn`,

@@ -1,4 +1,5 @@
 import { replayDeadLetters } from '@mesh/bus';
+import { UNKNOWN_RESOLUTIONS, type OpsResolved, type OpsWorkers, type UnknownResolution } from '@mesh/contract';
 import { CliError, ExitCode } from '../cli-error.js';
 import { describeWorkers, readMarkedDeadLetters, type AgentWorkers, type ListedDeadLetter } from '../kafka-ops.js';
 import { messageOf, type ConsoleClients } from './console-clients.js';
@@ -13,7 +14,7 @@ export async function workersView(c: ConsoleClients): Promise<{
   const [agents, inFlight] = await Promise.all([
     c.agents(),
     c.ops
-      ? c.opsRequest<{ agents: Array<{ agentId: string; turnsInFlight: number }> }>('/workers').catch((err: unknown) => {
+      ? c.opsRequest<OpsWorkers>('/workers').catch((err: unknown) => {
           problems.push(`agents runtime: ${messageOf(err)}`);
           return undefined;
         })
@@ -78,16 +79,12 @@ export async function cancelTask(c: ConsoleClients, agent: string, id: string): 
 }
 
 /** Settles an unknown outcome through the agents runtime's ops endpoint. */
-export async function resolveUnknown(
-  c: ConsoleClients,
-  key: string,
-  body: { state?: unknown; text?: unknown },
-): Promise<{ key: string; state: string }> {
-  if (body.state !== 'ok' && body.state !== 'error' && body.state !== 'absent')
-    throw new CliError('state must be one of ok, error, absent', ExitCode.usage);
+export async function resolveUnknown(c: ConsoleClients, key: string, body: { state?: unknown; text?: unknown }): Promise<OpsResolved> {
+  if (!(UNKNOWN_RESOLUTIONS as readonly unknown[]).includes(body.state))
+    throw new CliError(`state must be one of ${UNKNOWN_RESOLUTIONS.join(', ')}`, ExitCode.usage);
   if (body.text !== undefined && typeof body.text !== 'string') throw new CliError('text must be a string', ExitCode.usage);
-  return c.opsRequest(`/unknowns/${encodeURIComponent(key)}/resolve`, {
+  return c.opsRequest<OpsResolved>(`/unknowns/${encodeURIComponent(key)}/resolve`, {
     method: 'POST',
-    body: { state: body.state, ...(body.text ? { text: body.text } : {}) },
+    body: { state: body.state as UnknownResolution, ...(body.text ? { text: body.text } : {}) },
   });
 }

@@ -1,4 +1,5 @@
 import { TaskState, type Task } from '@a2a-js/sdk';
+import { LEDGER_TASK_STATES, type OpsTasks, type OpsUnknown, type OpsUnknowns, type OpsWorkers } from '@mesh/contract';
 import { parseStateOption, taskSummary, TASK_STATE_NAMES } from '../a2a-client.js';
 import { CliError, ExitCode } from '../cli-error.js';
 import { describeWorkers } from '../kafka-ops.js';
@@ -38,14 +39,10 @@ export interface Overview {
     deadLetters: number | null;
   }>;
   tasks: TaskRow[];
-  unknowns: Array<{ key: string; tool: string; tenant: string; taskId: string; reason: string | null }>;
+  unknowns: OpsUnknown[];
   warnings: StuckWarning[];
   problems: string[];
 }
-
-type Workers = { agents: Array<{ agentId: string; turnsInFlight: number }> };
-type Unknowns = { unknowns: Overview['unknowns'] };
-type LedgerTasks = { tasks: Array<{ tenant: string; agentId: string; taskId: string; state: string; updatedAt: string }> };
 
 /** The states the state filter accepts: A2A task states, and `running` (a turn running now, ledger view). */
 export const FILTER_STATES = [...TASK_STATE_NAMES, 'running'];
@@ -58,6 +55,12 @@ export function checkFilter(f: TaskFilter, ops: boolean): void {
     throw new CliError('state running is a ledger view: give a tenant too (it needs the ops token)', ExitCode.usage);
   if (f.tenant !== undefined && !ops)
     throw new CliError('the tenant filter reads the ledgers across tenants: start the console with an ops token', ExitCode.usage);
+  // The ledgers know a task by its latest turn: running, or that turn's outcome (no submitted or working).
+  if (f.tenant !== undefined && f.state !== undefined && !(LEDGER_TASK_STATES as readonly string[]).includes(f.state))
+    throw new CliError(
+      `state ${f.state} is not in the ledgers the tenant filter reads; valid states with a tenant: ${LEDGER_TASK_STATES.join(', ')}`,
+      ExitCode.usage,
+    );
 }
 
 const listRequest = (status: TaskState, pageSize: number) => ({
@@ -86,10 +89,10 @@ export class OverviewSource {
     };
     const [dir, workers, unknowns, ledgerTasks] = await Promise.all([
       soft('directory', this.c.agents()),
-      this.c.ops ? soft('agents runtime', this.c.opsRequest<Workers>('/workers')) : Promise.resolve(undefined),
-      this.c.ops ? soft('unknown outcomes', this.c.opsRequest<Unknowns>('/unknowns')) : Promise.resolve(undefined),
+      this.c.ops ? soft('agents runtime', this.c.opsRequest<OpsWorkers>('/workers')) : Promise.resolve(undefined),
+      this.c.ops ? soft('unknown outcomes', this.c.opsRequest<OpsUnknowns>('/unknowns')) : Promise.resolve(undefined),
       filter.tenant !== undefined
-        ? soft('ledger tasks', this.c.opsRequest<LedgerTasks>(`/tasks?${ledgerQuery(filter)}`))
+        ? soft('ledger tasks', this.c.opsRequest<OpsTasks>(`/tasks?${ledgerQuery(filter)}`))
         : Promise.resolve(undefined),
     ]);
     if (!this.c.ops) problems.push('no ops token: in-flight turns, unknown outcomes, the ledgers and actions are not available');

@@ -1,34 +1,8 @@
 import { Role, type Task } from '@a2a-js/sdk';
+import type { EffectRecord, ExecutionRecord, OpsTaskDetail } from '@mesh/contract';
 import { taskSummary } from '../a2a-client.js';
 import { CliError, ExitCode } from '../cli-error.js';
 import { messageOf, type ConsoleClients } from './console-clients.js';
-
-/** One execution (turn) of a task from the execution ledger (the agents runtime's `/ops/tasks/:id`). */
-export interface ExecutionView {
-  executionId: string;
-  turn: number;
-  state: string;
-  finalState: string | null;
-  attempt: number;
-  owner: string;
-  canceled: boolean;
-  traceId: string | null;
-  createdAt: string;
-  finishedAt: string | null;
-}
-
-/** One tool call of a task from the effect ledger. */
-export interface EffectView {
-  key: string;
-  executionId: string;
-  tool: string;
-  sideEffect: boolean;
-  state: string;
-  reason: string | null;
-  attempts: number;
-  result: string | null;
-  updatedAt: string;
-}
 
 /** The task detail page: the dispatcher's task (history, artifacts) and the agents' ledgers (attempts, side effects). */
 export interface TaskDetail {
@@ -41,14 +15,12 @@ export interface TaskDetail {
   message: string;
   history: Array<{ role: string; messageId: string; text: string }>;
   artifacts: Array<{ name: string; text: string }>;
-  executions: ExecutionView[];
-  effects: EffectView[];
+  executions: ExecutionRecord[];
+  effects: EffectRecord[];
   /** The trace of the latest turn that ran under one (open it in the tracing UI). */
   traceId: string | null;
   problems: string[];
 }
-
-type LedgerTask = { tenant: string; agentId: string; executions: ExecutionView[]; effects: EffectView[] };
 
 const partsText = (parts: Array<{ content?: { $case: string; value: unknown } }> = []) =>
   parts
@@ -72,7 +44,7 @@ export async function taskDetail(c: ConsoleClients, agent: string, id: string): 
         return undefined;
       }) as Promise<Task | undefined>,
     c.ops
-      ? c.opsRequest<LedgerTask>(`/tasks/${encodeURIComponent(id)}`).catch((err: unknown) => {
+      ? c.opsRequest<OpsTaskDetail>(`/tasks/${encodeURIComponent(id)}`).catch((err: unknown) => {
           problems.push(`ledgers: ${messageOf(err)}`);
           return undefined;
         })
