@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { TaskState, type Task } from '@a2a-js/sdk';
+import { randomUUID } from 'node:crypto';
+import { SendMessageRequest, Task, TaskState } from '@a2a-js/sdk';
 import { eventually } from '../support/infra.js';
 import { a2aClient, agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { sendRequest, userMessage } from '../support/a2a-fixtures.js';
@@ -30,4 +31,24 @@ test('a deadline that has already passed: the worker does not start the task, it
   assert.equal(task.status?.state, TaskState.TASK_STATE_FAILED);
   const text = task.status?.message?.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('') ?? '';
   assert.match(text, /deadline/i);
+});
+
+test('every part content the dispatcher admits reaches the agent: the echo artifact holds them all unchanged', async () => {
+  // Data parts may hold any JSON value but null; an empty raw part is zero bytes, still a part.
+  const parts = [
+    { text: 'a' },
+    { data: { invoice_id: 'INV-1' } },
+    { data: 'str' },
+    { data: 42 },
+    { data: false },
+    { data: [1, 'x'] },
+    { url: 'https://files.example.com/a.pdf', mediaType: 'application/pdf', filename: 'a.pdf' },
+    { raw: 'aGk=', mediaType: 'text/plain' },
+    { raw: '' },
+  ];
+  const request = SendMessageRequest.fromJSON({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts } });
+  const task = (await client.sendMessage(request)) as Task;
+  assert.equal(task.status?.state, TaskState.TASK_STATE_COMPLETED);
+  const echoed = (Task.toJSON(task) as { artifacts: Array<{ parts: unknown[] }> }).artifacts[0]!.parts;
+  assert.deepEqual(echoed, parts);
 });

@@ -1,9 +1,10 @@
-import type { JsonObject } from '@mesh/contract';
+import type { JsonObject, JsonValue } from '@mesh/contract';
 
 /** One piece of message content, independent of the A2A wire version. */
 export type Part =
   | { type: 'text'; text: string }
-  | { type: 'data'; data: JsonObject }
+  /** Any JSON value but null (most often an object): check its type before reading fields. */
+  | { type: 'data'; data: JsonValue }
   | { type: 'file'; url?: string; bytesBase64?: string; mediaType?: string; filename?: string };
 
 /** A message of the conversation: from the user or from this agent. */
@@ -118,7 +119,7 @@ export interface AgentContext {
 /** A text part. */
 export const text = (value: string): Part => ({ type: 'text', text: value });
 /** A structured data part. */
-export const data = (value: JsonObject): Part => ({ type: 'data', data: value });
+export const data = (value: JsonValue): Part => ({ type: 'data', data: value });
 
 /** All text parts of a message, joined by newlines. */
 export function textOf(parts: Part[]): string {

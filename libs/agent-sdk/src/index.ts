@@ -27,7 +27,7 @@ export {
   type AgentDefinition,
   type AgentDefinitionInput,
 } from './agent-definition.js';
-export type { JsonObject } from '@mesh/contract';
+export type { JsonObject, JsonValue } from '@mesh/contract';
 export {
   RESUMABLE_STREAMS_URI,
   StreamResumption,

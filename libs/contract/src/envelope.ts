@@ -31,6 +31,12 @@ export interface Identity {
 
 export type JsonObject = { [key: string]: unknown };
 
+/** Any JSON value but null: what an A2A data part may hold (google.protobuf.Value, null aside). */
+export type JsonValue = string | number | boolean | JsonObject | unknown[];
+
+/** A JSON object: not null, not an array. */
+export const isJsonObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
+
 /** Dispatcher → worker: run one turn of a task. `message` is the A2A message as JSON. */
 export interface TaskRunCommand {
   kind: 'task.run';

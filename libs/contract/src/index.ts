@@ -26,6 +26,8 @@ export {
   decodeEnvelope,
   type Identity,
   type JsonObject,
+  type JsonValue,
+  isJsonObject,
   type TaskRunCommand,
   type TaskCancelCommand,
   type Envelope,

@@ -1,4 +1,4 @@
-import type { JsonObject } from '@mesh/contract';
+import { isJsonObject, type JsonObject } from '@mesh/contract';
 
 /** A content block of a tool result (text, image, audio, resource link, embedded resource). */
 export type ToolContent = { type: string; text?: string } & JsonObject;
@@ -24,7 +24,7 @@ export function normaliseCallResult(result: { content?: unknown; structuredConte
     // 2026-07-28 allows any JSON value here; the ledger and agents keep an object.
     ...(structured === undefined || structured === null
       ? {}
-      : { structuredContent: isObject(structured) ? structured : { value: structured } }),
+      : { structuredContent: isJsonObject(structured) ? structured : { value: structured } }),
     ...(result.isError === true ? { isError: true as const } : {}),
   };
 }
@@ -37,7 +37,7 @@ const DRAFT_2020_12 = /json-schema\.org\/draft\/2020-12\/schema/;
  * 2020-12 (`$defs`, `prefixItems`); those keywords are mapped to their draft-07 forms.
  */
 export function normaliseInputSchema(schema: unknown): JsonObject {
-  if (!isObject(schema)) return { type: 'object' };
+  if (!isJsonObject(schema)) return { type: 'object' };
   const dialect2020 =
     typeof schema.$schema === 'string' ? DRAFT_2020_12.test(schema.$schema) : hasKeyword(schema, ['$defs', 'prefixItems']);
   const { $schema: _dialect, ...rest } = schema;
@@ -46,7 +46,7 @@ export function normaliseInputSchema(schema: unknown): JsonObject {
 
 function toDraft07(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(toDraft07);
-  if (!isObject(node)) return node;
+  if (!isJsonObject(node)) return node;
   const out: JsonObject = {};
   for (const [k, v] of Object.entries(node)) {
     if (k === '$defs') out.definitions = toDraft07(v);
@@ -61,10 +61,6 @@ function toDraft07(node: unknown): unknown {
 
 function hasKeyword(node: unknown, keys: string[]): boolean {
   if (Array.isArray(node)) return node.some((n) => hasKeyword(n, keys));
-  if (!isObject(node)) return false;
+  if (!isJsonObject(node)) return false;
   return Object.entries(node).some(([k, v]) => keys.includes(k) || hasKeyword(v, keys));
-}
-
-function isObject(v: unknown): v is JsonObject {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { AgentMessage, ArtifactInput, Part, TurnOutcome } from '@mesh/agent-sdk';
-import { TaskStates, type JsonObject, type TaskState } from '@mesh/contract';
+import { TaskStates, type JsonObject, type JsonValue, type TaskState } from '@mesh/contract';
 
 /*
  * The one place that knows the A2A JSON shapes (A2A 1.0 as @a2a-js/sdk 1.x serialises it: parts
@@ -31,8 +31,9 @@ export function fromWireMessage(json: JsonObject): AgentMessage {
   for (const p of rawParts) {
     const kind = typeof p.kind === 'string' ? p.kind : undefined;
     if (typeof p.text === 'string' && (kind === undefined || kind === 'text')) parts.push({ type: 'text', text: p.text });
-    else if (p.data !== undefined && (kind === undefined || kind === 'data') && typeof p.data === 'object' && p.data !== null)
-      parts.push({ type: 'data', data: p.data as JsonObject });
+    // Any JSON value but null, as the dispatcher admits it (a string or a number is data too).
+    else if (p.data !== undefined && p.data !== null && (kind === undefined || kind === 'data'))
+      parts.push({ type: 'data', data: p.data as JsonValue });
     else if (typeof p.url === 'string' || typeof p.raw === 'string') {
       parts.push({
         type: 'file',
@@ -59,9 +60,10 @@ function toWirePart(p: Part): JsonObject {
     case 'data':
       return { data: p.data };
     case 'file':
+      // An empty `raw` is content (zero bytes), not its absence: a part with neither url nor raw is no part.
       return {
-        ...(p.url ? { url: p.url } : {}),
-        ...(p.bytesBase64 ? { raw: p.bytesBase64 } : {}),
+        ...(p.url !== undefined ? { url: p.url } : {}),
+        ...(p.bytesBase64 !== undefined ? { raw: p.bytesBase64 } : {}),
         ...(p.mediaType ? { mediaType: p.mediaType } : {}),
         ...(p.filename ? { filename: p.filename } : {}),
       };

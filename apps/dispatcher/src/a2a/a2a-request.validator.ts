@@ -1,6 +1,7 @@
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import type { z } from 'zod';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
+import { isJsonObject } from '@mesh/contract';
 import { A2A_LIMITS, A2A_PARAMS, idProblem, A2A_TASK_STATE_ENUM, type A2aMethod } from './a2a-request.schemas.js';
 import { LEGACY_BODIES, LEGACY_PARAMS } from './a2a-legacy.schemas.js';
 
@@ -19,8 +20,6 @@ const DEADLINE_HEADER = 'a2a-deadline-ms';
 /** Header shortening a blocking SendMessage's wait (milliseconds). */
 const TIMEOUT_HEADER = 'x-request-timeout-ms';
 const HEADER_NAMES: Record<string, string> = { [DEADLINE_HEADER]: 'A2A-Deadline-Ms', [TIMEOUT_HEADER]: 'x-request-timeout-ms' };
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const refusal = (field: string, problem: string, metadata: Record<string, string> = {}) =>
   new RequestMalformedError({ message: `${field}: ${problem}`, metadata: { field: field.slice(0, 512), ...metadata } });
@@ -46,12 +45,12 @@ function tenantProblem(req: Request, callerTenant: CallerTenant, fields: Array<[
 
 /** The tenants of a params object or body: its own and its push config's. */
 function tenantsOf(params: unknown, prefix: string): Array<[string, unknown]> {
-  if (!isObject(params)) return [];
-  const cfg = isObject(params.configuration) ? params.configuration.taskPushNotificationConfig : undefined;
+  if (!isJsonObject(params)) return [];
+  const cfg = isJsonObject(params.configuration) ? params.configuration.taskPushNotificationConfig : undefined;
   const at = (name: string) => (prefix ? `${prefix}.${name}` : name);
   return [
     [at('tenant'), params.tenant],
-    [at('configuration.taskPushNotificationConfig.tenant'), isObject(cfg) ? cfg.tenant : undefined],
+    [at('configuration.taskPushNotificationConfig.tenant'), isJsonObject(cfg) ? cfg.tenant : undefined],
   ];
 }
 
@@ -109,7 +108,7 @@ export function checkJsonRpc(
   const key = method === 'SendStreamingMessage' ? 'SendMessage' : method;
   if (!Object.hasOwn(A2A_PARAMS, key)) return undefined; // the SDK answers -32601
   if (params === undefined && key === 'GetExtendedAgentCard') return undefined;
-  if (!isObject(params)) return refusal('params', 'must be a JSON object');
+  if (!isJsonObject(params)) return refusal('params', 'must be a JSON object');
   if (req && SEND_METHODS.has(method)) {
     const bad = headerProblem(req);
     if (bad) return bad;
@@ -134,7 +133,7 @@ const LEGACY_SEND = new Set(['message/send', 'message/stream']);
 export function checkLegacyJsonRpc(method: string, params: unknown, req?: Request): RequestMalformedError | undefined {
   const key = method === 'message/stream' ? 'message/send' : method;
   if (!Object.hasOwn(LEGACY_PARAMS, key)) return undefined; // the SDK answers -32601
-  if (!isObject(params)) return refusal('params', 'must be a JSON object');
+  if (!isJsonObject(params)) return refusal('params', 'must be a JSON object');
   if (req && LEGACY_SEND.has(method)) {
     const bad = headerProblem(req);
     if (bad) return bad;
@@ -147,7 +146,7 @@ export function checkLegacyJsonRpc(method: string, params: unknown, req?: Reques
 export function jsonRpcValidator(refuse: Refuse, callerTenant: CallerTenant): RequestHandler {
   return (req, res, next) => {
     const body = req.body as { method?: unknown; params?: unknown } | undefined;
-    if (!isObject(body) || typeof body.method !== 'string') return next();
+    if (!isJsonObject(body) || typeof body.method !== 'string') return next();
     const bad = isLegacyRequest(req)
       ? checkLegacyJsonRpc(body.method, body.params, req)
       : checkJsonRpc(body.method, body.params, req, callerTenant);
@@ -202,7 +201,7 @@ function queryParams(
 /** A body checked against a method's schema; field names relative to the body. */
 function bodyAs(method: A2aMethod, body: unknown, extra: Record<string, unknown> = {}): RequestMalformedError | undefined {
   const value = body === undefined ? {} : body;
-  if (!isObject(value)) return refusal('body', 'must be a JSON object');
+  if (!isJsonObject(value)) return refusal('body', 'must be a JSON object');
   const r = A2A_PARAMS[method].safeParse({ ...value, ...extra });
   return r.success ? undefined : firstIssue(r.error, '');
 }
@@ -303,13 +302,13 @@ export function legacyRestValidator(refuse: Refuse): express.Router {
   const body =
     (schema: z.ZodType): Check =>
     (req) => {
-      if (!isObject(req.body)) return refusal('body', 'must be a JSON object (sent as application/json)');
+      if (!isJsonObject(req.body)) return refusal('body', 'must be a JSON object (sent as application/json)');
       const r = schema.safeParse(req.body);
       return r.success ? undefined : firstIssue(r.error, '', '0.3');
     };
   // 0.3 clients send `null` (or nothing) as the body of a POST without parameters.
   const emptyBody: Check = (req) =>
-    req.body === undefined || req.body === null || isObject(req.body) ? undefined : refusal('body', 'must be a JSON object or null');
+    req.body === undefined || req.body === null || isJsonObject(req.body) ? undefined : refusal('body', 'must be a JSON object or null');
   const send: Check = (req) => headerProblem(req) ?? body(LEGACY_BODIES.send)(req);
   route('get', '/v1/card', none);
   route('post', '/v1/message\\:send', send);

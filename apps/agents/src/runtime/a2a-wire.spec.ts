@@ -1,0 +1,53 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import type { JsonObject } from '@mesh/contract';
+import { fromWireMessage, toWireArtifact } from './a2a-wire.js';
+
+// What the dispatcher admits as a part's content (docs/dispatcher.md, "Validation"): exactly one of
+// text, raw (base64, empty allowed), url, data (any JSON value but null); a file part may name its
+// media type and file name. An agent echoing a message must hand back every one of them unchanged.
+const jsonNoNull: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
+  value: fc.oneof(
+    { depthSize: 'small' },
+    fc.string(),
+    fc.double({ noNaN: true, noDefaultInfinity: true }).map((n) => (Object.is(n, -0) ? 0 : n)),
+    fc.boolean(),
+    fc.array(tie('value'), { maxLength: 4 }),
+    fc.dictionary(fc.string({ maxLength: 8 }), tie('value'), { maxKeys: 4, noNullPrototype: true }),
+  ),
+})).value;
+const base64 = fc.uint8Array({ maxLength: 32 }).map((b) => Buffer.from(b).toString('base64'));
+const fileNames = { mediaType: fc.constantFrom('text/plain', 'application/pdf'), filename: fc.string({ minLength: 1, maxLength: 20 }) };
+const plain = { noNullPrototype: true };
+const wirePart: fc.Arbitrary<JsonObject> = fc.oneof(
+  fc.record({ text: fc.string() }, plain),
+  fc.record({ data: jsonNoNull }, plain),
+  fc.record({ url: fc.webUrl(), ...fileNames }, { requiredKeys: ['url'], ...plain }),
+  fc.record({ raw: base64, ...fileNames }, { requiredKeys: ['raw'], ...plain }),
+);
+
+test('every part content the dispatcher admits reaches the agent and comes back unchanged', () => {
+  fc.assert(
+    fc.property(fc.array(wirePart, { minLength: 1, maxLength: 8 }), (parts) => {
+      const message = fromWireMessage({ messageId: 'm', role: 'ROLE_USER', parts });
+      assert.equal(message.parts.length, parts.length, 'no part dropped');
+      const echoed = toWireArtifact({ name: 'echo', parts: message.parts }, 'a1');
+      assert.deepEqual(echoed.parts, parts);
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test('scalar and array data parts and an empty raw part, as found by probing the running stack', () => {
+  const parts = [{ data: 'str' }, { data: 42 }, { data: false }, { data: [1, 'x'] }, { raw: '' }];
+  const message = fromWireMessage({ messageId: 'm', role: 'ROLE_USER', parts });
+  assert.deepEqual(message.parts, [
+    { type: 'data', data: 'str' },
+    { type: 'data', data: 42 },
+    { type: 'data', data: false },
+    { type: 'data', data: [1, 'x'] },
+    { type: 'file', bytesBase64: '' },
+  ]);
+  assert.deepEqual(toWireArtifact({ parts: message.parts }, 'a1').parts, parts);
+});
