@@ -488,6 +488,39 @@ test("a tenant in the HTTP+JSON query or body, or in a message's push config, th
   assert.equal((await rest('GET', '/tasks?tenant=acme')).status, 200, "the caller's own tenant is fine");
 });
 
+test("an empty tenant is proto3's default: every operation takes it as the caller's own", async () => {
+  const sent = await rpc({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'SendMessage',
+    params: { tenant: '', message: jsonMessage('empty tenant'), configuration: { returnImmediately: true } },
+  });
+  const taskId = (sent.body.result as { task?: { id: string } } | undefined)?.task?.id;
+  assert.ok(taskId, JSON.stringify(sent.body).slice(0, 300));
+  // A public address literal: the egress policy takes it without resolving a name (nothing is delivered here).
+  const cfg = { tenant: '', taskId, id: 'cfg-empty-tenant', url: 'http://93.184.215.14/hook' };
+  for (const [method, params] of [
+    ['GetTask', { tenant: '', id: taskId }],
+    ['ListTasks', { tenant: '' }],
+    ['CreateTaskPushNotificationConfig', cfg],
+    ['GetTaskPushNotificationConfig', { tenant: '', taskId, id: cfg.id }],
+    ['ListTaskPushNotificationConfigs', { tenant: '', taskId }],
+    ['DeleteTaskPushNotificationConfig', { tenant: '', taskId, id: cfg.id }],
+    ['CancelTask', { tenant: '', id: taskId }],
+  ] as const) {
+    const r = await rpc({ jsonrpc: '2.0', id: 2, method, params });
+    // CancelTask may find the task already completed by the echo worker: TaskNotCancelable, not a refusal.
+    assert.ok(r.body.result !== undefined || r.body.error?.code === -32002, `${method}: ${JSON.stringify(r.body).slice(0, 300)}`);
+  }
+  const restSent = await rest('POST', '/message:send', {
+    tenant: '',
+    message: jsonMessage('empty tenant'),
+    configuration: { returnImmediately: true },
+  });
+  assert.equal(restSent.status, 200);
+  assert.equal((await rest('POST', `/tasks/${taskId}/pushNotificationConfigs`, { ...cfg, id: 'cfg-rest' })).status, 201);
+});
+
 test('the body of an HTTP+JSON cancel or subscribe is validated like the JSON-RPC params', async () => {
   await restRefused('POST', '/tasks/t:cancel', { zzz: 1 }, 'body');
   await restRefused('POST', '/tasks/t:cancel', { metadata: { a: NUL } }, 'metadata.a');

@@ -67,6 +67,12 @@ export const id = z.string().superRefine((s, ctx) => {
   if (p) ctx.addIssue({ code: 'custom', message: p });
 });
 
+/** A request's own `tenant`: empty is proto3's default, the same as absent (the caller's tenant). */
+const tenantId = z.string().superRefine((s, ctx) => {
+  const p = s === '' ? undefined : idProblem(s);
+  if (p) ctx.addIssue({ code: 'custom', message: p });
+});
+
 interface JsonProblem {
   path: Array<string | number>;
   message: string;
@@ -252,7 +258,7 @@ const authentication = z.object({ scheme: authScheme.optional(), credentials: he
 /** TaskPushNotificationConfig; `taskId` comes from the path (REST) or the params (JSON-RPC). */
 export const pushConfig = z
   .object({
-    tenant: id.optional(),
+    tenant: tenantId.optional(),
     id: id.optional(),
     taskId: id.optional(),
     url: httpUrl,
@@ -323,7 +329,7 @@ export const pageToken = z
   .max(A2A_LIMITS.pageTokenChars, `must be at most ${A2A_LIMITS.pageTokenChars} characters`)
   .regex(/^[A-Za-z0-9_=-]*$/, 'is not a token this server issued');
 
-const tenant = { tenant: id.optional() };
+const tenant = { tenant: tenantId.optional() };
 
 /** The params of each JSON-RPC method (= the body of the matching HTTP+JSON route). */
 export const A2A_PARAMS = {
