@@ -98,6 +98,23 @@ test('push config CRUD per tenant: create, get, list, delete (idempotent); the c
   );
 });
 
+test("a push config's id is kept as the caller gave it, spaces included; an empty one gets a fresh id", async () => {
+  const client = await a2aClient(env.url, 'hook', 'JSONRPC');
+  const task = (await client.sendMessage(sendRequest(userMessage('ids'), { returnImmediately: true }))) as Task;
+  const cfg = (id: string) => ({ tenant: '', id, taskId: task.id, url: hookUrl(), token: '', authentication: undefined });
+  const spaced = await client.createTaskPushNotificationConfig(cfg(' sp '));
+  assert.equal(spaced.id, ' sp ');
+  assert.equal((await client.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: ' sp ' })).id, ' sp ');
+  const fresh = await client.createTaskPushNotificationConfig(cfg(''));
+  assert.match(fresh.id, /^[0-9a-f-]{36}$/);
+  await client.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: ' sp ' });
+  await client.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: fresh.id });
+  assert.equal(
+    (await client.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' })).configs.length,
+    0,
+  );
+});
+
 test('SSRF: private, link-local, metadata and loopback outside the allowlist are refused', async () => {
   const client = await a2aClient(env.url, 'hook', 'JSONRPC');
   const task = (await client.sendMessage(sendRequest(userMessage('ssrf'), { returnImmediately: true }))) as Task;

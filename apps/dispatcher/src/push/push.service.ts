@@ -112,7 +112,8 @@ export class PushService implements OnApplicationBootstrap, OnApplicationShutdow
       throw err;
     }
     return {
-      id: cfg.id?.trim() || newId(),
+      // Kept as given (an id with spaces is the caller's id); empty, proto3's default, means none.
+      id: cfg.id && cfg.id.trim() !== '' ? cfg.id : newId(),
       url: cfg.url,
       token: cfg.token ?? '',
       authScheme: cfg.authentication?.scheme ?? null,
