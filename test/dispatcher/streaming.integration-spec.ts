@@ -94,3 +94,23 @@ test('subscribing to a terminal task is refused as unsupported', { timeout: 6000
     for await (const _ of client.resubscribeTask({ tenant: '', id: taskId })) void _;
   }, /terminal/);
 });
+
+test("a streamed message's historyLength applies to the Task that opens its stream", { timeout: 60000 }, async () => {
+  const client = await streamingClient(env.url, 'slow', 'JSONRPC');
+  for (const [historyLength, expected] of [
+    [0, 0],
+    [undefined, 1],
+  ] as const) {
+    const s = collect(client.sendMessageStream(sendRequest(userMessage('history'), historyLength === undefined ? {} : { historyLength })));
+    await eventually('task streamed', () => s.events.length >= 1);
+    const first = s.events[0].payload;
+    assert.equal(first?.$case, 'task');
+    const task = first?.$case === 'task' ? first.value : undefined;
+    assert.equal(task?.history.length, expected, `historyLength ${historyLength}`);
+    await worker.emit(await worker.run(task!.id), [
+      { seq: 0, artifact: 'x' },
+      { seq: 1, state: 'COMPLETED' },
+    ]);
+    await s.done;
+  }
+});

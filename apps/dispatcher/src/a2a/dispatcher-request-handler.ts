@@ -229,7 +229,7 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     // Always from the snapshot, Last-Event-ID or not: a message may start a new task, where an id
     // means nothing (resuming is SubscribeToTask's). A retried message (the same task by dedup)
     // starts again from the snapshot, with ids the caller can skip what it saw by.
-    yield* this.follow(task.id, principal.tenant, context);
+    yield* this.follow(task.id, principal.tenant, context, undefined, params.configuration?.historyLength);
   }
 
   /**
@@ -249,6 +249,8 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     tenant: string,
     context: ServerCallContext,
     resumeAfter?: number,
+    /** The message's `configuration.historyLength`, applied to the Task that opens a new stream. */
+    historyLength?: number,
   ): AsyncGenerator<StreamResponse, void, undefined> {
     const closed = connectionClosed(context);
     const ids = streamIdsOf(context);
@@ -271,7 +273,7 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
         if (!stored) throw new TaskNotFoundError(`Task not found: ${taskId}`);
         if (closed?.aborted) return;
         ids?.next(stored.eventSeq);
-        yield { payload: { $case: 'task', value: stored.task } };
+        yield { payload: { $case: 'task', value: withHistoryLength(stored.task, historyLength) } };
         if (isSettled(stored.task.status?.state ?? TaskState.TASK_STATE_SUBMITTED)) return;
         after = stored.eventSeq;
       } else {
