@@ -312,6 +312,27 @@ test('0.3 JSON-RPC: bad params are -32602 naming the field', async () => {
   );
 });
 
+test('0.3 HTTP+JSON: a push config created without `name` is set on the task of the path', async () => {
+  const headers = { ...auth, 'content-type': 'application/json' };
+  const sent = await rawRequest(`${base}/v1/message:send`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ message: { messageId: randomUUID(), role: 'ROLE_USER', content: [{ text: 'hook me' }] } }),
+  });
+  assert.equal(sent.status, 201, sent.body);
+  const answer = JSON.parse(sent.body) as { task?: { id: string }; id?: string };
+  const taskId = answer.task?.id ?? answer.id;
+  assert.ok(taskId, sent.body);
+  const made = await rawRequest(`${base}/v1/tasks/${taskId}/pushNotificationConfigs`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ pushNotificationConfig: { id: 'no-name', url: 'http://127.0.0.1:9/h' } }),
+  });
+  assert.equal(made.status, 201, made.body);
+  const listed = await rawRequest(`${base}/v1/tasks/${taskId}/pushNotificationConfigs`, { headers });
+  assert.match(listed.body, /no-name/);
+});
+
 test('0.3 HTTP+JSON: bad bodies and paths are 400 naming the field', async () => {
   const rest = async (method: string, path: string, body?: unknown) => {
     const res = await rawRequest(`${base}${path}`, {
@@ -329,6 +350,12 @@ test('0.3 HTTP+JSON: bad bodies and paths are 400 naming the field', async () =>
     ['POST', '/v1/message:stream', {}, /^message: is required/],
     ['POST', '/v1/message:send', [1], /^body: must be a JSON object/],
     ['POST', '/v1/tasks/x/pushNotificationConfigs', { pushNotificationConfig: { url: 'nope' } }, /^pushNotificationConfig\.url: /],
+    [
+      'POST',
+      '/v1/tasks/x/pushNotificationConfigs',
+      { name: 'tasks/y', pushNotificationConfig: { url: 'http://127.0.0.1:9/h' } },
+      /^name: must name the task of the path \(tasks\/x\)/,
+    ],
     ['GET', '/v1/tasks/x?historyLength=-2', undefined, /^historyLength: /],
     ['GET', `/v1/tasks/${'a'.repeat(300)}`, undefined, /^taskId: must be at most 256 characters/],
   ];

@@ -326,7 +326,18 @@ export function legacyRestValidator(refuse: Refuse): express.Router {
     }
     return undefined;
   });
-  route('post', '/v1/tasks/:taskId/pushNotificationConfigs', body(LEGACY_BODIES.pushConfig));
+  // The SDK takes the task from the body's `name` alone: the path is the authority, so a name that
+  // is absent is filled in from it, and one naming another task is refused.
+  route('post', '/v1/tasks/:taskId/pushNotificationConfigs', (req) => {
+    const bad = body(LEGACY_BODIES.pushConfig)(req);
+    if (bad) return bad;
+    const b = req.body as { name?: string };
+    const taskId = String(req.params.taskId);
+    if (b.name === undefined || b.name === '') b.name = `tasks/${taskId}`;
+    else if (b.name !== `tasks/${taskId}` && !b.name.startsWith(`tasks/${taskId}/pushNotificationConfigs/`))
+      return refusal('name', `must name the task of the path (tasks/${taskId.slice(0, 64)}), or be left out`);
+    return undefined;
+  });
   route('get', '/v1/tasks/:taskId/pushNotificationConfigs', none);
   route('get', '/v1/tasks/:taskId/pushNotificationConfigs/:configId', none);
   route('delete', '/v1/tasks/:taskId/pushNotificationConfigs/:configId', none);
