@@ -459,6 +459,10 @@ test('statusTimestampAfter must be a real date: February 31st and February 29th 
     await restRefused('GET', `/tasks?statusTimestampAfter=${t}`, undefined, 'statusTimestampAfter');
   }
   assert.equal((await rest('GET', '/tasks?statusTimestampAfter=2024-02-29T00:00:00Z')).status, 200, 'a leap day is a date');
+  // A leap second is RFC 3339 but no google.protobuf.Timestamp: refused with that reason.
+  const leap = await rpc({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { statusTimestampAfter: '2016-12-31T23:59:60Z' } });
+  assert.equal(leap.body.error?.code, -32602);
+  assert.match(leap.body.error?.message ?? '', /^params\.statusTimestampAfter: has no leap second/);
 });
 
 test('a path that is not valid percent-encoding is named as such, in the binding format, the agent segment included', async () => {

@@ -309,9 +309,12 @@ const taskState = z.unknown().superRefine((v, ctx) => {
   if (!ok) ctx.addIssue({ code: 'custom', message: `must be one of ${A2A_TASK_STATE_ENUM.join(', ')}` });
 });
 
-/** RFC 3339 date-time with a zone (google.protobuf.Timestamp's JSON form). */
-const RFC3339 =
-  /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)(\.\d{1,9})?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$/i;
+/**
+ * RFC 3339 date-time with a zone (google.protobuf.Timestamp's JSON form). A Timestamp has no leap
+ * second (its seconds are 0–59, leap seconds smeared), so `:60` is refused with its own reason.
+ */
+const RFC3339 = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,9})?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$/i;
+const LEAP_SECOND = /^\d{4}-\d\d-\d\dT\d\d:\d\d:60/i;
 /** Date.parse rolls 2025-02-31 over to March 3rd: the day must exist in its month. */
 function realDate(s: string): boolean {
   const [y, m, d] = s.slice(0, 10).split('-').map(Number) as [number, number, number];
@@ -320,7 +323,9 @@ function realDate(s: string): boolean {
   return d <= last.getUTCDate();
 }
 export const timestamp = z.string().superRefine((s, ctx) => {
-  if (!RFC3339.test(s) || Number.isNaN(Date.parse(s)) || !realDate(s))
+  if (LEAP_SECOND.test(s))
+    ctx.addIssue({ code: 'custom', message: 'has no leap second: a google.protobuf.Timestamp counts seconds 0 to 59' });
+  else if (!RFC3339.test(s) || Number.isNaN(Date.parse(s)) || !realDate(s))
     ctx.addIssue({ code: 'custom', message: 'must be an RFC 3339 timestamp like 2025-01-31T12:00:00Z' });
 });
 
