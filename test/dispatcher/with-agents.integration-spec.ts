@@ -33,11 +33,13 @@ test('a deadline that has already passed: the worker does not start the task, it
   assert.match(text, /deadline/i);
 });
 
-test('every part content the dispatcher admits reaches the agent: the echo artifact holds them all unchanged', async () => {
-  // Data parts may hold any JSON value but null; an empty raw part is zero bytes, still a part.
+test('every part the dispatcher admits reaches the agent: the echo artifact holds them all unchanged', async () => {
+  // Data parts may hold any JSON value but null; an empty raw part is zero bytes, still a part; any
+  // part may carry a media type, a file name and metadata.
   const parts = [
     { text: 'a' },
-    { data: { invoice_id: 'INV-1' } },
+    { text: 'b', mediaType: 'text/markdown', metadata: { lang: 'en' } },
+    { data: { invoice_id: 'INV-1' }, mediaType: 'application/json', filename: 'invoice.json' },
     { data: 'str' },
     { data: 42 },
     { data: false },

@@ -1,11 +1,20 @@
 import type { JsonObject, JsonValue } from '@mesh/contract';
 
+/** What any part may carry besides its content (A2A: every part kind has them). */
+export interface PartAttributes {
+  mediaType?: string;
+  filename?: string;
+  metadata?: JsonObject;
+}
+
 /** One piece of message content, independent of the A2A wire version. */
-export type Part =
-  | { type: 'text'; text: string }
-  /** Any JSON value but null (most often an object): check its type before reading fields. */
-  | { type: 'data'; data: JsonValue }
-  | { type: 'file'; url?: string; bytesBase64?: string; mediaType?: string; filename?: string };
+export type Part = PartAttributes &
+  (
+    | { type: 'text'; text: string }
+    /** Any JSON value but null (most often an object): check its type before reading fields. */
+    | { type: 'data'; data: JsonValue }
+    | { type: 'file'; url?: string; bytesBase64?: string }
+  );
 
 /** A message of the conversation: from the user or from this agent. */
 export interface AgentMessage {

@@ -1,6 +1,7 @@
 export {
   textOf,
   type Part,
+  type PartAttributes,
   type AgentMessage,
   type AgentTask,
   type ToolIntent,

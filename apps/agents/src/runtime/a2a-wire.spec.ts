@@ -4,9 +4,9 @@ import fc from 'fast-check';
 import type { JsonObject } from '@mesh/contract';
 import { fromWireMessage, toWireArtifact } from './a2a-wire.js';
 
-// What the dispatcher admits as a part's content (docs/dispatcher.md, "Validation"): exactly one of
-// text, raw (base64, empty allowed), url, data (any JSON value but null); a file part may name its
-// media type and file name. An agent echoing a message must hand back every one of them unchanged.
+// What the dispatcher admits as a part (docs/dispatcher.md, "Validation"): exactly one of text, raw
+// (base64, empty allowed), url, data (any JSON value but null), and on any of them a media type, a
+// file name and metadata. An agent echoing a message must hand back every one of them unchanged.
 const jsonNoNull: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
   value: fc.oneof(
     { depthSize: 'small' },
@@ -18,14 +18,20 @@ const jsonNoNull: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
   ),
 })).value;
 const base64 = fc.uint8Array({ maxLength: 32 }).map((b) => Buffer.from(b).toString('base64'));
-const fileNames = { mediaType: fc.constantFrom('text/plain', 'application/pdf'), filename: fc.string({ minLength: 1, maxLength: 20 }) };
-const plain = { noNullPrototype: true };
-const wirePart: fc.Arbitrary<JsonObject> = fc.oneof(
-  fc.record({ text: fc.string() }, plain),
-  fc.record({ data: jsonNoNull }, plain),
-  fc.record({ url: fc.webUrl(), ...fileNames }, { requiredKeys: ['url'], ...plain }),
-  fc.record({ raw: base64, ...fileNames }, { requiredKeys: ['raw'], ...plain }),
-);
+// Any part kind may name a media type and a file name, and carry metadata.
+const attributes = {
+  mediaType: fc.constantFrom('text/plain', 'application/pdf', 'application/json'),
+  filename: fc.string({ minLength: 1, maxLength: 20 }),
+  metadata: fc.dictionary(fc.string({ maxLength: 8 }), jsonNoNull, { minKeys: 1, maxKeys: 3, noNullPrototype: true }),
+};
+const withAttributes = <K extends string>(key: K, content: fc.Arbitrary<unknown>) =>
+  fc.record({ [key]: content, ...attributes } as Record<string, fc.Arbitrary<unknown>>, { requiredKeys: [key], noNullPrototype: true });
+const wirePart = fc.oneof(
+  withAttributes('text', fc.string()),
+  withAttributes('data', jsonNoNull),
+  withAttributes('url', fc.webUrl()),
+  withAttributes('raw', base64),
+) as fc.Arbitrary<JsonObject>;
 
 test('every part content the dispatcher admits reaches the agent and comes back unchanged', () => {
   fc.assert(

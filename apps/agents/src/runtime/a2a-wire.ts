@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { AgentMessage, ArtifactInput, Part, TurnOutcome } from '@mesh/agent-sdk';
-import { TaskStates, type JsonObject, type JsonValue, type TaskState } from '@mesh/contract';
+import type { AgentMessage, ArtifactInput, Part, PartAttributes, TurnOutcome } from '@mesh/agent-sdk';
+import { isJsonObject, TaskStates, type JsonObject, type JsonValue, type TaskState } from '@mesh/contract';
 
 /*
  * The one place that knows the A2A JSON shapes (A2A 1.0 as @a2a-js/sdk 1.x serialises it: parts
@@ -30,17 +30,22 @@ export function fromWireMessage(json: JsonObject): AgentMessage {
   const parts: Part[] = [];
   for (const p of rawParts) {
     const kind = typeof p.kind === 'string' ? p.kind : undefined;
-    if (typeof p.text === 'string' && (kind === undefined || kind === 'text')) parts.push({ type: 'text', text: p.text });
+    // A part's media type, file name and metadata reach the agent whatever its content.
+    const attributes: PartAttributes = {
+      ...(typeof p.mediaType === 'string' ? { mediaType: p.mediaType } : {}),
+      ...(typeof p.filename === 'string' ? { filename: p.filename } : {}),
+      ...(isJsonObject(p.metadata) ? { metadata: p.metadata } : {}),
+    };
+    if (typeof p.text === 'string' && (kind === undefined || kind === 'text')) parts.push({ type: 'text', text: p.text, ...attributes });
     // Any JSON value but null, as the dispatcher admits it (a string or a number is data too).
     else if (p.data !== undefined && p.data !== null && (kind === undefined || kind === 'data'))
-      parts.push({ type: 'data', data: p.data as JsonValue });
+      parts.push({ type: 'data', data: p.data as JsonValue, ...attributes });
     else if (typeof p.url === 'string' || typeof p.raw === 'string') {
       parts.push({
         type: 'file',
         ...(typeof p.url === 'string' ? { url: p.url } : {}),
         ...(typeof p.raw === 'string' ? { bytesBase64: p.raw } : {}),
-        ...(typeof p.mediaType === 'string' ? { mediaType: p.mediaType } : {}),
-        ...(typeof p.filename === 'string' ? { filename: p.filename } : {}),
+        ...attributes,
       });
     }
   }
@@ -54,18 +59,22 @@ export function fromWireMessage(json: JsonObject): AgentMessage {
 }
 
 function toWirePart(p: Part): JsonObject {
+  const attributes = {
+    ...(p.mediaType ? { mediaType: p.mediaType } : {}),
+    ...(p.filename ? { filename: p.filename } : {}),
+    ...(p.metadata ? { metadata: p.metadata } : {}),
+  };
   switch (p.type) {
     case 'text':
-      return { text: p.text };
+      return { text: p.text, ...attributes };
     case 'data':
-      return { data: p.data };
+      return { data: p.data, ...attributes };
     case 'file':
       // An empty `raw` is content (zero bytes), not its absence: a part with neither url nor raw is no part.
       return {
         ...(p.url !== undefined ? { url: p.url } : {}),
         ...(p.bytesBase64 !== undefined ? { raw: p.bytesBase64 } : {}),
-        ...(p.mediaType ? { mediaType: p.mediaType } : {}),
-        ...(p.filename ? { filename: p.filename } : {}),
+        ...attributes,
       };
   }
 }
