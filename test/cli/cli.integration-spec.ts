@@ -56,6 +56,26 @@ test('usage errors exit 2; an unreachable service exits 3 with its URL', async (
   assert.match(down.err, /cannot reach the directory at http:\/\/127\.0\.0\.1:9/);
 });
 
+test('a refusal for want of a token says where mesh takes it from; with a wrong token it does not', async () => {
+  for (const args of [
+    ['agents', 'list'],
+    ['tasks', 'list', 'echo-agent'],
+  ]) {
+    const r = await mesh('--token', '', ...args);
+    assert.equal(r.code, ExitCode.failed, args.join(' '));
+    assert.match(
+      r.err,
+      /\(no token given: pass --token or set MESH_TOKEN to an API key or JWT; npm start's development keys are demo-acme and demo-globex\)$/,
+    );
+    const wrong = await mesh('--token', 'not-a-key', ...args);
+    assert.equal(wrong.code, ExitCode.failed);
+    assert.doesNotMatch(wrong.err, /no token given/);
+  }
+  const ops = await mesh('--ops-token', '', 'unknowns', 'list');
+  assert.equal(ops.code, ExitCode.failed);
+  assert.match(ops.err, /\(no ops token given: pass --ops-token or set MESH_OPS_TOKEN; npm start prints the one of its start\)$/);
+});
+
 test('an unknown agent or topic and a bad --state are one clear line; under --json errors are JSON', async () => {
   const send = await mesh('tasks', 'send', 'nobody-agent', 'hi');
   assert.equal(send.code, ExitCode.failed);

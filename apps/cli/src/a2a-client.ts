@@ -125,5 +125,7 @@ export function a2aError(err: unknown): CliError {
   if (err instanceof CliError) return err;
   const msg = err instanceof Error ? err.message : String(err);
   if (/fetch failed|ECONNREFUSED/.test(msg)) return new CliError(`cannot reach the dispatcher: ${msg}`, ExitCode.unreachable);
+  // The dispatcher's 401 (docs/dispatcher.md): the SDK hands on its message only.
+  if (/^authentication (required|refused)/.test(msg)) return new CliError(msg, ExitCode.failed, undefined, 'token');
   return new CliError(msg);
 }

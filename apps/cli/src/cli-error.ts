@@ -15,6 +15,9 @@ export type CliErrorCode = 'usage' | 'not_found' | 'failed' | 'unreachable';
 const codeOfExit = (exitCode: number): CliErrorCode =>
   exitCode === ExitCode.usage ? 'usage' : exitCode === ExitCode.unreachable ? 'unreachable' : 'failed';
 
+/** The credential a service refused a request for want of: `--token` (directory, dispatcher) or `--ops-token`. */
+export type Credential = 'token' | 'opsToken';
+
 /** A failure with a one-line message for the operator and the exit code it maps to. */
 export class CliError extends Error {
   readonly code: CliErrorCode;
@@ -23,6 +26,8 @@ export class CliError extends Error {
     message: string,
     readonly exitCode: number = ExitCode.failed,
     code?: CliErrorCode,
+    /** Set when the service refused the request as unauthenticated: which credential it wanted. */
+    readonly credential?: Credential,
   ) {
     super(message);
     this.name = 'CliError';

@@ -71,6 +71,15 @@ type AgentView = {
   card: { name?: string };
 };
 
+/** Where mesh takes a credential from, said when a service refused a request made without it. */
+function missingCredential(err: CliError, given: Globals): string {
+  if (err.credential === 'token' && !given.token)
+    return " (no token given: pass --token or set MESH_TOKEN to an API key or JWT; npm start's development keys are demo-acme and demo-globex)";
+  if (err.credential === 'opsToken' && !given.opsToken)
+    return ' (no ops token given: pass --ops-token or set MESH_OPS_TOKEN; npm start prints the one of its start)';
+  return '';
+}
+
 /** Builds the `mesh` program; actions write through `io` and throw CliError on failure. */
 export function buildProgram(io: CliIo = processIo, jsonRequested = false): Command {
   const program = new Command('mesh')
@@ -112,9 +121,13 @@ export function buildProgram(io: CliIo = processIo, jsonRequested = false): Comm
   const progress = (line: string) => io.err(`${new Date().toISOString().slice(11, 19)}  ${line}`);
   const directoryAgentIds = async () => (await directory<{ items: AgentView[] }>('/v1/agents?limit=100')).items.map((a) => a.id);
   const directory = <T>(path: string, init: { method?: string; body?: unknown } = {}) =>
-    requestJson<T>('directory', g().directoryUrl, path, { ...init, ...(g().token ? { token: g().token } : {}) });
+    requestJson<T>('directory', g().directoryUrl, path, { ...init, credential: 'token', ...(g().token ? { token: g().token } : {}) });
   const ops = <T>(path: string, init: { method?: string; body?: unknown } = {}) =>
-    requestJson<T>('agents runtime', g().agentsUrl, `/ops${path}`, { ...init, ...(g().opsToken ? { token: g().opsToken } : {}) });
+    requestJson<T>('agents runtime', g().agentsUrl, `/ops${path}`, {
+      ...init,
+      credential: 'opsToken',
+      ...(g().opsToken ? { token: g().opsToken } : {}),
+    });
   const agentLine = (a: AgentView) =>
     `${a.id.padEnd(28)} ${(a.retired ? 'retired' : a.healthy ? 'healthy' : 'no heartbeat').padEnd(13)} v${a.version}  ${a.visibility.padEnd(8)} ${a.card?.name ?? ''}`;
 
@@ -497,7 +510,7 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
       if (err.exitCode === 0) return ExitCode.ok;
       return json ? fail(ExitCode.usage, 'usage', err.message.replace(/^error: /, '')) : ExitCode.usage;
     }
-    if (err instanceof CliError) return fail(err.exitCode, err.code, err.message);
+    if (err instanceof CliError) return fail(err.exitCode, err.code, err.message + missingCredential(err, program.opts<Globals>()));
     if (json) return fail(ExitCode.failed, 'failed', err instanceof Error ? err.message : String(err));
     return fail(ExitCode.failed, 'failed', `unexpected failure: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
   }

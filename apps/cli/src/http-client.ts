@@ -1,11 +1,11 @@
-import { CliError, ExitCode } from './cli-error.js';
+import { CliError, ExitCode, type Credential } from './cli-error.js';
 
 /** JSON over HTTP to one of the platform's services, with errors an operator can act on. */
 export async function requestJson<T>(
   service: string,
   baseUrl: string,
   path: string,
-  init: { method?: string; body?: unknown; token?: string } = {},
+  init: { method?: string; body?: unknown; token?: string; credential?: Credential } = {},
 ): Promise<T> {
   const url = `${baseUrl.replace(/\/$/, '')}${path}`;
   let res: Response;
@@ -30,7 +30,13 @@ export async function requestJson<T>(
   } catch {
     body = text;
   }
-  if (!res.ok) throw new CliError(`${service} answered ${res.status} to ${init.method ?? 'GET'} ${path}: ${errorText(body)}`);
+  if (!res.ok)
+    throw new CliError(
+      `${service} answered ${res.status} to ${init.method ?? 'GET'} ${path}: ${errorText(body)}`,
+      ExitCode.failed,
+      undefined,
+      res.status === 401 ? init.credential : undefined,
+    );
   return body as T;
 }
 
