@@ -99,6 +99,15 @@ test('register → search by skill, tag and ranked text → served card rewritte
   await verifyAgentCardSignature(lookup)(served.body as AgentCard);
   const tampered = { ...served.body, description: `${served.body.description}!` };
   await assert.rejects(verifyAgentCardSignature(lookup)(tampered as AgentCard), /No valid signatures/);
+  // The platform signature covers the card's security schemes too (proto oneofs in the SDK's types).
+  // Registered by globex: acme's registrations are counted by the rate-limit test below.
+  const secured = await api(KEYS.globex, 'POST', '/v1/agents', {
+    card: card('Secured Helper', { securitySchemes: { key: { apiKeySecurityScheme: { location: 'header', name: 'X-Key' } } } }),
+  });
+  assert.equal(secured.status, 201, JSON.stringify(secured.body));
+  const securedCard = await api(KEYS.globex, 'GET', '/v1/agents/secured-helper/card');
+  assert.ok(securedCard.body.securitySchemes.key.apiKeySecurityScheme);
+  await verifyAgentCardSignature(lookup)(securedCard.body as AgentCard);
 });
 
 test('cursor pagination walks every match exactly once, in rank order', async () => {

@@ -38,6 +38,20 @@ test('a card changed by one byte after signing is refused with a clear reason', 
   assert.equal((await api(KEYS.acme, 'GET', '/v1/agents/tampered')).status, 404, 'nothing stored');
 });
 
+test('a signature covers the security schemes: a signed card with them is accepted, one added after signing is refused', async () => {
+  const schemes = {
+    key: { apiKeySecurityScheme: { location: 'header', name: 'X-Key' } },
+    oauth: { oauth2SecurityScheme: { flows: { clientCredentials: { tokenUrl: 'https://t.example/token', scopes: { read: 'r' } } } } },
+  };
+  const signed = await sign(card('Secured Acme', { securitySchemes: schemes }), acmeKey, 'acme-k1');
+  const r = await api(KEYS.acme, 'POST', '/v1/agents', { card: signed });
+  assert.equal(r.status, 201, JSON.stringify(r.body));
+  const plain = await sign(card('Scheme Added'), acmeKey, 'acme-k1');
+  const added = await api(KEYS.acme, 'POST', '/v1/agents', { card: { ...plain, securitySchemes: { key: schemes.key } } });
+  assert.equal(added.status, 400, JSON.stringify(added.body));
+  assert.equal(added.body.code, 'SIGNATURE_INVALID');
+});
+
 test('unknown kids, forged keys and another tenant’s key are refused', async () => {
   const forged = await sign(card('Forged'), strangerKey, 'acme-k1');
   const r1 = await api(KEYS.acme, 'POST', '/v1/agents', { card: forged });

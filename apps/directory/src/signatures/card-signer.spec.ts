@@ -18,6 +18,34 @@ test('EdDSA and ES256 keys sign cards the SDK verifies; the JWKS has no private 
   }
 });
 
+test('a signature covers every security scheme: the served JSON verifies, and changing a scheme breaks it', async () => {
+  // Each kind of scheme is a proto oneof, which the SDK's canonical form drops unless it is given JSON.
+  const withSchemes = AgentCard.fromJSON({
+    name: 'Secured',
+    description: 'd',
+    version: '1',
+    capabilities: {},
+    skills: [],
+    securitySchemes: {
+      key: { apiKeySecurityScheme: { location: 'header', name: 'X-Key' } },
+      http: { httpAuthSecurityScheme: { scheme: 'bearer' } },
+      oauth: { oauth2SecurityScheme: { flows: { clientCredentials: { tokenUrl: 'https://t.example/token', scopes: { read: 'r' } } } } },
+      oidc: { openIdConnectSecurityScheme: { openIdConnectUrl: 'https://id.example/.well-known/openid-configuration' } },
+      mtls: { mtlsSecurityScheme: { description: 'client certificate' } },
+    },
+  });
+  const { privateKey } = await generateKeyPair('ES256', { extractable: true });
+  const signer = await CardSigner.fromJwk({ ...(await exportJWK(privateKey)), kid: 'k' });
+  const served = AgentCard.toJSON(await signer.sign(withSchemes)) as AgentCard & { securitySchemes: Record<string, unknown> };
+  const [jwk] = signer.jwks().keys;
+  await verifyAgentCardSignature(async () => jwk)(served);
+  const changed = {
+    ...served,
+    securitySchemes: { ...served.securitySchemes, key: { apiKeySecurityScheme: { location: 'query', name: 'k' } } },
+  } as unknown as AgentCard;
+  await assert.rejects(verifyAgentCardSignature(async () => jwk)(changed), /No valid signatures/);
+});
+
 test('a signing key without kid, private part or a supported curve is a config error', async () => {
   const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
   const priv = await exportJWK(privateKey);

@@ -1,5 +1,5 @@
 import { exportJWK, generateKeyPair, importJWK, type JWK, type CryptoKey, type KeyObject } from 'jose';
-import { generateAgentCardSignature, type AgentCard } from '@a2a-js/sdk';
+import { AgentCard, generateAgentCardSignature } from '@a2a-js/sdk';
 import { MeshError } from '@mesh/contract';
 
 const ALGS = new Set(['ES256', 'EdDSA']);
@@ -35,7 +35,11 @@ export class CardSigner {
 
   /** The card with one platform signature (any signatures it carried are dropped first). */
   async sign(card: AgentCard): Promise<AgentCard> {
-    return generateAgentCardSignature(this.key, { alg: this.alg, kid: this.kid, typ: 'JOSE' })({ ...card, signatures: [] });
+    // The SDK canonicalises its argument with AgentCard.fromJSON: it must be the card's JSON form,
+    // or the oneofs (every security scheme) decode to nothing and the signature leaves them out.
+    const json = AgentCard.toJSON({ ...card, signatures: [] }) as AgentCard;
+    const signed = await generateAgentCardSignature(this.key, { alg: this.alg, kid: this.kid, typ: 'JOSE' })(json);
+    return { ...card, signatures: signed.signatures };
   }
 
   jwks(): { keys: JWK[] } {

@@ -1,5 +1,5 @@
 import type { JWK } from 'jose';
-import { verifyAgentCardSignature, type AgentCard } from '@a2a-js/sdk';
+import { AgentCard, verifyAgentCardSignature } from '@a2a-js/sdk';
 import { DirectoryError } from '../common/directory.exception.js';
 
 /** Trusted signing keys of submitted cards: per tenant, and `*` for keys every tenant may use. */
@@ -46,6 +46,8 @@ export class CardVerifier {
       return { verifiedKids: [] };
     }
     const verifiedKids: string[] = [];
+    // The SDK canonicalises with AgentCard.fromJSON: it must see the JSON form (see CardSigner.sign).
+    const json = AgentCard.toJSON(card) as AgentCard;
     for (const [i, sig] of signatures.entries()) {
       let missingKid: string | undefined;
       const verify = verifyAgentCardSignature(async (kid) => {
@@ -57,7 +59,7 @@ export class CardVerifier {
         return jwk;
       });
       try {
-        await verify({ ...card, signatures: [sig] });
+        await verify({ ...json, signatures: [sig] });
       } catch {
         const reason =
           missingKid !== undefined
