@@ -307,6 +307,21 @@ test('updates keep every version; retire keeps history and stops new use', async
   );
 });
 
+test('a card the directory returns can be sent back as it is: empty scope and scheme maps are left out, and taken so', async () => {
+  const secured = card('Round Trip', {
+    securitySchemes: { o: { oauth2SecurityScheme: { flows: { clientCredentials: { tokenUrl: 'https://t.example/token', scopes: {} } } } } },
+    securityRequirements: [{ schemes: {} }, { schemes: { o: { list: [] } } }],
+    skills: [{ id: 's', name: 'S', description: 'd', tags: ['t'], securityRequirements: [{ schemes: {} }] }],
+  });
+  const made = await api(KEYS.globex, 'POST', '/v1/agents', { card: secured });
+  assert.equal(made.status, 201, JSON.stringify(made.body));
+  const stored = await api(KEYS.globex, 'GET', '/v1/agents/round-trip');
+  const back = await api(KEYS.globex, 'PUT', '/v1/agents/round-trip', { card: stored.body.card });
+  assert.equal(back.status, 200, JSON.stringify(back.body));
+  assert.equal(back.body.version, 2);
+  assert.deepEqual(back.body.card, stored.body.card, 'stored again unchanged');
+});
+
 test('registration is rate-limited per tenant with 429 and Retry-After', async () => {
   let limited: Reply | undefined;
   for (let i = 0; i < 25 && !limited; i++) {

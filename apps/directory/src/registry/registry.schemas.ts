@@ -56,8 +56,14 @@ function oneOf<T extends Record<string, z.ZodType>>(shape: T) {
   });
 }
 
-/** OAuth scopes: scope → description. */
-const scopes = z.record(z.string().max(200), z.string().max(1000)).refine((m) => Object.keys(m).length <= 100, 'at most 100 scopes');
+/**
+ * OAuth scopes: scope → description. Optional: proto3's JSON leaves an empty map out, so the card the
+ * directory stores and serves has none where none were given, and must be accepted back as it is.
+ */
+const scopes = z
+  .record(z.string().max(200), z.string().max(1000))
+  .refine((m) => Object.keys(m).length <= 100, 'at most 100 scopes')
+  .optional();
 /** A2A 1.0 OAuthFlows (the deprecated implicit and password flows included: older cards carry them). */
 const oauthFlows = oneOf({
   authorizationCode: z
@@ -78,9 +84,9 @@ const securitySchemeSchema = oneOf({
   mtlsSecurityScheme: z.object({ description }).optional(),
 });
 
-/** A2A 1.0 SecurityRequirement: scheme name → the scopes it needs. */
+/** A2A 1.0 SecurityRequirement: scheme name → the scopes it needs (an empty map is left out, as with scopes). */
 const securityRequirementSchema = z.object({
-  schemes: z.record(z.string().max(200), z.object({ list: z.array(line(200)).max(50).optional() })),
+  schemes: z.record(z.string().max(200), z.object({ list: z.array(line(200)).max(50).optional() })).optional(),
 });
 const securityRequirements = z.array(securityRequirementSchema).max(20).optional();
 
@@ -157,9 +163,9 @@ export const agentCardSchema = z
   .superRefine((card, ctx) => {
     // A requirement names schemes the card declares (A2A: each key must match a security scheme).
     const declared = new Set(Object.keys(card.securitySchemes ?? {}));
-    const check = (reqs: Array<{ schemes: Record<string, unknown> }> | undefined, at: PropertyKey[]) =>
+    const check = (reqs: Array<{ schemes?: Record<string, unknown> }> | undefined, at: PropertyKey[]) =>
       reqs?.forEach((r, i) => {
-        for (const name of Object.keys(r.schemes))
+        for (const name of Object.keys(r.schemes ?? {}))
           if (!declared.has(name))
             ctx.addIssue({
               code: 'custom',
