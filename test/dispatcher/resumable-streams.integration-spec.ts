@@ -10,6 +10,7 @@ import { startManualWorker } from '../support/manual-worker.js';
 import { openRawSse, type RawSse } from '../support/raw-sse.js';
 import { collect, describe, streamingFetch } from '../support/streaming.js';
 import { followTaskStream, StreamResumption } from '@mesh/agent-sdk';
+import type { TaskRunCommand } from '@mesh/contract';
 import { freePort, spawnNode } from '../support/processes.js';
 
 // Two replicas on one database and topic prefix: B in-process, A a separate process (SIGKILLed by
@@ -259,6 +260,46 @@ test('a task that ended meanwhile: the missed events up to the terminal one, the
   await plain.ended;
   assert.notEqual(plain.status, 200);
   assert.match(plain.body(), /terminal state/);
+});
+
+test('a resumed stream goes past a settled status its task has moved on from, and ends at the current one', async () => {
+  const { client, taskId, cmd } = await startTask('needs input');
+  await worker.emit(cmd, [
+    { seq: 0, state: 'WORKING' },
+    { seq: 1, state: 'INPUT_REQUIRED', message: 'which invoice?' },
+  ]);
+  const stateIs = (state: TaskState) => async () =>
+    (await client.getTask({ tenant: '', id: taskId, historyLength: 0 })).status?.state === state;
+  await eventually('input required', stateIs(TaskState.TASK_STATE_INPUT_REQUIRED));
+  // While the task waits for input, that is its state: a resume from 0 ends there.
+  const waiting = await subscribe(urlB, 'HTTP+JSON', taskId, '0');
+  await within(waiting.ended, 'the replay ends');
+  assert.deepEqual(rawDescribe(waiting.events).slice(-1), ['status:INPUT_REQUIRED']);
+  // The answer starts the next turn, which completes: the INPUT_REQUIRED in the log is history now.
+  await client.sendMessage(sendRequest(userMessage('INV-1', { taskId }), { returnImmediately: true }));
+  const next = await eventually('run command of the next turn', () =>
+    worker.commands.find(
+      (c): c is TaskRunCommand => c.kind === 'task.run' && c.identity.taskId === taskId && c.body.turn === cmd.body.turn + 1,
+    ),
+  );
+  await worker.emit(next, [
+    { seq: 0, state: 'WORKING' },
+    { seq: 1, artifact: 'refunded' },
+    { seq: 2, state: 'COMPLETED' },
+  ]);
+  await eventually('completed', stateIs(TaskState.TASK_STATE_COMPLETED));
+  for (const binding of ['JSONRPC', 'HTTP+JSON'] as const) {
+    const s = await subscribe(urlA, binding, taskId, '0');
+    await within(s.ended, 'the replay ends');
+    const seen = rawDescribe(s.events);
+    assert.ok(seen.includes('status:INPUT_REQUIRED'), `${binding}: the first turn replayed: ${seen.join(' ')}`);
+    assert.deepEqual(seen.slice(-2), ['artifact:refunded', 'status:COMPLETED'], `${binding}: ${seen.join(' ')}`);
+    assert.deepEqual(
+      s.ids,
+      s.ids.map((_, i) => String(i + 1)),
+      'every event after 0, once, in order',
+    );
+  }
 });
 
 test('an id older than the events kept is refused, naming the oldest id available', async () => {

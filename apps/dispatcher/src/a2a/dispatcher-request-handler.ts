@@ -268,6 +268,11 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
       let after: number;
       /** A terminal task's last event: a resumed stream ends there. */
       let endAt: number | undefined;
+      /**
+       * The log's last event when the stream began: a settled status before it is history (a turn
+       * that asked for input and was answered since), which a resumed stream replays and goes past.
+       */
+      let current = 0;
       if (resumeAfter === undefined) {
         const stored = await this.tasks.loadWithProgress(taskId, tenant, this.agent.id);
         if (!stored) throw new TaskNotFoundError(`Task not found: ${taskId}`);
@@ -283,6 +288,7 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
         const state = parseState(page.state) ?? TaskState.TASK_STATE_SUBMITTED;
         if (isSettled(state) && resumeAfter >= page.lastSeq) return; // nothing was missed, and nothing more comes
         if (isTerminal(state)) endAt = page.lastSeq;
+        current = page.lastSeq;
         after = resumeAfter;
       }
       watcher = this.opts.events.watch(taskId, tenant, this.agent.id, after, (events) => {
@@ -303,7 +309,7 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
           ids?.next(logged.seq);
           yield response;
           const status = response.payload?.$case === 'statusUpdate' ? response.payload.value.status : undefined;
-          if (status && isSettled(status.state)) return;
+          if (status && isSettled(status.state) && logged.seq >= current) return;
           if (endAt !== undefined && logged.seq >= endAt) return;
           if (closed?.aborted) return;
         }
