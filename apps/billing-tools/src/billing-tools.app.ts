@@ -8,6 +8,7 @@ import {
   WebStandardStreamableHTTPServerTransport,
   type AuthInfo,
 } from '@modelcontextprotocol/server';
+import { bearerToken } from '@mesh/contract';
 import { openServiceDatabase } from '@mesh/database';
 import { verifyToolTokenClaims } from '@mesh/tool-gateway';
 import { countRequests, refuseMalformedUtf8 } from '@mesh/service';
@@ -104,7 +105,7 @@ export async function startBillingTools(config: BillingToolsConfig): Promise<Run
   // Authentication first: no session, no body parsing, nothing stored for a request without a valid token.
   app.use('/mcp', async (req: Request, res: Response, next: NextFunction) => {
     const header = req.header('authorization') ?? '';
-    const bearer = /^Bearer\s+(\S+)$/i.exec(header)?.[1];
+    const bearer = bearerToken(header);
     if (!bearer) return void rpcError(res, 401, -32001, `a tool token is required: Authorization: Bearer <token for ${token.audience}>`);
     try {
       const claims = await verifyToolTokenClaims(bearer, token.secret, token.audience);

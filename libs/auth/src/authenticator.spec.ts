@@ -28,6 +28,9 @@ test('API keys map to their tenant and subject', async () => {
   const { auth } = await setup();
   assert.deepEqual(await auth.authenticate('Bearer demo-acme'), { tenant: 'acme', subject: 'alice', actor: 'apikey:demo…', scopes: ['*'] });
   assert.equal((await auth.authenticate('Bearer demo-globex')).tenant, 'globex');
+  // The scheme is case-insensitive (RFC 9110 §11.1).
+  assert.equal((await auth.authenticate('bearer demo-globex')).tenant, 'globex');
+  assert.equal((await auth.authenticate('BEARER demo-acme')).tenant, 'acme');
   await assert.rejects(auth.authenticate('Bearer demo-acmf'), /unknown API key/);
   await assert.rejects(auth.authenticate(undefined), /missing or malformed/);
   await assert.rejects(auth.authenticate('Basic abc'), /missing or malformed/);

@@ -1,6 +1,6 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import { createLocalJWKSet, createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey, type JSONWebKeySet } from 'jose';
-import { MeshError, assertTenant } from '@mesh/contract';
+import { MeshError, assertTenant, bearerToken } from '@mesh/contract';
 import type { Principal } from './principal.js';
 
 /** A static development API key and the principal it stands for. */
@@ -56,9 +56,8 @@ export class Authenticator {
 
   async authenticate(authorization: string | string[] | undefined): Promise<Principal> {
     if (Array.isArray(authorization)) throw new AuthError('more than one Authorization header');
-    const m = /^Bearer ([A-Za-z0-9._~+/=-]{1,8192})$/.exec(authorization ?? '');
-    if (!m) throw new AuthError('missing or malformed Authorization: Bearer <token>');
-    const token = m[1];
+    const token = bearerToken(authorization);
+    if (!token) throw new AuthError('missing or malformed Authorization: Bearer <token>');
     if (token.split('.').length === 3) return this.verifyJwt(token);
     return this.matchApiKey(token);
   }

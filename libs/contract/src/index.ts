@@ -41,6 +41,7 @@ export { onAbort } from './abort-waiters.js';
 export { hasControlCharacter, hasLoneSurrogate } from './unicode-text.js';
 export { BillingTools, type BillingInvoice, type BillingRefund } from './billing-tools.js';
 export { RESUMABLE_STREAMS, RESUMABLE_STREAMS_URI } from './extensions.js';
+export { bearerToken } from './bearer.js';
 export {
   LEDGER_TASK_STATES,
   OPS_TASKS_MAX_LIMIT,

@@ -15,6 +15,7 @@ import {
 } from '@nestjs/common';
 import type { Request } from 'express';
 import {
+  bearerToken,
   LEDGER_TASK_STATES,
   OPS_TASKS_MAX_LIMIT,
   UNKNOWN_RESOLUTIONS,
@@ -65,8 +66,8 @@ export class OpsController {
         { error: 'ops endpoints are disabled: set AGENTS_OPS_TOKEN to enable them (Authorization: Bearer <token>)' },
         401,
       );
-    const h = req.header('authorization') ?? '';
-    if (!h.startsWith('Bearer ') || !sameSecret(h.slice(7), this.deps.token))
+    const presented = bearerToken(req.header('authorization'));
+    if (!presented || !sameSecret(presented, this.deps.token))
       throw new HttpException({ error: 'ops token required: Authorization: Bearer <AGENTS_OPS_TOKEN>' }, 401);
   }
 

@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CliError } from '../cli-error.js';
+import { bearerToken } from '@mesh/contract';
 import { ConsoleClients, type ConsoleTargets } from './console-clients.js';
 import { CONSOLE_HTML, CONSOLE_SCRIPT, CONSOLE_STYLE } from './console-page.js';
 import { cancelTask, deadLetterView, replayAgentDeadLetters, resolveUnknown, workersView } from './console-operations.js';
@@ -118,8 +119,8 @@ export async function startConsole(targets: ConsoleTargets, opts: ConsoleOptions
   const authorize = (req: IncomingMessage) => {
     if (!targets.opsToken)
       throw new HttpError(403, 'actions are disabled: start the console with an ops token (--ops-token or MESH_OPS_TOKEN)');
-    const h = req.headers.authorization ?? '';
-    if (!h.startsWith('Bearer ') || !sameSecret(h.slice(7), targets.opsToken))
+    const presented = bearerToken(req.headers.authorization);
+    if (!presented || !sameSecret(presented, targets.opsToken))
       throw new HttpError(401, 'this action needs the ops token: Authorization: Bearer <ops token>');
     if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) throw new HttpError(415, 'send actions as application/json');
   };
