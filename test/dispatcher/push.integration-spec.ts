@@ -131,6 +131,18 @@ test('SSRF: private, link-local, metadata and loopback outside the allowlist are
       url,
     );
   }
+  // A non-public address says which setting would admit it (a local receiver in development).
+  await assert.rejects(
+    client.createTaskPushNotificationConfig({
+      tenant: '',
+      id: '',
+      taskId: task.id,
+      url: 'http://[::1]/h',
+      token: '',
+      authentication: undefined,
+    }),
+    /::1 \(loopback\), which is not a public address \(the operator may admit its network with PUSH_EGRESS_ALLOW_CIDRS/,
+  );
 });
 
 test(

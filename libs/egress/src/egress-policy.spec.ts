@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { EgressPolicy } from './egress-policy.js';
+import { EgressPolicy, EgressRefused } from './egress-policy.js';
 import { PinnedHttpClient } from './pinned-http.js';
 
 const fakeDns = (table: Record<string, string[]>) => async (host: string) =>
@@ -44,6 +44,22 @@ test('loopback, private, link-local, metadata, IPv6 loopback, mapped and encoded
   ]) {
     await assert.rejects(policy.check(url), /not a public address|does not resolve/, url);
   }
+});
+
+test('a refusal names the range of the address, and says whether an allow-list entry would admit it', async () => {
+  for (const [url, range] of [
+    ['http://[::1]/', 'loopback'],
+    ['http://[::]/', 'unspecified'],
+    ['http://[::127.0.0.1]/', 'ipv4Compatible'],
+    ['http://127.0.0.1/', 'loopback'],
+  ] as const) {
+    await assert.rejects(
+      policy.check(url),
+      (err: unknown) => err instanceof EgressRefused && err.notPublic && err.message.includes(`(${range})`),
+      url,
+    );
+  }
+  await assert.rejects(policy.check('https://nowhere.example.com/'), (err: unknown) => err instanceof EgressRefused && !err.notPublic);
 });
 
 test('bad schemes, credentials, garbage and unresolvable names are refused with a reason', async () => {

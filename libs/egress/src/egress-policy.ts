@@ -20,7 +20,11 @@ export interface CheckedTarget {
 
 /** Refused by the egress policy: never retried, the reason says why. */
 export class EgressRefused extends MeshError {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** The address is not public: an allow-list entry (allowCidrs) would let it through. */
+    readonly notPublic = false,
+  ) {
     super('EGRESS_REFUSED', message, { retryable: false });
     this.name = 'EgressRefused';
   }
@@ -81,10 +85,12 @@ export class EgressPolicy {
     if (this.allow.some(([net, bits]) => net.kind() === ip.kind() && ip.match([net, bits] as never))) return;
     // IPv4-compatible IPv6 (`::a.b.c.d`, deprecated by RFC 4291) is "unicast" to ipaddr.js but
     // names an IPv4 host, e.g. `[::127.0.0.1]`: refused like any non-public form.
+    // Only a form ipaddr.js takes for unicast: `::1` and `::` keep their own range (loopback, unspecified).
     const parts = ip.kind() === 'ipv6' ? (ip as ipaddr.IPv6).parts : [];
-    const range = parts.length === 8 && parts.slice(0, 6).every((p) => p === 0) ? 'ipv4Compatible' : ip.range();
+    const compatible = parts.length === 8 && parts.slice(0, 6).every((p) => p === 0);
+    const range = ip.range() === 'unicast' && compatible ? 'ipv4Compatible' : ip.range();
     if (range !== 'unicast') {
-      throw new EgressRefused(`${host} resolves to ${ip.toString()} (${range}), which is not a public address`);
+      throw new EgressRefused(`${host} resolves to ${ip.toString()} (${range}), which is not a public address`, true);
     }
   }
 }

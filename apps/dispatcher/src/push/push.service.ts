@@ -108,7 +108,11 @@ export class PushService implements OnApplicationBootstrap, OnApplicationShutdow
     try {
       await this.policy.check(cfg.url);
     } catch (err) {
-      if (err instanceof EgressRefused) throw new RequestMalformedError(`push URL refused: ${err.message}`);
+      if (err instanceof EgressRefused) {
+        // A local receiver in development is the common case: say which setting admits a network.
+        const hint = err.notPublic ? ' (the operator may admit its network with PUSH_EGRESS_ALLOW_CIDRS, e.g. 127.0.0.0/8)' : '';
+        throw new RequestMalformedError(`push URL refused: ${err.message}${hint}`);
+      }
       throw err;
     }
     return {
