@@ -56,7 +56,7 @@ test('usage errors exit 2; an unreachable service exits 3 with its URL', async (
   assert.match(down.err, /cannot reach the directory at http:\/\/127\.0\.0\.1:9/);
 });
 
-test('a refusal for want of a token says where mesh takes it from; with a wrong token it does not', async () => {
+test('a refusal for want of a token says where mesh takes it from; a refused token says which to check', async () => {
   for (const args of [
     ['agents', 'list'],
     ['tasks', 'list', 'echo-agent'],
@@ -69,11 +69,36 @@ test('a refusal for want of a token says where mesh takes it from; with a wrong 
     );
     const wrong = await mesh('--token', 'not-a-key', ...args);
     assert.equal(wrong.code, ExitCode.failed);
-    assert.doesNotMatch(wrong.err, /no token given/);
+    assert.match(wrong.err, /\(the token given was refused: check --token or MESH_TOKEN\)$/, args.join(' '));
   }
   const ops = await mesh('--ops-token', '', 'unknowns', 'list');
   assert.equal(ops.code, ExitCode.failed);
   assert.match(ops.err, /\(no ops token given: pass --ops-token or set MESH_OPS_TOKEN; npm start prints the one of its start\)$/);
+});
+
+test('views that still print list a failing service under problems; what does not exist is not_found; a group needs a subcommand', async () => {
+  // workers --in-flight: the agents runtime unreachable, the broker's view is printed all the same.
+  const w = await mesh('--json', '--agents-url', 'http://127.0.0.1:9', 'workers', 'echo-agent', '--in-flight');
+  assert.equal(w.code, ExitCode.ok, w.out);
+  assert.equal(w.json().agents[0].agentId, 'echo-agent');
+  assert.match(w.json().problems.join(' '), /cannot reach the agents runtime at http:\/\/127\.0\.0\.1:9/);
+  const task = await mesh('--json', 'tasks', 'get', 'echo-agent', '00000000-0000-4000-8000-000000000000');
+  assert.equal(task.code, ExitCode.failed);
+  assert.equal(task.json().error.code, 'not_found');
+  assert.match(task.json().error.message, /^dispatcher: Task not found/);
+  const agent = await mesh('--json', 'agents', 'retire', 'nobody-here-at-all');
+  assert.equal(agent.json().error.code, 'not_found');
+  const group = await mesh('--json', 'agents');
+  assert.equal(group.code, ExitCode.usage);
+  assert.match(group.json().error.message, /^a subcommand is required/);
+});
+
+test('a console whose port is taken fails in one line naming the address, no stack', async () => {
+  const busy = Number(new URL(env.url).port);
+  const r = await mesh('console', '--port', String(busy));
+  assert.equal(r.code, ExitCode.failed);
+  assert.equal(r.err.split('\n').length, 1, r.err);
+  assert.match(r.err, new RegExp(`^mesh: cannot serve the console on 127\\.0\\.0\\.1:${busy}: the port is in use`));
 });
 
 test('an unknown agent or topic and a bad --state are one clear line; under --json errors are JSON', async () => {

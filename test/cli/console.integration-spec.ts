@@ -225,6 +225,8 @@ test('the task detail shows history, artifacts, side effects, execution attempts
   await screenshot(page, 'task');
   await page.close();
   assert.equal((await fetch(`${consoleApp.url}api/tasks/refund-agent/no-such-task`)).status, 404);
+  // The ledgers find a task by id alone: another agent's task is not shown under this one.
+  assert.equal((await fetch(`${consoleApp.url}api/tasks/echo-agent/${refundTask.id}`)).status, 404);
   // The agents runtime's ledger view behind it: the ops token, and named errors for bad filters.
   const opsGet = (path: string, token?: string) =>
     fetch(`${agents.url}/ops${path}`, token ? { headers: { authorization: `Bearer ${token}` } } : {});

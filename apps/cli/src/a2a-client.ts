@@ -39,6 +39,9 @@ export async function agentClient(
     const cause = (err as { cause?: { code?: string } }).cause?.code;
     if (cause || /fetch failed|ECONNREFUSED/.test(msg))
       throw new CliError(`cannot reach the dispatcher at ${dispatcherUrl}: ${cause ?? msg}`, ExitCode.unreachable);
+    // A card fetch with a token the dispatcher refused (the card itself needs none).
+    if (/\b401\b/.test(msg))
+      throw new CliError(`agent ${agentId}: the dispatcher refused the token (401) on its agent card`, ExitCode.failed, undefined, 'token');
     // The SDK says "Failed to fetch Agent Card … 404": the dispatcher routes no such agent for this caller.
     if (/\b404\b/.test(msg))
       throw new CliError(
@@ -94,6 +97,15 @@ export function parseStateOption(value: string): TaskState {
   return state;
 }
 
+/** A message's or artifact's text and data parts as one line (parts apart by a space). */
+export const partsText = (parts: Array<{ content?: { $case: string; value: unknown } }> = []): string =>
+  parts
+    .map((p) =>
+      p.content?.$case === 'text' ? String(p.content.value) : p.content?.$case === 'data' ? JSON.stringify(p.content.value) : '',
+    )
+    .filter((t) => t !== '')
+    .join(' ');
+
 /** The texts of a task's status message and artifacts, for a human. */
 export function taskSummary(t: Task): {
   id: string;
@@ -104,12 +116,7 @@ export function taskSummary(t: Task): {
   message: string;
   artifacts: unknown[];
 } {
-  const text = (parts: Array<{ content?: { $case: string; value: unknown } }> = []) =>
-    parts
-      .map((p) =>
-        p.content?.$case === 'text' ? String(p.content.value) : p.content?.$case === 'data' ? JSON.stringify(p.content.value) : '',
-      )
-      .join('');
+  const text = partsText;
   return {
     id: t.id,
     contextId: t.contextId,
@@ -126,6 +133,8 @@ export function a2aError(err: unknown): CliError {
   const msg = err instanceof Error ? err.message : String(err);
   if (/fetch failed|ECONNREFUSED/.test(msg)) return new CliError(`cannot reach the dispatcher: ${msg}`, ExitCode.unreachable);
   // The dispatcher's 401 (docs/dispatcher.md): the SDK hands on its message only.
-  if (/^authentication (required|refused)/.test(msg)) return new CliError(msg, ExitCode.failed, undefined, 'token');
-  return new CliError(msg);
+  if (/^authentication (required|refused)/.test(msg)) return new CliError(`dispatcher: ${msg}`, ExitCode.failed, undefined, 'token');
+  // TaskNotFound (-32001 / 404): the thing does not exist, for scripts as for people.
+  if (/^Task not found\b/.test(msg)) return new CliError(`dispatcher: ${msg}`, ExitCode.failed, 'not_found');
+  return new CliError(`dispatcher: ${msg}`);
 }

@@ -71,13 +71,22 @@ type AgentView = {
   card: { name?: string };
 };
 
-/** Where mesh takes a credential from, said when a service refused a request made without it. */
+/** Where mesh takes a credential from, said when a service refused a request for want of it, or refused the one given. */
 function missingCredential(err: CliError, given: Globals): string {
-  if (err.credential === 'token' && !given.token)
-    return " (no token given: pass --token or set MESH_TOKEN to an API key or JWT; npm start's development keys are demo-acme and demo-globex)";
-  if (err.credential === 'opsToken' && !given.opsToken)
-    return ' (no ops token given: pass --ops-token or set MESH_OPS_TOKEN; npm start prints the one of its start)';
+  if (err.credential === 'token')
+    return given.token
+      ? ' (the token given was refused: check --token or MESH_TOKEN)'
+      : " (no token given: pass --token or set MESH_TOKEN to an API key or JWT; npm start's development keys are demo-acme and demo-globex)";
+  if (err.credential === 'opsToken')
+    return given.opsToken
+      ? ' (the ops token given was refused: check --ops-token or MESH_OPS_TOKEN; npm start prints the one of its start)'
+      : ' (no ops token given: pass --ops-token or set MESH_OPS_TOKEN; npm start prints the one of its start)';
   return '';
+}
+
+/** A failure as one line, with the credential hint: for the `problems` of a view that still prints. */
+function describeFailure(err: unknown, given: Globals): string {
+  return err instanceof CliError ? err.message + missingCredential(err, given) : err instanceof Error ? err.message : String(err);
 }
 
 /** Builds the `mesh` program; actions write through `io` and throw CliError on failure. */
@@ -337,7 +346,7 @@ export function buildProgram(io: CliIo = processIo, jsonRequested = false): Comm
             (a) => a.lastHeartbeatAt ?? null,
             (err: unknown) => {
               // Not in the directory (or not visible to this token): no heartbeat to show.
-              if (!(err instanceof CliError && / 404 /.test(err.message))) problems.push(err instanceof Error ? err.message : String(err));
+              if (!(err instanceof CliError && / 404 /.test(err.message))) problems.push(describeFailure(err, g()));
               return null;
             },
           ),
@@ -345,8 +354,11 @@ export function buildProgram(io: CliIo = processIo, jsonRequested = false): Comm
       );
       let inFlight: Map<string, number> | undefined;
       if (o.inFlight) {
-        const w = await ops<OpsWorkers>('/workers');
-        inFlight = new Map(w.agents.map((a) => [a.agentId, a.turnsInFlight]));
+        const w = await ops<OpsWorkers>('/workers').catch((err: unknown) => {
+          problems.push(describeFailure(err, g()));
+          return undefined;
+        });
+        if (w) inFlight = new Map(w.agents.map((a) => [a.agentId, a.turnsInFlight]));
       }
       const agentsOut = rows.map((r, i) => ({
         ...r,
@@ -508,7 +520,10 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
     if (err instanceof CommanderError) {
       // --help and --version end here with code 0; everything else is a usage error (commander printed it unless --json).
       if (err.exitCode === 0) return ExitCode.ok;
-      return json ? fail(ExitCode.usage, 'usage', err.message.replace(/^error: /, '')) : ExitCode.usage;
+      // A command group without its subcommand: commander shows the help, its error says "(outputHelp)".
+      const message =
+        err.code === 'commander.help' ? 'a subcommand is required: see `mesh <command> --help`' : err.message.replace(/^error: /, '');
+      return json ? fail(ExitCode.usage, 'usage', message) : ExitCode.usage;
     }
     if (err instanceof CliError) return fail(err.exitCode, err.code, err.message + missingCredential(err, program.opts<Globals>()));
     if (json) return fail(ExitCode.failed, 'failed', err instanceof Error ? err.message : String(err));

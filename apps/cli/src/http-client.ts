@@ -34,7 +34,7 @@ export async function requestJson<T>(
     throw new CliError(
       `${service} answered ${res.status} to ${init.method ?? 'GET'} ${path}: ${errorText(body)}`,
       ExitCode.failed,
-      undefined,
+      res.status === 404 ? 'not_found' : undefined,
       res.status === 401 ? init.credential : undefined,
     );
   return body as T;

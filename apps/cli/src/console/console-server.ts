@@ -192,9 +192,15 @@ export async function startConsole(targets: ConsoleTargets, opts: ConsoleOptions
       },
     );
   });
+  const host = opts.host ?? '127.0.0.1';
+  const wanted = opts.port ?? 8090;
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port ?? 8090, opts.host ?? '127.0.0.1', () => resolve());
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      // One line the operator can act on, not a stack: the port is taken, or the address is not this machine's.
+      const why = err.code === 'EADDRINUSE' ? 'the port is in use (choose another --port, or 0 for any free one)' : err.message;
+      reject(new CliError(`cannot serve the console on ${host}:${wanted}: ${why}`));
+    });
+    server.listen(wanted, host, () => resolve());
   });
   sampler.start();
   const { port, address } = server.address() as AddressInfo;

@@ -1,6 +1,6 @@
 import { Role, type Task } from '@a2a-js/sdk';
 import type { EffectRecord, ExecutionRecord, OpsTaskDetail } from '@mesh/contract';
-import { taskSummary } from '../a2a-client.js';
+import { partsText, taskSummary } from '../a2a-client.js';
 import { CliError, ExitCode } from '../cli-error.js';
 import { messageOf, type ConsoleClients } from './console-clients.js';
 
@@ -22,13 +22,6 @@ export interface TaskDetail {
   problems: string[];
 }
 
-const partsText = (parts: Array<{ content?: { $case: string; value: unknown } }> = []) =>
-  parts
-    .map((p) =>
-      p.content?.$case === 'text' ? String(p.content.value) : p.content?.$case === 'data' ? JSON.stringify(p.content.value) : '',
-    )
-    .join('');
-
 /**
  * Gathers a task's detail. The dispatcher answers for tasks the console's caller token may see;
  * the ledgers (with the ops token) for any tenant's. Either alone is shown; neither: a not_found CliError.
@@ -44,10 +37,14 @@ export async function taskDetail(c: ConsoleClients, agent: string, id: string): 
         return undefined;
       }) as Promise<Task | undefined>,
     c.ops
-      ? c.opsRequest<OpsTaskDetail>(`/tasks/${encodeURIComponent(id)}`).catch((err: unknown) => {
-          problems.push(`ledgers: ${messageOf(err)}`);
-          return undefined;
-        })
+      ? c
+          .opsRequest<OpsTaskDetail>(`/tasks/${encodeURIComponent(id)}`)
+          // The ledgers know a task by id alone: one of another agent is not this page's task.
+          .then((l) => (l.agentId === agent ? l : undefined))
+          .catch((err: unknown) => {
+            problems.push(`ledgers: ${messageOf(err)}`);
+            return undefined;
+          })
       : Promise.resolve(undefined),
   ]);
   if (!task && !ledger) throw new CliError(`no task ${id} of ${agent}: ${problems.join('; ')}`, ExitCode.failed, 'not_found');
