@@ -334,10 +334,17 @@ test('dead letters: list shows the failure, replay sends it back to its source t
   assert.match(after1.out, /BOOM {2}handler exploded .*\[replayed\]$/);
   const dryAgain = await mesh('dead-letters', 'replay', dlq, '--dry-run');
   assert.equal(dryAgain.out, `would replay 0 record(s) from ${dlq} (dry run: nothing sent)`);
+  const nothing = `no topic ${env.prefix}nothing and no dead-letter topic ${env.prefix}nothing.dlq (check the agent id or topic and --prefix)`;
   assert.equal((await mesh('dead-letters', 'list', `${env.prefix}nothing.dlq`)).code, ExitCode.failed);
   const missing = await mesh('--json', 'dead-letters', 'replay', `${env.prefix}nothing.dlq`);
   assert.equal(missing.code, ExitCode.failed);
-  assert.deepEqual(missing.json(), { error: { code: 'not_found', message: `no dead-letter topic ${env.prefix}nothing.dlq` } });
+  assert.deepEqual(missing.json(), { error: { code: 'not_found', message: nothing } });
+  // An agent that exists but never dead-lettered anything: an empty list, nothing to replay.
+  const none = await mesh('dead-letters', 'list', 'echo-agent');
+  assert.equal(none.code, ExitCode.ok, none.err);
+  assert.equal(none.out, `(no dead letters in ${env.topics.deadLetters(env.topics.commands('echo-agent'))})`);
+  const noneReplayed = await mesh('--json', 'dead-letters', 'replay', 'echo-agent');
+  assert.equal(noneReplayed.code, ExitCode.ok, noneReplayed.err);
 });
 
 test('the bin runs as a process: --json output and exit codes', async () => {
@@ -367,7 +374,7 @@ test('the bin runs as a process: --json output and exit codes', async () => {
       .split('\n')
       .filter((l) => !/^\d\d:\d\d:\d\d {2}/.test(l))
       .join('\n'),
-    `mesh: no dead-letter topic ${env.prefix}nothing.dlq`,
+    `mesh: no topic ${env.prefix}nothing and no dead-letter topic ${env.prefix}nothing.dlq (check the agent id or topic and --prefix)`,
   );
   const down = await run(['--json', '--brokers', '127.0.0.1:9', 'lag', 'echo-agent']);
   assert.equal(down.code, ExitCode.unreachable);

@@ -139,11 +139,25 @@ export async function describeWorkers(admin: BusAdmin, prefix: string, agentId: 
 /** A dead letter and whether a replay has already sent it back (it is before the replay group's committed offset). */
 export type ListedDeadLetter = DeadLetterRecord & { replayed: boolean };
 
-/** Reads a dead-letter topic from the start to its current end without committing anything. */
+/**
+ * A dead-letter topic that does not exist: nothing was ever dead-lettered when its source topic
+ * exists (false), or a not_found CliError naming the source when that does not exist either.
+ */
+async function missingDeadLetters(admin: BusAdmin, dlqTopic: string): Promise<false> {
+  const source = dlqTopic.replace(/\.dlq$/, '');
+  if (source !== dlqTopic && (await admin.topicExists(source))) return false;
+  throw new CliError(
+    `no topic ${source} and no dead-letter topic ${dlqTopic} (check the agent id or topic and --prefix)`,
+    ExitCode.failed,
+    'not_found',
+  );
+}
+
+/** Reads a dead-letter topic from the start to its current end without committing anything ([] when none was ever written). */
 export async function listDeadLetters(t: KafkaTarget, dlqTopic: string, limit: number): Promise<ListedDeadLetter[]> {
   return withAdmin(t, async (admin) => {
     const records = await readMarkedDeadLetters(kafkaOf(t), admin, dlqTopic, limit);
-    if (!records) throw new CliError(`no dead-letter topic ${dlqTopic}`, ExitCode.failed, 'not_found');
+    if (!records) return missingDeadLetters(admin, dlqTopic).then(() => []);
     return records;
   });
 }
@@ -176,8 +190,8 @@ export async function replay(
   opts: { limit?: number; timeoutMs?: number; onProgress?: (sent: number, total: number) => void },
 ): Promise<number> {
   return guard(t, async () => {
-    const exists = await withAdmin(t, (admin) => admin.topicExists(dlqTopic));
-    if (!exists) throw new CliError(`no dead-letter topic ${dlqTopic}`, ExitCode.failed, 'not_found');
+    const exists = await withAdmin(t, async (admin) => (await admin.topicExists(dlqTopic)) || missingDeadLetters(admin, dlqTopic));
+    if (!exists) return 0;
     return replayDeadLetters(kafkaOf(t), dlqTopic, {
       ...(opts.limit !== undefined ? { limit: opts.limit } : {}),
       ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
