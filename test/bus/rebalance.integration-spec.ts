@@ -51,7 +51,7 @@ test('a second consumer joins mid-stream: nothing is lost, both get work, the gr
   await eventually('every message handled by someone', () => all().size === total, 60_000, 100);
   assert.ok(seen.get('b')!.size > 0, 'the second consumer got partitions');
   assert.ok(a.stats().rebalances >= 1, 'the first consumer went through a rebalance');
-  assert.equal(a.stats().assignedPartitions + b.stats().assignedPartitions <= 4, true);
+  assert.equal(a.stats().assignedPartitions + b.stats().assignedPartitions, 4, 'the group assigned every partition to one of them');
 
   await Promise.all([a.stop(), b.stop()]);
   const lag = await admin.consumerLag(options.groupId, [topic]);
@@ -61,4 +61,14 @@ test('a second consumer joins mid-stream: nothing is lost, both get work, the gr
     0,
     `lag after stop: ${JSON.stringify(lag)}`,
   );
+});
+
+test('a consumer counts the partitions assigned to it, also before any of them delivered a record', async () => {
+  const topic = `${uniquePrefix('assigned')}commands`;
+  await testTopic(kafka, topic, 3);
+  const idle = new BusConsumer(kafka, { groupId: `${topic}.workers`, topics: [topic], fromBeginning: true, maxInFlight: 1 });
+  cleanup(() => idle.stop());
+  await idle.start(async () => undefined);
+  await eventually('assigned at join', () => idle.stats().assignedPartitions === 3);
+  assert.equal(idle.stats().processed, 0, 'no record arrived');
 });

@@ -71,6 +71,8 @@ export class BusConsumer {
   private idleWaiters: Array<() => void> = [];
   private roomWaiters: Array<() => void> = [];
   private readonly counters = { processed: 0, retried: 0, deadLettered: 0, commits: 0, rebalances: 0, skippedFinished: 0 };
+  /** Partitions the group assigned this member at its last join. */
+  private assigned = 0;
 
   constructor(
     kafka: Kafka,
@@ -137,7 +139,7 @@ export class BusConsumer {
     // kafkajs has no "partitions revoked" callback: REBALANCING marks the start of a rejoin and
     // GROUP_JOIN its end (with the new assignment); see docs/bus.md.
     this.consumer.on(REBALANCING, () => void this.revokeAll());
-    this.consumer.on(GROUP_JOIN, () => this.onJoined());
+    this.consumer.on(GROUP_JOIN, (e) => this.onJoined(e.payload.memberAssignment ?? {}));
     await this.consumer.connect();
     await this.consumer.subscribe({ topics: this.opts.topics, fromBeginning: this.opts.fromBeginning ?? false });
     // The rejoin after a restart retires every partition's state, as any GROUP_JOIN does.
@@ -181,7 +183,7 @@ export class BusConsumer {
       inFlight: this.slots.inFlight,
       buffered: this.bufferedCount,
       pausedPartitions: partitions.filter((p) => p.paused).length,
-      assignedPartitions: partitions.length,
+      assignedPartitions: this.assigned,
       inFlightByTenant: this.slots.perTenant(),
       ...this.counters,
       partitions,
@@ -508,8 +510,10 @@ export class BusConsumer {
   }
 
   /** Every state of an earlier epoch becomes stale once the group has a new generation. */
-  private onJoined(): void {
+  private onJoined(assignment: Record<string, number[]>): void {
     this.rejoining = false;
+    // The group's assignment, not the partitions that have delivered a record since (an idle one has none).
+    this.assigned = Object.values(assignment).reduce((n, partitions) => n + partitions.length, 0);
     if (this.states.size > 0) {
       this.counters.rebalances++;
       const current = [...this.states.values()];
