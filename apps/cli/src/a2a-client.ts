@@ -116,14 +116,13 @@ export function taskSummary(t: Task): {
   message: string;
   artifacts: unknown[];
 } {
-  const text = partsText;
   return {
     id: t.id,
     contextId: t.contextId,
     state: stateName(t.status?.state),
     updated: t.status?.timestamp ?? null,
-    message: text(t.status?.message?.parts as never),
-    artifacts: (t.artifacts ?? []).map((a) => ({ name: a.name, text: text(a.parts as never) })),
+    message: partsText(t.status?.message?.parts as never),
+    artifacts: (t.artifacts ?? []).map((a) => ({ name: a.name, text: partsText(a.parts as never) })),
   };
 }
 

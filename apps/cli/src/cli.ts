@@ -72,7 +72,7 @@ type AgentView = {
 };
 
 /** Where mesh takes a credential from, said when a service refused a request for want of it, or refused the one given. */
-function missingCredential(err: CliError, given: Globals): string {
+function credentialHint(err: CliError, given: Globals): string {
   if (err.credential === 'token')
     return given.token
       ? ' (the token given was refused: check --token or MESH_TOKEN)'
@@ -86,7 +86,7 @@ function missingCredential(err: CliError, given: Globals): string {
 
 /** A failure as one line, with the credential hint: for the `problems` of a view that still prints. */
 function describeFailure(err: unknown, given: Globals): string {
-  return err instanceof CliError ? err.message + missingCredential(err, given) : err instanceof Error ? err.message : String(err);
+  return err instanceof CliError ? err.message + credentialHint(err, given) : err instanceof Error ? err.message : String(err);
 }
 
 /** Builds the `mesh` program; actions write through `io` and throw CliError on failure. */
@@ -525,7 +525,7 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
         err.code === 'commander.help' ? 'a subcommand is required: see `mesh <command> --help`' : err.message.replace(/^error: /, '');
       return json ? fail(ExitCode.usage, 'usage', message) : ExitCode.usage;
     }
-    if (err instanceof CliError) return fail(err.exitCode, err.code, err.message + missingCredential(err, program.opts<Globals>()));
+    if (err instanceof CliError) return fail(err.exitCode, err.code, err.message + credentialHint(err, program.opts<Globals>()));
     if (json) return fail(ExitCode.failed, 'failed', err instanceof Error ? err.message : String(err));
     return fail(ExitCode.failed, 'failed', `unexpected failure: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
   }
