@@ -22,16 +22,13 @@ const benches = [
 ];
 // Read before the benchmarks run: they rewrite bench/results/.
 const commit = measuredCommit();
-const failed = [];
-const failedNames = new Set();
+// Each benchmark that failed here, with how it ended.
+const failed = new Map();
 for (const [name, script, ...args] of benches) {
   if (skip.has(name)) continue;
   console.error(`\n=== bench: ${name} (${new Date().toISOString()}) ===`);
   const r = spawnSync(process.execPath, [script, ...args], { cwd: root, stdio: 'inherit', env: process.env });
-  if (r.status !== 0) {
-    failed.push(`${name} (exit ${r.status ?? r.signal})`);
-    failedNames.add(name);
-  }
+  if (r.status !== 0) failed.set(name, `exit ${r.status ?? r.signal}`);
 }
 // The keys issue 19's targets are read from (written by bench/agents.mjs and bench/dispatch.mjs).
 const SUMMARY_KEYS = {
@@ -55,7 +52,7 @@ const figures = {};
 for (const [name, keys] of Object.entries(SUMMARY_KEYS)) {
   // A benchmark that failed here left its file as an earlier run wrote it (or half-written): none of
   // its figures may carry this run's date and commit.
-  const found = failedNames.has(name) ? {} : summaryOf(name);
+  const found = failed.has(name) ? {} : summaryOf(name);
   Object.assign(figures, found);
   for (const k of keys) if (typeof found[k] !== 'number') figures[k] = null;
 }
@@ -72,5 +69,6 @@ writeFileSync(
     2,
   )}\n`,
 );
-console.error(failed.length ? `\nbench: failed: ${failed.join(', ')}` : '\nbench: all done; results in bench/results/');
-process.exit(failed.length ? 1 : 0);
+const failures = [...failed].map(([name, how]) => `${name} (${how})`);
+console.error(failures.length ? `\nbench: failed: ${failures.join(', ')}` : '\nbench: all done; results in bench/results/');
+process.exit(failures.length ? 1 : 0);

@@ -104,8 +104,7 @@ export async function startBillingTools(config: BillingToolsConfig): Promise<Run
 
   // Authentication first: no session, no body parsing, nothing stored for a request without a valid token.
   app.use('/mcp', async (req: Request, res: Response, next: NextFunction) => {
-    const header = req.header('authorization') ?? '';
-    const bearer = bearerToken(header);
+    const bearer = bearerToken(req.header('authorization'));
     if (!bearer) return void rpcError(res, 401, -32001, `a tool token is required: Authorization: Bearer <token for ${token.audience}>`);
     try {
       const claims = await verifyToolTokenClaims(bearer, token.secret, token.audience);

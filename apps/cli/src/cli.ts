@@ -346,7 +346,7 @@ export function buildProgram(io: CliIo = processIo, jsonRequested = false): Comm
             (a) => a.lastHeartbeatAt ?? null,
             (err: unknown) => {
               // Not in the directory (or not visible to this token): no heartbeat to show.
-              if (!(err instanceof CliError && / 404 /.test(err.message))) problems.push(describeFailure(err, g()));
+              if (!(err instanceof CliError && err.code === 'not_found')) problems.push(describeFailure(err, g()));
               return null;
             },
           ),

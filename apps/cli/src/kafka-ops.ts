@@ -140,12 +140,12 @@ export async function describeWorkers(admin: BusAdmin, prefix: string, agentId: 
 export type ListedDeadLetter = DeadLetterRecord & { replayed: boolean };
 
 /**
- * A dead-letter topic that does not exist: nothing was ever dead-lettered when its source topic
- * exists (false), or a not_found CliError naming the source when that does not exist either.
+ * For a dead-letter topic that does not exist: nothing was ever dead-lettered when its source topic
+ * exists; when that does not exist either, a not_found CliError naming both.
  */
-async function missingDeadLetters(admin: BusAdmin, dlqTopic: string): Promise<false> {
+async function requireSourceOf(admin: BusAdmin, dlqTopic: string): Promise<void> {
   const source = dlqTopic.replace(/\.dlq$/, '');
-  if (source !== dlqTopic && (await admin.topicExists(source))) return false;
+  if (source !== dlqTopic && (await admin.topicExists(source))) return;
   throw new CliError(
     `no topic ${source} and no dead-letter topic ${dlqTopic} (check the agent id or topic and --prefix)`,
     ExitCode.failed,
@@ -157,8 +157,9 @@ async function missingDeadLetters(admin: BusAdmin, dlqTopic: string): Promise<fa
 export async function listDeadLetters(t: KafkaTarget, dlqTopic: string, limit: number): Promise<ListedDeadLetter[]> {
   return withAdmin(t, async (admin) => {
     const records = await readMarkedDeadLetters(kafkaOf(t), admin, dlqTopic, limit);
-    if (!records) return missingDeadLetters(admin, dlqTopic).then(() => []);
-    return records;
+    if (records) return records;
+    await requireSourceOf(admin, dlqTopic);
+    return [];
   });
 }
 
@@ -190,7 +191,11 @@ export async function replay(
   opts: { limit?: number; timeoutMs?: number; onProgress?: (sent: number, total: number) => void },
 ): Promise<number> {
   return guard(t, async () => {
-    const exists = await withAdmin(t, async (admin) => (await admin.topicExists(dlqTopic)) || missingDeadLetters(admin, dlqTopic));
+    const exists = await withAdmin(t, async (admin) => {
+      if (await admin.topicExists(dlqTopic)) return true;
+      await requireSourceOf(admin, dlqTopic);
+      return false;
+    });
     if (!exists) return 0;
     return replayDeadLetters(kafkaOf(t), dlqTopic, {
       ...(opts.limit !== undefined ? { limit: opts.limit } : {}),

@@ -44,8 +44,11 @@ export { RESUMABLE_STREAMS, RESUMABLE_STREAMS_URI } from './extensions.js';
 export { bearerToken } from './bearer.js';
 export {
   LEDGER_TASK_STATES,
+  isLedgerTaskState,
+  type LedgerTaskState,
   OPS_TASKS_MAX_LIMIT,
   UNKNOWN_RESOLUTIONS,
+  isUnknownResolution,
   type UnknownResolution,
   type OpsWorker,
   type OpsWorkers,

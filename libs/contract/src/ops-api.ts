@@ -5,6 +5,8 @@
 
 /** What `GET /ops/tasks?state=` accepts: a turn running now, or the outcome of a task's latest turn. */
 export const LEDGER_TASK_STATES = ['running', 'completed', 'input-required', 'auth-required', 'failed', 'canceled', 'rejected'] as const;
+export type LedgerTaskState = (typeof LEDGER_TASK_STATES)[number];
+export const isLedgerTaskState = (v: unknown): v is LedgerTaskState => (LEDGER_TASK_STATES as readonly unknown[]).includes(v);
 
 /** The largest `limit` of `GET /ops/tasks` (default 50). */
 export const OPS_TASKS_MAX_LIMIT = 500;
@@ -12,6 +14,7 @@ export const OPS_TASKS_MAX_LIMIT = 500;
 /** How `POST /ops/unknowns/:key/resolve` settles an unknown outcome: it happened (with a text), or it never did. */
 export const UNKNOWN_RESOLUTIONS = ['ok', 'error', 'absent'] as const;
 export type UnknownResolution = (typeof UNKNOWN_RESOLUTIONS)[number];
+export const isUnknownResolution = (v: unknown): v is UnknownResolution => (UNKNOWN_RESOLUTIONS as readonly unknown[]).includes(v);
 
 /** One agent's command consumer in this worker process (`GET /ops/workers`). */
 export interface OpsWorker {

@@ -16,6 +16,8 @@ import {
 import type { Request } from 'express';
 import {
   bearerToken,
+  isLedgerTaskState,
+  isUnknownResolution,
   LEDGER_TASK_STATES,
   OPS_TASKS_MAX_LIMIT,
   UNKNOWN_RESOLUTIONS,
@@ -25,7 +27,6 @@ import {
   type OpsTasks,
   type OpsUnknowns,
   type OpsWorkers,
-  type UnknownResolution,
 } from '@mesh/contract';
 import type { EffectLedger } from '@mesh/tool-gateway';
 import { AgentsRuntime } from '../runtime/agents-runtime.js';
@@ -45,8 +46,6 @@ export interface OpsDeps {
 }
 
 export const OPS_DEPS = Symbol('OPS_DEPS');
-
-const isResolution = (v: unknown): v is UnknownResolution => (UNKNOWN_RESOLUTIONS as readonly unknown[]).includes(v);
 
 const sameSecret = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
@@ -132,7 +131,7 @@ export class OpsController {
       return v;
     };
     const state = text('state');
-    if (state !== undefined && !(LEDGER_TASK_STATES as readonly string[]).includes(state))
+    if (state !== undefined && !isLedgerTaskState(state))
       throw new HttpException({ error: `state must be one of ${LEDGER_TASK_STATES.join(', ')}` }, 400);
     const limitText = text('limit') ?? '50';
     const limit = Number(limitText);
@@ -164,7 +163,7 @@ export class OpsController {
   async resolve(@Req() req: Request, @Param('key') key: string, @Body() body: { state?: unknown; text?: unknown }): Promise<OpsResolved> {
     this.guard(req);
     const state = body?.state;
-    if (!isResolution(state)) throw new HttpException({ error: `state must be one of ${UNKNOWN_RESOLUTIONS.join(', ')}` }, 400);
+    if (!isUnknownResolution(state)) throw new HttpException({ error: `state must be one of ${UNKNOWN_RESOLUTIONS.join(', ')}` }, 400);
     const text = typeof body.text === 'string' ? body.text : `resolved by an operator as ${state}`;
     const done = await this.deps.ledger.resolve(key, state, state === 'absent' ? undefined : { text });
     if (!done) throw new NotFoundException({ error: `no unknown outcome with key ${key}` });

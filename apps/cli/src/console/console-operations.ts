@@ -1,5 +1,5 @@
 import { replayDeadLetters } from '@mesh/bus';
-import { UNKNOWN_RESOLUTIONS, type OpsResolved, type OpsWorkers, type UnknownResolution } from '@mesh/contract';
+import { isUnknownResolution, UNKNOWN_RESOLUTIONS, type OpsResolved, type OpsWorkers } from '@mesh/contract';
 import { CliError, ExitCode } from '../cli-error.js';
 import { describeWorkers, readMarkedDeadLetters, type AgentWorkers, type ListedDeadLetter } from '../kafka-ops.js';
 import { messageOf, type ConsoleClients } from './console-clients.js';
@@ -80,11 +80,11 @@ export async function cancelTask(c: ConsoleClients, agent: string, id: string): 
 
 /** Settles an unknown outcome through the agents runtime's ops endpoint. */
 export async function resolveUnknown(c: ConsoleClients, key: string, body: { state?: unknown; text?: unknown }): Promise<OpsResolved> {
-  if (!(UNKNOWN_RESOLUTIONS as readonly unknown[]).includes(body.state))
-    throw new CliError(`state must be one of ${UNKNOWN_RESOLUTIONS.join(', ')}`, ExitCode.usage);
+  const state = body.state;
+  if (!isUnknownResolution(state)) throw new CliError(`state must be one of ${UNKNOWN_RESOLUTIONS.join(', ')}`, ExitCode.usage);
   if (body.text !== undefined && typeof body.text !== 'string') throw new CliError('text must be a string', ExitCode.usage);
   return c.opsRequest<OpsResolved>(`/unknowns/${encodeURIComponent(key)}/resolve`, {
     method: 'POST',
-    body: { state: body.state as UnknownResolution, ...(body.text ? { text: body.text } : {}) },
+    body: { state, ...(body.text ? { text: body.text } : {}) },
   });
 }

@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CliError } from '../cli-error.js';
-import { bearerToken } from '@mesh/contract';
+import { bearerToken, isJsonObject } from '@mesh/contract';
 import { ConsoleClients, type ConsoleTargets } from './console-clients.js';
 import { CONSOLE_HTML, CONSOLE_SCRIPT, CONSOLE_STYLE } from './console-page.js';
 import { cancelTask, deadLetterView, replayAgentDeadLetters, resolveUnknown, workersView } from './console-operations.js';
@@ -87,7 +87,7 @@ async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> 
   if (!text) return {};
   try {
     const body: unknown = JSON.parse(text);
-    if (body && typeof body === 'object' && !Array.isArray(body)) return body as Record<string, unknown>;
+    if (isJsonObject(body)) return body;
   } catch {
     // answered below
   }

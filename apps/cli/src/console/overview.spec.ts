@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { LEDGER_TASK_STATES } from '@mesh/contract';
+import { isLedgerTaskState, LEDGER_TASK_STATES } from '@mesh/contract';
 import { CliError } from '../cli-error.js';
 import { checkFilter, FILTER_STATES } from './overview.js';
 
@@ -19,7 +19,7 @@ test('without a tenant every A2A state filters the dispatcher task list; running
 test('with a tenant the filter reads the ledgers: only their states pass, each named when refused', () => {
   for (const state of LEDGER_TASK_STATES) checkFilter({ tenant: 'acme', state }, true);
   // States only the dispatcher knows: the ledgers hold a task's latest turn, never submitted or working.
-  const dispatcherOnly = FILTER_STATES.filter((s) => !(LEDGER_TASK_STATES as readonly string[]).includes(s));
+  const dispatcherOnly = FILTER_STATES.filter((s) => !isLedgerTaskState(s));
   assert.deepEqual(dispatcherOnly.sort(), ['submitted', 'working']);
   for (const state of dispatcherOnly)
     refused(

@@ -1,5 +1,5 @@
 import { TaskState, type Task } from '@a2a-js/sdk';
-import { LEDGER_TASK_STATES, type OpsTasks, type OpsUnknown, type OpsUnknowns, type OpsWorkers } from '@mesh/contract';
+import { isLedgerTaskState, LEDGER_TASK_STATES, type OpsTasks, type OpsUnknown, type OpsUnknowns, type OpsWorkers } from '@mesh/contract';
 import { parseStateOption, taskSummary, TASK_STATE_NAMES } from '../a2a-client.js';
 import { CliError, ExitCode } from '../cli-error.js';
 import { describeWorkers } from '../kafka-ops.js';
@@ -56,7 +56,7 @@ export function checkFilter(f: TaskFilter, ops: boolean): void {
   if (f.tenant !== undefined && !ops)
     throw new CliError('the tenant filter reads the ledgers across tenants: start the console with an ops token', ExitCode.usage);
   // The ledgers know a task by its latest turn: running, or that turn's outcome (no submitted or working).
-  if (f.tenant !== undefined && f.state !== undefined && !(LEDGER_TASK_STATES as readonly string[]).includes(f.state))
+  if (f.tenant !== undefined && f.state !== undefined && !isLedgerTaskState(f.state))
     throw new CliError(
       `state ${f.state} is not in the ledgers the tenant filter reads; valid states with a tenant: ${LEDGER_TASK_STATES.join(', ')}`,
       ExitCode.usage,
