@@ -101,6 +101,11 @@ export class AgentCatalog {
     return this.state.healthy(id);
   }
 
+  /** Agents `viewerTenant` may use that have the skill (by id or tag), healthy ones first (see CatalogState.withSkill). */
+  withSkill(skill: string, viewerTenant: string): AgentRecord[] {
+    return this.state.withSkill(skill, viewerTenant);
+  }
+
   /** Ids of the registered agents that are not retired, whoever owns them. */
   activeIds(): string[] {
     return this.state.activeIds();

@@ -75,6 +75,21 @@ export class CatalogState {
     return !!r && !r.retired && this.expiry(id) > this.now();
   }
 
+  /**
+   * Agents `viewerTenant` may use (its own or public, not retired) whose card has a skill with id
+   * `skill` or tagged `skill`; healthy ones first, then by id, so the choice is the same on every replica.
+   */
+  withSkill(skill: string, viewerTenant: string): AgentRecord[] {
+    const has = (r: AgentRecord) =>
+      Array.isArray(r.card.skills) &&
+      (r.card.skills as Array<{ id?: unknown; tags?: unknown }>).some(
+        (s) => s.id === skill || (Array.isArray(s.tags) && s.tags.includes(skill)),
+      );
+    return [...this.records.values()]
+      .filter((r) => !r.retired && canSee(r, viewerTenant) && has(r))
+      .sort((a, b) => Number(this.healthy(b.id)) - Number(this.healthy(a.id)) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+
   /** Ids of the registered agents that are not retired. */
   activeIds(): string[] {
     return [...this.records.values()].filter((r) => !r.retired).map((r) => r.id);

@@ -1,4 +1,4 @@
-import type { JsonObject, JsonValue } from '@mesh/contract';
+import type { DelegationJoin, JsonObject, JsonValue } from '@mesh/contract';
 
 /** What any part may carry besides its content (A2A: every part kind has them). */
 export interface PartAttributes {
@@ -44,6 +44,15 @@ export interface AgentTask {
   history: AgentMessage[];
   /** When the caller stops waiting; the handler should stop before it. */
   deadline?: Date;
+  /**
+   * On the turn after one that delegated: how the children ended (the message of the turn is the
+   * platform's, carrying the same results as a data part).
+   */
+  delegation?: DelegationOutcome;
+  /** The task that delegated this one, when another agent did. */
+  parentTaskId?: string;
+  /** Scopes the task acts with, when the caller's token carried any (a delegated task's only narrow). */
+  scopes?: string[];
   /** Aborted on cancel and at the deadline; pass it on to anything slow. */
   signal: AbortSignal;
 }
@@ -91,9 +100,58 @@ export interface ArtifactInput {
   metadata?: JsonObject;
 }
 
+/** One agent to hand work to: by id, or by skill (the mesh picks an agent the tenant can see that has it). */
+export type DelegateTo = ({ agent: string; skill?: never } | { skill: string; agent?: never }) & {
+  /** The child's first message. */
+  parts: Part[];
+  /** Scopes the child acts with: only those this task holds are kept (default: all of them). */
+  scopes?: string[];
+};
+
+/** How a turn delegates. */
+export interface DelegateOptions {
+  /** Resume when every child settled (`all`, the default) or once one completed (`first`; the rest are canceled). */
+  join?: DelegationJoin;
+  /** Longest the task waits for its children; bounded by the task's own deadline and the platform's default. */
+  timeoutMs?: number;
+}
+
+/** A child as the parent asked for it (its task id is stable: the same ask in a re-run turn is the same child). */
+export interface DelegatedChild {
+  step: number;
+  taskId: string;
+  agent?: string;
+  skill?: string;
+  parts: Part[];
+  scopes?: string[];
+}
+
+/** How one child ended. */
+export interface ChildResult {
+  /** Its place in the `delegate` call that started it. */
+  step: number;
+  taskId: string;
+  /** The agent that ran it; absent when none could (unknown agent or skill). */
+  agent?: string;
+  state: 'completed' | 'failed' | 'canceled' | 'rejected' | 'input-required' | 'auth-required';
+  artifacts: ArtifactInput[];
+  /** Its last status message. */
+  message?: AgentMessage;
+}
+
+/** What the parent's next turn gets. */
+export interface DelegationOutcome {
+  children: ChildResult[];
+  /** Steps of children canceled before they settled (deadline passed, or `first` was met). */
+  unfinished: number[];
+  /** Why the wait ended: every child settled, the first completed, or the deadline passed. */
+  reason: 'settled' | 'first' | 'deadline';
+}
+
 /** How a turn ended; returned by the handler (built only through the context). */
 export type TurnOutcome =
   | { state: 'completed'; message?: AgentMessage }
+  | { state: 'delegated'; children: DelegatedChild[]; join: DelegationJoin; timeoutMs?: number; message: AgentMessage }
   | { state: 'input-required'; message: AgentMessage }
   | { state: 'failed'; message: AgentMessage }
   | { state: 'rejected'; message: AgentMessage }
@@ -123,6 +181,12 @@ export interface AgentContext {
   fail(reason: string): TurnOutcome;
   /** Ends the task as rejected: the agent will not do it. */
   reject(reason: string): TurnOutcome;
+  /**
+   * Ends the turn handing work to other agents of the mesh; no worker waits for them. When they
+   * settle (see DelegateOptions.join) or the wait's deadline passes, the next turn starts with
+   * `task.delegation`. Throws CONTRACT_VIOLATION for an empty or oversized list.
+   */
+  delegate(to: DelegateTo[], options?: DelegateOptions): TurnOutcome;
 }
 
 /** A text part. */

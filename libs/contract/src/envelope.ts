@@ -2,6 +2,14 @@ import { z } from 'zod';
 import { MeshError } from './errors.js';
 import { Headers, REQUIRED_HEADERS } from './headers.js';
 import { TASK_STATES, type TaskState } from './task-state.js';
+import {
+  delegationRequestSchema,
+  parseActorClaim,
+  turnUsageSchema,
+  type ActorClaim,
+  type DelegationRequest,
+  type TurnUsage,
+} from './delegation.js';
 
 /** Version of the envelope body schema; bumped on incompatible changes. */
 export const SCHEMA_VERSION = 1;
@@ -24,6 +32,16 @@ export interface Identity {
    * started by then, so a late start would contradict it). A header, so older workers ignore it.
    */
   startByUnixMs?: number;
+  /** The delegating task, on a task another task delegated (docs/agents.md, "Delegation"). */
+  parentTaskId?: string;
+  /** The root of the task tree, on every task of a tree (the root's own commands included). */
+  rootTaskId?: string;
+  /** RFC 8693 actor chain: `actor` acting for the chain inside; absent when the caller acts alone. */
+  act?: ActorClaim;
+  /** Scopes the task acts with (absent: the caller's, not carried). */
+  scopes?: string[];
+  /** On a run command of a task tree: retries the tree has left; the worker's own budget is bounded by it. */
+  retryBudget?: number;
   /** W3C trace context: observability data, never authority. */
   traceparent?: string;
   tracestate?: string;
@@ -55,7 +73,16 @@ export interface TaskCancelCommand {
 export interface TaskStatusEvent {
   kind: 'task.status';
   identity: Identity;
-  body: { seq: number; state: TaskState; message?: JsonObject; final: boolean };
+  body: {
+    seq: number;
+    state: TaskState;
+    message?: JsonObject;
+    final: boolean;
+    /** On the final event of a turn that delegates (state WORKING): the children it asks for. */
+    delegation?: DelegationRequest;
+    /** On a final event: the attempt that ran the turn and its tool retries (the tree's budget counts them). */
+    usage?: TurnUsage;
+  };
 }
 
 /** Worker → dispatcher: an artifact of a task. */
@@ -102,6 +129,8 @@ const bodySchemas = {
       state: z.enum(TASK_STATES as [TaskState, ...TaskState[]]),
       message: jsonObject.optional(),
       final: z.boolean(),
+      delegation: delegationRequestSchema.optional(),
+      usage: turnUsageSchema.optional(),
     })
     .strict(),
   'task.artifact': z
@@ -137,6 +166,11 @@ export function encodeEnvelope(env: Envelope): WireMessage {
   };
   if (id.deadlineUnixMs !== undefined) headers[Headers.deadlineUnixMs] = String(id.deadlineUnixMs);
   if (id.startByUnixMs !== undefined) headers[Headers.startByUnixMs] = String(id.startByUnixMs);
+  if (id.parentTaskId) headers[Headers.parentTaskId] = id.parentTaskId;
+  if (id.rootTaskId) headers[Headers.rootTaskId] = id.rootTaskId;
+  if (id.act) headers[Headers.act] = JSON.stringify(id.act);
+  if (id.scopes) headers[Headers.scope] = id.scopes.join(' ');
+  if (id.retryBudget !== undefined) headers[Headers.retryBudget] = String(id.retryBudget);
   if (id.traceparent) headers[Headers.traceparent] = id.traceparent;
   if (id.tracestate) headers[Headers.tracestate] = id.tracestate;
   return { headers, value: Buffer.from(JSON.stringify(env.body), 'utf8') };
@@ -153,8 +187,8 @@ export function normalizeHeaders(raw: Record<string, unknown> | undefined): Reco
   return out;
 }
 
-/** An optional time header: absent, or a non-negative integer of milliseconds since the epoch. */
-function unixMsHeader(h: Record<string, string>, name: string): number | undefined {
+/** An optional numeric header (a time in ms since the epoch, a count): absent, or a non-negative integer. */
+function nonNegativeIntHeader(h: Record<string, string>, name: string): number | undefined {
   if (h[name] === undefined) return undefined;
   const ms = Number(h[name]);
   if (!Number.isSafeInteger(ms) || ms < 0) throw new MeshError('DECODE_FAILED', `invalid ${name} "${h[name]}"`);
@@ -175,8 +209,10 @@ export function decodeEnvelope(msg: { headers: Record<string, unknown> | undefin
   const kind = h[Headers.kind] as EnvelopeKind;
   const schema = bodySchemas[kind];
   if (!schema) throw new MeshError('DECODE_FAILED', `unknown kind "${h[Headers.kind]}"`);
-  const deadlineUnixMs = unixMsHeader(h, Headers.deadlineUnixMs);
-  const startByUnixMs = unixMsHeader(h, Headers.startByUnixMs);
+  const deadlineUnixMs = nonNegativeIntHeader(h, Headers.deadlineUnixMs);
+  const startByUnixMs = nonNegativeIntHeader(h, Headers.startByUnixMs);
+  const retryBudget = nonNegativeIntHeader(h, Headers.retryBudget);
+  const act = h[Headers.act] ? parseActorClaim(h[Headers.act]) : undefined;
   if (!msg.value) throw new MeshError('DECODE_FAILED', 'empty message value');
   let json: unknown;
   try {
@@ -200,6 +236,11 @@ export function decodeEnvelope(msg: { headers: Record<string, unknown> | undefin
     actor: h[Headers.actor],
     ...(deadlineUnixMs !== undefined ? { deadlineUnixMs } : {}),
     ...(startByUnixMs !== undefined ? { startByUnixMs } : {}),
+    ...(h[Headers.parentTaskId] ? { parentTaskId: h[Headers.parentTaskId] } : {}),
+    ...(h[Headers.rootTaskId] ? { rootTaskId: h[Headers.rootTaskId] } : {}),
+    ...(act ? { act } : {}),
+    ...(h[Headers.scope] !== undefined ? { scopes: h[Headers.scope].split(' ').filter((s) => s !== '') } : {}),
+    ...(retryBudget !== undefined ? { retryBudget } : {}),
     ...(h[Headers.traceparent] ? { traceparent: h[Headers.traceparent] } : {}),
     ...(h[Headers.tracestate] ? { tracestate: h[Headers.tracestate] } : {}),
   };

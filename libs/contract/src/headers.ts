@@ -14,6 +14,15 @@ export const Headers = {
   deadlineUnixMs: 'deadline_unix_ms',
   /** On `task.run` only: a worker that reads the command after this time does not start the turn. */
   startByUnixMs: 'start_by_unix_ms',
+  /** On tasks delegated by another task: the delegating task, and the task tree's root. */
+  parentTaskId: 'parent_task_id',
+  rootTaskId: 'root_task_id',
+  /** RFC 8693 actor chain as JSON (`{"sub":…,"act":{…}}`): who acts, for whom; grows with each delegation. */
+  act: 'act',
+  /** Space-separated scopes the task acts with; a delegated task's only narrow. */
+  scope: 'scope',
+  /** On `task.run` of a task tree: retries (takeovers, tool retries) the tree has left. */
+  retryBudget: 'retry_budget',
   traceparent: 'traceparent',
   tracestate: 'tracestate',
   /** Discriminator of the envelope kind, e.g. `task.run`. */

@@ -40,7 +40,7 @@ export { sleep, wakeableSleep } from './sleep.js';
 export { onAbort } from './abort-waiters.js';
 export { hasControlCharacter, hasLoneSurrogate } from './unicode-text.js';
 export { BillingTools, type BillingInvoice, type BillingRefund } from './billing-tools.js';
-export { RESUMABLE_STREAMS, RESUMABLE_STREAMS_URI } from './extensions.js';
+export { RESUMABLE_STREAMS, RESUMABLE_STREAMS_URI, withPlatformExtensions, type PlatformExtension } from './extensions.js';
 export { bearerToken } from './bearer.js';
 export {
   LEDGER_TASK_STATES,
@@ -63,3 +63,22 @@ export {
   type EffectRecord,
   type OpsTaskDetail,
 } from './ops-api.js';
+export {
+  DELEGATION_URI,
+  DELEGATION_EXTENSION,
+  DELEGATION_RESULTS_KEY,
+  MAX_DELEGATION_CHILDREN,
+  MAX_ACTOR_CHAIN,
+  childTaskId,
+  actFor,
+  actorChainDepth,
+  parseActorClaim,
+  narrowScopes,
+  type DelegationJoin,
+  type DelegationChild,
+  type DelegationRequest,
+  type TurnUsage,
+  type ChildOutcome,
+  type DelegationResults,
+  type ActorClaim,
+} from './delegation.js';

@@ -4,7 +4,16 @@
  */
 
 /** What `GET /ops/tasks?state=` accepts: a turn running now, or the outcome of a task's latest turn. */
-export const LEDGER_TASK_STATES = ['running', 'completed', 'input-required', 'auth-required', 'failed', 'canceled', 'rejected'] as const;
+export const LEDGER_TASK_STATES = [
+  'running',
+  'completed',
+  'input-required',
+  'auth-required',
+  'delegated',
+  'failed',
+  'canceled',
+  'rejected',
+] as const;
 export type LedgerTaskState = (typeof LEDGER_TASK_STATES)[number];
 export const isLedgerTaskState = (v: unknown): v is LedgerTaskState => (LEDGER_TASK_STATES as readonly unknown[]).includes(v);
 

@@ -52,6 +52,22 @@ export class MeshMetrics {
     },
     () => this.labelBounds,
   );
+  readonly delegationsInFlight = new Gauge({
+    name: 'mesh_delegations_in_flight',
+    help: 'Delegating turns whose parent still waits for its children (every replica reports the same count)',
+    registers: [this.registry],
+  });
+  readonly delegations = new Counter({
+    name: 'mesh_delegations_total',
+    help: 'Delegation steps: opened waits, children started or refused, and waits ended (settled, first, deadline)',
+    labelNames: ['event'] as const,
+    registers: [this.registry],
+  });
+  readonly retryBudgetExhausted = new Counter({
+    name: 'mesh_retry_budget_exhausted_total',
+    help: 'Task trees failed because their shared retry budget (takeovers and tool retries across hops) was spent',
+    registers: [this.registry],
+  });
   readonly dedupHits = new Counter({
     name: 'mesh_dedup_hits_total',
     help: 'Duplicates absorbed, by kind (message_id, same_work: the dispatcher; execution_id, effect_key: workers) and agent',

@@ -5,7 +5,7 @@ export { McpConnection, type McpConnectionOptions, type NegotiatedProtocol, type
 export { McpSessionPool } from './mcp-session-pool.js';
 export { normaliseCallResult, normaliseInputSchema, type ToolCallResult } from './mcp-shapes.js';
 export { ToolMeta } from './tool-meta.js';
-export { verifyToolTokenClaims, verifyToolToken, type ToolTokenClaims, HmacToolTokenMinter } from './tool-token.js';
+export { verifyToolTokenClaims, verifyToolToken, type ToolTokenClaims, type CallTokenClaims, HmacToolTokenMinter } from './tool-token.js';
 export { RetryBudget } from './retry-budget.js';
 export { type ToolCallScope, type ToolGatewayOptions, ToolGateway } from './tool-gateway.js';
 export { Reconciler } from './reconciler.js';

@@ -1,6 +1,6 @@
 import { SdkHttpError } from '@modelcontextprotocol/client';
 import { parseToolName, type McpServerSpec, type ToolIntent, type ToolObservation } from '@mesh/agent-sdk';
-import { argsHash, clampTimerMs, idempotencyKey, MeshError, sleep, type JsonObject } from '@mesh/contract';
+import { argsHash, clampTimerMs, idempotencyKey, MeshError, sleep, type ActorClaim, type JsonObject } from '@mesh/contract';
 import { SpanAttr, withSpan } from '@mesh/telemetry';
 import type { EffectEntry, EffectLedger, RecordedResult } from './effect-ledger.js';
 import type { ToolInfo } from './mcp-connection.js';
@@ -17,6 +17,9 @@ export interface ToolCallScope {
   taskId: string;
   executionId: string;
   subject: string;
+  /** Actor chain and scopes of the task (delegated work): carried into call tokens. */
+  act?: ActorClaim;
+  scopes?: string[];
   /** The execution attempt making the call (only it may record the outcome). */
   owner: string;
   signal?: AbortSignal;
@@ -325,11 +328,19 @@ export class ToolGateway {
     meta: JsonObject,
     server: string,
     spec: McpServerSpec,
-    who: { tenant: string; subject: string; taskId: string },
+    who: { tenant: string; subject: string; taskId: string; act?: ActorClaim; scopes?: string[] },
   ): Promise<void> {
     if (!spec.tokenAudience) return;
     if (!this.opts.tokens) throw new MeshError('CONFIG_INVALID', `server "${server}" wants a token but no token minter is configured`);
-    meta[ToolMeta.token] = await this.opts.tokens.mint({ audience: spec.tokenAudience, ...who });
+    const { tenant, subject, taskId, act, scopes } = who;
+    meta[ToolMeta.token] = await this.opts.tokens.mint({
+      audience: spec.tokenAudience,
+      tenant,
+      subject,
+      taskId,
+      ...(act ? { act } : {}),
+      ...(scopes ? { scopes } : {}),
+    });
   }
 
   private async withSlot<T>(server: string, signal: AbortSignal | undefined, fn: () => Promise<T>): Promise<T> {

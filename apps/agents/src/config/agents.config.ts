@@ -27,7 +27,7 @@ export const agentsConfigSpec = {
   /** Which agents this process runs (comma-separated ids). */
   AGENTS_RUN: z
     .string()
-    .default('echo-agent,refund-agent')
+    .default('echo-agent,refund-agent,invoice-agent,triage-agent')
     .transform((s) =>
       s
         .split(',')

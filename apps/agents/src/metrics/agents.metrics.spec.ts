@@ -15,6 +15,7 @@ const ALLOWED = new Set([
   'resolution',
   'reason',
   'kind',
+  'event',
   'state',
   'group',
   'topic',

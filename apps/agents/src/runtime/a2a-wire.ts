@@ -1,6 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import type { AgentMessage, ArtifactInput, Part, PartAttributes, TurnOutcome } from '@mesh/agent-sdk';
-import { isJsonObject, TaskStates, type JsonObject, type JsonValue, type TaskState } from '@mesh/contract';
+import type { AgentMessage, ArtifactInput, ChildResult, DelegationOutcome, Part, PartAttributes, TurnOutcome } from '@mesh/agent-sdk';
+import {
+  DELEGATION_RESULTS_KEY,
+  isJsonObject,
+  TaskStates,
+  type DelegationResults,
+  type JsonObject,
+  type JsonValue,
+  type TaskState,
+} from '@mesh/contract';
 
 /*
  * The one place that knows the A2A JSON shapes (A2A 1.0 as @a2a-js/sdk 1.x serialises it: parts
@@ -21,7 +29,57 @@ export function wireStateOf(state: TurnOutcome['state']): TaskState {
       return TaskStates.rejected;
     case 'input-required':
       return TaskStates.inputRequired;
+    case 'delegated':
+      // The task works on through its children; the turn is over.
+      return TaskStates.working;
   }
+}
+
+const CHILD_STATES: Record<string, ChildResult['state']> = {
+  [TaskStates.completed]: 'completed',
+  [TaskStates.failed]: 'failed',
+  [TaskStates.canceled]: 'canceled',
+  [TaskStates.rejected]: 'rejected',
+  [TaskStates.inputRequired]: 'input-required',
+  [TaskStates.authRequired]: 'auth-required',
+};
+
+/**
+ * The children's outcomes a resumed turn's message carries (a data part marked with
+ * DELEGATION_RESULTS_KEY, written by the dispatcher); undefined on any other message.
+ */
+export function delegationOutcomeOf(json: JsonObject): DelegationOutcome | undefined {
+  const parts = Array.isArray(json.parts) ? (json.parts as JsonObject[]) : [];
+  const part = parts.find((p) => isJsonObject(p.metadata) && p.metadata[DELEGATION_RESULTS_KEY] === true && isJsonObject(p.data));
+  if (!part) return undefined;
+  const results = part.data as unknown as DelegationResults;
+  return {
+    reason: results.reason,
+    unfinished: [...results.unfinished],
+    children: results.children.map((c) => ({
+      step: c.step,
+      taskId: c.taskId,
+      ...(c.agentId ? { agent: c.agentId } : {}),
+      // A child still open when the wait ended was canceled by the platform.
+      state: CHILD_STATES[c.state] ?? 'canceled',
+      artifacts: c.artifacts.map(fromWireArtifact),
+      ...(c.message ? { message: fromWireMessage(c.message) } : {}),
+    })),
+  };
+}
+
+function fromWireArtifact(json: JsonObject): ArtifactInput {
+  return {
+    ...(typeof json.name === 'string' ? { name: json.name } : {}),
+    ...(typeof json.description === 'string' ? { description: json.description } : {}),
+    parts: fromWireMessage({ parts: json.parts ?? [] }).parts,
+    ...(isJsonObject(json.metadata) ? { metadata: json.metadata } : {}),
+  };
+}
+
+/** Parts as A2A JSON. */
+export function toWireParts(parts: Part[]): JsonObject[] {
+  return parts.map(toWirePart);
 }
 
 /** A2A message JSON → AgentMessage. Unknown part shapes are dropped rather than failing the task. */

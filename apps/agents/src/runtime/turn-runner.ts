@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import {
   Outcomes,
+  type DelegatedChild,
+  type DelegateOptions,
+  type DelegateTo,
   type AgentContext,
   type AgentDefinition,
   type AgentMessage,
@@ -11,8 +14,11 @@ import {
   type TurnOutcome,
 } from '@mesh/agent-sdk';
 import {
+  actFor,
   anyTransient,
+  childTaskId,
   Envelopes,
+  MAX_DELEGATION_CHILDREN,
   FIRST_TURN,
   MeshError,
   sleep,
@@ -26,13 +32,15 @@ import {
   type TaskRunCommand,
   type TaskState,
   type TopicNames,
+  type DelegationRequest,
+  type TurnUsage,
 } from '@mesh/contract';
 import { isTransientKafkaError } from '@mesh/bus';
 import { isTransientPostgresError } from '@mesh/database';
 import { RetryBudget, type ToolCallScope } from '@mesh/tool-gateway';
 import { trace } from '@opentelemetry/api';
 import { linkFromHeaders, silentLogger, SpanAttr, withSpan, type Logger } from '@mesh/telemetry';
-import { fromWireMessage, toWireArtifact, toWireMessage, wireStateOf } from './a2a-wire.js';
+import { delegationOutcomeOf, fromWireMessage, toWireArtifact, toWireMessage, toWireParts, wireStateOf } from './a2a-wire.js';
 import type { ExecutionLedger } from './execution-ledger.js';
 import { LeaseKeeper, LeaseRenewals } from './lease-keeper.js';
 import { TurnSignal } from './turn-signal.js';
@@ -121,13 +129,16 @@ export class TurnRunner {
         renewals: this.renewals,
       });
       const stop = new TurnSignal(lease);
-      const finish = (outcome: TurnOutcome) => this.finish(turn, owner, outcome, lease);
+      // One budget for the turn's retries, never more than the task tree has left (docs/agents.md, "Delegation").
+      const budget = new RetryBudget(Math.min(this.o.retryBudget, id.retryBudget ?? Number.POSITIVE_INFINITY));
+      const usage = () => ({ attempt: claimed.attempt, retries: budget.used });
+      const finish = (outcome: TurnOutcome) => this.finish(turn, owner, outcome, lease, usage());
       // `return await` below: the lease is renewed until finish (and its wait) has ended.
       try {
         const refused = this.notStarted(cmd, claimed.attempt, cancel.aborted || claimed.canceled);
         if (refused) return await finish(refused);
         const unwatch = stop.watch(cancel, revoked, id.deadlineUnixMs);
-        const { outcome, unavailable } = await this.runHandler(cmd, input, owner, turn, { signal: stop.signal, unwatch });
+        const { outcome, unavailable } = await this.runHandler(cmd, input, owner, turn, { signal: stop.signal, unwatch, budget });
         if (lease.isLost) {
           this.log.debug({ executionId: id.executionId }, 'lease lost or command revoked during the turn; not reporting');
           return await this.abandon(lease, owner, 'abandoned', revoked.aborted);
@@ -233,7 +244,7 @@ export class TurnRunner {
     input: AgentMessage,
     owner: string,
     turn: TurnEmitter,
-    { signal, unwatch }: { signal: AbortSignal; unwatch: () => void },
+    { signal, unwatch, budget }: { signal: AbortSignal; unwatch: () => void; budget: RetryBudget },
   ): Promise<{ outcome: TurnOutcome; unavailable?: unknown }> {
     const id = cmd.identity;
     let outcome: TurnOutcome;
@@ -254,17 +265,24 @@ export class TurnRunner {
         // A first turn has no history: skip the query on the hot path.
         history: cmd.body.turn > FIRST_TURN ? await this.o.ledger.history(id.tenant, id.taskId, cmd.body.turn) : [],
         ...(validDate(id.deadlineUnixMs) ? { deadline: new Date(id.deadlineUnixMs) } : {}),
+        ...(id.parentTaskId ? { parentTaskId: id.parentTaskId } : {}),
+        ...(id.scopes ? { scopes: [...id.scopes] } : {}),
         signal,
       };
+      const delegation = delegationOutcomeOf(cmd.body.message);
+      if (delegation) task.delegation = delegation;
       const scope: ToolCallScope = {
         tenant: id.tenant,
         taskId: id.taskId,
         executionId: id.executionId,
         subject: id.subject,
+        // RFC 8693: this agent acts, for the task's actor chain (the caller's client innermost).
+        act: actFor(`agent:${this.o.agent.id}`, id.act ?? { sub: id.actor }),
+        ...(id.scopes ? { scopes: id.scopes } : {}),
         owner,
         signal,
         ...(task.deadline ? { deadline: task.deadline } : {}),
-        budget: new RetryBudget(this.o.retryBudget),
+        budget,
       };
       const ctx = this.context(turn, scope, signal);
       // Revoked, canceled or past the deadline while the history was read: the handler never starts.
@@ -294,11 +312,27 @@ export class TurnRunner {
    * Records the turn's outcome and sends its final status, unless this attempt lost the execution
    * first (its new owner reports it).
    */
-  private async finish(turn: TurnEmitter, owner: string, outcome: TurnOutcome, lease: LeaseKeeper): Promise<void> {
+  private async finish(turn: TurnEmitter, owner: string, outcome: TurnOutcome, lease: LeaseKeeper, usage: TurnUsage): Promise<void> {
     const id = turn.id;
     const reported =
-      outcome.state === 'completed' || outcome.state === 'input-required' ? outcome : await this.withSideEffects(id, outcome, lease.lost);
-    const status = turn.status(wireStateOf(reported.state), reported.message, true);
+      outcome.state === 'completed' || outcome.state === 'input-required' || outcome.state === 'delegated'
+        ? outcome
+        : await this.withSideEffects(id, outcome, lease.lost);
+    const delegation: DelegationRequest | undefined =
+      reported.state === 'delegated'
+        ? {
+            join: reported.join,
+            ...(reported.timeoutMs !== undefined ? { timeoutMs: reported.timeoutMs } : {}),
+            children: reported.children.map((c) => ({
+              step: c.step,
+              taskId: c.taskId,
+              ...(c.agent !== undefined ? { agentId: c.agent } : { skill: c.skill! }),
+              parts: toWireParts(c.parts),
+              ...(c.scopes ? { scopes: c.scopes } : {}),
+            })),
+          }
+        : undefined;
+    const status = turn.status(wireStateOf(reported.state), reported.message, true, { usage, ...(delegation ? { delegation } : {}) });
     const events = [...turn.artifacts, status];
     // Progress and artifacts were sent without waiting (the producer keeps their order). The outcome
     // is recorded while their acknowledgement is awaited, not after it (one round trip less per
@@ -439,6 +473,7 @@ export class TurnRunner {
       complete: (t) => Outcomes.completed(t),
       fail: (r) => Outcomes.failed(r),
       reject: (r) => Outcomes.rejected(r),
+      delegate: (to, options) => delegated(scope.executionId, to, options),
     };
   }
 }
@@ -468,11 +503,17 @@ class TurnEmitter {
     await Promise.all(pending);
   }
 
-  status(state: TaskState, message: AgentMessage | undefined, final: boolean): TaskEvent {
+  status(
+    state: TaskState,
+    message: AgentMessage | undefined,
+    final: boolean,
+    extra: { usage?: TurnUsage; delegation?: DelegationRequest } = {},
+  ): TaskEvent {
     return Envelopes.status(this.id, {
       seq: this.seqBase + this.n++,
       state,
       final,
+      ...extra,
       ...(message ? { message: toWireMessage(message, { taskId: this.id.taskId, contextId: this.id.contextId }) } : {}),
     });
   }
@@ -487,6 +528,47 @@ class TurnEmitter {
     this.artifacts.push(e);
     return e;
   }
+}
+
+/**
+ * The outcome of `ctx.delegate`: each child's id derived from this execution, its step and its
+ * ask, so a re-run of the turn asks for the same children (the dispatcher creates each once).
+ */
+function delegated(executionId: string, to: DelegateTo[], options: DelegateOptions = {}): TurnOutcome {
+  if (!Array.isArray(to) || to.length === 0 || to.length > MAX_DELEGATION_CHILDREN)
+    throw new MeshError(
+      'CONTRACT_VIOLATION',
+      `delegate takes 1 to ${MAX_DELEGATION_CHILDREN} children, got ${Array.isArray(to) ? to.length : 'none'}`,
+    );
+  const join = options.join ?? 'all';
+  if (join !== 'all' && join !== 'first') throw new MeshError('CONTRACT_VIOLATION', `delegate: join must be "all" or "first"`);
+  if (options.timeoutMs !== undefined && !(Number.isSafeInteger(options.timeoutMs) && options.timeoutMs > 0))
+    throw new MeshError('CONTRACT_VIOLATION', 'delegate: timeoutMs must be a positive integer');
+  const children: DelegatedChild[] = to.map((c, step) => {
+    if ((c.agent === undefined) === (c.skill === undefined))
+      throw new MeshError('CONTRACT_VIOLATION', `delegate: child ${step} needs exactly one of agent and skill`);
+    if (!Array.isArray(c.parts) || c.parts.length === 0) throw new MeshError('CONTRACT_VIOLATION', `delegate: child ${step} has no parts`);
+    const ask = { ...(c.agent !== undefined ? { agentId: c.agent } : { skill: c.skill }), parts: toWireParts(c.parts) };
+    return {
+      step,
+      taskId: childTaskId(executionId, step, ask),
+      ...(c.agent !== undefined ? { agent: c.agent } : { skill: c.skill! }),
+      parts: c.parts,
+      ...(c.scopes ? { scopes: [...c.scopes] } : {}),
+    };
+  });
+  const names = children.map((c) => c.agent ?? `skill ${c.skill}`).join(', ');
+  return {
+    state: 'delegated',
+    children,
+    join,
+    ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+    message: {
+      role: 'agent',
+      parts: [{ type: 'text', text: `Delegated to ${names}.` }],
+      metadata: { 'mesh/delegated_task_ids': children.map((c) => c.taskId) },
+    },
+  };
 }
 
 /** Resolves with `p`, or rejects with the signal's reason as soon as it aborts (a handler ignoring its signal cannot hold the turn). */

@@ -1,16 +1,6 @@
-import { data, defineAgent, textOf, toolName, type AgentMessage } from '@mesh/agent-sdk';
-import { BillingTools, isJsonObject, type BillingInvoice, type BillingRefund } from '@mesh/contract';
-
-const INVOICE_RE = /\bINV-\d{1,10}\b/i;
-
-/** The invoice number named in a message: a data part's `invoice_id`, or `INV-…` in its text. */
-function invoiceIn(m: AgentMessage): string | undefined {
-  for (const p of m.parts) {
-    const invoiceId = p.type === 'data' && isJsonObject(p.data) ? p.data.invoice_id : undefined;
-    if (typeof invoiceId === 'string') return invoiceId.toUpperCase();
-  }
-  return INVOICE_RE.exec(textOf(m.parts))?.[0].toUpperCase();
-}
+import { data, defineAgent, toolName } from '@mesh/agent-sdk';
+import { BillingTools, type BillingInvoice, type BillingRefund } from '@mesh/contract';
+import { invoiceIn } from './invoice-number.js';
 
 /** The refund agent's name for billing-tools among its MCP servers (tools are `mcp__billing__…`). */
 const BILLING = 'billing';

@@ -44,8 +44,11 @@ export interface Overview {
   problems: string[];
 }
 
-/** The states the state filter accepts: A2A task states, and `running` (a turn running now, ledger view). */
-export const FILTER_STATES = [...TASK_STATE_NAMES, 'running'];
+/**
+ * The states the state filter accepts: A2A task states, `running` (a turn running now) and
+ * `delegated` (a turn that handed its work to other agents), both ledger views.
+ */
+export const FILTER_STATES = [...TASK_STATE_NAMES, 'running', 'delegated'];
 
 /** Checks a filter before anything is asked; a CliError (usage) names the valid values. */
 export function checkFilter(f: TaskFilter, ops: boolean): void {

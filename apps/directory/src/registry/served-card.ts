@@ -1,5 +1,5 @@
 import { AgentCard } from '@a2a-js/sdk';
-import { RESUMABLE_STREAMS, RESUMABLE_STREAMS_URI } from '@mesh/contract';
+import { withPlatformExtensions } from '@mesh/contract';
 import type { CardSigner } from '../signatures/card-signer.js';
 
 /** The bindings and protocol versions the dispatcher serves for every agent (0.3 for callers still on it). */
@@ -42,10 +42,7 @@ export class ServedCards {
       // What the dispatcher serves on every stream, declared here as on the dispatcher's own card.
       capabilities: {
         ...(registered.capabilities ?? { extensions: [] }),
-        extensions: [
-          ...(registered.capabilities?.extensions ?? []).filter((e) => e.uri !== RESUMABLE_STREAMS_URI),
-          { ...RESUMABLE_STREAMS, params: { ...RESUMABLE_STREAMS.params } },
-        ],
+        extensions: withPlatformExtensions(registered.capabilities?.extensions ?? []),
       },
       signatures: [],
     };

@@ -1,5 +1,5 @@
 import { AgentCard } from '@a2a-js/sdk';
-import { RESUMABLE_STREAMS, RESUMABLE_STREAMS_URI, type AgentRecord } from '@mesh/contract';
+import { withPlatformExtensions, type AgentRecord } from '@mesh/contract';
 
 /** Base URL of one agent under the dispatcher: `{publicUrl}/a2a/{agentId}`. */
 export function agentBaseUrl(publicUrl: string, agentId: string): string {
@@ -30,10 +30,7 @@ export function buildServedCard(record: AgentRecord, publicUrl: string): AgentCa
     capabilities: {
       ...(registered.capabilities ?? { extensions: [] }),
       // The dispatcher serves the streams, so it declares their extension whatever was registered.
-      extensions: [
-        ...(registered.capabilities?.extensions ?? []).filter((e) => e.uri !== RESUMABLE_STREAMS_URI),
-        { ...RESUMABLE_STREAMS, params: { ...RESUMABLE_STREAMS.params } },
-      ],
+      extensions: withPlatformExtensions(registered.capabilities?.extensions ?? []),
       streaming: true,
       pushNotifications: PUSH_SUPPORTED,
       extendedAgentCard: false,

@@ -81,7 +81,10 @@ export class DirectoryAgentLookup implements AgentLookup, OnApplicationBootstrap
 
   /** The agent's record as `tenant` sees it, a retired one included (undefined: unknown or not visible). */
   recordFor(agentId: string, tenant: string): AgentRecord | undefined {
-    return this.catalog.get(agentId, tenant);
+    const r = this.catalog.get(agentId, tenant);
+    // Commands may go to it now (a delegated task): the relay reads its partitions through `get`.
+    if (r) this.owners.set(r.id, r.tenant);
+    return r;
   }
 
   get(agentId: string): AgentRecord | undefined {
@@ -91,6 +94,13 @@ export class DirectoryAgentLookup implements AgentLookup, OnApplicationBootstrap
 
   healthy(agentId: string): boolean {
     return this.catalog.healthy(agentId);
+  }
+
+  /** The agent `tenant` may use for a skill (by skill id or tag): a healthy one first; undefined when none has it. */
+  bySkill(skill: string, tenant: string): AgentRecord | undefined {
+    const r = this.catalog.withSkill(skill, tenant)[0];
+    if (r) this.owners.set(r.id, r.tenant);
+    return r;
   }
 
   /** Every registered agent that is not retired (operations: backlog gauges). */

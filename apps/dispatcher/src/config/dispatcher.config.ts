@@ -82,6 +82,14 @@ export const dispatcherConfigSpec = {
    * so) may still arrive before the dispatcher fails the task itself.
    */
   DISPATCHER_DEADLINE_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+  /** Longest a delegating task waits for its children unless it asks for less (docs/agents.md, "Delegation"). */
+  DISPATCHER_DELEGATION_TIMEOUT_MS: z.coerce.number().int().min(1000).default(600_000),
+  /** A child's deadline is at most its parent's remaining deadline minus this, so the parent has time to use the results. */
+  DISPATCHER_DELEGATION_RESERVE_MS: z.coerce.number().int().min(0).default(2_000),
+  /** Retries one task tree may spend across every hop: turn takeovers after a crash and tool-call retries. */
+  DISPATCHER_TREE_RETRY_BUDGET: z.coerce.number().int().min(0).default(20),
+  /** Pause between sweeps for delegation waits that are over (a deadline passed, a wake-up lost to a crash). */
+  DISPATCHER_DELEGATION_SWEEP_MS: positiveInt(1000),
   /** Settled tasks (and their dedup rows, push configs and deliveries) are deleted this long after their last change; 0 keeps them. */
   DISPATCHER_TASK_RETENTION_MS: z.coerce
     .number()

@@ -13,6 +13,8 @@ export interface EventProjectorOptions {
   tasks: TaskProjection;
   buses: TaskEventBusManager;
   push?: PushService;
+  /** Told of every projected batch: delegations opened, trees charged, parents resumed. */
+  delegation?: { afterProjected(events: readonly TaskEvent[]): Promise<void> };
   /** Settled turns are counted here (`mesh_tasks_total`). */
   metrics?: MeshMetrics;
   /** The service's logger (lines carry `src: event-projector`). */
@@ -32,6 +34,7 @@ export class EventProjector {
   private readonly tasks: TaskProjection;
   private readonly buses: TaskEventBusManager;
   private readonly push?: PushService;
+  private readonly delegation?: EventProjectorOptions['delegation'];
   private readonly metrics?: MeshMetrics;
   private readonly log: Logger;
 
@@ -39,6 +42,7 @@ export class EventProjector {
     this.tasks = opts.tasks;
     this.buses = opts.buses;
     this.push = opts.push;
+    this.delegation = opts.delegation;
     this.metrics = opts.metrics;
     this.log = (opts.logger ?? silentLogger).child({ src: 'event-projector' });
   }
@@ -91,6 +95,9 @@ export class EventProjector {
     }
     // Its push deliveries were recorded with the change: wake the delivery loop.
     if (deliveries > 0) this.push?.kick();
+    // After the change is stored, whether applied now or before a crash (each step is idempotent):
+    // a failure here makes the consumer hand the events over again.
+    await this.delegation?.afterProjected(events);
   }
 }
 

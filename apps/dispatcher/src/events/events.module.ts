@@ -5,6 +5,8 @@ import { MeshMetrics, type Logger } from '@mesh/telemetry';
 import type { DispatcherConfig } from '../config/dispatcher.config.js';
 import { DISPATCHER_CONFIG, KAFKA, LOGGER } from '../core.module.js';
 import { PushModule } from '../push/push.module.js';
+import { DelegationModule } from '../delegation/delegation.module.js';
+import { DelegationService } from '../delegation/delegation.service.js';
 import { PushService } from '../push/push.service.js';
 import { TasksModule } from '../tasks/tasks.module.js';
 import { TaskProjection } from '../tasks/task-projection.js';
@@ -24,7 +26,7 @@ export const PROJECTOR_TRANSPORT = Symbol('dispatcher.projector-transport');
  * {@link PROJECTOR_TRANSPORT}) and handed to this replica's streams and blocking sends.
  */
 @Module({
-  imports: [TasksModule, PushModule],
+  imports: [TasksModule, PushModule, DelegationModule],
   controllers: [TaskEventsController],
   providers: [
     { provide: TaskEventBusManager, useFactory: () => new TaskEventBusManager() },
@@ -41,9 +43,15 @@ export const PROJECTOR_TRANSPORT = Symbol('dispatcher.projector-transport');
     },
     {
       provide: EventProjector,
-      useFactory: (tasks: TaskProjection, buses: TaskEventBusManager, push: PushService, metrics: MeshMetrics, logger: Logger) =>
-        new EventProjector({ tasks, buses, push, metrics, logger }),
-      inject: [TaskProjection, TaskEventBusManager, PushService, MeshMetrics, LOGGER],
+      useFactory: (
+        tasks: TaskProjection,
+        buses: TaskEventBusManager,
+        push: PushService,
+        delegation: DelegationService,
+        metrics: MeshMetrics,
+        logger: Logger,
+      ) => new EventProjector({ tasks, buses, push, delegation, metrics, logger }),
+      inject: [TaskProjection, TaskEventBusManager, PushService, DelegationService, MeshMetrics, LOGGER],
     },
     {
       // Every replica reads the whole topic under a group of its own and commits nothing that the

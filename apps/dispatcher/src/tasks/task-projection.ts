@@ -390,7 +390,8 @@ function decide(row: ProjectedRow, cur: Decided, env: TaskEvent): Decision {
     if (statusMessage) task.history = [...((task.history as Json[]) ?? []), statusMessage];
     cur.task = task;
     cur.state = state;
-    cur.closed = isTerminal(state) || isInterrupted(state);
+    // A delegating turn ends WORKING: the task goes on through its children (DelegationService).
+    cur.closed = isTerminal(state) || isInterrupted(state) || env.body.delegation !== undefined;
     cur.statusChanged = true;
   } else addArtifact(cur, env);
   cur.lastSeq = env.body.seq;

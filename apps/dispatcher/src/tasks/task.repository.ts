@@ -24,6 +24,9 @@ export interface TaskRow {
   deadline_at?: Date | null;
   /** The current turn is failed if no worker has started it by then (see TaskService.failOverdue). */
   start_by_at?: Date | null;
+  /** On a delegated task: the task that delegated it, and its tree's root. */
+  parent_task_id?: string | null;
+  root_task_id?: string | null;
 }
 
 /** A task row picked by {@link TaskRepository.lockOverdue}, with which of its two times passed. */
@@ -61,6 +64,9 @@ export interface TurnRow {
   push_auth_scheme: string | null;
   push_auth_credentials: string | null;
   push_wire_version: string | null;
+  /** First turn of a delegated task: its parent and tree root (a later turn keeps the task's). */
+  parent_task_id?: string | null;
+  root_task_id?: string | null;
 }
 
 /** Who first sent a message id to an agent: the hash of what was sent and the task it went to. */
@@ -121,14 +127,16 @@ const INSERT_TURNS = `WITH v AS (
          tenant text, agent_id text, message_id text, content_hash text, task_id text, context_id text, turn int, state text,
          status_timestamp timestamptz, task jsonb, execution_id text, topic text, key text, headers jsonb, value text,
          work_hash text, deadline_at timestamptz, start_by_at timestamptz, push_id text, push_url text, push_token text, push_auth_scheme text,
-         push_auth_credentials text, push_wire_version text, ord int)),
+         push_auth_credentials text, push_wire_version text, parent_task_id text, root_task_id text, ord int)),
      d AS (
        INSERT INTO dispatcher.message_dedup (tenant, agent_id, message_id, content_hash, task_id, turn)
        SELECT tenant, agent_id, message_id, content_hash, task_id, turn FROM v ORDER BY ord
        ON CONFLICT DO NOTHING RETURNING task_id),
      t AS (
-       INSERT INTO dispatcher.tasks AS x (id, tenant, agent_id, context_id, state, turn, status_timestamp, task, work_hash, deadline_at, start_by_at)
-       SELECT v.task_id, v.tenant, v.agent_id, v.context_id, v.state, v.turn, v.status_timestamp, v.task, v.work_hash, v.deadline_at, v.start_by_at
+       INSERT INTO dispatcher.tasks AS x (id, tenant, agent_id, context_id, state, turn, status_timestamp, task, work_hash, deadline_at, start_by_at,
+         parent_task_id, root_task_id)
+       SELECT v.task_id, v.tenant, v.agent_id, v.context_id, v.state, v.turn, v.status_timestamp, v.task, v.work_hash, v.deadline_at, v.start_by_at,
+         v.parent_task_id, v.root_task_id
        FROM v JOIN d ON d.task_id = v.task_id
        ON CONFLICT (id) DO UPDATE SET state = EXCLUDED.state, turn = EXCLUDED.turn, status_timestamp = EXCLUDED.status_timestamp,
          task = EXCLUDED.task, start_by_at = EXCLUDED.start_by_at, version = x.version + 1, updated_at = now(),
@@ -389,6 +397,19 @@ export class TaskRepository {
   }
 
   /** Adds a command to the outbox, sent after `tx` commits. */
+  /** Every open task delegated, directly or further down, by task `taskId`, locked (in id order: no deadlock between two cascades). */
+  async lockLiveDescendants(tx: TaskTransaction, taskId: string, tenant: string): Promise<TaskRow[]> {
+    return tx.runner.query(
+      `SELECT * FROM dispatcher.tasks WHERE tenant = $2 AND state IN (${sqlList(OPEN_STATE_NAMES)}) AND id IN (
+         WITH RECURSIVE d(id) AS (
+           SELECT id FROM dispatcher.tasks WHERE parent_task_id = $1 AND tenant = $2
+           UNION SELECT t.id FROM dispatcher.tasks t JOIN d ON t.parent_task_id = d.id)
+         SELECT id FROM d)
+       ORDER BY id FOR UPDATE`,
+      [taskId, tenant],
+    );
+  }
+
   async enqueue(tx: TaskTransaction, c: OutboxCommand): Promise<void> {
     await tx.runner.query(`INSERT INTO dispatcher.outbox (topic, key, headers, value, agent_id) VALUES ($1, $2, $3, $4, $5)`, [
       c.topic,
@@ -422,7 +443,14 @@ export class TaskRepository {
        executions AS (
          DELETE FROM dispatcher.executions e USING old WHERE e.task_id = old.id),
        events AS (
-         DELETE FROM dispatcher.task_events l USING old WHERE l.task_id = old.id)
+         DELETE FROM dispatcher.task_events l USING old WHERE l.task_id = old.id),
+       -- A tree's waits and budget go with the task they belong to.
+       waits AS (
+         DELETE FROM dispatcher.delegations d USING old WHERE d.parent_task_id = old.id),
+       trees AS (
+         DELETE FROM dispatcher.task_trees r USING old WHERE r.root_task_id = old.id),
+       usage AS (
+         DELETE FROM dispatcher.tree_usage u USING old WHERE u.root_task_id = old.id)
        DELETE FROM dispatcher.tasks t USING old WHERE t.id = old.id RETURNING t.id`,
         [retentionMs, limit],
         true, // structured: TypeORM answers a bare DELETE … RETURNING with [rows, count]

@@ -20,9 +20,10 @@ import type { Principal } from '@mesh/auth';
 import { messageIdConflict } from './task.errors.js';
 import type { OutboxCommand } from '../outbox/command-producer.js';
 import { TaskRepository, type Json, type TaskEventPage, type TaskRow, type TaskTransaction, type TurnRow } from './task.repository.js';
+export type { TaskRow, TaskTransaction } from './task.repository.js';
 import { listQuery, listResponse } from './task-list.js';
 import { statusChangeBody, type ValidPushConfig } from '../push/push-config.js';
-import { isTerminal, parseState, stateName } from './task-state.js';
+import { isTerminal, OPEN_STATE_NAMES, parseState, stateName } from './task-state.js';
 import { ended, followUpRefusal, resubmitted, turnDeadline } from './task-turn.js';
 
 /** What SendMessage asks for, after authentication and agent resolution. */
@@ -34,7 +35,12 @@ export interface AcceptInput {
   traceparent?: string;
   /** A push config given with the message: stored with the task, before any event of it can exist. */
   push?: ValidPushConfig;
+  /** A task of a tree (delegation): its place and authority, carried on its commands. */
+  tree?: TreeIdentity;
 }
+
+/** What a task of a tree carries besides the caller's identity (docs/agents.md, "Delegation"). */
+export type TreeIdentity = Required<Pick<Identity, 'rootTaskId'>> & Pick<Identity, 'parentTaskId' | 'act' | 'retryBudget'>;
 
 /**
  * Outcome of accepting a message: the task, and whether nothing new was accepted — a retry of an
@@ -46,6 +52,8 @@ export interface AcceptResult {
 }
 
 class DedupHit extends Error {}
+
+const isOpen = (state: string) => (OPEN_STATE_NAMES as readonly string[]).includes(state);
 
 const hashMessage = (m: Json) => createHash('sha256').update(canonicalJson(m)).digest('hex');
 
@@ -77,6 +85,14 @@ export interface TaskServiceOptions {
   created?: (row: TaskRow, executionId: string) => void;
   /** A turn no worker started this long after its accept is failed (0, the default: never); see failOverdue. */
   startTimeoutMs?: number;
+  /** An agent's record as its task's tenant sees it (the channel of a delegated task canceled with its parent). */
+  agentRecord?: (agentId: string, tenant: string) => AgentRecord | undefined;
+}
+
+/** A task of a tree that the dispatcher settled (CancelTask, a deadline): its parent may resume. */
+export interface SettledChild {
+  parentTaskId: string;
+  tenant: string;
 }
 
 /**
@@ -90,6 +106,8 @@ export class TaskService {
   private readonly repo: TaskRepository;
   private readonly created?: (row: TaskRow, executionId: string) => void;
   private readonly startTimeoutMs: number;
+  private readonly agentRecord: (agentId: string, tenant: string) => AgentRecord | undefined;
+  private readonly childSettledListeners: Array<(c: SettledChild) => void> = [];
 
   constructor(
     ds: DataSource,
@@ -99,6 +117,17 @@ export class TaskService {
     this.repo = new TaskRepository(ds);
     this.created = opts.created;
     this.startTimeoutMs = opts.startTimeoutMs ?? 0;
+    this.agentRecord = opts.agentRecord ?? (() => undefined);
+  }
+
+  /** Told, after the commit, of each delegated task this service settled (its parent's wait may be over). */
+  onChildSettled(listener: (c: SettledChild) => void): void {
+    this.childSettledListeners.push(listener);
+  }
+
+  private childSettled(row: TaskRow): void {
+    if (!row.parent_task_id) return;
+    for (const l of this.childSettledListeners) l({ parentTaskId: row.parent_task_id, tenant: row.tenant });
   }
 
   /**
@@ -205,7 +234,7 @@ export class TaskService {
     task: Json,
     first: { workHash: string | null; deadlineAt: string | null } = { workHash: null, deadlineAt: null },
   ): TurnRow {
-    const cmd = this.command(input.agent, Envelopes.run(identity, { turn, message }));
+    const cmd = this.commandFor(input.agent, Envelopes.run(identity, { turn, message }));
     const status = task.status as { state: string; timestamp: string };
     return {
       tenant: identity.tenant,
@@ -245,11 +274,57 @@ export class TaskService {
       executionId: executionId(input.principal.tenant, taskId, turn),
       subject: input.principal.subject,
       actor: input.principal.actor,
+      // Carried so a delegation can narrow them (docs/agents.md, "Delegation"); tools see them in their token.
+      ...(input.principal.scopes.length > 0 ? { scopes: input.principal.scopes } : {}),
       ...(input.deadlineUnixMs !== undefined ? { deadlineUnixMs: input.deadlineUnixMs } : {}),
       // Every turn gets its own start-by time, from its accept.
       ...(this.startTimeoutMs > 0 ? { startByUnixMs: Date.now() + this.startTimeoutMs } : {}),
       ...(input.traceparent ? { traceparent: input.traceparent } : {}),
+      ...input.tree,
     };
+  }
+
+  /** Runs `work` in a transaction; the task rows it locks (see {@link lock}) stay locked until it ends. */
+  transaction<T>(work: (tx: TaskTransaction) => Promise<T>): Promise<T> {
+    return this.repo.transaction(work);
+  }
+
+  /** Locks a task's row in `tx` (undefined: no such task of the tenant). */
+  lock(tx: TaskTransaction, taskId: string, tenant: string): Promise<TaskRow | undefined> {
+    return this.repo.lock(tx, taskId, tenant);
+  }
+
+  /**
+   * Creates a delegated task (`input.tree` set) with its derived id, first turn and command, under
+   * `tx`; false when it exists already (a re-run or redelivered parent turn asked for it again).
+   */
+  async createChild(tx: TaskTransaction, input: AcceptInput, taskId: string, contextId: string): Promise<boolean> {
+    const incoming = Message.toJSON(input.message) as Json;
+    const status = { state: stateName(TaskState.TASK_STATE_SUBMITTED), timestamp: new Date().toISOString() };
+    const message = { ...incoming, taskId, contextId };
+    const task: Json = { id: taskId, contextId, status, history: [message] };
+    const identity = this.identity(input, taskId, contextId, FIRST_TURN);
+    const deadlineAt = input.deadlineUnixMs !== undefined ? new Date(input.deadlineUnixMs).toISOString() : null;
+    const row = this.turnRow(input, hashMessage(incoming), identity, FIRST_TURN, message, task, { workHash: null, deadlineAt });
+    return this.repo.insertTurn(
+      { ...row, parent_task_id: input.tree?.parentTaskId ?? null, root_task_id: input.tree?.rootTaskId ?? null },
+      tx,
+    );
+  }
+
+  /**
+   * Starts the next turn of `row` (locked in `tx`) with `input.message`, as a follow-up message
+   * would: a delegating task resuming with its children's outcomes. False when that message
+   * started a turn already.
+   */
+  async resumeTurn(tx: TaskTransaction, row: TaskRow, input: AcceptInput): Promise<boolean> {
+    const incoming = Message.toJSON(input.message) as Json;
+    const turn = row.turn + 1;
+    const message = { ...incoming, taskId: row.id, contextId: row.context_id };
+    const task = resubmitted(row.task, message, new Date());
+    const deadlineUnixMs = turnDeadline(row.deadline_at, undefined);
+    const identity = this.identity({ ...input, ...(deadlineUnixMs !== undefined ? { deadlineUnixMs } : {}) }, row.id, row.context_id, turn);
+    return this.repo.insertTurn(this.turnRow(input, hashMessage(incoming), identity, turn, message, task), tx);
   }
 
   private async answerDuplicate(
@@ -280,7 +355,7 @@ export class TaskService {
   }
 
   /** The outbox row of a command: the agent's command topic, keyed by its channel-key template. */
-  private command(agent: AgentRecord, env: Envelope): OutboxCommand {
+  commandFor(agent: AgentRecord, env: Envelope): OutboxCommand {
     const id = env.identity;
     const key = this.channelKey(agent.channel?.keyTemplate).render({
       tenant: id.tenant,
@@ -339,7 +414,8 @@ export class TaskService {
     limit: number,
     agentOf: (agentId: string, tenant: string) => AgentRecord | undefined,
   ): Promise<ExpiredTask[]> {
-    return this.repo.transaction(async (tx) => {
+    const settled: TaskRow[] = [];
+    const expired = await this.repo.transaction(async (tx) => {
       const rows = await this.repo.lockOverdue(tx, graceMs, limit);
       const expired: ExpiredTask[] = [];
       for (const row of rows) {
@@ -373,9 +449,12 @@ export class TaskService {
           agentOf(row.agent_id, row.tenant),
         );
         expired.push({ tenant: row.tenant, agentId: row.agent_id, task, reason });
+        settled.push(row);
       }
       return expired;
     });
+    for (const row of settled) this.childSettled(row);
+    return expired;
   }
 
   /**
@@ -389,7 +468,8 @@ export class TaskService {
 
   /** CancelTask: CANCELED at once (terminal), plus a cancel command so the worker stops. */
   async cancel(taskId: string, principal: Principal, agent: AgentRecord, reason?: string): Promise<{ task: Task; changed: boolean }> {
-    return this.repo.transaction(async (tx) => {
+    let canceled: TaskRow | undefined;
+    const result = await this.repo.transaction(async (tx) => {
       const row = await this.repo.lock(tx, taskId, principal.tenant, agent.id);
       if (!row) throw new TaskNotFoundError(`Task not found: ${taskId}`);
       const state = parseState(row.state)!;
@@ -401,8 +481,83 @@ export class TaskService {
         { state: TaskState.TASK_STATE_CANCELED, event: 'cancel', by: { subject: principal.subject, actor: principal.actor }, reason },
         agent,
       );
+      canceled = row;
       return { task, changed: true };
     });
+    if (canceled) this.childSettled(canceled);
+    return result;
+  }
+
+  /**
+   * Cancels a delegated task whose parent no longer waits for it (its delegation deadline passed,
+   * or `first` was met), under the parent's transaction `tx`; its own descendants with it.
+   */
+  async cancelChild(tx: TaskTransaction, childId: string, tenant: string, why: string): Promise<boolean> {
+    const row = await this.repo.lock(tx, childId, tenant);
+    if (!row || !isOpen(row.state)) return false;
+    await this.endTurn(tx, row, this.parentEnded(row, why), this.agentRecord(row.agent_id, row.tenant));
+    return true;
+  }
+
+  /**
+   * Fails a task tree whose retry budget is spent, under `tx`: its root FAILED with the counts on
+   * its status (`metadata["mesh/retry_budget"]`), every live descendant canceled with it. False
+   * when the root had settled already.
+   */
+  async failTree(
+    tx: TaskTransaction,
+    rootTaskId: string,
+    tenant: string,
+    counts: { budget: number; redeliveries: number; retries: number },
+  ): Promise<boolean> {
+    const row = await this.repo.lock(tx, rootTaskId, tenant);
+    if (!row || !isOpen(row.state)) return false;
+    const message = {
+      messageId: newId(),
+      role: 'ROLE_AGENT',
+      taskId: row.id,
+      contextId: row.context_id,
+      parts: [
+        {
+          text:
+            `The task tree's retry budget (${counts.budget}) is spent: ${counts.redeliveries} redelivered turns and ` +
+            `${counts.retries} tool retries across its tasks; the platform failed it.`,
+        },
+      ],
+      metadata: { 'mesh/reason': 'RETRY_BUDGET_EXHAUSTED', 'mesh/retry_budget': counts },
+    };
+    await this.endTurn(
+      tx,
+      row,
+      {
+        state: TaskState.TASK_STATE_FAILED,
+        message,
+        event: 'retry-budget',
+        by: { subject: PLATFORM_PRINCIPAL, actor: PLATFORM_PRINCIPAL },
+        reason: 'retry budget spent',
+      },
+      this.agentRecord(row.agent_id, row.tenant),
+    );
+    return true;
+  }
+
+  /** How a delegated task ends when the task that delegated it stops waiting for it. */
+  private parentEnded(row: TaskRow, why: string): TurnEnd {
+    const message = {
+      messageId: newId(),
+      role: 'ROLE_AGENT',
+      taskId: row.id,
+      contextId: row.context_id,
+      parts: [{ text: `Canceled by the platform: ${why}.` }],
+      metadata: { 'mesh/reason': 'DELEGATION_ENDED' },
+    };
+    return {
+      state: TaskState.TASK_STATE_CANCELED,
+      message,
+      event: 'parent-ended',
+      by: { subject: PLATFORM_PRINCIPAL, actor: PLATFORM_PRINCIPAL },
+      reason: why,
+    };
   }
 
   /**
@@ -414,6 +569,21 @@ export class TaskService {
    * running the turn stops.
    */
   private async endTurn(tx: TaskTransaction, row: TaskRow, end: TurnEnd, agent: AgentRecord | undefined): Promise<Task> {
+    const task = await this.endOneTurn(tx, row, end, agent);
+    // Cancel cascades: no delegated task outlives the end of the task it works for (docs/agents.md, "Delegation").
+    for (const child of await this.repo.lockLiveDescendants(tx, row.id, row.tenant)) {
+      await this.endOneTurn(
+        tx,
+        child,
+        this.parentEnded(child, `the task that delegated it (${row.id}) ended as ${stateName(end.state)}`),
+        this.agentRecord(child.agent_id, child.tenant),
+      );
+    }
+    return task;
+  }
+
+  /** {@link endTurn} of one task, its descendants left alone. */
+  private async endOneTurn(tx: TaskTransaction, row: TaskRow, end: TurnEnd, agent: AgentRecord | undefined): Promise<Task> {
     const now = new Date();
     const json = ended(row.task, end.state, now, end.message);
     const task = Task.fromJSON(json);
@@ -437,7 +607,7 @@ export class TaskService {
         executionId: exec,
         ...end.by,
       };
-      await this.repo.enqueue(tx, this.command(agent, Envelopes.cancel(identity, end.reason ? { reason: end.reason } : {})));
+      await this.repo.enqueue(tx, this.commandFor(agent, Envelopes.cancel(identity, end.reason ? { reason: end.reason } : {})));
     }
     return task;
   }

@@ -3,12 +3,15 @@ import type { DataSource } from 'typeorm';
 import { TopicDefinitions } from '@mesh/contract';
 import type { DispatcherConfig } from '../config/dispatcher.config.js';
 import { DATA_SOURCE, DISPATCHER_CONFIG } from '../core.module.js';
+import { CatalogModule } from '../catalog/catalog.module.js';
+import { DirectoryAgentLookup } from '../catalog/agent-catalog.js';
 import { pushNotificationOf } from '../push/push.service.js';
 import { TaskProjection } from './task-projection.js';
 import { TaskService } from './task.service.js';
 
 /** The task store: accepts and reads (TaskService), projected events (TaskProjection). */
 @Module({
+  imports: [CatalogModule],
   providers: [
     {
       provide: TaskProjection,
@@ -18,12 +21,19 @@ import { TaskService } from './task.service.js';
     },
     {
       provide: TaskService,
-      useFactory: (ds: DataSource, topics: TopicDefinitions, projection: TaskProjection, config: DispatcherConfig) =>
+      useFactory: (
+        ds: DataSource,
+        topics: TopicDefinitions,
+        projection: TaskProjection,
+        config: DispatcherConfig,
+        catalog: DirectoryAgentLookup,
+      ) =>
         new TaskService(ds, topics.names, {
           created: (row, executionId) => projection.primeNew(row, executionId),
           startTimeoutMs: config.DISPATCHER_START_TIMEOUT_MS,
+          agentRecord: (agentId, tenant) => catalog.recordFor(agentId, tenant),
         }),
-      inject: [DATA_SOURCE, TopicDefinitions, TaskProjection, DISPATCHER_CONFIG],
+      inject: [DATA_SOURCE, TopicDefinitions, TaskProjection, DISPATCHER_CONFIG, DirectoryAgentLookup],
     },
   ],
   exports: [TaskProjection, TaskService],

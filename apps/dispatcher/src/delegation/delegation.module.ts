@@ -1,0 +1,59 @@
+import { Inject, Module, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import type { DataSource } from 'typeorm';
+import { MeshMetrics, type Logger } from '@mesh/telemetry';
+import { CatalogModule } from '../catalog/catalog.module.js';
+import { DirectoryAgentLookup } from '../catalog/agent-catalog.js';
+import type { DispatcherConfig } from '../config/dispatcher.config.js';
+import { DATA_SOURCE, DISPATCHER_CONFIG, LOGGER } from '../core.module.js';
+import { OutboxModule } from '../outbox/outbox.module.js';
+import { OutboxRelay } from '../outbox/outbox.relay.js';
+import { PushModule } from '../push/push.module.js';
+import { PushService } from '../push/push.service.js';
+import { TasksModule } from '../tasks/tasks.module.js';
+import { TaskService } from '../tasks/task.service.js';
+import { DelegationService } from './delegation.service.js';
+
+/** Delegation through the mesh: children created, waited for without a worker, parents resumed. */
+@Module({
+  imports: [TasksModule, CatalogModule, OutboxModule, PushModule],
+  providers: [
+    {
+      provide: DelegationService,
+      useFactory: (
+        ds: DataSource,
+        tasks: TaskService,
+        catalog: DirectoryAgentLookup,
+        relay: OutboxRelay,
+        push: PushService,
+        metrics: MeshMetrics,
+        config: DispatcherConfig,
+        logger: Logger,
+      ) =>
+        new DelegationService(ds, tasks, catalog, {
+          timeoutMs: config.DISPATCHER_DELEGATION_TIMEOUT_MS,
+          reserveMs: config.DISPATCHER_DELEGATION_RESERVE_MS,
+          treeBudget: config.DISPATCHER_TREE_RETRY_BUDGET,
+          sweepMs: config.DISPATCHER_DELEGATION_SWEEP_MS,
+          committed: () => {
+            relay.kick();
+            push.kick();
+          },
+          metrics,
+          logger,
+        }),
+      inject: [DATA_SOURCE, TaskService, DirectoryAgentLookup, OutboxRelay, PushService, MeshMetrics, DISPATCHER_CONFIG, LOGGER],
+    },
+  ],
+  exports: [DelegationService],
+})
+export class DelegationModule implements OnApplicationBootstrap, OnApplicationShutdown {
+  constructor(@Inject(DelegationService) private readonly delegation: DelegationService) {}
+
+  onApplicationBootstrap(): void {
+    this.delegation.start();
+  }
+
+  onApplicationShutdown(): Promise<void> {
+    return this.delegation.stop();
+  }
+}

@@ -1,0 +1,440 @@
+import { Message, TaskState } from '@a2a-js/sdk';
+import type { DataSource } from 'typeorm';
+import {
+  actFor,
+  actorChainDepth,
+  childTaskId,
+  DELEGATION_RESULTS_KEY,
+  MAX_ACTOR_CHAIN,
+  narrowScopes,
+  TaskStates,
+  type ActorClaim,
+  type AgentRecord,
+  type ChildOutcome,
+  type DelegationResults,
+  type TaskEvent,
+  type TurnUsage,
+} from '@mesh/contract';
+import { PeriodicTask } from '@mesh/service';
+import { silentLogger, type Logger, type MeshMetrics } from '@mesh/telemetry';
+import { isSettled, parseState, stateName } from '../tasks/task-state.js';
+import type { AcceptInput, TaskRow, TaskService, TaskTransaction } from '../tasks/task.service.js';
+
+/** Where delegated work can go: agents the tenant may use, by id or by skill. */
+export interface DelegationTargets {
+  /** The agent as `tenant` sees it (own or public; retired included), else undefined. */
+  recordFor(agentId: string, tenant: string): AgentRecord | undefined;
+  /** An agent `tenant` may use with the skill (id or tag), a healthy one first. */
+  bySkill(skill: string, tenant: string): AgentRecord | undefined;
+}
+
+export interface DelegationServiceOptions {
+  /** Longest wait of a delegating task (it may ask for less). */
+  timeoutMs: number;
+  /** Kept from the parent's remaining deadline for the parent's own next turn. */
+  reserveMs: number;
+  /** Retries a task tree may spend across its hops. */
+  treeBudget: number;
+  /** Pause between sweeps for waits that are over but were not resumed (a lost wake-up, a deadline). */
+  sweepMs: number;
+  /** After a commit that wrote commands or push deliveries: wake the relay and push senders. */
+  committed: () => void;
+  metrics?: MeshMetrics;
+  logger?: Logger;
+}
+
+/** A child as the wait records it: refused ones have no task. */
+interface ChildEntry {
+  step: number;
+  taskId: string;
+  agentId: string | null;
+  refused: string | null;
+}
+
+/** Who the delegating turn acted for: its next turn acts for the same. */
+interface Authority {
+  subject: string;
+  actor: string;
+  scopes?: string[];
+  act?: ActorClaim;
+  traceparent?: string;
+}
+
+interface DelegationRow {
+  parent_task_id: string;
+  turn: number;
+  tenant: string;
+  root_task_id: string;
+  join_mode: 'all' | 'first';
+  deadline_at: Date;
+  children: ChildEntry[];
+  authority: Authority;
+}
+
+type WaitEnd = DelegationResults['reason'];
+
+const WORKING = stateName(TaskState.TASK_STATE_WORKING);
+const turnOf = (executionId: string) => Number(executionId.slice(executionId.lastIndexOf(':') + 1));
+
+/**
+ * Delegation through the mesh (docs/agents.md, "Delegation"). A turn that ends by delegating
+ * leaves its task WORKING; here, under the parent's row lock, its children are created (ids
+ * derived from the parent execution: created once however often the event comes), with one
+ * deadline (the parent's remaining one minus a reserve, at most the wait's timeout), the same
+ * subject, an actor chain grown by the delegating agent and scopes that only narrow. When they
+ * settle (all, or the first to complete) or the deadline passes, the children still open are
+ * canceled and the parent's next turn starts with their outcomes. Every task of a tree charges
+ * its takeovers and tool retries to one budget; spent, the tree fails. No worker waits meanwhile.
+ */
+export class DelegationService {
+  private readonly schedule: PeriodicTask;
+  private readonly log: Logger;
+
+  constructor(
+    private readonly ds: DataSource,
+    private readonly tasks: TaskService,
+    private readonly targets: DelegationTargets,
+    private readonly opts: DelegationServiceOptions,
+  ) {
+    this.log = (opts.logger ?? silentLogger).child({ src: 'delegation' });
+    // A child CancelTask or a deadline settled: its parent may resume.
+    tasks.onChildSettled(({ parentTaskId, tenant }) => {
+      this.resumeIfDone(parentTaskId, tenant).catch((err: unknown) =>
+        this.log.warn({ parentTaskId, err: String(err) }, 'resuming a parent failed; the sweep retries'),
+      );
+    });
+    this.schedule = new PeriodicTask(() => this.sweep(), {
+      intervalMs: opts.sweepMs,
+      onError: (err) => this.log.warn({ err: String(err) }, 'delegation sweep failed; will retry'),
+    });
+  }
+
+  start(): void {
+    this.schedule.start();
+  }
+
+  stop(): Promise<void> {
+    return this.schedule.stop();
+  }
+
+  /**
+   * After worker events were projected (applied or already applied: each step is idempotent):
+   * opens the waits of delegating turns, charges final events to their tree's budget, and
+   * resumes the parent of a child that ended.
+   */
+  async afterProjected(events: readonly TaskEvent[]): Promise<void> {
+    for (const e of events) {
+      if (e.kind !== 'task.status' || !e.body.final) continue;
+      if (e.body.delegation) await this.open(e);
+      else if (e.identity.rootTaskId && e.body.usage)
+        await this.charge(e.identity.rootTaskId, e.identity.tenant, e.identity.executionId, e.body.usage);
+      if (e.identity.parentTaskId) await this.resumeIfDone(e.identity.parentTaskId, e.identity.tenant);
+    }
+  }
+
+  /** Creates the children a delegating turn asked for and records the wait, once. */
+  private async open(e: Extract<TaskEvent, { kind: 'task.status' }>): Promise<void> {
+    const id = e.identity;
+    const req = e.body.delegation!;
+    const turn = turnOf(id.executionId);
+    const opened = await this.tasks.transaction(async (tx) => {
+      const row = await this.tasks.lock(tx, id.taskId, id.tenant);
+      // Ended meanwhile (canceled, failed at its deadline) or moved on: nothing to start.
+      if (!row || row.turn !== turn || row.state !== WORKING || row.agent_id !== id.agentId) return undefined;
+      const known = await tx.runner.query(`SELECT 1 FROM dispatcher.delegations WHERE parent_task_id = $1 AND turn = $2`, [row.id, turn]);
+      if (known.length > 0) return undefined;
+      const rootTaskId = row.root_task_id ?? row.id;
+      await tx.runner.query(
+        `INSERT INTO dispatcher.task_trees (root_task_id, tenant, budget) VALUES ($1, $2, $3) ON CONFLICT (root_task_id) DO NOTHING`,
+        [rootTaskId, row.tenant, this.opts.treeBudget],
+      );
+      const spent = await this.chargeIn(tx, rootTaskId, id.executionId, e.body.usage);
+      const now = Date.now();
+      const parentLimit = row.deadline_at ? new Date(row.deadline_at).getTime() - this.opts.reserveMs : Number.POSITIVE_INFINITY;
+      const deadline = Math.min(now + Math.min(req.timeoutMs ?? this.opts.timeoutMs, this.opts.timeoutMs), parentLimit);
+      const act = actFor(`agent:${row.agent_id}`, id.act ?? { sub: id.actor });
+      const children: ChildEntry[] = [];
+      for (const c of req.children) {
+        const target = c.agentId !== undefined ? this.targets.recordFor(c.agentId, row.tenant) : this.targets.bySkill(c.skill!, row.tenant);
+        const refused =
+          childTaskId(id.executionId, c.step, c) !== c.taskId
+            ? 'the child task id is not the one derived from the parent execution, step and ask'
+            : !target || target.retired
+              ? c.agentId !== undefined
+                ? `no agent "${c.agentId}" this tenant can use`
+                : `no agent this tenant can use has the skill "${c.skill}"`
+              : actorChainDepth(act) > MAX_ACTOR_CHAIN
+                ? `the actor chain would be deeper than ${MAX_ACTOR_CHAIN} (a delegation loop?)`
+                : spent.left <= 0
+                  ? 'the task tree has no retries left'
+                  : deadline <= now
+                    ? "no time is left before the parent's deadline"
+                    : null;
+        children.push({ step: c.step, taskId: c.taskId, agentId: target?.id ?? c.agentId ?? null, refused });
+        if (refused) continue;
+        const input: AcceptInput = {
+          principal: {
+            tenant: row.tenant,
+            subject: id.subject,
+            actor: `agent:${row.agent_id}`,
+            scopes: narrowScopes(id.scopes ?? [], c.scopes),
+          },
+          agent: target!,
+          message: Message.fromJSON({
+            messageId: c.taskId,
+            role: 'ROLE_USER',
+            parts: c.parts,
+            referenceTaskIds: [row.id],
+            metadata: { 'mesh/parent_task_id': row.id, 'mesh/root_task_id': rootTaskId, 'mesh/step': c.step },
+          }),
+          deadlineUnixMs: deadline,
+          ...(id.traceparent ? { traceparent: id.traceparent } : {}),
+          tree: { rootTaskId, parentTaskId: row.id, act, retryBudget: spent.left },
+        };
+        await this.tasks.createChild(tx, input, c.taskId, row.context_id);
+      }
+      const authority: Authority = {
+        subject: id.subject,
+        actor: id.actor,
+        ...(id.scopes ? { scopes: id.scopes } : {}),
+        ...(id.act ? { act: id.act } : {}),
+        ...(id.traceparent ? { traceparent: id.traceparent } : {}),
+      };
+      await tx.runner.query(
+        `INSERT INTO dispatcher.delegations (parent_task_id, turn, tenant, agent_id, root_task_id, join_mode, deadline_at, children, authority)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+        [
+          row.id,
+          turn,
+          row.tenant,
+          row.agent_id,
+          rootTaskId,
+          req.join,
+          new Date(deadline),
+          JSON.stringify(children),
+          JSON.stringify(authority),
+        ],
+      );
+      return { children, rootTaskId, exhausted: spent.exhausted };
+    });
+    if (!opened) return;
+    this.opts.committed();
+    this.opts.metrics?.delegations.inc({ event: 'opened' });
+    const refused = opened.children.filter((c) => c.refused).length;
+    if (refused > 0) this.opts.metrics?.delegations.inc({ event: 'child_refused' }, refused);
+    if (opened.children.length > refused) this.opts.metrics?.delegations.inc({ event: 'child_started' }, opened.children.length - refused);
+    if (opened.exhausted) await this.failTree(opened.rootTaskId, id.tenant);
+    // Every child refused: the wait is already over.
+    if (refused === opened.children.length) await this.resumeIfDone(id.taskId, id.tenant);
+  }
+
+  /**
+   * Ends the wait of `parentTaskId` when it is over — every child settled, the first completed
+   * (`first`), or its deadline passed — canceling the children still open and starting the
+   * parent's next turn with the outcomes. A wait whose parent ended or moved on is closed.
+   */
+  async resumeIfDone(parentTaskId: string, tenant: string): Promise<WaitEnd | undefined> {
+    const ended = await this.tasks.transaction(async (tx) => {
+      const row = await this.tasks.lock(tx, parentTaskId, tenant);
+      const waits: DelegationRow[] = await tx.runner.query(
+        `SELECT * FROM dispatcher.delegations WHERE parent_task_id = $1 AND tenant = $2 AND resumed_at IS NULL`,
+        [parentTaskId, tenant],
+      );
+      const wait = waits.find((w) => row && w.turn === row.turn);
+      // Waits of a parent that ended (its children were canceled with it) or of an older turn.
+      const stale = waits.filter((w) => w !== wait || row?.state !== WORKING);
+      if (stale.length > 0)
+        await tx.runner.query(
+          `UPDATE dispatcher.delegations SET resumed_at = now(), reason = 'parent-ended' WHERE parent_task_id = $1 AND turn = ANY($2::int[])`,
+          [parentTaskId, stale.map((w) => w.turn)],
+        );
+      if (!row || !wait || row.state !== WORKING) return undefined;
+      return this.endWait(tx, row, wait);
+    });
+    if (ended) {
+      this.opts.committed();
+      this.opts.metrics?.delegations.inc({ event: `ended_${ended}` });
+    }
+    return ended;
+  }
+
+  private async endWait(tx: TaskTransaction, row: TaskRow, wait: DelegationRow): Promise<WaitEnd | undefined> {
+    const ids = wait.children.filter((c) => !c.refused).map((c) => c.taskId);
+    const rows: Array<{ id: string; agent_id: string; state: string; task: { artifacts?: unknown[]; status?: { message?: unknown } } }> =
+      await tx.runner.query(`SELECT id, agent_id, state, task FROM dispatcher.tasks WHERE id = ANY($1::text[]) AND tenant = $2`, [
+        ids,
+        row.tenant,
+      ]);
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    // A child whose row is gone (retention) is over too.
+    const settled = (c: ChildEntry) => c.refused !== null || !byId.has(c.taskId) || isSettled(parseState(byId.get(c.taskId)!.state)!);
+    const firstDone = wait.join_mode === 'first' && rows.some((r) => r.state === TaskStates.completed);
+    const reason: WaitEnd | undefined = firstDone
+      ? 'first'
+      : wait.children.every(settled)
+        ? 'settled'
+        : new Date(wait.deadline_at).getTime() <= Date.now()
+          ? 'deadline'
+          : undefined;
+    if (!reason) return undefined;
+    const unfinished: number[] = [];
+    for (const c of wait.children) {
+      if (settled(c)) continue;
+      const why = reason === 'first' ? 'another child of its parent completed first' : 'its delegation deadline passed';
+      await this.tasks.cancelChild(tx, c.taskId, row.tenant, why);
+      unfinished.push(c.step);
+    }
+    const results: DelegationResults = {
+      reason,
+      unfinished,
+      children: wait.children.map((c): ChildOutcome => {
+        const r = byId.get(c.taskId);
+        const message = r?.task.status?.message;
+        return {
+          step: c.step,
+          taskId: c.taskId,
+          ...(c.agentId && !c.refused ? { agentId: c.agentId } : {}),
+          state: c.refused ? TaskStates.rejected : unfinished.includes(c.step) ? TaskStates.canceled : (r?.state ?? TaskStates.canceled),
+          artifacts: (r?.task.artifacts as ChildOutcome['artifacts'] | undefined) ?? [],
+          ...(c.refused
+            ? { message: { role: 'ROLE_AGENT', parts: [{ text: `Not started: ${c.refused}.` }] } }
+            : message
+              ? { message: message as ChildOutcome['message'] }
+              : {}),
+        };
+      }),
+    };
+    const agent = this.targets.recordFor(row.agent_id, row.tenant);
+    if (!agent) {
+      // The delegating agent is gone: nobody could run its next turn. The wait stays open for the sweep.
+      this.log.warn({ taskId: row.id, agentId: row.agent_id }, 'the delegating agent is unknown; its task cannot resume yet');
+      return undefined;
+    }
+    const a = wait.authority;
+    const spent = await this.spent(tx, wait.root_task_id);
+    const summary = `Delegated work ${reason === 'deadline' ? 'stopped at its deadline' : reason === 'first' ? 'done (first completed)' : 'settled'}: ${results.children
+      .map(
+        (c) =>
+          `${c.agentId ?? `step ${c.step}`} ${stateName(parseState(c.state) ?? TaskState.TASK_STATE_CANCELED)
+            .replace('TASK_STATE_', '')
+            .toLowerCase()}`,
+      )
+      .join(', ')}.`;
+    const input: AcceptInput = {
+      principal: { tenant: row.tenant, subject: a.subject, actor: a.actor, scopes: a.scopes ?? [] },
+      agent,
+      message: Message.fromJSON({
+        messageId: `${row.id}:${wait.turn}:delegation`,
+        role: 'ROLE_USER',
+        parts: [{ text: summary }, { data: results, metadata: { [DELEGATION_RESULTS_KEY]: true } }],
+        referenceTaskIds: ids,
+        metadata: { 'mesh/from': 'mesh:delegation' },
+      }),
+      ...(a.traceparent ? { traceparent: a.traceparent } : {}),
+      tree: {
+        rootTaskId: wait.root_task_id,
+        ...(row.parent_task_id ? { parentTaskId: row.parent_task_id } : {}),
+        ...(a.act ? { act: a.act } : {}),
+        retryBudget: Math.max(0, spent.left),
+      },
+    };
+    await this.tasks.resumeTurn(tx, row, input);
+    await tx.runner.query(`UPDATE dispatcher.delegations SET resumed_at = now(), reason = $3 WHERE parent_task_id = $1 AND turn = $2`, [
+      row.id,
+      wait.turn,
+      reason,
+    ]);
+    return reason;
+  }
+
+  /** Charges one final event's usage to its tree; fails the tree the first time its budget is spent. */
+  private async charge(rootTaskId: string, tenant: string, executionId: string, usage: TurnUsage): Promise<void> {
+    const spent = await this.tasks.transaction((tx) => this.chargeIn(tx, rootTaskId, executionId, usage));
+    if (spent.exhausted) await this.failTree(rootTaskId, tenant);
+  }
+
+  /**
+   * Records what an execution used (once per execution id) and returns what its tree has left;
+   * `exhausted` is true for the one charge that first took the tree past its budget.
+   */
+  private async chargeIn(
+    tx: TaskTransaction,
+    rootTaskId: string,
+    executionId: string,
+    usage: TurnUsage | undefined,
+  ): Promise<{ left: number; exhausted: boolean }> {
+    if (usage && (usage.attempt > 1 || usage.retries > 0)) {
+      await tx.runner.query(
+        `INSERT INTO dispatcher.tree_usage (execution_id, root_task_id, redeliveries, retries) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (execution_id) DO NOTHING`,
+        [executionId, rootTaskId, usage.attempt - 1, usage.retries],
+      );
+    }
+    const spent = await this.spent(tx, rootTaskId);
+    if (spent.left >= 0) return { left: spent.left, exhausted: false };
+    const first = await tx.runner.query(
+      `UPDATE dispatcher.task_trees SET exhausted_at = now() WHERE root_task_id = $1 AND exhausted_at IS NULL RETURNING 1`,
+      [rootTaskId],
+      true,
+    );
+    return { left: spent.left, exhausted: (first.records as unknown[]).length > 0 };
+  }
+
+  /** The tree's budget, what its executions used, and what is left (negative: overspent). */
+  private async spent(
+    tx: TaskTransaction,
+    rootTaskId: string,
+  ): Promise<{ budget: number; redeliveries: number; retries: number; left: number }> {
+    const [r]: Array<{ budget: number; redeliveries: string; retries: string }> = await tx.runner.query(
+      `SELECT t.budget, coalesce(sum(u.redeliveries), 0) AS redeliveries, coalesce(sum(u.retries), 0) AS retries
+       FROM dispatcher.task_trees t LEFT JOIN dispatcher.tree_usage u ON u.root_task_id = t.root_task_id
+       WHERE t.root_task_id = $1 GROUP BY t.budget`,
+      [rootTaskId],
+    );
+    if (!r) return { budget: this.opts.treeBudget, redeliveries: 0, retries: 0, left: this.opts.treeBudget };
+    const redeliveries = Number(r.redeliveries);
+    const retries = Number(r.retries);
+    return { budget: r.budget, redeliveries, retries, left: r.budget - redeliveries - retries };
+  }
+
+  /** Fails the tree's root (its live descendants are canceled with it), the counts on its status. */
+  private async failTree(rootTaskId: string, tenant: string): Promise<void> {
+    const failed = await this.tasks.transaction(async (tx) => {
+      const spent = await this.spent(tx, rootTaskId);
+      return this.tasks.failTree(tx, rootTaskId, tenant, {
+        budget: spent.budget,
+        redeliveries: spent.redeliveries,
+        retries: spent.retries,
+      });
+    });
+    if (!failed) return;
+    this.opts.committed();
+    this.opts.metrics?.retryBudgetExhausted.inc();
+    this.log.warn({ rootTaskId, tenant }, 'task tree failed: its retry budget is spent');
+  }
+
+  /**
+   * Waits that are over but were not resumed — a wake-up lost to a crash, a deadline passed, a
+   * parent that ended — picked by one statement and ended one by one; also the in-flight gauge.
+   */
+  async sweep(limit = 100): Promise<number> {
+    const due: Array<{ parent_task_id: string; tenant: string }> = await this.ds.query(
+      `SELECT d.parent_task_id, d.tenant FROM dispatcher.delegations d
+       WHERE d.resumed_at IS NULL AND (
+         d.deadline_at <= now()
+         OR NOT EXISTS (SELECT 1 FROM dispatcher.tasks p WHERE p.id = d.parent_task_id AND p.state = '${WORKING}' AND p.turn = d.turn)
+         OR NOT EXISTS (
+           SELECT 1 FROM jsonb_array_elements(d.children) c JOIN dispatcher.tasks t ON t.id = c->>'taskId'
+           WHERE c->>'refused' IS NULL AND t.state IN ('${TaskStates.submitted}', '${TaskStates.working}'))
+         OR (d.join_mode = 'first' AND EXISTS (
+           SELECT 1 FROM jsonb_array_elements(d.children) c JOIN dispatcher.tasks t ON t.id = c->>'taskId'
+           WHERE t.state = '${TaskStates.completed}')))
+       ORDER BY d.deadline_at LIMIT $1`,
+      [limit],
+    );
+    for (const d of due) await this.resumeIfDone(d.parent_task_id, d.tenant);
+    const [{ n }]: Array<{ n: string }> = await this.ds.query(`SELECT count(*) AS n FROM dispatcher.delegations WHERE resumed_at IS NULL`);
+    this.opts.metrics?.delegationsInFlight.set(Number(n));
+    return due.length;
+  }
+}
