@@ -150,7 +150,10 @@ export class DelegationService {
       );
       const spent = await this.chargeIn(tx, rootTaskId, id.executionId, e.body.usage);
       const now = Date.now();
-      const parentLimit = row.deadline_at ? new Date(row.deadline_at).getTime() - this.opts.reserveMs : Number.POSITIVE_INFINITY;
+      // The child's deadline (the wait's plus one sweep) stays the reserve short of the parent's.
+      const parentLimit = row.deadline_at
+        ? new Date(row.deadline_at).getTime() - this.opts.reserveMs - this.opts.sweepMs
+        : Number.POSITIVE_INFINITY;
       const deadline = Math.min(now + Math.min(req.timeoutMs ?? this.opts.timeoutMs, this.opts.timeoutMs), parentLimit);
       const act = actFor(`agent:${row.agent_id}`, id.act ?? { sub: id.actor });
       const children: ChildEntry[] = [];
@@ -165,8 +168,8 @@ export class DelegationService {
                 : `no agent this tenant can use has the skill "${c.skill}"`
               : actorChainDepth(act) > MAX_ACTOR_CHAIN
                 ? `the actor chain would be deeper than ${MAX_ACTOR_CHAIN} (a delegation loop?)`
-                : spent.left <= 0
-                  ? 'the task tree has no retries left'
+                : spent.left < 0
+                  ? 'the task tree spent its retry budget'
                   : deadline <= now
                     ? "no time is left before the parent's deadline"
                     : null;
@@ -187,7 +190,9 @@ export class DelegationService {
             referenceTaskIds: [row.id],
             metadata: { 'mesh/parent_task_id': row.id, 'mesh/root_task_id': rootTaskId, 'mesh/step': c.step },
           }),
-          deadlineUnixMs: deadline,
+          // The wait ends at `deadline` and the dispatcher cancels what is open then; the child's own
+          // deadline, its worker's backstop, is one sweep later, so the cancel (not a race) decides.
+          deadlineUnixMs: deadline + this.opts.sweepMs,
           ...(id.traceparent ? { traceparent: id.traceparent } : {}),
           tree: { rootTaskId, parentTaskId: row.id, act, retryBudget: spent.left },
         };
