@@ -78,6 +78,11 @@ const N = Number(arg('tasks', process.env.CHAOS_TASKS ?? 5000));
 const WORKERS = num('CHAOS_WORKERS', 2);
 const CONCURRENCY = num('CHAOS_CONCURRENCY', 96);
 const KILL_EVERY = num('CHAOS_KILL_EVERY_MS', 3000);
+// Delegation: every CHAOS_TRIAGE_EVERY-th task (0: none) goes to triage-agent, which delegates its refund
+// to refund-agent and a question about a second invoice to invoice-agent; every
+// CHAOS_TRIAGE_CANCEL_EVERY-th of those that is non-blocking is canceled by its caller right after the accept.
+const TRIAGE_EVERY = num('CHAOS_TRIAGE_EVERY', 4);
+const TRIAGE_CANCEL_EVERY = num('CHAOS_TRIAGE_CANCEL_EVERY', 5);
 const WORKER_KILLS = num('CHAOS_WORKER_KILLS', Infinity);
 const MIN_SUBMIT_MS = num('CHAOS_MIN_SUBMIT_MS', 0);
 const CLUSTER = process.argv.includes('--cluster');
@@ -140,6 +145,18 @@ const report = {
   streams: { events: 0, resumed: 0, withoutId: 0, repeated: 0, gaps: 0, gapExamples: [] },
   unexpectedExits: [],
   notes: [],
+  // Task trees (triage-agent): children created more than once, children open under a settled parent,
+  // children that settled after their parent's cancel or failure, refunds per refund child.
+  delegation: {
+    trees: 0,
+    canceledByCaller: 0,
+    children: 0,
+    duplicateChildren: 0,
+    openChildrenOfSettledParents: 0,
+    childrenOutlivingParent: 0,
+    refundChildrenWithoutRefund: 0,
+    examples: [],
+  },
 };
 let cleaningUp = false;
 
@@ -232,7 +249,7 @@ const spawnWorker = (i) =>
   child(`worker-${i + 1}`, 'apps/agents/dist/main.js', {
     ...common,
     AGENTS_PORT: String(workerPort(i)),
-    AGENTS_RUN: 'refund-agent',
+    AGENTS_RUN: TRIAGE_EVERY > 0 ? 'refund-agent,invoice-agent,triage-agent' : 'refund-agent',
     AGENTS_TOOL_TOKEN_SECRET: toolTokenSecret,
     AGENTS_WORKER_ID: `chaos-worker-${i + 1}-${Date.now()}`,
     AGENTS_MCP_SERVERS: JSON.stringify({ billing: { url: `http://127.0.0.1:${billingPort}/mcp`, requestTimeoutMs: 1500 } }),
@@ -291,9 +308,9 @@ const factoryOver = (fetchImpl) =>
       cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
     }),
   );
-async function clientFor(key, port) {
-  const k = `${key}@${port}`;
-  if (!clients.has(k)) clients.set(k, await factoryOver(throttledFetch(key)).createFromUrl(`http://127.0.0.1:${port}/a2a/refund-agent/`));
+async function clientFor(key, port, agent = 'refund-agent') {
+  const k = `${key}@${port}/${agent}`;
+  if (!clients.has(k)) clients.set(k, await factoryOver(throttledFetch(key)).createFromUrl(`http://127.0.0.1:${port}/a2a/${agent}/`));
   return clients.get(k);
 }
 /**
@@ -301,17 +318,18 @@ async function clientFor(key, port) {
  * event's id and sends Last-Event-ID on reconnect), built from the dispatcher's card.
  */
 const cards = new Map();
-async function resumableClient(key, port) {
-  if (!cards.has(port)) cards.set(port, await (await clientFor(key, port)).getAgentCard());
+async function resumableClient(key, port, agent) {
+  const k = `${port}/${agent}`;
+  if (!cards.has(k)) cards.set(k, await (await clientFor(key, port, agent)).getAgentCard());
   const resumption = new StreamResumption(throttledFetch(key));
-  return { resumption, client: await factoryOver(resumption.fetch).createFromAgentCard(cards.get(port)) };
+  return { resumption, client: await factoryOver(resumption.fetch).createFromAgentCard(cards.get(k)) };
 }
 /** Runs `fn(client, port)` against either dispatcher until it succeeds (a dispatcher may be down). */
 async function onAnyDispatcher(t, fn, attempts = 40) {
   for (let attempt = 0; ; attempt++) {
     try {
       const port = dispatcherPorts[(t.i + attempt) % 2];
-      return await fn(await clientFor(t.tenant[1], port), port);
+      return await fn(await clientFor(t.tenant[1], port, t.agent), port);
     } catch (err) {
       if (attempt >= attempts) throw err;
       // A dispatcher killed mid-call fails one attempt; more say something is stuck (and where).
@@ -359,24 +377,25 @@ async function main() {
   const kafka = new Kafka({ brokers: broker.brokers.split(','), clientId: 'chaos', logLevel: logLevel.NOTHING });
   const producer = kafka.producer();
   await producer.connect();
-  const { refundAgent } = await import('@mesh/app-agents');
-  const record = {
-    id: 'refund-agent',
+  const { refundAgent, invoiceAgent, triageAgent } = await import('@mesh/app-agents');
+  const agents = TRIAGE_EVERY > 0 ? [refundAgent, invoiceAgent, triageAgent] : [refundAgent];
+  const records = agents.map((a) => ({
+    id: a.id,
     tenant: 'acme',
     visibility: 'public',
     version: 1,
     card: {
-      ...refundAgent.card,
+      ...a.card,
       supportedInterfaces: [{ url: 'http://worker.invalid/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
       capabilities: { streaming: true, pushNotifications: true },
     },
-    channel: { keyTemplate: refundAgent.channel.keyTemplate, partitions: refundAgent.channel.partitions },
+    channel: { keyTemplate: a.channel.keyTemplate, partitions: a.channel.partitions },
     retired: false,
     updatedAt: new Date().toISOString(),
-  };
-  await producer.send({ topic: topics.cards(), messages: [{ key: record.id, value: JSON.stringify(record) }] });
+  }));
+  await producer.send({ topic: topics.cards(), messages: records.map((r) => ({ key: r.id, value: JSON.stringify(r) })) });
   await producer.disconnect();
-  for (const p of dispatcherPorts) await waitHttp(`http://127.0.0.1:${p}/a2a/refund-agent/.well-known/agent-card.json`);
+  for (const p of dispatcherPorts) for (const a of agents) await waitHttp(`http://127.0.0.1:${p}/a2a/${a.id}/.well-known/agent-card.json`);
 
   // One duplicate-charged invoice per task, across three tenants; a share of them with push.
   const tenants = [
@@ -387,19 +406,27 @@ async function main() {
   const tasks = Array.from({ length: N }, (_, i) => {
     const mode = ['blocking', 'nonblocking', 'streaming'][i % 3];
     const push = i % 5 === 0 ? 'send' : i % 15 === 1 ? 'create' : undefined; // i % 15 === 1 is non-blocking
+    const triage = TRIAGE_EVERY > 0 && i % TRIAGE_EVERY === 0;
+    const cancel = triage && mode === 'nonblocking' && TRIAGE_CANCEL_EVERY > 0 && (i / TRIAGE_EVERY) % TRIAGE_CANCEL_EVERY === 0;
     return {
       i,
       tenant: tenants[i % 3],
       invoice: `INV-${900000000 + i}`,
+      agent: triage ? 'triage-agent' : 'refund-agent',
+      // A triage task also asks about a second invoice (charged once): invoice-agent answers it.
+      question: triage ? `INV-${800000000 + i}` : undefined,
+      cancel,
       mode,
       messageId: randomUUID(),
-      push: push && {
-        how: push,
-        configId: `cfg-${run}-${i}`,
-        receiver: Math.floor(i / 5) % 2,
-        token: `tok-${i}`,
-        auth: i % 2 ? { scheme: 'Bearer', credentials: `push-secret-${i}` } : undefined,
-      },
+      // A canceled task's later worker events are recorded without a push: it carries none.
+      push: push &&
+        !cancel && {
+          how: push,
+          configId: `cfg-${run}-${i}`,
+          receiver: Math.floor(i / 5) % 2,
+          token: `tok-${i}`,
+          auth: i % 2 ? { scheme: 'Bearer', credentials: `push-secret-${i}` } : undefined,
+        },
     };
   });
   for (let i = 0; i < N; i += 500) {
@@ -413,6 +440,18 @@ async function main() {
         chunk.map(() => 4200),
         chunk.map(() => 'EUR'),
         chunk.map(() => 2),
+      ],
+    );
+    const asked = chunk.filter((t) => t.question);
+    await sql(
+      `INSERT INTO billing.invoices (tenant, invoice_id, customer, amount_cents, currency, charges) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::int[])`,
+      [
+        asked.map((t) => t.tenant[0]),
+        asked.map((t) => t.question),
+        asked.map(() => 'Chaos Customer'),
+        asked.map(() => 1900),
+        asked.map(() => 'EUR'),
+        asked.map(() => 1),
       ],
     );
   }
@@ -431,7 +470,12 @@ async function main() {
       role: 1,
       parts: [
         {
-          content: { $case: 'text', value: `I was charged twice, please refund ${t.invoice}.` },
+          content: {
+            $case: 'text',
+            value: t.question
+              ? `I was charged twice on ${t.invoice}. Also, what is on ${t.question}?`
+              : `I was charged twice, please refund ${t.invoice}.`,
+          },
           metadata: undefined,
           filename: '',
           mediaType: 'text/plain',
@@ -582,7 +626,7 @@ async function main() {
    */
   const streamTask = async (t, port) => {
     const observer = `stream-${++streams}`;
-    const { resumption, client } = await resumableClient(t.tenant[1], port);
+    const { resumption, client } = await resumableClient(t.tenant[1], port, t.agent);
     let taskId;
     let lastId;
     let settled = false;
@@ -615,7 +659,7 @@ async function main() {
       report.streams.resumed += 1;
       const other = dispatcherPorts[(dispatcherPorts.indexOf(port) + hop) % dispatcherPorts.length];
       try {
-        const r = await resumableClient(t.tenant[1], other);
+        const r = await resumableClient(t.tenant[1], other, t.agent);
         r.resumption.resumeAfter = lastId === undefined ? undefined : String(lastId);
         for await (const { payload: p } of r.client.resubscribeTask({ tenant: '', id: taskId })) seen(p, r.resumption.takeId());
         settled = true; // the server ended the stream: the task settled
@@ -637,6 +681,12 @@ async function main() {
     }).catch((err) => log(`task ${t.i}: never accepted: ${err}`));
     if (!id) return;
     accepted.set(t.i, id);
+    if (t.cancel) {
+      // The caller gives up at once: the cancel must reach every child the tree has by then.
+      await sleep(200 + Math.random() * 800);
+      const canceled = await onAnyDispatcher(t, (c) => c.cancelTask({ tenant: '', id, metadata: undefined }), 5).catch(() => undefined);
+      if (canceled) report.delegation.canceledByCaller += 1;
+    }
     if (!t.push) return;
     const sub = { configId: t.push.configId, receiver: t.push.receiver, taskId: id, token: t.push.token, i: t.i };
     sub.auth = t.push.auth ? `${t.push.auth.scheme} ${t.push.auth.credentials}` : undefined;
@@ -694,7 +744,8 @@ async function main() {
         while (k < done.length) {
           const id = done[k++];
           try {
-            const task = await (await clientFor(pending.get(id).tenant[1], readPort)).getTask({ tenant: '', id, historyLength: 0 });
+            const t = pending.get(id);
+            const task = await (await clientFor(t.tenant[1], readPort, t.agent)).getTask({ tenant: '', id, historyLength: 0 });
             const s = stateName(task.status?.state);
             saw(id, s);
             if (TERMINAL.has(s)) {
@@ -733,7 +784,45 @@ async function main() {
     const state = finalState.get(id);
     if (n > 1) report.duplicates += 1;
     if (n === 0 && state === 'TASK_STATE_COMPLETED') report.missingRefunds += 1;
-    if (n > 0 && state !== undefined && state !== 'TASK_STATE_COMPLETED') report.refundsOfUnsuccessful += 1;
+    // A triage task's refund is its child's: a parent that failed or was canceled after its refund
+    // child completed keeps that refund (the trees are checked below).
+    if (n > 0 && state !== undefined && state !== 'TASK_STATE_COMPLETED' && !tasks[i].question) report.refundsOfUnsuccessful += 1;
+  }
+
+  // --- Task trees: each child created once, none open under a settled parent, none settling after
+  // its parent was canceled or failed, one refund exactly for each refund child that completed.
+  const trees = [...accepted].filter(([i]) => tasks[i].question).map(([i, id]) => ({ t: tasks[i], id }));
+  report.delegation.trees = trees.length;
+  const children = await sql(
+    `SELECT c.id, c.parent_task_id, c.agent_id, c.state, c.status_timestamp AS at, p.state AS parent_state, p.status_timestamp AS parent_at,
+            c.task->'history'->0->'metadata'->>'mesh/step' AS step
+     FROM dispatcher.tasks c JOIN dispatcher.tasks p ON p.id = c.parent_task_id WHERE c.parent_task_id = ANY($1)`,
+    [trees.map((x) => x.id)],
+  );
+  report.delegation.children = children.length;
+  const perStep = new Map();
+  for (const c of children) {
+    const k = `${c.parent_task_id}/${c.agent_id}/${c.step}`;
+    perStep.set(k, (perStep.get(k) ?? 0) + 1);
+    const example = (what) => report.delegation.examples.length < 5 && report.delegation.examples.push({ what, child: c });
+    if (!TERMINAL.has(c.state) && TERMINAL.has(c.parent_state)) {
+      report.delegation.openChildrenOfSettledParents += 1;
+      example('open child of a settled parent');
+    }
+    // Canceled with its parent in one transaction; a later worker report changes no state.
+    if (
+      (c.parent_state === 'TASK_STATE_CANCELED' || c.parent_state === 'TASK_STATE_FAILED') &&
+      new Date(c.at).getTime() > new Date(c.parent_at).getTime() + 1000
+    ) {
+      report.delegation.childrenOutlivingParent += 1;
+      example('child settled after its parent ended');
+    }
+  }
+  for (const n of perStep.values()) if (n > 1) report.delegation.duplicateChildren += n - 1;
+  for (const { t, id } of trees) {
+    const refundChild = children.find((c) => c.parent_task_id === id && c.agent_id === 'refund-agent');
+    const n = refunds.get(`${t.tenant[0]}/${t.invoice}`) ?? 0;
+    if (refundChild?.state === 'TASK_STATE_COMPLETED' && n !== 1) report.delegation.refundChildrenWithoutRefund += 1;
   }
   report.refundsApplied = rows.reduce((a, r) => a + r.n, 0);
 
@@ -876,6 +965,11 @@ const checks = {
     p !== null && p.differingDuplicates === 0 && p.notRecorded === 0,
   'push: no state regression as received': p !== null && p.regressions === 0,
   'push: token and credentials on every delivery': p !== null && p.wrongCredentials === 0,
+  'delegation: every child created once, none open under a settled parent, none settling after its parent ended, a refund for each completed refund child':
+    report.delegation.duplicateChildren === 0 &&
+    report.delegation.openChildrenOfSettledParents === 0 &&
+    report.delegation.childrenOutlivingParent === 0 &&
+    report.delegation.refundChildrenWithoutRefund === 0,
   'the whole fault schedule ran': report.scheduleComplete,
   'no process exited unless killed by the schedule': report.unexpectedExits.length === 0,
 };
@@ -895,6 +989,7 @@ console.error(
         `${p.duplicateDeliveries} duplicates), ${p.refusedWith503} refused with 503, missing ${p.missing}, regressions ${p.regressions}`,
     `streams: ${report.streams.events} events, ${report.streams.resumed} resumptions with Last-Event-ID, ` +
       `${report.streams.withoutId} without id, ${report.streams.gaps} gaps, ${report.streams.repeated} repeats`,
+    `delegation: ${JSON.stringify({ ...report.delegation, examples: undefined })}`,
     `throttled: ${JSON.stringify(report.throttled)}; dead letters: ${JSON.stringify(report.deadLetters)}`,
     ...report.unexpectedExits.map(
       (e) => `UNEXPECTED EXIT: ${e.name} (${e.code ?? e.signal}) @${(e.at / 1000).toFixed(1)}s: ${e.log.slice(-300)}`,

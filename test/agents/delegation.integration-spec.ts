@@ -170,6 +170,20 @@ test('the triage demo: a duplicate charge and an invoice question handled in par
   assert.equal(child.status?.state, TaskState.TASK_STATE_COMPLETED);
   assert.deepEqual(child.history[0].referenceTaskIds, [done.id]);
   assert.equal(child.history[0].metadata?.['mesh/parent_task_id'], done.id);
+  // The tree, walkable from the root with GetTask alone.
+  assert.deepEqual(
+    (done.metadata?.['mesh/children'] as Array<{ taskId: string; agentId: string; step: number }>).map((c) => [
+      c.step,
+      c.agentId,
+      c.taskId,
+    ]),
+    [
+      [0, 'refund-agent', answers[0].task_id],
+      [1, 'invoice-agent', answers[1].task_id],
+    ],
+  );
+  assert.deepEqual(child.metadata?.['mesh/parent'], { taskId: done.id, agentId: 'triage-agent' });
+  assert.equal(child.metadata?.['mesh/root_task_id'], done.id);
   const listed = await (
     await client('invoice-agent')
   ).listTasks({

@@ -1,9 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
   Outcomes,
-  type DelegatedChild,
-  type DelegateOptions,
-  type DelegateTo,
   type AgentContext,
   type AgentDefinition,
   type AgentMessage,
@@ -16,9 +13,7 @@ import {
 import {
   actFor,
   anyTransient,
-  childTaskId,
   Envelopes,
-  MAX_DELEGATION_CHILDREN,
   FIRST_TURN,
   MeshError,
   sleep,
@@ -42,6 +37,7 @@ import { trace } from '@opentelemetry/api';
 import { linkFromHeaders, silentLogger, SpanAttr, withSpan, type Logger } from '@mesh/telemetry';
 import { delegationOutcomeOf, fromWireMessage, toWireArtifact, toWireMessage, toWireParts, wireStateOf } from './a2a-wire.js';
 import type { ExecutionLedger } from './execution-ledger.js';
+import { delegatedOutcome } from './delegated-outcome.js';
 import { LeaseKeeper, LeaseRenewals } from './lease-keeper.js';
 import { TurnSignal } from './turn-signal.js';
 
@@ -195,12 +191,14 @@ export class TurnRunner {
   }
 
   /**
-   * A first attempt continues the request's trace; a takeover after a crash or lost lease starts
-   * its own trace, linked to the submit span, so the original trace is not stretched over hours.
+   * A first attempt continues the request's trace (a delegated child's too: its command carries
+   * the caller's trace context); a takeover after a crash or lost lease, and a turn resumed with
+   * its children's outcomes, start their own trace linked to the submit span, so the original
+   * trace is not stretched over hours.
    */
   private spanOptions(cmd: TaskRunCommand, attempt: number) {
     const id = cmd.identity;
-    const resumed = attempt > 1;
+    const resumed = attempt > 1 || delegationOutcomeOf(cmd.body.message) !== undefined;
     return {
       root: resumed,
       links: resumed && id.traceparent ? linkFromHeaders({ traceparent: id.traceparent }) : [],
@@ -214,6 +212,8 @@ export class TurnRunner {
         [SpanAttr.executionId]: id.executionId,
         'mesh.turn': cmd.body.turn,
         'mesh.attempt': attempt,
+        ...(id.parentTaskId ? { 'mesh.parent_task_id': id.parentTaskId } : {}),
+        ...(id.rootTaskId ? { 'mesh.root_task_id': id.rootTaskId } : {}),
       },
     };
   }
@@ -473,7 +473,7 @@ export class TurnRunner {
       complete: (t) => Outcomes.completed(t),
       fail: (r) => Outcomes.failed(r),
       reject: (r) => Outcomes.rejected(r),
-      delegate: (to, options) => delegated(scope.executionId, to, options),
+      delegate: (to, options) => delegatedOutcome(scope.executionId, to, options),
     };
   }
 }
@@ -528,47 +528,6 @@ class TurnEmitter {
     this.artifacts.push(e);
     return e;
   }
-}
-
-/**
- * The outcome of `ctx.delegate`: each child's id derived from this execution, its step and its
- * ask, so a re-run of the turn asks for the same children (the dispatcher creates each once).
- */
-function delegated(executionId: string, to: DelegateTo[], options: DelegateOptions = {}): TurnOutcome {
-  if (!Array.isArray(to) || to.length === 0 || to.length > MAX_DELEGATION_CHILDREN)
-    throw new MeshError(
-      'CONTRACT_VIOLATION',
-      `delegate takes 1 to ${MAX_DELEGATION_CHILDREN} children, got ${Array.isArray(to) ? to.length : 'none'}`,
-    );
-  const join = options.join ?? 'all';
-  if (join !== 'all' && join !== 'first') throw new MeshError('CONTRACT_VIOLATION', `delegate: join must be "all" or "first"`);
-  if (options.timeoutMs !== undefined && !(Number.isSafeInteger(options.timeoutMs) && options.timeoutMs > 0))
-    throw new MeshError('CONTRACT_VIOLATION', 'delegate: timeoutMs must be a positive integer');
-  const children: DelegatedChild[] = to.map((c, step) => {
-    if ((c.agent === undefined) === (c.skill === undefined))
-      throw new MeshError('CONTRACT_VIOLATION', `delegate: child ${step} needs exactly one of agent and skill`);
-    if (!Array.isArray(c.parts) || c.parts.length === 0) throw new MeshError('CONTRACT_VIOLATION', `delegate: child ${step} has no parts`);
-    const ask = { ...(c.agent !== undefined ? { agentId: c.agent } : { skill: c.skill }), parts: toWireParts(c.parts) };
-    return {
-      step,
-      taskId: childTaskId(executionId, step, ask),
-      ...(c.agent !== undefined ? { agent: c.agent } : { skill: c.skill! }),
-      parts: c.parts,
-      ...(c.scopes ? { scopes: [...c.scopes] } : {}),
-    };
-  });
-  const names = children.map((c) => c.agent ?? `skill ${c.skill}`).join(', ');
-  return {
-    state: 'delegated',
-    children,
-    join,
-    ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
-    message: {
-      role: 'agent',
-      parts: [{ type: 'text', text: `Delegated to ${names}.` }],
-      metadata: { 'mesh/delegated_task_ids': children.map((c) => c.taskId) },
-    },
-  };
 }
 
 /** Resolves with `p`, or rejects with the signal's reason as soon as it aborts (a handler ignoring its signal cannot hold the turn). */

@@ -196,8 +196,13 @@ export class DelegationService {
           ...(id.traceparent ? { traceparent: id.traceparent } : {}),
           tree: { rootTaskId, parentTaskId: row.id, act, retryBudget: spent.left },
         };
-        await this.tasks.createChild(tx, input, c.taskId, row.context_id);
+        await this.tasks.createChild(tx, input, c.taskId, row.context_id, { taskId: row.id, agentId: row.agent_id });
       }
+      await this.tasks.recordChildren(
+        tx,
+        row,
+        children.filter((c) => !c.refused).map((c) => ({ taskId: c.taskId, agentId: c.agentId, step: c.step })),
+      );
       const authority: Authority = {
         subject: id.subject,
         actor: id.actor,

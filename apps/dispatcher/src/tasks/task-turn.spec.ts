@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { TaskState } from '@a2a-js/sdk';
 import { RequestMalformedError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import type { TaskRow } from './task.repository.js';
-import { ended, followUpRefusal, resubmitted, turnDeadline } from './task-turn.js';
+import { ended, followUpRefusal, resubmitted, resumed, turnDeadline } from './task-turn.js';
 
 const row = (state: string): TaskRow => ({
   id: 't1',
@@ -57,4 +57,11 @@ test('an ended turn carries its status message in the status and the history; wi
   const canceled = ended(before, TaskState.TASK_STATE_CANCELED, now);
   assert.deepEqual(canceled.status, { state: 'TASK_STATE_CANCELED', timestamp: now.toISOString() });
   assert.deepEqual(canceled.history, [{ messageId: 'm1' }]);
+});
+
+test('a task resumed with its children outcomes stays WORKING (never SUBMITTED again) and keeps its history', () => {
+  const task = { id: 't', status: { state: 'TASK_STATE_WORKING', timestamp: '2026-01-01T00:00:00.000Z' }, history: [{ messageId: 'a' }] };
+  const next = resumed(task, { messageId: 'b' }, new Date('2026-01-01T00:00:05.000Z'));
+  assert.deepEqual(next.status, { state: 'TASK_STATE_WORKING', timestamp: '2026-01-01T00:00:05.000Z' });
+  assert.deepEqual(next.history, [{ messageId: 'a' }, { messageId: 'b' }]);
 });

@@ -38,6 +38,16 @@ export function resubmitted(task: Json, message: Json, now: Date): Json {
   return { ...task, status, history: [...((task.history as Json[]) ?? []), message] };
 }
 
+/**
+ * `task` going on at `now` with the message that starts its next turn appended to its history: a
+ * delegating task resuming with its children's outcomes stays WORKING (a caller saw it WORKING;
+ * SUBMITTED again would be a step back).
+ */
+export function resumed(task: Json, message: Json, now: Date): Json {
+  const status = { state: stateName(TaskState.TASK_STATE_WORKING), timestamp: now.toISOString() };
+  return { ...task, status, history: [...((task.history as Json[]) ?? []), message] };
+}
+
 /** `task` ended with `state` at `now`; the status message, when given, is also appended to the history. */
 export function ended(task: Json, state: TaskState, now: Date, message?: Json): Json {
   const status = { state: stateName(state), timestamp: now.toISOString(), ...(message ? { message } : {}) };

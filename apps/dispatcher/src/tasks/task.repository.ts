@@ -397,6 +397,11 @@ export class TaskRepository {
   }
 
   /** Adds a command to the outbox, sent after `tx` commits. */
+  /** Replaces a task's JSON without a state change (metadata), under the row lock `tx` holds. */
+  async updateTaskJson(tx: TaskTransaction, taskId: string, task: Json): Promise<void> {
+    await tx.runner.query(`UPDATE dispatcher.tasks SET task = $2, version = version + 1, updated_at = now() WHERE id = $1`, [taskId, task]);
+  }
+
   /** Every open task delegated, directly or further down, by task `taskId`, locked (in id order: no deadlock between two cascades). */
   async lockLiveDescendants(tx: TaskTransaction, taskId: string, tenant: string): Promise<TaskRow[]> {
     return tx.runner.query(

@@ -24,7 +24,7 @@ export type { TaskRow, TaskTransaction } from './task.repository.js';
 import { listQuery, listResponse } from './task-list.js';
 import { statusChangeBody, type ValidPushConfig } from '../push/push-config.js';
 import { isTerminal, OPEN_STATE_NAMES, parseState, stateName } from './task-state.js';
-import { ended, followUpRefusal, resubmitted, turnDeadline } from './task-turn.js';
+import { ended, followUpRefusal, resubmitted, resumed, turnDeadline } from './task-turn.js';
 
 /** What SendMessage asks for, after authentication and agent resolution. */
 export interface AcceptInput {
@@ -298,11 +298,19 @@ export class TaskService {
    * Creates a delegated task (`input.tree` set) with its derived id, first turn and command, under
    * `tx`; false when it exists already (a re-run or redelivered parent turn asked for it again).
    */
-  async createChild(tx: TaskTransaction, input: AcceptInput, taskId: string, contextId: string): Promise<boolean> {
+  async createChild(
+    tx: TaskTransaction,
+    input: AcceptInput,
+    taskId: string,
+    contextId: string,
+    parent: { taskId: string; agentId: string },
+  ): Promise<boolean> {
     const incoming = Message.toJSON(input.message) as Json;
     const status = { state: stateName(TaskState.TASK_STATE_SUBMITTED), timestamp: new Date().toISOString() };
     const message = { ...incoming, taskId, contextId };
-    const task: Json = { id: taskId, contextId, status, history: [message] };
+    // Its place in the tree, for any A2A client (docs/agents.md, "Delegation").
+    const metadata = { 'mesh/parent': parent, 'mesh/root_task_id': input.tree?.rootTaskId };
+    const task: Json = { id: taskId, contextId, status, history: [message], metadata };
     const identity = this.identity(input, taskId, contextId, FIRST_TURN);
     const deadlineAt = input.deadlineUnixMs !== undefined ? new Date(input.deadlineUnixMs).toISOString() : null;
     const row = this.turnRow(input, hashMessage(incoming), identity, FIRST_TURN, message, task, { workHash: null, deadlineAt });
@@ -310,6 +318,22 @@ export class TaskService {
       { ...row, parent_task_id: input.tree?.parentTaskId ?? null, root_task_id: input.tree?.rootTaskId ?? null },
       tx,
     );
+  }
+
+  /**
+   * Records a delegating task's children in its metadata (`mesh/children`: task id, agent, step),
+   * so any A2A client can walk the tree from the root; under the row lock `tx` holds.
+   */
+  async recordChildren(
+    tx: TaskTransaction,
+    row: TaskRow,
+    children: Array<{ taskId: string; agentId: string | null; step: number }>,
+  ): Promise<void> {
+    const metadata = (row.task.metadata as Json | undefined) ?? {};
+    const known = (metadata['mesh/children'] as Array<{ taskId: string }> | undefined) ?? [];
+    const added = children.filter((c) => !known.some((k) => k.taskId === c.taskId));
+    if (added.length === 0) return;
+    await this.repo.updateTaskJson(tx, row.id, { ...row.task, metadata: { ...metadata, 'mesh/children': [...known, ...added] } });
   }
 
   /**
@@ -321,7 +345,7 @@ export class TaskService {
     const incoming = Message.toJSON(input.message) as Json;
     const turn = row.turn + 1;
     const message = { ...incoming, taskId: row.id, contextId: row.context_id };
-    const task = resubmitted(row.task, message, new Date());
+    const task = resumed(row.task, message, new Date());
     const deadlineUnixMs = turnDeadline(row.deadline_at, undefined);
     const identity = this.identity({ ...input, ...(deadlineUnixMs !== undefined ? { deadlineUnixMs } : {}) }, row.id, row.context_id, turn);
     return this.repo.insertTurn(this.turnRow(input, hashMessage(incoming), identity, turn, message, task), tx);
