@@ -114,6 +114,28 @@ test('without A2A-Version, a method or route only A2A 1.0 has is served as 1.0 o
   assert.equal((legacy.body.result as { kind?: string } | undefined)?.kind, 'task', JSON.stringify(legacy.body));
 });
 
+test('proto field names (message_id, return_immediately, ...) are taken as their JSON names on both bindings, as ProtoJSON parsers do', async () => {
+  const snake = (text: string) => ({
+    message: {
+      message_id: randomUUID(),
+      context_id: `ctx-${randomUUID()}`,
+      role: 'ROLE_USER',
+      parts: [{ text, media_type: 'text/plain' }],
+      metadata: { kept_as_is: true },
+    },
+    configuration: { return_immediately: true, accepted_output_modes: ['text/plain'] },
+  });
+  const s = await rest('POST', '/message:send', snake('rest, proto names'));
+  assert.equal(s.status, 200, JSON.stringify(s.body));
+  const task = (s.body as { task?: { id: string; contextId: string; history: Array<{ metadata?: unknown }> } }).task!;
+  assert.match(task.contextId, /^ctx-/);
+  assert.deepEqual(task.history[0]?.metadata, { kept_as_is: true }, 'metadata keys are data: never renamed');
+  const r = await rpc({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: snake('rpc, proto names') });
+  assert.match((r.body.result as { task?: { contextId: string } } | undefined)?.task?.contextId ?? '', /^ctx-/, JSON.stringify(r.body));
+  const got = await rpc({ jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: task.id, history_length: 0 } });
+  assert.deepEqual((got.body.result as { history?: unknown[] } | undefined)?.history ?? [], []);
+});
+
 test('TaskNotFound: -32001 and HTTP 404 with ErrorInfo', async () => {
   const r = await rpc({ jsonrpc: '2.0', id: 'a', method: 'GetTask', params: { id: randomUUID() } });
   assert.equal(r.body.error?.code, -32001);
@@ -355,8 +377,9 @@ test('strings are well-formed Unicode without NUL: text, metadata keys and value
     await rpcRefused('SendMessage', { message: jsonMessage('x'), metadata: { a: bad } }, 'metadata.a');
     await rpcRefused('CreateTaskPushNotificationConfig', { taskId: 't', url: `http://example.invalid/${bad}` }, 'url');
   }
-  // Unknown fields (a snake_case alias included) are refused by name, as proto3 JSON parsers do.
-  await sendRefused({ message_id: 'm' }, 'message');
+  // Unknown fields are refused by name; a field under its proto name and its JSON name is given twice.
+  await sendRefused({ message_id: 'm' }, 'message.messageId');
+  await sendRefused({ colour: 'blue' }, 'message');
   await rpcRefused('GetTask', { id: 't', extra: 1 }, '');
   assert.equal(await stored(), before, 'nothing stored');
 });
