@@ -80,7 +80,8 @@ if (!sutUrl) {
     BILLING_TOOLS_PORT: String(base + 3),
     DATABASE_URL: env.CONFORMANCE_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/agent_mesh_conformance',
     TOPIC_PREFIX: env.CONFORMANCE_TOPIC_PREFIX ?? 'conformance.',
-    DISPATCHER_PUBLIC_URL: sutUrl,
+    // A host name, not an address: the TCK reports IP literals in a public card as exposed internals.
+    DISPATCHER_PUBLIC_URL: `http://localhost:${base}`,
     DISPATCHER_ROOT_AGENT: 'tck-agent',
     // The TCK's tests send blocking SendMessage and expect a task still WORKING back (its reference
     // SUT answers when its executor returns); the spec has a blocking send wait for a terminal or
