@@ -110,7 +110,11 @@ async function stopStack() {
   stack.kill('SIGTERM');
   await Promise.race([exited, new Promise((r) => setTimeout(r, 30000))]);
 }
-process.on('SIGINT', () => void stopStack().then(() => process.exit(130)));
+let pytest;
+process.on('SIGINT', () => {
+  pytest?.kill('SIGTERM');
+  void stopStack().then(() => process.exit(130));
+});
 
 /** The card at the host root, once tck-agent is registered and served there. */
 async function rootCard() {
@@ -155,11 +159,11 @@ function runPytest(category, binding) {
   const command = `${python} ${args.join(' ')}`;
   console.log(`\nconformance: ${category.name} / ${binding.label}: ${command}`);
   return new Promise((resolve) => {
-    const child = spawn(python, args, {
+    const child = (pytest = spawn(python, args, {
       cwd: tckDir,
       stdio: ['ignore', 'inherit', 'inherit'],
       env: { ...env, A2A_AUTH_TYPE: 'bearer', A2A_AUTH_TOKEN: token, TCK_STREAMING_TIMEOUT: streamingTimeout },
-    });
+    }));
     child.on('exit', (code) => resolve({ code, junit, command }));
   });
 }
