@@ -44,13 +44,16 @@ const services = [
     port: ports.billing,
     env: { BILLING_TOKEN_SECRET: toolTokenSecret },
   },
-  // The agents app serves echo-agent and refund-agent and registers them (owned by acme, public).
+  // The agents app serves echo-agent, refund-agent, invoice-agent, triage-agent (delegating to the
+  // two before it) and tck-agent (the A2A TCK's, `npm run conformance`) and registers them (owned by
+  // acme, public).
   {
     name: 'agents',
     script: 'apps/agents/dist/main.js',
     nodeFlags: agentsNodeFlags,
     port: ports.agents,
     env: {
+      AGENTS_RUN: env.AGENTS_RUN ?? 'echo-agent,refund-agent,invoice-agent,triage-agent,tck-agent',
       AGENTS_DIRECTORY_URL: `http://127.0.0.1:${ports.directory}`,
       AGENTS_DIRECTORY_TOKEN: 'demo-acme',
       AGENTS_TOOL_TOKEN_SECRET: toolTokenSecret,

@@ -59,14 +59,14 @@ test('A2A-Version: 1.0, a 1.0 patch and the query parameter are accepted', async
   }
 });
 
-test('an unsupported A2A-Version, or a 1.0 method or route without A2A-Version (0.3), is VersionNotSupported on both bindings, and not logged as an error', async () => {
+test('an unsupported A2A-Version, or a 1.0 method or route asked for as A2A-Version 0.3, is VersionNotSupported on both bindings, and not logged as an error', async () => {
   // The SDK's JSON-RPC handler logs each of these with a stack trace: one log flood per 0.3 client.
   const logged: unknown[][] = [];
   const consoleError = console.error;
   console.error = (...args: unknown[]) => void logged.push(args);
   after(() => void (console.error = consoleError));
-  for (const version of ['2.0', '0.3', undefined]) {
-    const headers: Record<string, string> = { ...auth, 'content-type': 'application/json', ...(version ? { 'a2a-version': version } : {}) };
+  for (const version of ['2.0', '0.3']) {
+    const headers: Record<string, string> = { ...auth, 'content-type': 'application/json', 'a2a-version': version };
     const r = await rpc({ jsonrpc: '2.0', id: 7, method: 'GetTask', params: { id: 'x' } }, headers);
     assert.equal(r.status, 200);
     assert.equal(r.body.id, 7);
@@ -79,8 +79,8 @@ test('an unsupported A2A-Version, or a 1.0 method or route without A2A-Version (
     if (version === '2.0') {
       assert.match(r.body.error?.message ?? '', /version '2\.0' is not supported\. Supported versions: 1\.0, 0\.3/);
     } else {
-      // 0.3 (said or implied) is served, but only its own methods and /v1 routes.
-      assert.match(r.body.error?.message ?? '', /method "GetTask" is A2A 1\.0: send A2A-Version: 1\.0/);
+      // 0.3 said is served, but only its own methods and /v1 routes.
+      assert.match(r.body.error?.message ?? '', /method "GetTask" is A2A 1\.0: send A2A-Version: 1\.0 \(A2A-Version 0\.3 is A2A 0\.3/);
       assert.match(
         s.body.error?.message ?? '',
         /GET \/tasks\/x is no A2A 0\.3 route \(those are under \/v1\): the A2A 1\.0 routes need A2A-Version: 1\.0/,
@@ -93,6 +93,47 @@ test('an unsupported A2A-Version, or a 1.0 method or route without A2A-Version (
     [],
     'nothing logged as an error',
   );
+});
+
+test('without A2A-Version, a method or route only A2A 1.0 has is served as 1.0 on both bindings (0.3 ones stay 0.3)', async () => {
+  const noVersion = { ...auth, 'content-type': 'application/json' };
+  const message = (text: string) => ({ messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] });
+  const r = await rpc({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: message('rpc, no header') } }, noVersion);
+  const task = (r.body.result as { task?: { id: string; status: { state: string } } } | undefined)?.task;
+  assert.equal(task?.status.state, 'TASK_STATE_COMPLETED', JSON.stringify(r.body));
+  const s = await rest('POST', '/message:send', { message: message('rest, no header') }, noVersion);
+  assert.equal(s.status, 200, JSON.stringify(s.body));
+  assert.equal((s.body as { task?: { status: { state: string } } }).task?.status.state, 'TASK_STATE_COMPLETED');
+  // Reads too: GetTask by JSON-RPC, GET /tasks/{id} by HTTP+JSON, in the 1.0 shape.
+  const got = await rpc({ jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: task!.id } }, noVersion);
+  assert.equal((got.body.result as { id?: string } | undefined)?.id, task!.id);
+  const read = await rest('GET', `/tasks/${task!.id}`, undefined, noVersion);
+  assert.equal((read.body as { status?: { state: string } }).status?.state, 'TASK_STATE_COMPLETED');
+  // A 0.3 method without the header is still 0.3 (its own result shape: `kind`).
+  const legacy = await rpc({ jsonrpc: '2.0', id: 3, method: 'tasks/get', params: { id: task!.id } }, noVersion);
+  assert.equal((legacy.body.result as { kind?: string } | undefined)?.kind, 'task', JSON.stringify(legacy.body));
+});
+
+test('proto field names (message_id, return_immediately, ...) are taken as their JSON names on both bindings, as ProtoJSON parsers do', async () => {
+  const snake = (text: string) => ({
+    message: {
+      message_id: randomUUID(),
+      context_id: `ctx-${randomUUID()}`,
+      role: 'ROLE_USER',
+      parts: [{ text, media_type: 'text/plain' }],
+      metadata: { kept_as_is: true },
+    },
+    configuration: { return_immediately: true, accepted_output_modes: ['text/plain'] },
+  });
+  const s = await rest('POST', '/message:send', snake('rest, proto names'));
+  assert.equal(s.status, 200, JSON.stringify(s.body));
+  const task = (s.body as { task?: { id: string; contextId: string; history: Array<{ metadata?: unknown }> } }).task!;
+  assert.match(task.contextId, /^ctx-/);
+  assert.deepEqual(task.history[0]?.metadata, { kept_as_is: true }, 'metadata keys are data: never renamed');
+  const r = await rpc({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: snake('rpc, proto names') });
+  assert.match((r.body.result as { task?: { contextId: string } } | undefined)?.task?.contextId ?? '', /^ctx-/, JSON.stringify(r.body));
+  const got = await rpc({ jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: task.id, history_length: 0 } });
+  assert.deepEqual((got.body.result as { history?: unknown[] } | undefined)?.history ?? [], []);
 });
 
 test('TaskNotFound: -32001 and HTTP 404 with ErrorInfo', async () => {
@@ -336,8 +377,9 @@ test('strings are well-formed Unicode without NUL: text, metadata keys and value
     await rpcRefused('SendMessage', { message: jsonMessage('x'), metadata: { a: bad } }, 'metadata.a');
     await rpcRefused('CreateTaskPushNotificationConfig', { taskId: 't', url: `http://example.invalid/${bad}` }, 'url');
   }
-  // Unknown fields (a snake_case alias included) are refused by name, as proto3 JSON parsers do.
-  await sendRefused({ message_id: 'm' }, 'message');
+  // Unknown fields are refused by name; a field under its proto name and its JSON name is given twice.
+  await sendRefused({ message_id: 'm' }, 'message.messageId');
+  await sendRefused({ colour: 'blue' }, 'message');
   await rpcRefused('GetTask', { id: 't', extra: 1 }, '');
   assert.equal(await stored(), before, 'nothing stored');
 });

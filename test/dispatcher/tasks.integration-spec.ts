@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { TaskState, type Task } from '@a2a-js/sdk';
 import { TaskNotCancelableError, TaskNotFoundError, RequestMalformedError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { eventually, sql } from '../support/infra.js';
-import { a2aClient, agentRecord, BINDINGS, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
+import { a2aClient, agentRecord, BINDINGS, publishAgents, rawRequest, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { artifactText, sendRequest, userMessage } from '../support/a2a-fixtures.js';
 import { startEchoWorker } from '../support/echo-worker.js';
 
@@ -157,6 +157,7 @@ test('GetTask historyLength and ListTasks: newest first, cursor pages, filters',
         statusTimestampAfter: undefined,
       });
       assert.equal(page.totalSize, 5);
+      assert.equal(page.pageSize, page.tasks.length, 'pageSize: the tasks this page holds (2, 2, 1)');
       seen.push(...page.tasks.map((t) => t.id));
       pageToken = page.nextPageToken;
       pages += 1;
@@ -179,6 +180,20 @@ test('GetTask historyLength and ListTasks: newest first, cursor pages, filters',
     });
     assert.equal(completed.tasks.length, 5);
     assert.ok(completed.tasks.every((t) => artifactText(t).startsWith('echo: list')));
+  }
+});
+
+test('an empty ListTasks page says pageSize 0 (not the size asked for) on both bindings, on the wire', async () => {
+  const headers = { authorization: 'Bearer demo-acme', 'a2a-version': '1.0', 'content-type': 'application/json' };
+  const contextId = `empty-${Date.now()}`;
+  const rest = await rawRequest(`${env.url}/a2a/echo/tasks?contextId=${contextId}&pageSize=10`, { method: 'GET', headers });
+  const rpc = await rawRequest(`${env.url}/a2a/echo`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { contextId, pageSize: 10 } }),
+  });
+  for (const page of [JSON.parse(rest.body), (JSON.parse(rpc.body) as { result: unknown }).result]) {
+    assert.deepEqual(page, { tasks: [], nextPageToken: '', pageSize: 0, totalSize: 0 });
   }
 });
 

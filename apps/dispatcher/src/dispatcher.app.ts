@@ -13,6 +13,7 @@ import type { CommandProducer } from './outbox/command-producer.js';
 import { PROJECTOR_TRANSPORT } from './events/events.module.js';
 import { A2A_ROUTER } from './a2a/a2a.module.js';
 import { a2aBodyErrorHandler } from './a2a/a2a.router.js';
+import { rootAgentRoutes } from './a2a/root-agent.js';
 
 /** A running dispatcher: `stop` drains and closes every connection. */
 export interface RunningDispatcher {
@@ -72,8 +73,12 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
         // Every A2A answer is fresh JSON; an ETag per response is hashing for nothing (the card
         // handler sets its own).
         nest.set('etag', false);
+        const bodyErrors = a2aBodyErrorHandler(config.DISPATCHER_BODY_LIMIT, logger);
+        const root = config.DISPATCHER_ROOT_AGENT ? rootAgentRoutes(config.DISPATCHER_ROOT_AGENT, bodyErrors) : undefined;
+        if (root) nest.use(root.rewrite);
         nest.use('/a2a', nest.get<RequestHandler>(A2A_ROUTER));
-        nest.use('/a2a', a2aBodyErrorHandler(config.DISPATCHER_BODY_LIMIT, logger));
+        nest.use('/a2a', bodyErrors);
+        if (root) nest.use(root.bodyErrors);
         // The projector consumes the events topic as a Nest microservice (TaskEventsController).
         nest.connectMicroservice({ strategy: nest.get<KafkaBusTransport>(PROJECTOR_TRANSPORT) });
       },

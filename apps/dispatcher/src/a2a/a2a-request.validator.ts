@@ -1,3 +1,4 @@
+import { withJsonNames } from './proto-json-names.js';
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import type { z } from 'zod';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
@@ -142,11 +143,28 @@ export function checkLegacyJsonRpc(method: string, params: unknown, req?: Reques
   return r.success ? undefined : firstIssue(r.error, 'params', '0.3');
 }
 
+/** Renames proto field names in `holder[key]` to their JSON names (see withJsonNames); the refusal, if any. */
+function jsonNames(holder: object, key: string, path: string): RequestMalformedError | undefined {
+  const h = holder as Record<string, unknown>;
+  if (!isJsonObject(h[key])) return undefined;
+  try {
+    h[key] = withJsonNames(h[key], path);
+    return undefined;
+  } catch (err) {
+    if (err instanceof RequestMalformedError) return err;
+    throw err;
+  }
+}
+
 /** Express middleware for the JSON-RPC binding (after the envelope check and the version gate). */
 export function jsonRpcValidator(refuse: Refuse, callerTenant: CallerTenant): RequestHandler {
   return (req, res, next) => {
     const body = req.body as { method?: unknown; params?: unknown } | undefined;
     if (!isJsonObject(body) || typeof body.method !== 'string') return next();
+    if (!isLegacyRequest(req)) {
+      const renamed = jsonNames(body as Record<string, unknown>, 'params', 'params');
+      if (renamed) return refuse(req, res, renamed);
+    }
     const bad = isLegacyRequest(req)
       ? checkLegacyJsonRpc(body.method, body.params, req)
       : checkJsonRpc(body.method, body.params, req, callerTenant);
@@ -247,6 +265,8 @@ export function restValidator(refuse: Refuse, callerTenant: CallerTenant): expre
       // A body of another media type is the SDK's ContentTypeNotSupported, whatever it holds.
       const mediaType = req.header('content-type')?.split(';', 1)[0]!.trim().toLowerCase();
       if (mediaType !== undefined && mediaType !== 'application/json' && mediaType !== 'application/a2a+json') return next('router');
+      const renamed = jsonNames(req, 'body', '');
+      if (renamed) return refuse(req, res, renamed);
       const bad = all(pathIds, tenantQuery, check, tenants)(req);
       if (bad) return refuse(req, res, bad);
       next('router');

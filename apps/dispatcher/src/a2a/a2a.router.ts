@@ -172,8 +172,12 @@ const validJsonRpcEnvelope: RequestHandler = (req, res, next) => {
   next();
 };
 
-/** What a request without A2A-Version asks for (the spec's rule; the SDK's too). */
+/**
+ * What a request without A2A-Version asks for (the spec's rule; the SDK's too) — unless its method
+ * or route exists only in 1.0, which is then served as 1.0.
+ */
 const VERSION_WITHOUT_HEADER = '0.3';
+const V1 = '1.0';
 
 /** The 1.0 JSON-RPC method names (any other name asked for as 0.3 is the compat layer's -32601). */
 const V1_METHODS: ReadonlySet<string> = new Set([...Object.keys(A2A_PARAMS), 'SendStreamingMessage']);
@@ -189,9 +193,11 @@ const needsVersion1 = (what: string, requested: string | undefined) =>
   );
 
 /**
- * The A2A-Version rule of the JSON-RPC binding: 1.0 requests name their version; a request without
- * one is 0.3 (the spec's rule), served by the SDK's compatibility layer when it names a 0.3 method
- * (`message/send`, …). A 1.0 method without the header is refused, naming the header it lacks.
+ * The A2A-Version rule of the JSON-RPC binding: a request without the header is 0.3 (the spec's
+ * rule), served by the SDK's compatibility layer when it names a 0.3 method (`message/send`, …);
+ * one naming a method only 1.0 has (`SendMessage`, …) cannot mean 0.3 and is served as 1.0 (1.0
+ * clients that omit the header work). A 1.0 method sent as `A2A-Version: 0.3` is refused, naming
+ * the header it lacks.
  *
  * The SDK's JSON-RPC handler refuses an unsupported A2A-Version too, but it logs each refusal as an
  * "Unhandled error" with a stack trace — a log flood anyone can cause. Refused here with the same
@@ -211,13 +217,16 @@ function jsonRpcVersionGate(card: AgentCard): RequestHandler {
     }
     const method = String((req.body as { method?: unknown }).method);
     if (requested === VERSION_WITHOUT_HEADER && V1_METHODS.has(method)) {
-      return sendError(
-        req,
-        res,
-        200,
-        A2A_ERROR_CODE.VERSION_NOT_SUPPORTED,
-        needsVersion1(`method ${JSON.stringify(method.slice(0, 64))}`, header),
-      );
+      // No header and a method only 1.0 has: unambiguous, served as 1.0. Said 0.3: refused.
+      if (header === undefined && supported.has(V1)) req.headers['a2a-version'] = V1;
+      else
+        return sendError(
+          req,
+          res,
+          200,
+          A2A_ERROR_CODE.VERSION_NOT_SUPPORTED,
+          needsVersion1(`method ${JSON.stringify(method.slice(0, 64))}`, header),
+        );
     }
     next();
   };
@@ -225,7 +234,8 @@ function jsonRpcVersionGate(card: AgentCard): RequestHandler {
 
 /**
  * The same rule on HTTP+JSON: the 0.3 routes (`/v1/...`) were answered by the compatibility layer
- * before this; any other route asked for as 0.3 is a 1.0 route without its version.
+ * before this; any other route exists only in 1.0, so without the header it is served as 1.0, and
+ * asked for as `A2A-Version: 0.3` it is refused.
  */
 function restVersionGate(card: AgentCard): RequestHandler {
   const supported = supportedVersions(card, 'HTTP+JSON');
@@ -233,6 +243,11 @@ function restVersionGate(card: AgentCard): RequestHandler {
     const header = req.header('A2A-Version') || undefined;
     if (!isLegacyRequest(req)) return next(); // 1.0, or a version the SDK refuses itself
     if (!supported.has(VERSION_WITHOUT_HEADER)) return next();
+    // No header on a route 0.3 does not have (its routes were answered above): unambiguous, 1.0.
+    if (header === undefined && supported.has(V1)) {
+      req.headers['a2a-version'] = V1;
+      return next();
+    }
     const err = new VersionNotSupportedError(
       `${req.method} ${req.path.slice(0, 128)} is no A2A 0.3 route (those are under /v1): the A2A 1.0 routes need A2A-Version: 1.0 ` +
         `(${header ? `A2A-Version ${header}` : 'a request without A2A-Version'} is A2A 0.3)`,

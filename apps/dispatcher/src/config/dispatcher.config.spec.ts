@@ -24,3 +24,11 @@ test('DISPATCHER_PROCESSES: anything else is refused, naming what is accepted', 
     );
   }
 });
+
+test('DISPATCHER_ROOT_AGENT: unset or empty serves no agent at the root; an agent id is taken; anything else is refused', () => {
+  const rootAgent = (value: string | undefined) => loadDispatcherConfig({ DISPATCHER_ROOT_AGENT: value }).DISPATCHER_ROOT_AGENT;
+  assert.equal(rootAgent(undefined), undefined);
+  assert.equal(rootAgent(' '), undefined);
+  assert.equal(rootAgent('tck-agent'), 'tck-agent');
+  for (const bad of ['Tck Agent', '../a2a', 'a/b']) assert.throws(() => rootAgent(bad), /DISPATCHER_ROOT_AGENT/, bad);
+});

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { databaseSpec, flag, httpSpec, kafkaSpec, loadConfig, port, positiveInt, type ConfigOf } from '@mesh/config';
 import { usableCpus } from './usable-cpus.js';
+import { isAgentId } from '@mesh/contract';
 
 /** Most processes DISPATCHER_PROCESSES may ask for: each holds its own Kafka and Postgres connections. */
 export const MAX_DISPATCHER_PROCESSES = 64;
@@ -36,6 +37,15 @@ export const dispatcherConfigSpec = {
   DISPATCHER_PROCESSES: dispatcherProcesses(),
   /** Base URL callers reach this dispatcher at; agent cards point their interfaces there. */
   DISPATCHER_PUBLIC_URL: z.string().url().optional(),
+  /**
+   * An agent also served at the host root (`POST /`, the HTTP+JSON routes, `/.well-known/agent-card.json`)
+   * for clients that only take a host (the A2A TCK); unset: none. Same authentication and visibility.
+   */
+  DISPATCHER_ROOT_AGENT: z
+    .string()
+    .optional()
+    .transform((s) => s?.trim() || undefined)
+    .refine((s) => s === undefined || isAgentId(s), 'must be an agent id (lower-case slug)'),
   /** Largest request body accepted (body-parser syntax: 512kb, 1mb…). */
   DISPATCHER_BODY_LIMIT: z
     .string()

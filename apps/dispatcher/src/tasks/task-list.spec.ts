@@ -76,3 +76,11 @@ test('the extra row only says another page follows; its token continues after th
   assert.equal(last.nextPageToken, '');
   assert.equal(last.tasks[0].artifacts.length, 1);
 });
+
+test('pageSize is the number of tasks the page holds: fewer than asked for, 0 when empty', () => {
+  const rows = ['2', '1'].map((id) => ({ id, task: { id, contextId: 'c' }, ts: `2026-01-0${id}T00:00:00.000000Z` }));
+  assert.equal(listResponse(request({ pageSize: 10 }), { total: 2, rows }).pageSize, 2);
+  assert.equal(listResponse(request({}), { total: 2, rows }).pageSize, 2, 'default page size 50, two tasks');
+  const empty = listResponse(request({ pageSize: 10 }), { total: 0, rows: [] });
+  assert.deepEqual([empty.tasks.length, empty.pageSize, empty.totalSize, empty.nextPageToken], [0, 0, 0, '']);
+});

@@ -24,10 +24,13 @@ export function listQuery(params: ListTasksRequest, tenant: string, agentId: str
   };
 }
 
-/** The ListTasks answer for the rows {@link listQuery} asked for. */
+/**
+ * The ListTasks answer for the rows {@link listQuery} asked for. Its `pageSize` is the number of
+ * tasks this page holds (0 for an empty one), as the A2A TCK checks — not the size asked for.
+ */
 export function listResponse(params: ListTasksRequest, { total, rows }: TaskListPage): ListTasksResponse {
-  const pageSize = params.pageSize ?? DEFAULT_PAGE_SIZE;
-  const page = rows.slice(0, pageSize);
+  const limit = params.pageSize ?? DEFAULT_PAGE_SIZE;
+  const page = rows.slice(0, limit);
   const last = page[page.length - 1];
   return {
     tasks: page.map((r) => {
@@ -35,8 +38,8 @@ export function listResponse(params: ListTasksRequest, { total, rows }: TaskList
       if (!params.includeArtifacts) t.artifacts = [];
       return t;
     }),
-    nextPageToken: rows.length > pageSize && last ? encodeCursor(last.ts, last.id) : '',
-    pageSize,
+    nextPageToken: rows.length > limit && last ? encodeCursor(last.ts, last.id) : '',
+    pageSize: page.length,
     totalSize: total,
   };
 }
