@@ -28,6 +28,9 @@ function context() {
     artifact: async (a: ArtifactInput) => void seen.artifacts.push(a),
     askForInput: (q: string) => Outcomes.inputRequired(q),
     complete: (t?: string) => Outcomes.completed(t),
+    delegate: () => {
+      throw new Error('tck-agent does not delegate');
+    },
     fail: (r: string) => Outcomes.failed(r),
     reject: (r: string) => Outcomes.rejected(r),
   } as AgentContext;
