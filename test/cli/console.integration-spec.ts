@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type Page } from 'playwright-core';
 import { type Task } from '@a2a-js/sdk';
 import { startConsole, textMessage } from '@mesh/app-cli';
-import { echoAgent, refundAgent } from '@mesh/app-agents';
+import { echoAgent, invoiceAgent, refundAgent, triageAgent } from '@mesh/app-agents';
 import { BusAdmin, BusProducer, createKafka } from '@mesh/bus';
 import { eventually, sql, testRun } from '../support/infra.js';
 import { a2aClient, a2aClientWith, agentRecord, authFetch, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
@@ -38,7 +38,23 @@ await publishAgents(env.kafka, env.topics, [
   }),
   agentRecord('idle-agent'),
 ]);
-for (const id of ['echo-agent', 'refund-agent', 'idle-agent'])
+// A task tree for the detail page: triage-agent delegates to refund-agent and invoice-agent. Routed by
+// the dispatcher only (the directory's pages keep their three agents).
+await startTestAgents(env.prefix, env.databaseUrl, {
+  AGENTS_RUN: 'invoice-agent,triage-agent',
+  AGENTS_MCP_SERVERS: JSON.stringify({ billing: { url: billing.mcpUrl } }),
+});
+await publishAgents(
+  env.kafka,
+  env.topics,
+  [invoiceAgent, triageAgent].map((a) =>
+    agentRecord(a.id, {
+      card: { ...agentRecord(a.id).card, name: a.card.name, skills: a.card.skills as never },
+      channel: { keyTemplate: a.channel.keyTemplate, partitions: a.channel.partitions },
+    }),
+  ),
+);
+for (const id of ['echo-agent', 'refund-agent', 'idle-agent', 'triage-agent'])
   await eventually(`${id} card served`, async () => (await fetch(`${env.url}/a2a/${id}/.well-known/agent-card.json`)).ok);
 const { dir } = await startTestDirectory('console-dir');
 for (const [id, name] of [
@@ -243,6 +259,20 @@ test('the task detail shows history, artifacts, side effects, execution attempts
     listed.tasks.map((t) => [t.taskId, t.tenant]),
     [[refundTask.id, 'acme']],
   );
+});
+
+test('the task detail shows a task tree: the children a task delegated, each linked, and the parent of a child', async () => {
+  const triage = await send('triage-agent', 'I was charged twice on INV-2291. Also, what is on INV-2292?', true);
+  const page = await openPage(`#/task/triage-agent/${triage.id}`);
+  await page.waitForSelector('#children tbody tr[data-child]', { timeout: 20000 });
+  const rows = await page.$$eval('#children tbody tr[data-child]', (trs) => trs.map((tr) => tr.textContent ?? ''));
+  assert.equal(rows.length, 2);
+  assert.match(rows[0], /^0.*refund-agent\s*completed/);
+  assert.match(rows[1], /^1.*invoice-agent\s*completed/);
+  await page.click('#children tbody tr:nth-child(2) a');
+  await page.waitForSelector('#treeParent a', { timeout: 20000 });
+  assert.match(await textOf(page, '#treeParent'), new RegExp(`Delegated by ${triage.id} \\(triage-agent\\)`));
+  await page.close();
 });
 
 test('actions need the ops token: a cancel without it is refused, with it the task is canceled', async () => {

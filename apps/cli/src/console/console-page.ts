@@ -203,6 +203,9 @@ async function refreshTask(agent, id) {
       '<dl id="facts"><dt>Task</dt><dd><code>' + esc(d.id) + '</code></dd><dt>Agent</dt><dd>' + esc(d.agent) + '</dd><dt>Tenant</dt><dd>' + esc(d.tenant ?? '–') +
       '</dd><dt>State</dt><dd id="taskState">' + pill(d.state) + ' <span class="muted">' + time(d.updated) + '</span></dd><dt>Context</dt><dd><code>' + esc(d.contextId ?? '–') +
       '</code></dd><dt>Trace id</dt><dd id="traceId"><code>' + esc(d.traceId ?? '–') + '</code></dd><dt>Message</dt><dd>' + esc(d.message) + '</dd></dl>' +
+      '<h2>Task tree</h2><p id="treeParent">' + (d.tree.parent ? 'Delegated by ' + taskLink(d.tree.parent.agent, d.tree.parent.id) + ' (' + esc(d.tree.parent.agent) + ')' : '<span class="muted">not delegated by another task</span>') + '</p>' +
+      table('children', ['Step', 'Task', 'Agent', 'State'], rows(d.tree.children.map((c) =>
+        '<tr data-child="' + esc(c.id) + '"><td class="num">' + c.step + '</td><td>' + (c.agent ? taskLink(c.agent, c.id) : '<code>' + esc(c.id) + '</code>') + '</td><td>' + esc(c.agent ?? '–') + '</td><td>' + (c.state ? pill(c.state) : '–') + '</td></tr>'), 4, 'delegated no work')) +
       '<h2>History</h2>' + table('history', ['Role', 'Message id', 'Text'], rows(d.history.map((m) => '<tr><td>' + esc(m.role) + '</td><td><code>' + esc(m.messageId) + '</code></td><td>' + esc(m.text) + '</td></tr>'), 3, 'no messages')) +
       '<h2>Artifacts</h2>' + table('artifacts', ['Name', 'Content'], rows(d.artifacts.map((a) => '<tr><td>' + esc(a.name) + '</td><td>' + esc(a.text) + '</td></tr>'), 2, 'no artifacts')) +
       '<h2>Execution attempts</h2>' + table('executions', ['Turn', 'Attempt', 'Ledger state', 'Outcome', 'Owner', 'Canceled', 'Trace id', 'Started', 'Finished'], rows(d.executions.map((e) =>

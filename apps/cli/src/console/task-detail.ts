@@ -19,7 +19,48 @@ export interface TaskDetail {
   effects: EffectRecord[];
   /** The trace of the latest turn that ran under one (open it in the tracing UI). */
   traceId: string | null;
+  /** Its place in a task tree (delegation): the task that delegated it and those it delegated. */
+  tree: TaskTree;
   problems: string[];
+}
+
+/** A task's links in its tree, from the task metadata the dispatcher keeps (docs/agents.md, "Delegation"). */
+export interface TaskTree {
+  parent: { agent: string; id: string } | null;
+  rootId: string | null;
+  children: Array<{ step: number; agent: string | null; id: string; state: string | null }>;
+}
+
+type Child = { taskId?: unknown; agentId?: unknown; step?: unknown };
+
+/** The tree links of `task`, each child's state read with GetTask (refused or unknown: null). */
+async function treeOf(c: ConsoleClients, task: Task | undefined): Promise<TaskTree> {
+  const meta = (task?.metadata ?? {}) as Record<string, unknown>;
+  const parent = meta['mesh/parent'] as Child | undefined;
+  const listed = Array.isArray(meta['mesh/children']) ? (meta['mesh/children'] as Child[]) : [];
+  const children = await Promise.all(
+    listed
+      .filter((x) => typeof x.taskId === 'string')
+      .map(async (x) => {
+        const agent = typeof x.agentId === 'string' ? x.agentId : null;
+        const id = x.taskId as string;
+        const child = agent
+          ? await c
+              .client(agent)
+              .then((cl) => cl.getTask({ tenant: '', id, historyLength: 0 }))
+              .catch(() => undefined)
+          : undefined;
+        return { step: typeof x.step === 'number' ? x.step : 0, agent, id, state: child ? (taskSummary(child).state ?? null) : null };
+      }),
+  );
+  return {
+    parent:
+      parent && typeof parent.taskId === 'string' && typeof parent.agentId === 'string'
+        ? { agent: parent.agentId, id: parent.taskId }
+        : null,
+    rootId: typeof meta['mesh/root_task_id'] === 'string' ? meta['mesh/root_task_id'] : null,
+    children,
+  };
 }
 
 /**
@@ -68,6 +109,7 @@ export async function taskDetail(c: ConsoleClients, agent: string, id: string): 
     executions,
     effects: ledger?.effects ?? [],
     traceId: [...executions].reverse().find((e) => e.traceId)?.traceId ?? null,
+    tree: await treeOf(c, task),
     problems,
   };
 }
