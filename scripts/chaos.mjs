@@ -809,11 +809,8 @@ async function main() {
       report.delegation.openChildrenOfSettledParents += 1;
       example('open child of a settled parent');
     }
-    // Canceled with its parent in one transaction; a later worker report changes no state.
-    if (
-      (c.parent_state === 'TASK_STATE_CANCELED' || c.parent_state === 'TASK_STATE_FAILED') &&
-      new Date(c.at).getTime() > new Date(c.parent_at).getTime() + 1000
-    ) {
+    // Canceled with its parent in one transaction, at the same time; a later worker report changes no state.
+    if ((c.parent_state === 'TASK_STATE_CANCELED' || c.parent_state === 'TASK_STATE_FAILED') && new Date(c.at) > new Date(c.parent_at)) {
       report.delegation.childrenOutlivingParent += 1;
       example('child settled after its parent ended');
     }

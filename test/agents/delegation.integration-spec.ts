@@ -299,6 +299,7 @@ test('cancel cascades: canceling the parent cancels its live child and the child
   const c = await getTask('invoice-agent', child.id);
   assert.equal(c.status?.state, TaskState.TASK_STATE_CANCELED, 'canceled in the same transaction as its parent');
   assert.equal(c.status?.message?.metadata?.['mesh/reason'], 'DELEGATION_ENDED');
+  assert.deepEqual(c.status?.timestamp, canceled.status?.timestamp, 'ended at the same moment as its parent');
   await eventually('the child tool call was aborted', () => billing.hooks.aborted('get_invoice') > aborted);
   await new Promise((r) => setTimeout(r, 1000));
   const turns = await sql(env.databaseUrl, `SELECT turn FROM dispatcher.executions WHERE task_id = $1`, [t.id]);

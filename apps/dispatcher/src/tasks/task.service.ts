@@ -593,22 +593,24 @@ export class TaskService {
    * running the turn stops.
    */
   private async endTurn(tx: TaskTransaction, row: TaskRow, end: TurnEnd, agent: AgentRecord | undefined): Promise<Task> {
-    const task = await this.endOneTurn(tx, row, end, agent);
-    // Cancel cascades: no delegated task outlives the end of the task it works for (docs/agents.md, "Delegation").
+    const now = new Date();
+    const task = await this.endOneTurn(tx, row, end, agent, now);
+    // Cancel cascades: no delegated task outlives the end of the task it works for (docs/agents.md,
+    // "Delegation"). They end at the same moment, however long their row locks took to get.
     for (const child of await this.repo.lockLiveDescendants(tx, row.id, row.tenant)) {
       await this.endOneTurn(
         tx,
         child,
         this.parentEnded(child, `the task that delegated it (${row.id}) ended as ${stateName(end.state)}`),
         this.agentRecord(child.agent_id, child.tenant),
+        now,
       );
     }
     return task;
   }
 
   /** {@link endTurn} of one task, its descendants left alone. */
-  private async endOneTurn(tx: TaskTransaction, row: TaskRow, end: TurnEnd, agent: AgentRecord | undefined): Promise<Task> {
-    const now = new Date();
+  private async endOneTurn(tx: TaskTransaction, row: TaskRow, end: TurnEnd, agent: AgentRecord | undefined, now: Date): Promise<Task> {
     const json = ended(row.task, end.state, now, end.message);
     const task = Task.fromJSON(json);
     const exec = executionId(row.tenant, row.id, row.turn);
