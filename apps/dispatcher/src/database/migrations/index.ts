@@ -10,6 +10,7 @@ import { StatusTimestamp1765200000000 } from './1765200000000-status-timestamp.j
 import { TaskEventLog1765300000000 } from './1765300000000-task-event-log.js';
 import { PushWireVersion1765400000000 } from './1765400000000-push-wire-version.js';
 import { TaskChildrenUnchecked1765500000000 } from './1765500000000-task-children-unchecked.js';
+import { DedupByTask1765600000000 } from './1765600000000-dedup-by-task.js';
 
 /** Postgres schema owned by the dispatcher. */
 export const DISPATCHER_SCHEMA = 'dispatcher';
@@ -27,4 +28,5 @@ export const dispatcherMigrations: Array<new () => MigrationInterface> = [
   TaskEventLog1765300000000,
   PushWireVersion1765400000000,
   TaskChildrenUnchecked1765500000000,
+  DedupByTask1765600000000,
 ];
