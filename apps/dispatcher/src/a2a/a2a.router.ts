@@ -24,6 +24,7 @@ import type { Refusal } from '../admission/admission.js';
 import { isLegacyRequest, jsonRpcValidator, legacyRestValidator, restValidator, type Refuse } from './a2a-request.validator.js';
 import { A2A_PARAMS } from './a2a-request.schemas.js';
 import { hideFaults } from './a2a-fault.guard.js';
+import { CARD_PATH, routeOf } from './a2a.routes.js';
 import { LAST_EVENT_ID_HEADER, LAST_EVENT_ID_PARAM, resumePointOf, StreamEventIds } from './stream-event-ids.js';
 
 /** Why a request's `closed` signal aborts: one shared reason (abort() without one builds a DOMException, stack and all, for every request). */
@@ -50,27 +51,22 @@ export interface A2aRouterOptions {
 }
 
 const SEND_METHODS = new Set(['SendMessage', 'SendStreamingMessage', 'message/send', 'message/stream']);
-
-/**
- * SendMessage / SendStreamingMessage (0.3: message/send, message/stream) on either binding (REST:
- * `[/{tenant}]/message:send|stream`, 0.3: `/v1/message:send|stream`).
- */
-function startsWork(req: Request): boolean {
-  if (req.method !== 'POST') return false;
-  if (isJsonRpc(req)) return SEND_METHODS.has(String((req.body as { method?: unknown } | undefined)?.method));
-  return /\/message:(send|stream)$/.test(req.path);
-}
-
 const STREAM_METHODS = new Set(['SendStreamingMessage', 'SubscribeToTask', 'message/stream', 'tasks/resubscribe']);
 
 /**
- * SendStreamingMessage / SubscribeToTask (0.3: message/stream, tasks/resubscribe) on either binding
- * (REST: `message:stream`, `tasks/{id}:subscribe`, the same under `/v1` for 0.3).
+ * What a request does to the dispatcher: start work (SendMessage / SendStreamingMessage, 0.3
+ * message/send, message/stream) and hold a stream open (SendStreamingMessage / SubscribeToTask,
+ * 0.3 message/stream, tasks/resubscribe) — by its JSON-RPC method, else by the route table.
+ * Undefined: a path the table refuses (spelled unlike its route).
  */
-function opensStream(req: Request): boolean {
-  if (isJsonRpc(req)) return STREAM_METHODS.has(String((req.body as { method?: unknown } | undefined)?.method));
-  if (req.method === 'POST' && /\/message:stream$/.test(req.path)) return true;
-  return (req.method === 'GET' || req.method === 'POST') && /\/tasks\/[^/]+:subscribe$/.test(req.path);
+function effectOf(req: Request): { startsWork: boolean; opensStream: boolean } | undefined {
+  if (isJsonRpc(req)) {
+    const method = String((req.body as { method?: unknown } | undefined)?.method);
+    return { startsWork: SEND_METHODS.has(method), opensStream: STREAM_METHODS.has(method) };
+  }
+  const match = routeOf(req);
+  if (match.kind === 'misspelled') return undefined;
+  return match.kind === 'route' ? match : { startsWork: false, opensStream: false };
 }
 
 /**
@@ -104,7 +100,6 @@ interface AgentEdge {
   router: RequestHandler;
 }
 
-const CARD_PATH = '/.well-known/agent-card.json';
 type Locals = { principal?: Principal; agent?: AgentRecord; closed?: AbortSignal; streamIds?: StreamEventIds };
 const callerTenant = (req: Request) => (req.res?.locals as Locals | undefined)?.principal?.tenant;
 
@@ -359,6 +354,19 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
       );
       return;
     }
+    // Express would serve `/MESSAGE:SEND` or `/tasks/x:SUBSCRIBE/` as the route; admission and the
+    // stream cap decide by the route table, so only exact spellings go on.
+    const effect = effectOf(req);
+    if (!effect) {
+      sendError(
+        req,
+        res,
+        404,
+        A2A_ERROR_CODE.METHOD_NOT_FOUND,
+        new Error(`no A2A route ${req.method} ${req.path.slice(0, 128)} (routes are case-sensitive, without a trailing slash)`),
+      );
+      return;
+    }
     locals.agent = record;
     // The metrics' route label: the pattern, never the agent id (libs/service countRequests).
     // Mounted at '/:agentId': the base ends with the (raw) agent id segment.
@@ -393,7 +401,7 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
     const connection = new AbortController();
     locals.closed = connection.signal;
     res.once('close', () => connection.abort(CALLER_GONE));
-    if (opensStream(req)) {
+    if (effect.opensStream) {
       // Every event of a stream carries its number in the task's stream as its SSE id.
       const resumeAfter = resumePointOf(req.header(LAST_EVENT_ID_HEADER), req.query[LAST_EVENT_ID_PARAM]);
       if (resumeAfter instanceof RequestMalformedError) {
@@ -403,7 +411,7 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
       locals.streamIds = new StreamEventIds(resumeAfter);
       locals.streamIds.attach(res);
     }
-    if (opts.reserveStream && locals.principal && opensStream(req)) {
+    if (opts.reserveStream && locals.principal && effect.opensStream) {
       const slot = opts.reserveStream(locals.principal.tenant, record);
       if (typeof slot !== 'function') {
         sendRefusal(req, res, slot);
@@ -412,7 +420,7 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
       res.once('close', slot);
     }
     context.with(trace.setSpan(parent, span), () => {
-      if (opts.admit && locals.principal && startsWork(req)) {
+      if (opts.admit && locals.principal && effect.startsWork) {
         opts
           .admit(locals.principal.tenant, record)
           .then((refusal) => (refusal ? sendRefusal(req, res, refusal) : edgeFor(record).router(req, res, next)), next);
