@@ -103,6 +103,9 @@ interface AgentEdge {
 type Locals = { principal?: Principal; agent?: AgentRecord; closed?: AbortSignal; streamIds?: StreamEventIds };
 const callerTenant = (req: Request) => (req.res?.locals as Locals | undefined)?.principal?.tenant;
 
+/** Whether a request announces a body (a length above 0, or chunks). */
+const hasBody = (req: Request) => req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+
 /** JSON-RPC is a POST to the agent's base URL; everything else under it is HTTP+JSON or the card. */
 const isJsonRpc = (req: Request) => req.method === 'POST' && (req.path === '/' || req.path === '');
 
@@ -329,6 +332,8 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
       },
       () => {
         res.setHeader('WWW-Authenticate', 'Bearer');
+        // The body is never read: the connection closes after the answer instead of draining it.
+        if (hasBody(req)) res.setHeader('Connection', 'close');
         const err = new Error(
           credentials > 1
             ? 'authentication refused: send exactly one Authorization header'
@@ -430,14 +435,18 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
     });
   };
 
-  router.use(
-    '/:agentId',
-    normaliseVersion,
-    // application/json is parsed by the app-wide parser; A2A's own media type is parsed here, same limit.
-    express.json({ type: 'application/a2a+json', limit: opts.bodyLimit, strict: false, verify: refuseMalformedUtf8 }),
-    authenticate,
-    resolveAgent,
-  );
+  // Bodies are read only once the caller is authenticated (from the headers): a caller without a
+  // credential is answered 401 at once and never makes the dispatcher buffer a body. The one request
+  // served without a credential, the public card, needs no body.
+  // application/json as the service parsers read it everywhere (objects and arrays); A2A's own media type leniently.
+  const parseJson = express.json({ limit: opts.bodyLimit, verify: refuseMalformedUtf8 });
+  const parseA2aJson = express.json({ type: 'application/a2a+json', limit: opts.bodyLimit, strict: false, verify: refuseMalformedUtf8 });
+  const readBody: RequestHandler = (req, res, next) => {
+    if (!(res.locals as Locals).principal) return next();
+    parseJson(req, res, (err?: unknown) => (err ? next(err) : parseA2aJson(req, res, next)));
+  };
+
+  router.use('/:agentId', normaliseVersion, authenticate, readBody, resolveAgent);
 
   return router;
 }
