@@ -239,6 +239,29 @@ function restVersionGate(card: AgentCard): RequestHandler {
   };
 }
 
+/**
+ * The card of an agent only its own tenant sees: the SDK's card handlers mark every card `public`,
+ * which lets a shared cache store it (despite the request's Authorization) and hand it to anyone.
+ * Its Cache-Control is made `private` (a browser may keep it, no shared cache), and it varies by
+ * the credential that was allowed to see it.
+ */
+function keepCardPrivate(res: Response): void {
+  res.append('Vary', 'Authorization');
+  const setHeader = res.setHeader.bind(res);
+  res.setHeader = ((name: string, value: number | string | readonly string[]) =>
+    setHeader(
+      name,
+      name.toLowerCase() === 'cache-control'
+        ? [
+            'private',
+            ...String(value)
+              .split(/,\s*/)
+              .filter((d) => d !== 'public'),
+          ].join(', ')
+        : value,
+    )) as Response['setHeader'];
+}
+
 /** A refusal of a 0.3 HTTP+JSON request, in 0.3's bare error body (`{code, message, data}`). */
 function refuseLegacyRest(res: Response, err: Error): void {
   res.status(400).type('application/json').json(toLegacyHTTPError(err));
@@ -272,8 +295,10 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
     const legacyCard = legacyAgentCardRouter({ agentCardProvider: async () => card, cache: cardOptions.cache });
     // The 0.3 card shape only when asked for (`A2A-Version: 0.3`, or `?A2A-Version=0.3`): a card
     // fetched without the header stays the 1.0 card every 1.0 client reads.
+    const privateCard = record.visibility !== 'public';
     agentRouter.use(CARD_PATH, (req, res, next) => {
       res.append('Vary', 'A2A-Version');
+      if (privateCard) keepCardPrivate(res);
       if (req.header('A2A-Version') === undefined) return next();
       legacyCard(req, res, next);
     });
