@@ -78,6 +78,10 @@ export interface TaskListQuery {
   statusAfter?: Date;
   after?: readonly [string, string];
   limit: number;
+  /** Whether the page shows artifacts (without them they are neither read nor counted). */
+  withArtifacts: boolean;
+  /** Byte budget of a page's tasks (as JSON text): the rows after the one that passes it come without their task. */
+  maxBytes: number;
 }
 
 /** Stream events of a task as {@link TaskRepository.readEvents} reads them. */
@@ -91,10 +95,13 @@ export interface TaskEventPage {
   events: Array<{ seq: number; event: Json }>;
 }
 
-/** A ListTasks page as stored: each task with its status timestamp at microseconds (the cursor's format), and the filter's total. */
+/**
+ * A ListTasks page as stored: each task with its status timestamp at microseconds (the cursor's
+ * format), and the filter's total. A row past the byte budget has no task: only that more follow.
+ */
 export interface TaskListPage {
   total: number;
-  rows: Array<{ id: string; task: Json; ts: string }>;
+  rows: Array<{ id: string; task: Json | null; ts: string }>;
 }
 
 /** The transaction a TaskRepository runs `work` in: the row locks taken through it hold until it ends. */
@@ -335,10 +342,20 @@ export class TaskRepository {
       pageArgs.push(...query.after);
       cursor = ` AND (status_timestamp, id) < ($${pageArgs.length - 1}::timestamptz, $${pageArgs.length})`;
     }
-    pageArgs.push(query.limit);
+    pageArgs.push(query.limit, query.maxBytes);
+    const limit = `$${pageArgs.length - 1}`;
+    const budget = `$${pageArgs.length}`;
+    // A page's bytes are bounded, not only its count: rows are shown while the running size of the
+    // tasks (as JSON text) stays within the budget — the first always, however large — and the
+    // rest come without their task, so a large page is never read into memory nor sent.
     const rows: TaskListPage['rows'] = await this.ds.query(
-      `SELECT id, task, to_char(status_timestamp AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS ts
-         FROM dispatcher.tasks WHERE ${filter}${cursor} ORDER BY status_timestamp DESC, id DESC LIMIT $${pageArgs.length}`,
+      `SELECT id, ts, CASE WHEN n = 1 OR running <= ${budget} THEN task END AS task FROM (
+         SELECT id, task, ts, row_number() OVER w AS n, sum(octet_length(task::text)) OVER w AS running FROM (
+           SELECT id, ${query.withArtifacts ? 'task' : "task - 'artifacts' AS task"}, status_timestamp,
+                  to_char(status_timestamp AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS ts
+             FROM dispatcher.tasks WHERE ${filter}${cursor} ORDER BY status_timestamp DESC, id DESC LIMIT ${limit}) page
+         WINDOW w AS (ORDER BY status_timestamp DESC, id DESC)) sized
+       ORDER BY n`,
       pageArgs,
     );
     return { total, rows };
