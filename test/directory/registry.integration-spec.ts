@@ -191,6 +191,14 @@ test('tenant isolation both ways: private and tenant agents are 404 to others; p
   assert.deepEqual(ids(await api(KEYS.acme, 'GET', '/v1/agents?visibility=private&q=iso')), ['acme-private']);
   assert.equal((await api(KEYS.acme, 'GET', '/v1/agents/acme-private')).status, 200);
 
+  // Answers depend on the caller: never kept by a shared cache, never served for another credential.
+  for (const path of ['/v1/agents/acme-private/card', '/v1/agents/acme-tenant', '/v1/agents/acme-public/card', '/v1/agents?q=iso']) {
+    const r = await api(KEYS.acme, 'GET', path);
+    assert.equal(r.status, 200);
+    assert.equal(r.headers.get('cache-control'), 'private, no-cache', path);
+    assert.match(r.headers.get('vary') ?? '', /\bAuthorization\b/i, path);
+  }
+
   // Taking another tenant's id is a conflict that does not say whose it is.
   const taken = await api(KEYS.acme, 'POST', '/v1/agents', { id: 'globex-private', card: card('x') });
   assert.equal(taken.status, 409);

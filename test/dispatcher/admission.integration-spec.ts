@@ -37,6 +37,24 @@ const post = (agentId: string, body: unknown, token = 'demo-acme', headers: Reco
   });
 await eventually('agents served', async () => (await fetch(`${env.url}/a2a/full/.well-known/agent-card.json`)).ok);
 
+test('admission cannot be passed by spelling the route otherwise: only the exact route is served', async () => {
+  const send = (path: string) =>
+    rawRequest(`${env.url}/a2a/lazy${path}`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer demo-acme', 'a2a-version': '1.0', 'content-type': 'application/json' },
+      body: JSON.stringify({ message: jsonMessage('spelled'), configuration: { returnImmediately: true } }),
+    });
+  // No healthy worker of `lazy` yet: the exact route is refused by admission.
+  assert.equal((await send('/message:send')).status, 503);
+  for (const path of ['/MESSAGE:SEND', '/message:send/', '/Message:Send', '/acme/message:SEND', '/message:stream/', '/V1/message:send']) {
+    const r = await send(path);
+    assert.equal(r.status, 404, `${path} → ${r.status} ${r.body.slice(0, 200)}`);
+    assert.match(r.body, /case-sensitive/);
+  }
+  const list = await rawRequest(`${env.url}/a2a/lazy/tasks`, { headers: { authorization: 'Bearer demo-acme', 'a2a-version': '1.0' } });
+  assert.equal((JSON.parse(list.body) as { totalSize: number }).totalSize, 0, 'no spelling started work');
+});
+
 test('an agent without a healthy worker refuses new work with 503 + Retry-After; reads keep working', async () => {
   const r = await post('adm', { message: jsonMessage('hi'), configuration: { returnImmediately: true } }, 'demo-globex');
   assert.equal(r.status, 503);

@@ -1,6 +1,6 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Task } from '@a2a-js/sdk';
+import { TaskState, type Task } from '@a2a-js/sdk';
 import { eventually } from '../support/infra.js';
 import { a2aClient, agentRecord, publishAgents, rawRequest, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { jsonMessage, sendRequest, userMessage } from '../support/a2a-fixtures.js';
@@ -42,6 +42,29 @@ test('deadlines: the A2A-Deadline-Ms header and metadata deadlineUnixMs travel a
     configuration: { returnImmediately: true },
   });
   assert.equal(badMeta.status, 400);
+});
+
+test('a message answered with the same work keeps that task: retried after a cancel, it is not run again', async () => {
+  const client = await a2aClient(env.url, 'work', 'JSONRPC');
+  const contextId = `ctx-cancel-${Date.now()}`;
+  const first = (await client.sendMessage(sendRequest(userMessage('once', { contextId }), { returnImmediately: true }))) as Task;
+  const twin = userMessage('once', { contextId });
+  assert.equal(((await client.sendMessage(sendRequest(twin, { returnImmediately: true }))) as Task).id, first.id);
+  await worker.run(first.id);
+  await client.cancelTask({ tenant: '', id: first.id, metadata: undefined });
+  // The twin's retry: the task it was answered with (canceled), not a new task and a new run.
+  const retried = (await client.sendMessage(sendRequest(twin, { returnImmediately: true }))) as Task;
+  assert.equal(retried.id, first.id);
+  assert.equal(retried.status?.state, TaskState.TASK_STATE_CANCELED);
+  const runs = () => worker.commands.filter((c) => c.kind === 'task.run' && c.identity.contextId === contextId).length;
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(runs(), 1);
+  // Reused with other content, the recorded id is refused like any reused messageId.
+  const other = client.sendMessage(sendRequest({ ...twin, parts: userMessage('other').parts }, { returnImmediately: true }));
+  await assert.rejects(other, /messageId/i);
+  // A fresh message of the same work, now nothing runs, starts a new task; its id is recorded with it.
+  const again = (await client.sendMessage(sendRequest(userMessage('once', { contextId }), { returnImmediately: true }))) as Task;
+  assert.notEqual(again.id, first.id);
 });
 
 test('the same work (tenant, context, parts) while running returns the running task', async () => {

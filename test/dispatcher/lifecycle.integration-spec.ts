@@ -139,8 +139,12 @@ test('settled tasks leave the store after the retention period, with their dedup
   after(() => w.stop());
   await eventually('agent served', async () => (await fetch(`${kept.url}/a2a/short/.well-known/agent-card.json`)).ok);
   const client = await a2aClient(kept.url, 'short', 'HTTP+JSON');
-  const message = userMessage('done soon');
+  const contextId = `retained-${Date.now()}`;
+  const message = userMessage('done soon', { contextId });
   const done = (await client.sendMessage(sendRequest(message, { returnImmediately: true }))) as Task;
+  // A message answered with the same work is recorded with the task, and goes with it.
+  const twin = (await client.sendMessage(sendRequest(userMessage('done soon', { contextId }), { returnImmediately: true }))) as Task;
+  assert.equal(twin.id, done.id);
   const open = (await client.sendMessage(sendRequest(userMessage('never answered'), { returnImmediately: true }))) as Task;
   await w.emit(await w.run(done.id), [
     { seq: 0, artifact: 'ok' },

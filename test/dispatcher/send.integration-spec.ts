@@ -16,7 +16,11 @@ import { artifactText, sendRequest, userMessage } from '../support/a2a-fixtures.
 
 // Top level, not in before(): the harness registers after() hooks that must belong to the file.
 const env: DispatcherEnv = await startTestDispatcher('send');
-await publishAgents(env.kafka, env.topics, [agentRecord('echo')]);
+await publishAgents(env.kafka, env.topics, [
+  agentRecord('echo'),
+  agentRecord('own', { visibility: 'tenant' }),
+  agentRecord('mine', { visibility: 'private' }),
+]);
 const worker: EchoWorker = await startEchoWorker(env.kafka, env.topics, 'echo');
 after(() => worker.stop());
 // The catalog is live: wait until the dispatcher serves the agent's card.
@@ -45,6 +49,35 @@ test('the card is served from the directory record with interfaces pointing at t
   // node:http, not fetch: fetch turns a conditional request into Cache-Control: no-cache.
   const again = await rawRequest(`${env.url}/a2a/echo/.well-known/agent-card.json`, { headers: { 'if-none-match': etag } });
   assert.equal(again.status, 304);
+});
+
+test("a card only its tenant sees is private to the caller's credential: no shared cache keeps it", async () => {
+  await eventually(
+    'cards served',
+    async () =>
+      (await rawRequest(`${env.url}/a2a/mine/.well-known/agent-card.json`, { headers: { authorization: 'Bearer demo-acme' } })).status ===
+      200,
+  );
+  for (const agent of ['own', 'mine']) {
+    for (const version of [{}, { 'a2a-version': '0.3' }]) {
+      const r = await rawRequest(`${env.url}/a2a/${agent}/.well-known/agent-card.json`, {
+        headers: { authorization: 'Bearer demo-acme', ...version },
+      });
+      assert.equal(r.status, 200);
+      const cache = String(r.headers['cache-control']);
+      assert.match(cache, /^private, max-age=\d+$/, `${agent} ${JSON.stringify(version)}: ${cache}`);
+      assert.match(String(r.headers.vary), /\bAuthorization\b/);
+      assert.match(String(r.headers.vary), /\bA2A-Version\b/);
+    }
+    // Another tenant does not see it at all.
+    const other = await rawRequest(`${env.url}/a2a/${agent}/.well-known/agent-card.json`, {
+      headers: { authorization: 'Bearer demo-globex' },
+    });
+    assert.equal(other.status, 404);
+  }
+  // A public card stays cacheable by anyone.
+  const open = await rawRequest(`${env.url}/a2a/echo/.well-known/agent-card.json`);
+  assert.match(String(open.headers['cache-control']), /^public, max-age=\d+$/);
 });
 
 for (const binding of BINDINGS) {

@@ -79,6 +79,14 @@ test('the stream over the cap is refused with 429 on both bindings; other tenant
   assert.equal(rpcBody.error.data[0].reason, 'TOO_MANY_STREAMS');
   assert.equal(rpcBody.error.data[0].metadata.retryAfterSeconds, '2');
 
+  // Spelled otherwise, the route is not served at all: the cap cannot be passed that way.
+  for (const path of [`tasks/${a.id}:SUBSCRIBE`, `tasks/${a.id}:subscribe/`, `TASKS/${a.id}:subscribe`, `v1/tasks/${a.id}:Subscribe`]) {
+    const odd = await openRawSse(`${env.url}/a2a/capped/${path}`, { headers: headers('demo-acme') });
+    open.push(odd);
+    assert.equal(odd.status, 404, `${path} → ${odd.status}`);
+    await odd.ended;
+  }
+
   // The official client gets the refusal as an error, and a refused SendStreamingMessage starts nothing.
   const before = (await a.client.getTask({ tenant: '', id: a.id, historyLength: 0 })).id;
   assert.equal(before, a.id);

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import pg from 'pg';
 import { TaskState, type Task } from '@a2a-js/sdk';
 import { eventually } from '../support/infra.js';
-import { a2aClient, agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
+import { a2aClient, agentRecord, publishAgents, rawRequest, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { listRequest, sendRequest, userMessage } from '../support/a2a-fixtures.js';
 import { startManualWorker } from '../support/manual-worker.js';
 
@@ -76,4 +76,62 @@ test('ListTasks comes back in the order of the status timestamps it shows, acros
     newer.tasks.map((t) => t.id),
     page.tasks.filter((t) => Date.parse(t.status!.timestamp!) > Date.parse(cut)).map((t) => t.id),
   );
+});
+
+test('a ListTasks page is bounded in bytes, not only in count: large tasks spread over pages, one larger than the budget comes alone', async () => {
+  const client = await a2aClient(env.url, 'lister', 'HTTP+JSON');
+  const contextId = `bytes-${Date.now()}`;
+  const big = 'x'.repeat(300_000);
+  const ids: string[] = [];
+  for (let i = 0; i < 6; i++) {
+    ids.push(((await client.sendMessage(sendRequest(userMessage(`b${i}`, { contextId }), { returnImmediately: true }))) as Task).id);
+  }
+  // One task over the budget on its own: two artifacts of 600 KB.
+  const huge = ((await client.sendMessage(sendRequest(userMessage('huge', { contextId }), { returnImmediately: true }))) as Task).id;
+  // One event per produce: a broker takes about 1 MB per request.
+  for (const id of ids) {
+    const cmd = await worker.run(id);
+    await worker.emit(cmd, [{ seq: 0, artifact: big }]);
+    await worker.emit(cmd, [{ seq: 1, state: 'COMPLETED' }]);
+  }
+  const hugeCmd = await worker.run(huge);
+  await worker.emit(hugeCmd, [{ seq: 0, artifact: 'y'.repeat(600_000) }]);
+  await worker.emit(hugeCmd, [{ seq: 1, artifact: 'z'.repeat(600_000) }]);
+  await worker.emit(hugeCmd, [{ seq: 2, state: 'COMPLETED' }]);
+  await eventually('every task COMPLETED', async () => {
+    const done = await client.listTasks(listRequest({ contextId, status: TaskState.TASK_STATE_COMPLETED }));
+    return done.totalSize === 7;
+  });
+
+  type Page = { tasks: Array<{ id: string; artifacts?: unknown[] }>; nextPageToken: string; totalSize: number };
+  const page = async (token = '') => {
+    const r = await rawRequest(
+      `${env.url}/a2a/lister/tasks?contextId=${contextId}&pageSize=20&includeArtifacts=true${token ? `&pageToken=${token}` : ''}`,
+      { headers: { authorization: 'Bearer demo-acme', 'a2a-version': '1.0' } },
+    );
+    assert.equal(r.status, 200);
+    return { bytes: Buffer.byteLength(r.body), body: JSON.parse(r.body) as Page };
+  };
+  const seen: string[] = [];
+  let token = '';
+  let pages = 0;
+  do {
+    const { bytes, body } = await page(token);
+    pages += 1;
+    assert.ok(body.tasks.length > 0);
+    if (body.tasks.some((t) => t.id === huge)) {
+      assert.equal(body.tasks.length, 1, 'a task over the budget comes alone');
+    } else {
+      assert.ok(bytes <= 1024 * 1024 + 400_000, `a page of ${bytes} bytes`);
+    }
+    assert.equal(body.totalSize, 7);
+    seen.push(...body.tasks.map((t) => t.id));
+    token = body.nextPageToken;
+  } while (token);
+  assert.deepEqual([...seen].sort(), [...ids, huge].sort(), 'every task exactly once');
+  assert.ok(pages >= 3, `${pages} pages`);
+  // Without artifacts the same tasks are small: one page.
+  const bare = await client.listTasks(listRequest({ contextId, pageSize: 20 }));
+  assert.equal(bare.tasks.length, 7);
+  assert.equal(bare.nextPageToken, '');
 });

@@ -1,11 +1,13 @@
 // The agents' /ops endpoints list every tenant's task ids and idempotency keys and settle unknown
 // side effects: with the defaults (no AGENTS_OPS_TOKEN) every /ops request is refused; with a token
 // only a request carrying it gets through. The runtime listens on 127.0.0.1 by default.
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { networkInterfaces } from 'node:os';
 import { newId } from '@mesh/contract';
-import { uniquePrefix } from '../support/infra.js';
+import { testRun, uniquePrefix } from '../support/infra.js';
+import { rawRequest } from '../support/raw-http.js';
+import { startConsole } from '@mesh/app-cli';
 import { startTestAgents } from '../support/agents-runtime.js';
 import { ledgerDatabase } from '../agents/agents-fixtures.js';
 
@@ -83,4 +85,54 @@ test('the agents runtime listens on 127.0.0.1 by default', async () => {
     () => false,
   );
   assert.equal(reached, false, `not reachable on ${external}`);
+});
+
+test('/ops refuses a repeated Authorization header, even when every copy is the token', async () => {
+  const twice = { authorization: [`Bearer ${TOKEN}`, `Bearer ${TOKEN}`] } as unknown as Record<string, string>;
+  const r = await rawRequest(`${guarded.url}/ops/unknowns`, { headers: twice });
+  assert.equal(r.status, 401, r.body);
+  assert.match(r.body, /exactly one Authorization header/);
+  assert.equal((await rawRequest(`${guarded.url}/ops/unknowns`, { headers: { authorization: `Bearer ${TOKEN}` } })).status, 200);
+});
+
+test('/ops refuses NUL and control characters in paths, queries and bodies with 400 naming the field, never a database error', async () => {
+  const auth = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+  const key = await unknownRefund();
+  for (const [method, path, body, field] of [
+    ['GET', '/ops/tasks/a%00b', undefined, 'taskId'],
+    ['GET', '/ops/tasks?tenant=%00', undefined, 'tenant'],
+    ['GET', '/ops/tasks?agent=echo%01agent', undefined, 'agent'],
+    ['POST', '/ops/unknowns/k%00/resolve', { state: 'absent' }, 'key'],
+    ['POST', `/ops/unknowns/${encodeURIComponent(key)}/resolve`, { state: 'ok', text: 'paid\u0000' }, 'text'],
+    ['GET', `/ops/tasks/${'x'.repeat(2000)}`, undefined, 'taskId'],
+  ] as const) {
+    const r = await rawRequest(`${guarded.url}${path}`, {
+      method,
+      headers: auth,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    assert.equal(r.status, 400, `${method} ${path}: ${r.status} ${r.body}`);
+    assert.match((JSON.parse(r.body) as { error: string }).error, new RegExp(`^${field}: `), path);
+  }
+  assert.equal((await ledger.get(key))?.state, 'unknown', 'a refused resolution settles nothing');
+});
+
+test('the console answers malformed percent-encoding and control characters in its URLs with 400', async () => {
+  const consoleApp = await startConsole(
+    {
+      directoryUrl: 'http://127.0.0.1:9',
+      dispatcherUrl: 'http://127.0.0.1:9',
+      agentsUrl: guarded.url,
+      opsToken: TOKEN,
+      brokers: testRun().brokers,
+      prefix: uniquePrefix('sec-ops-console'),
+    },
+    { port: 0, sampleIntervalMs: 600_000 },
+  );
+  after(() => consoleApp.stop());
+  for (const path of ['api/tasks/%ff/x', 'api/tasks/echo-agent/%E0%A4%A', 'api/tasks/echo-agent/a%00b', 'api/overview?agent=%00']) {
+    const r = await rawRequest(`${consoleApp.url}${path}`);
+    assert.equal(r.status, 400, `${path}: ${r.status} ${r.body}`);
+    assert.match((JSON.parse(r.body) as { error: string }).error, /^(path|agent): /);
+  }
 });

@@ -12,6 +12,7 @@ import { CardReconciler } from './card-stream/card-reconciler.js';
 import { KafkaCardStream } from './card-stream/kafka-card-stream.js';
 import type { CardStream } from './card-stream/card-stream.port.js';
 import { bodyParserErrors, ProblemFilter } from './common/problem.filter.js';
+import { privateAnswers } from './common/private-answers.js';
 import type { DirectoryConfig } from './config/directory.config.js';
 import { directoryMigrations, DIRECTORY_SCHEMA } from './database/migrations/index.js';
 import { HeartbeatConsumer } from './liveness/heartbeat-consumer.js';
@@ -107,6 +108,7 @@ export async function startDirectory(config: DirectoryConfig, overrides: Directo
       host: config.HTTP_HOST,
       bodyLimit: `${DIRECTORY_BODY_LIMIT_BYTES}b`,
       configure: (a) => {
+        a.use('/v1', privateAnswers);
         a.use(bodyParserErrors);
         a.useGlobalFilters(new ProblemFilter(logger));
       },

@@ -68,6 +68,8 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
       port: config.DISPATCHER_PORT,
       host: config.HTTP_HOST,
       bodyLimit: config.DISPATCHER_BODY_LIMIT,
+      // The A2A router reads bodies once the caller is authenticated (a2a.router.ts).
+      parseJsonBodies: false,
       configure: (nest) => {
         created = nest;
         // Every A2A answer is fresh JSON; an ETag per response is hashing for nothing (the card

@@ -21,6 +21,11 @@ export interface HttpServiceOptions {
   host?: string;
   /** JSON body limit, e.g. '1mb'. */
   bodyLimit?: string;
+  /**
+   * false: no app-wide JSON parser; the app's routes read their bodies themselves (the dispatcher
+   * authenticates from the headers first, so no caller without a credential makes it buffer a body).
+   */
+  parseJsonBodies?: boolean;
   /** The process's metrics; served on GET /metrics and injectable as MeshMetrics. */
   metrics?: MeshMetrics;
   /**
@@ -116,7 +121,7 @@ export async function startHttpService(opts: HttpServiceOptions): Promise<INestA
   // Nest's options type leaves `verify` out (Nest uses the hook for rawBody, which is off here);
   // express's JSON parser, which Nest hands the options to, takes it.
   const json = { limit: opts.bodyLimit ?? '1mb', verify: refuseMalformedUtf8 };
-  app.useBodyParser('json', json as NestExpressBodyParserOptionsFor<'json'>);
+  if (opts.parseJsonBodies !== false) app.useBodyParser('json', json as NestExpressBodyParserOptionsFor<'json'>);
   await opts.configure?.(app);
   const server = app.getHttpServer() as Server;
   server.headersTimeout = HEADERS_TIMEOUT_MS;

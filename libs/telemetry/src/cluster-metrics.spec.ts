@@ -51,13 +51,13 @@ test("the primary's aggregate sums what each process counted and takes the broke
     m.tasks.inc({ tenant: 'acme', agent: 'a', outcome: 'accepted' });
     // Every replica samples the same broker offsets.
     m.agentLag.set({ agent: 'a' }, 7);
-    m.consumerLag.set({ group: 'g', topic: 't', partition: '0' }, 7);
+    m.consumerLag.set({ group: 'g', topic: 't' }, 7);
     m.deadLetterDepth.set({ topic: 't.dlq' }, 3);
   }
   const text = await AggregatorRegistry.aggregate(await Promise.all(processes.map((m) => m.registry.getMetricsAsJSON()))).metrics();
   assert.match(text, /^mesh_tasks_total\{tenant="acme",agent="a",outcome="accepted"\} 2$/m);
   assert.match(text, /^mesh_agent_backlog\{agent="a"\} 7$/m);
-  assert.match(text, /^mesh_consumer_lag\{group="g",topic="t",partition="0"\} 7$/m);
+  assert.match(text, /^mesh_consumer_lag\{group="g",topic="t"\} 7$/m);
   assert.match(text, /^mesh_dead_letter_depth\{topic="t.dlq"\} 3$/m);
   // Default process metrics come through once per family.
   assert.equal(text.match(/^# TYPE nodejs_heap_size_used_bytes /gm)?.length, 1);

@@ -76,8 +76,8 @@ export class MeshMetrics {
   });
   readonly consumerLag = new Gauge({
     name: 'mesh_consumer_lag',
-    help: 'Messages between the committed offset and the high watermark',
-    labelNames: ['group', 'topic', 'partition'] as const,
+    help: "Messages between the committed offset and the high watermark of the group's most-behind partition of the topic",
+    labelNames: ['group', 'topic'] as const,
     // The broker's value, the same in every process that reads it: a cluster's aggregate takes one.
     aggregator: 'max',
     registers: [this.registry],

@@ -16,6 +16,8 @@ import {
 import type { Request } from 'express';
 import {
   bearerToken,
+  hasControlCharacter,
+  hasLoneSurrogate,
   isLedgerTaskState,
   isUnknownResolution,
   LEDGER_TASK_STATES,
@@ -49,6 +51,26 @@ export const OPS_DEPS = Symbol('OPS_DEPS');
 
 const sameSecret = (a: string, b: string) => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
+/** Longest id, key or filter value /ops takes (idempotency keys are the longest: tenant, task, tool and a hash). */
+const OPS_TEXT_MAX = 1024;
+
+/**
+ * A path segment, query value or body text checked before it reaches a query: Postgres `text`
+ * holds neither NUL nor a lone surrogate (it would answer a 500 with its own error), and no id
+ * holds a control character. Refused with 400 naming the field.
+ */
+function checkedText(field: string, value: string, opts: { allowLineBreaks?: boolean; max?: number } = {}): string {
+  const max = opts.max ?? OPS_TEXT_MAX;
+  const problem =
+    value.length > max
+      ? `at most ${max} characters`
+      : hasControlCharacter(value, opts) || hasLoneSurrogate(value)
+        ? 'no control characters (NUL included) or lone surrogates'
+        : undefined;
+  if (problem) throw new HttpException({ error: `${field}: ${problem}` }, 400);
+  return value;
+}
+
 /**
  * Operator endpoints of the agents runtime (the CLI and console call them): workers with in-flight
  * and paused partitions, consumer lag per agent, and the open unknown outcomes with a manual
@@ -65,6 +87,10 @@ export class OpsController {
         { error: 'ops endpoints are disabled: set AGENTS_OPS_TOKEN to enable them (Authorization: Bearer <token>)' },
         401,
       );
+    // Node keeps the first of repeated Authorization headers; a proxy in front may have checked another.
+    let credentials = 0;
+    for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i]!.toLowerCase() === 'authorization') credentials += 1;
+    if (credentials > 1) throw new HttpException({ error: 'send exactly one Authorization header' }, 401);
     const presented = bearerToken(req.header('authorization'));
     if (!presented || !sameSecret(presented, this.deps.token))
       throw new HttpException({ error: 'ops token required: Authorization: Bearer <AGENTS_OPS_TOKEN>' }, 401);
@@ -128,7 +154,7 @@ export class OpsController {
       const v = q[name];
       if (v === undefined || v === '') return undefined;
       if (typeof v !== 'string') throw new HttpException({ error: `${name} must be given once, as text` }, 400);
-      return v;
+      return checkedText(name, v);
     };
     const state = text('state');
     if (state !== undefined && !isLedgerTaskState(state))
@@ -153,7 +179,7 @@ export class OpsController {
   @Get('tasks/:taskId')
   async task(@Req() req: Request, @Param('taskId') taskId: string): Promise<OpsTaskDetail> {
     this.guard(req);
-    const found = await this.deps.records.task(taskId);
+    const found = await this.deps.records.task(checkedText('taskId', taskId));
     if (!found) throw new NotFoundException({ error: `the ledgers hold no execution of task ${taskId}` });
     return found;
   }
@@ -164,7 +190,11 @@ export class OpsController {
     this.guard(req);
     const state = body?.state;
     if (!isUnknownResolution(state)) throw new HttpException({ error: `state must be one of ${UNKNOWN_RESOLUTIONS.join(', ')}` }, 400);
-    const text = typeof body.text === 'string' ? body.text : `resolved by an operator as ${state}`;
+    checkedText('key', key);
+    const text =
+      typeof body.text === 'string'
+        ? checkedText('text', body.text, { allowLineBreaks: true, max: 8192 })
+        : `resolved by an operator as ${state}`;
     const done = await this.deps.ledger.resolve(key, state, state === 'absent' ? undefined : { text });
     if (!done) throw new NotFoundException({ error: `no unknown outcome with key ${key}` });
     await this.deps.sampler.unknowns();

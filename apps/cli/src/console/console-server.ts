@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CliError } from '../cli-error.js';
-import { bearerToken, isJsonObject } from '@mesh/contract';
+import { bearerToken, hasControlCharacter, hasLoneSurrogate, isJsonObject } from '@mesh/contract';
 import { ConsoleClients, type ConsoleTargets } from './console-clients.js';
 import { CONSOLE_HTML, CONSOLE_SCRIPT, CONSOLE_STYLE } from './console-page.js';
 import { cancelTask, deadLetterView, replayAgentDeadLetters, resolveUnknown, workersView } from './console-operations.js';
@@ -64,6 +64,12 @@ class HttpError extends Error {
 }
 
 /** The HTTP status of a failure: the request's fault, a thing not found, or the service behind. */
+/** An id or filter from the URL: no control character (NUL included) goes on to a service. */
+function plainText(field: string, value: string): string {
+  if (hasControlCharacter(value) || hasLoneSurrogate(value)) throw new HttpError(400, `${field}: no control characters (NUL included)`);
+  return value;
+}
+
 function statusOf(err: unknown): number {
   if (err instanceof HttpError) return err.status;
   if (err instanceof CliError) {
@@ -129,8 +135,19 @@ export async function startConsole(targets: ConsoleTargets, opts: ConsoleOptions
     const seg = url.pathname
       .split('/')
       .filter(Boolean)
-      .map((s) => decodeURIComponent(s));
-    const q = (name: string) => url.searchParams.get(name) || undefined;
+      .map((s) => {
+        let decoded: string;
+        try {
+          decoded = decodeURIComponent(s);
+        } catch {
+          throw new HttpError(400, 'path: malformed percent-encoding (%XX must encode UTF-8)');
+        }
+        return plainText('path', decoded);
+      });
+    const q = (name: string) => {
+      const v = url.searchParams.get(name) || undefined;
+      return v === undefined ? undefined : plainText(name, v);
+    };
     if (req.method === 'GET') {
       if (url.pathname === '/api/overview') {
         const filter: TaskFilter = {

@@ -5,6 +5,7 @@ import { RequestMalformedError } from '@a2a-js/sdk/errors';
 import { isJsonObject } from '@mesh/contract';
 import { A2A_LIMITS, A2A_PARAMS, idProblem, A2A_TASK_STATE_ENUM, type A2aMethod } from './a2a-request.schemas.js';
 import { LEGACY_BODIES, LEGACY_PARAMS } from './a2a-legacy.schemas.js';
+import { A2A_ROUTES, type A2aRoute } from './a2a.routes.js';
 
 /**
  * Validation of every A2A request at the edge, before the SDK parses it and before anything is
@@ -251,8 +252,10 @@ const LIST_QUERY = {
   includeArtifacts: 'bool',
 } as const;
 
+const verb = (method: A2aRoute['method']) => method.toLowerCase() as 'get' | 'post' | 'delete';
+
 /**
- * Express router for the HTTP+JSON binding: the SDK's own route patterns (with and without the
+ * Express router for the HTTP+JSON binding: the route table's patterns (`A2A_ROUTES`, with and without the
  * `/{tenant}` prefix), each validated, then on to the SDK's handler. Unmatched paths pass through
  * to its 404.
  */
@@ -260,7 +263,7 @@ export function restValidator(refuse: Refuse, callerTenant: CallerTenant): expre
   const router = express.Router();
   const tenants: Check = (req) =>
     tenantProblem(req, callerTenant, [['tenant', (req.query as Record<string, unknown>).tenant], ...tenantsOf(req.body, '')]);
-  const route = (method: 'get' | 'post' | 'delete', path: string, check: Check) => {
+  const route = ({ method, path }: A2aRoute, check: Check) => {
     const handler: RequestHandler = (req, res, next) => {
       // A body of another media type is the SDK's ContentTypeNotSupported, whatever it holds.
       const mediaType = req.header('content-type')?.split(';', 1)[0]!.trim().toLowerCase();
@@ -271,36 +274,36 @@ export function restValidator(refuse: Refuse, callerTenant: CallerTenant): expre
       if (bad) return refuse(req, res, bad);
       next('router');
     };
-    router[method](path, handler);
-    router[method](`/:tenant${path}`, handler);
+    router[verb(method)](path, handler);
+    router[verb(method)](`/:tenant${path}`, handler);
   };
   const none: Check = () => undefined;
   const send: Check = (req) => headerProblem(req) ?? bodyAs('SendMessage', req.body);
-  route('get', '/extendedAgentCard', none);
-  route('post', '/message\\:send', send);
-  route('post', '/message\\:stream', send);
+  route(A2A_ROUTES.GetExtendedAgentCard, none);
+  route(A2A_ROUTES.SendMessage, send);
+  route(A2A_ROUTES.SendStreamingMessage, send);
   // The SDK ignores these bodies; one that is given must still be a valid request of the method.
-  route('get', '/tasks/:taskId\\:subscribe', none);
-  route('post', '/tasks/:taskId\\:subscribe', (req) => bodyAs('SubscribeToTask', req.body, { id: req.params.taskId }));
-  route('post', '/tasks/:taskId\\:cancel', (req) => bodyAs('CancelTask', req.body, { id: req.params.taskId }));
-  route('get', '/tasks/:taskId', (req) => {
+  route(A2A_ROUTES.SubscribeToTask, none);
+  route(A2A_ROUTES.SubscribeToTaskPost, (req) => bodyAs('SubscribeToTask', req.body, { id: req.params.taskId }));
+  route(A2A_ROUTES.CancelTask, (req) => bodyAs('CancelTask', req.body, { id: req.params.taskId }));
+  route(A2A_ROUTES.GetTask, (req) => {
     const q = queryParams(req, { historyLength: 'int' });
     if (q instanceof RequestMalformedError) return q;
     const r = A2A_PARAMS.GetTask.safeParse({ id: 'x', ...q });
     return r.success ? undefined : firstIssue(r.error, '');
   });
-  route('get', '/tasks', (req) => {
+  route(A2A_ROUTES.ListTasks, (req) => {
     const q = queryParams(req, LIST_QUERY);
     if (q instanceof RequestMalformedError) return q;
     const r = A2A_PARAMS.ListTasks.safeParse(q);
     return r.success ? undefined : firstIssue(r.error, '');
   });
-  route('post', '/tasks/:taskId/pushNotificationConfigs', (req) =>
+  route(A2A_ROUTES.CreateTaskPushNotificationConfig, (req) =>
     bodyAs('CreateTaskPushNotificationConfig', req.body, { taskId: req.params.taskId }),
   );
-  route('get', '/tasks/:taskId/pushNotificationConfigs', none);
-  route('get', '/tasks/:taskId/pushNotificationConfigs/:configId', none);
-  route('delete', '/tasks/:taskId/pushNotificationConfigs/:configId', none);
+  route(A2A_ROUTES.ListTaskPushNotificationConfigs, none);
+  route(A2A_ROUTES.GetTaskPushNotificationConfig, none);
+  route(A2A_ROUTES.DeleteTaskPushNotificationConfig, none);
   return router;
 }
 
@@ -310,8 +313,8 @@ export function restValidator(refuse: Refuse, callerTenant: CallerTenant): expre
  */
 export function legacyRestValidator(refuse: Refuse): express.Router {
   const router = express.Router();
-  const route = (method: 'get' | 'post' | 'delete', path: string, check: Check) => {
-    router[method](path, (req, res, next) => {
+  const route = ({ method, path }: A2aRoute, check: Check) => {
+    router[verb(method)](path, (req, res, next) => {
       if (!isLegacyRequest(req)) return next('router');
       const bad = all(pathIds, check)(req);
       if (bad) return refuse(req, res, bad);
@@ -330,13 +333,13 @@ export function legacyRestValidator(refuse: Refuse): express.Router {
   const emptyBody: Check = (req) =>
     req.body === undefined || req.body === null || isJsonObject(req.body) ? undefined : refusal('body', 'must be a JSON object or null');
   const send: Check = (req) => headerProblem(req) ?? body(LEGACY_BODIES.send)(req);
-  route('get', '/v1/card', none);
-  route('post', '/v1/message\\:send', send);
-  route('post', '/v1/message\\:stream', send);
-  route('post', '/v1/tasks/:taskId\\:cancel', emptyBody);
-  route('get', '/v1/tasks/:taskId\\:subscribe', none);
-  route('post', '/v1/tasks/:taskId\\:subscribe', emptyBody);
-  route('get', '/v1/tasks/:taskId', (req) => {
+  route(A2A_ROUTES.v03GetCard, none);
+  route(A2A_ROUTES.v03SendMessage, send);
+  route(A2A_ROUTES.v03SendStreamingMessage, send);
+  route(A2A_ROUTES.v03CancelTask, emptyBody);
+  route(A2A_ROUTES.v03Resubscribe, none);
+  route(A2A_ROUTES.v03ResubscribePost, emptyBody);
+  route(A2A_ROUTES.v03GetTask, (req) => {
     for (const name of ['historyLength', 'history_length']) {
       const v = queryValue(req, name);
       if (v instanceof RequestMalformedError) return v;
@@ -348,7 +351,7 @@ export function legacyRestValidator(refuse: Refuse): express.Router {
   });
   // The SDK takes the task from the body's `name` alone: the path is the authority, so a name that
   // is absent is filled in from it, and one naming another task is refused.
-  route('post', '/v1/tasks/:taskId/pushNotificationConfigs', (req) => {
+  route(A2A_ROUTES.v03CreatePushConfig, (req) => {
     const bad = body(LEGACY_BODIES.pushConfig)(req);
     if (bad) return bad;
     const b = req.body as { name?: string };
@@ -358,8 +361,8 @@ export function legacyRestValidator(refuse: Refuse): express.Router {
       return refusal('name', `must name the task of the path (tasks/${taskId.slice(0, 64)}), or be left out`);
     return undefined;
   });
-  route('get', '/v1/tasks/:taskId/pushNotificationConfigs', none);
-  route('get', '/v1/tasks/:taskId/pushNotificationConfigs/:configId', none);
-  route('delete', '/v1/tasks/:taskId/pushNotificationConfigs/:configId', none);
+  route(A2A_ROUTES.v03ListPushConfigs, none);
+  route(A2A_ROUTES.v03GetPushConfig, none);
+  route(A2A_ROUTES.v03DeletePushConfig, none);
   return router;
 }

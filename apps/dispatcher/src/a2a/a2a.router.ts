@@ -24,6 +24,7 @@ import type { Refusal } from '../admission/admission.js';
 import { isLegacyRequest, jsonRpcValidator, legacyRestValidator, restValidator, type Refuse } from './a2a-request.validator.js';
 import { A2A_PARAMS } from './a2a-request.schemas.js';
 import { hideFaults } from './a2a-fault.guard.js';
+import { CARD_PATH, routeOf } from './a2a.routes.js';
 import { LAST_EVENT_ID_HEADER, LAST_EVENT_ID_PARAM, resumePointOf, StreamEventIds } from './stream-event-ids.js';
 
 /** Why a request's `closed` signal aborts: one shared reason (abort() without one builds a DOMException, stack and all, for every request). */
@@ -50,27 +51,22 @@ export interface A2aRouterOptions {
 }
 
 const SEND_METHODS = new Set(['SendMessage', 'SendStreamingMessage', 'message/send', 'message/stream']);
-
-/**
- * SendMessage / SendStreamingMessage (0.3: message/send, message/stream) on either binding (REST:
- * `[/{tenant}]/message:send|stream`, 0.3: `/v1/message:send|stream`).
- */
-function startsWork(req: Request): boolean {
-  if (req.method !== 'POST') return false;
-  if (isJsonRpc(req)) return SEND_METHODS.has(String((req.body as { method?: unknown } | undefined)?.method));
-  return /\/message:(send|stream)$/.test(req.path);
-}
-
 const STREAM_METHODS = new Set(['SendStreamingMessage', 'SubscribeToTask', 'message/stream', 'tasks/resubscribe']);
 
 /**
- * SendStreamingMessage / SubscribeToTask (0.3: message/stream, tasks/resubscribe) on either binding
- * (REST: `message:stream`, `tasks/{id}:subscribe`, the same under `/v1` for 0.3).
+ * What a request does to the dispatcher: start work (SendMessage / SendStreamingMessage, 0.3
+ * message/send, message/stream) and hold a stream open (SendStreamingMessage / SubscribeToTask,
+ * 0.3 message/stream, tasks/resubscribe) — by its JSON-RPC method, else by the route table.
+ * Undefined: a path the table refuses (spelled unlike its route).
  */
-function opensStream(req: Request): boolean {
-  if (isJsonRpc(req)) return STREAM_METHODS.has(String((req.body as { method?: unknown } | undefined)?.method));
-  if (req.method === 'POST' && /\/message:stream$/.test(req.path)) return true;
-  return (req.method === 'GET' || req.method === 'POST') && /\/tasks\/[^/]+:subscribe$/.test(req.path);
+function effectOf(req: Request): { startsWork: boolean; opensStream: boolean } | undefined {
+  if (isJsonRpc(req)) {
+    const method = String((req.body as { method?: unknown } | undefined)?.method);
+    return { startsWork: SEND_METHODS.has(method), opensStream: STREAM_METHODS.has(method) };
+  }
+  const match = routeOf(req);
+  if (match.kind === 'misspelled') return undefined;
+  return match.kind === 'route' ? match : { startsWork: false, opensStream: false };
 }
 
 /**
@@ -104,9 +100,11 @@ interface AgentEdge {
   router: RequestHandler;
 }
 
-const CARD_PATH = '/.well-known/agent-card.json';
 type Locals = { principal?: Principal; agent?: AgentRecord; closed?: AbortSignal; streamIds?: StreamEventIds };
 const callerTenant = (req: Request) => (req.res?.locals as Locals | undefined)?.principal?.tenant;
+
+/** Whether a request announces a body (a length above 0, or chunks). */
+const hasBody = (req: Request) => req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 
 /** JSON-RPC is a POST to the agent's base URL; everything else under it is HTTP+JSON or the card. */
 const isJsonRpc = (req: Request) => req.method === 'POST' && (req.path === '/' || req.path === '');
@@ -256,6 +254,29 @@ function restVersionGate(card: AgentCard): RequestHandler {
   };
 }
 
+/**
+ * The card of an agent only its own tenant sees: the SDK's card handlers mark every card `public`,
+ * which lets a shared cache store it (despite the request's Authorization) and hand it to anyone.
+ * Its Cache-Control is made `private` (a browser may keep it, no shared cache), and it varies by
+ * the credential that was allowed to see it.
+ */
+function keepCardPrivate(res: Response): void {
+  res.append('Vary', 'Authorization');
+  const setHeader = res.setHeader.bind(res);
+  res.setHeader = ((name: string, value: number | string | readonly string[]) =>
+    setHeader(
+      name,
+      name.toLowerCase() === 'cache-control'
+        ? [
+            'private',
+            ...String(value)
+              .split(/,\s*/)
+              .filter((d) => d !== 'public'),
+          ].join(', ')
+        : value,
+    )) as Response['setHeader'];
+}
+
 /** A refusal of a 0.3 HTTP+JSON request, in 0.3's bare error body (`{code, message, data}`). */
 function refuseLegacyRest(res: Response, err: Error): void {
   res.status(400).type('application/json').json(toLegacyHTTPError(err));
@@ -289,8 +310,10 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
     const legacyCard = legacyAgentCardRouter({ agentCardProvider: async () => card, cache: cardOptions.cache });
     // The 0.3 card shape only when asked for (`A2A-Version: 0.3`, or `?A2A-Version=0.3`): a card
     // fetched without the header stays the 1.0 card every 1.0 client reads.
+    const privateCard = record.visibility !== 'public';
     agentRouter.use(CARD_PATH, (req, res, next) => {
       res.append('Vary', 'A2A-Version');
+      if (privateCard) keepCardPrivate(res);
       if (req.header('A2A-Version') === undefined) return next();
       legacyCard(req, res, next);
     });
@@ -349,6 +372,8 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
       },
       () => {
         res.setHeader('WWW-Authenticate', 'Bearer');
+        // The body is never read: the connection closes after the answer instead of draining it.
+        if (hasBody(req)) res.setHeader('Connection', 'close');
         const err = new Error(
           credentials > 1
             ? 'authentication refused: send exactly one Authorization header'
@@ -371,6 +396,19 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
         404,
         A2A_ERROR_CODE.METHOD_NOT_FOUND,
         Object.assign(new Error(`agent "${agentId}" not found`), { name: 'AgentNotFound' }),
+      );
+      return;
+    }
+    // Express would serve `/MESSAGE:SEND` or `/tasks/x:SUBSCRIBE/` as the route; admission and the
+    // stream cap decide by the route table, so only exact spellings go on.
+    const effect = effectOf(req);
+    if (!effect) {
+      sendError(
+        req,
+        res,
+        404,
+        A2A_ERROR_CODE.METHOD_NOT_FOUND,
+        new Error(`no A2A route ${req.method} ${req.path.slice(0, 128)} (routes are case-sensitive, without a trailing slash)`),
       );
       return;
     }
@@ -408,7 +446,7 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
     const connection = new AbortController();
     locals.closed = connection.signal;
     res.once('close', () => connection.abort(CALLER_GONE));
-    if (opensStream(req)) {
+    if (effect.opensStream) {
       // Every event of a stream carries its number in the task's stream as its SSE id.
       const resumeAfter = resumePointOf(req.header(LAST_EVENT_ID_HEADER), req.query[LAST_EVENT_ID_PARAM]);
       if (resumeAfter instanceof RequestMalformedError) {
@@ -418,7 +456,7 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
       locals.streamIds = new StreamEventIds(resumeAfter);
       locals.streamIds.attach(res);
     }
-    if (opts.reserveStream && locals.principal && opensStream(req)) {
+    if (opts.reserveStream && locals.principal && effect.opensStream) {
       const slot = opts.reserveStream(locals.principal.tenant, record);
       if (typeof slot !== 'function') {
         sendRefusal(req, res, slot);
@@ -427,7 +465,7 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
       res.once('close', slot);
     }
     context.with(trace.setSpan(parent, span), () => {
-      if (opts.admit && locals.principal && startsWork(req)) {
+      if (opts.admit && locals.principal && effect.startsWork) {
         opts
           .admit(locals.principal.tenant, record)
           .then((refusal) => (refusal ? sendRefusal(req, res, refusal) : edgeFor(record).router(req, res, next)), next);
@@ -437,14 +475,18 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
     });
   };
 
-  router.use(
-    '/:agentId',
-    normaliseVersion,
-    // application/json is parsed by the app-wide parser; A2A's own media type is parsed here, same limit.
-    express.json({ type: 'application/a2a+json', limit: opts.bodyLimit, strict: false, verify: refuseMalformedUtf8 }),
-    authenticate,
-    resolveAgent,
-  );
+  // Bodies are read only once the caller is authenticated (from the headers): a caller without a
+  // credential is answered 401 at once and never makes the dispatcher buffer a body. The one request
+  // served without a credential, the public card, needs no body.
+  // application/json as the service parsers read it everywhere (objects and arrays); A2A's own media type leniently.
+  const parseJson = express.json({ limit: opts.bodyLimit, verify: refuseMalformedUtf8 });
+  const parseA2aJson = express.json({ type: 'application/a2a+json', limit: opts.bodyLimit, strict: false, verify: refuseMalformedUtf8 });
+  const readBody: RequestHandler = (req, res, next) => {
+    if (!(res.locals as Locals).principal) return next();
+    parseJson(req, res, (err?: unknown) => (err ? next(err) : parseA2aJson(req, res, next)));
+  };
+
+  router.use('/:agentId', normaliseVersion, authenticate, readBody, resolveAgent);
 
   return router;
 }

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { TaskState, type ListTasksRequest } from '@a2a-js/sdk';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
-import { decodeCursor, encodeCursor, listQuery, listResponse } from './task-list.js';
+import { decodeCursor, encodeCursor, LIST_PAGE_MAX_BYTES, listQuery, listResponse } from './task-list.js';
 
 const request = (over: Partial<ListTasksRequest> = {}): ListTasksRequest =>
   ({
@@ -31,7 +31,13 @@ test('a page token round-trips, and anything the server did not issue is a malfo
 });
 
 test('a request asks for one row more than its page, narrowed by what it names', () => {
-  assert.deepEqual(listQuery(request(), 'acme', 'a'), { tenant: 'acme', agentId: 'a', limit: 51 });
+  assert.deepEqual(listQuery(request(), 'acme', 'a'), {
+    tenant: 'acme',
+    agentId: 'a',
+    limit: 51,
+    withArtifacts: false,
+    maxBytes: LIST_PAGE_MAX_BYTES,
+  });
   const token = encodeCursor('2026-01-02T03:04:05.678901Z', 'task-1');
   assert.deepEqual(
     listQuery(
@@ -53,6 +59,8 @@ test('a request asks for one row more than its page, narrowed by what it names',
       statusAfter: new Date(5),
       after: ['2026-01-02T03:04:05.678901Z', 'task-1'],
       limit: 4,
+      withArtifacts: false,
+      maxBytes: LIST_PAGE_MAX_BYTES,
     },
   );
 });
@@ -83,4 +91,21 @@ test('pageSize is the number of tasks the page holds: fewer than asked for, 0 wh
   assert.equal(listResponse(request({}), { total: 2, rows }).pageSize, 2, 'default page size 50, two tasks');
   const empty = listResponse(request({ pageSize: 10 }), { total: 0, rows: [] });
   assert.deepEqual([empty.tasks.length, empty.pageSize, empty.totalSize, empty.nextPageToken], [0, 0, 0, '']);
+});
+
+test('a row past the byte budget ends the page: the token continues after the last row shown', () => {
+  const row = (id: string, task: boolean) => ({
+    id,
+    task: task ? { id, contextId: 'c' } : null,
+    ts: `2026-01-0${id}T00:00:00.000000Z`,
+  });
+  const page = listResponse(request({ pageSize: 5 }), {
+    total: 4,
+    rows: [row('4', true), row('3', true), row('2', false), row('1', false)],
+  });
+  assert.deepEqual(
+    page.tasks.map((t) => t.id),
+    ['4', '3'],
+  );
+  assert.deepEqual(decodeCursor(page.nextPageToken), ['2026-01-03T00:00:00.000000Z', '3']);
 });

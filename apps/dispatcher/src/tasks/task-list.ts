@@ -1,6 +1,6 @@
 import { Task, type ListTasksRequest, type ListTasksResponse } from '@a2a-js/sdk';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
-import type { TaskListPage, TaskListQuery } from './task.repository.js';
+import type { Json, TaskListPage, TaskListQuery } from './task.repository.js';
 import { stateName } from './task-state.js';
 
 /*
@@ -10,6 +10,14 @@ import { stateName } from './task-state.js';
  */
 
 const DEFAULT_PAGE_SIZE = 50;
+
+/**
+ * Byte budget of a ListTasks page (its tasks as JSON text, artifacts counted only when included):
+ * a page ends with the task that reaches it and says with its nextPageToken that more follow; a
+ * single task larger than the budget comes alone. Bounds what one small request makes the
+ * dispatcher read, hold and send.
+ */
+export const LIST_PAGE_MAX_BYTES = 1024 * 1024;
 
 /** The rows a ListTasks request asks for: one more than a page, to tell whether another follows. A foreign pageToken is refused. */
 export function listQuery(params: ListTasksRequest, tenant: string, agentId: string): TaskListQuery {
@@ -21,6 +29,8 @@ export function listQuery(params: ListTasksRequest, tenant: string, agentId: str
     ...(params.statusTimestampAfter ? { statusAfter: new Date(params.statusTimestampAfter) } : {}),
     ...(params.pageToken ? { after: decodeCursor(params.pageToken) } : {}),
     limit: (params.pageSize ?? DEFAULT_PAGE_SIZE) + 1,
+    withArtifacts: params.includeArtifacts === true,
+    maxBytes: LIST_PAGE_MAX_BYTES,
   };
 }
 
@@ -30,7 +40,9 @@ export function listQuery(params: ListTasksRequest, tenant: string, agentId: str
  */
 export function listResponse(params: ListTasksRequest, { total, rows }: TaskListPage): ListTasksResponse {
   const limit = params.pageSize ?? DEFAULT_PAGE_SIZE;
-  const page = rows.slice(0, limit);
+  // Rows past the byte budget come without their task: the page ends before them.
+  const fits = rows.findIndex((r) => r.task === null);
+  const page = rows.slice(0, Math.min(limit, fits === -1 ? rows.length : fits)) as Array<{ id: string; task: Json; ts: string }>;
   const last = page[page.length - 1];
   return {
     tasks: page.map((r) => {
@@ -38,7 +50,7 @@ export function listResponse(params: ListTasksRequest, { total, rows }: TaskList
       if (!params.includeArtifacts) t.artifacts = [];
       return t;
     }),
-    nextPageToken: rows.length > limit && last ? encodeCursor(last.ts, last.id) : '',
+    nextPageToken: rows.length > page.length && last ? encodeCursor(last.ts, last.id) : '',
     pageSize: page.length,
     totalSize: total,
   };

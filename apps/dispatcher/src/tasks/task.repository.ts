@@ -84,6 +84,10 @@ export interface TaskListQuery {
   statusAfter?: Date;
   after?: readonly [string, string];
   limit: number;
+  /** Whether the page shows artifacts (without them they are neither read nor counted). */
+  withArtifacts: boolean;
+  /** Byte budget of a page's tasks (as JSON text): the rows after the one that passes it come without their task. */
+  maxBytes: number;
 }
 
 /** Stream events of a task as {@link TaskRepository.readEvents} reads them. */
@@ -97,10 +101,13 @@ export interface TaskEventPage {
   events: Array<{ seq: number; event: Json }>;
 }
 
-/** A ListTasks page as stored: each task with its status timestamp at microseconds (the cursor's format), and the filter's total. */
+/**
+ * A ListTasks page as stored: each task with its status timestamp at microseconds (the cursor's
+ * format), and the filter's total. A row past the byte budget has no task: only that more follow.
+ */
 export interface TaskListPage {
   total: number;
-  rows: Array<{ id: string; task: Json; ts: string }>;
+  rows: Array<{ id: string; task: Json | null; ts: string }>;
 }
 
 /** The transaction a TaskRepository runs `work` in: the row locks taken through it hold until it ends. */
@@ -230,16 +237,42 @@ export class TaskRepository {
     return rows[0];
   }
 
-  /** The newest SUBMITTED or WORKING task of the same tenant, agent, context and work hash. */
-  async findRunningWork(tenant: string, agentId: string, contextId: string, workHash: string): Promise<Json | undefined> {
-    const rows: Array<{ task: Json }> = await this.ds.query(
-      `SELECT task FROM dispatcher.tasks
-        WHERE tenant = $1 AND agent_id = $2 AND context_id = $3 AND work_hash = $4
-          AND state IN (${sqlList([TaskStates.submitted, TaskStates.working])})
-        ORDER BY created_at DESC LIMIT 1`,
-      [tenant, agentId, contextId, workHash],
+  /**
+   * What a message that starts no follow-up turn was, or would be, answered with, in one read:
+   * the task its id was first answered with (`dedup`), and the newest SUBMITTED or WORKING task of
+   * the same tenant, agent, context and work hash (`running`).
+   */
+  async findPriorAnswer(
+    tenant: string,
+    agentId: string,
+    messageId: string,
+    contextId: string,
+    workHash: string,
+  ): Promise<{ dedup?: DedupRecord; running?: { task: Json; turn: number } }> {
+    const rows: Array<{ dedup: DedupRecord | null; running: { task: Json; turn: number } | null }> = await this.ds.query(
+      `SELECT (SELECT jsonb_build_object('content_hash', content_hash, 'task_id', task_id) FROM dispatcher.message_dedup
+                WHERE tenant = $1 AND agent_id = $2 AND message_id = $3) AS dedup,
+              (SELECT jsonb_build_object('task', task, 'turn', turn) FROM dispatcher.tasks
+                WHERE tenant = $1 AND agent_id = $2 AND context_id = $4 AND work_hash = $5
+                  AND state IN (${sqlList([TaskStates.submitted, TaskStates.working])})
+                ORDER BY created_at DESC LIMIT 1) AS running`,
+      [tenant, agentId, messageId, contextId, workHash],
     );
-    return rows[0]?.task;
+    return { dedup: rows[0]?.dedup ?? undefined, running: rows[0]?.running ?? undefined };
+  }
+
+  /**
+   * Records that message `messageId` was answered with an existing task (the same work still
+   * running), so a retry of it gets that task whatever became of it. False when the id was
+   * recorded already (a concurrent twin): nothing is written, and its record stands.
+   */
+  async recordAnswer(answer: DedupRecord & { tenant: string; agent_id: string; message_id: string; turn: number }): Promise<boolean> {
+    const rows: unknown[] = await this.ds.query(
+      `INSERT INTO dispatcher.message_dedup (tenant, agent_id, message_id, content_hash, task_id, turn)
+       VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING 1`,
+      [answer.tenant, answer.agent_id, answer.message_id, answer.content_hash, answer.task_id, answer.turn],
+    );
+    return rows.length === 1;
   }
 
   /** A task of `tenant` and `agentId`; undefined for unknown ids and other tenants' tasks. */
@@ -317,10 +350,20 @@ export class TaskRepository {
       pageArgs.push(...query.after);
       cursor = ` AND (status_timestamp, id) < ($${pageArgs.length - 1}::timestamptz, $${pageArgs.length})`;
     }
-    pageArgs.push(query.limit);
+    pageArgs.push(query.limit, query.maxBytes);
+    const limit = `$${pageArgs.length - 1}`;
+    const budget = `$${pageArgs.length}`;
+    // A page's bytes are bounded, not only its count: rows are shown while the running size of the
+    // tasks (as JSON text) stays within the budget — the first always, however large — and the
+    // rest come without their task, so a large page is never read into memory nor sent.
     const rows: TaskListPage['rows'] = await this.ds.query(
-      `SELECT id, task, to_char(status_timestamp AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS ts
-         FROM dispatcher.tasks WHERE ${filter}${cursor} ORDER BY status_timestamp DESC, id DESC LIMIT $${pageArgs.length}`,
+      `SELECT id, ts, CASE WHEN n = 1 OR running <= ${budget} THEN task END AS task FROM (
+         SELECT id, task, ts, row_number() OVER w AS n, sum(octet_length(task::text)) OVER w AS running FROM (
+           SELECT id, ${query.withArtifacts ? 'task' : "task - 'artifacts' AS task"}, status_timestamp,
+                  to_char(status_timestamp AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS ts
+             FROM dispatcher.tasks WHERE ${filter}${cursor} ORDER BY status_timestamp DESC, id DESC LIMIT ${limit}) page
+         WINDOW w AS (ORDER BY status_timestamp DESC, id DESC)) sized
+       ORDER BY n`,
       pageArgs,
     );
     return { total, rows };
@@ -439,9 +482,9 @@ export class TaskRepository {
           WHERE state IN (${sqlList(TERMINAL_STATE_NAMES)})
             AND updated_at < now() - make_interval(secs => $1::double precision / 1000)
           ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED),
+       -- Every message id answered with the task: its turns' and the same-work answers' (message_dedup_task_idx).
        dedup AS (
-         DELETE FROM dispatcher.message_dedup m USING old JOIN dispatcher.executions e ON e.task_id = old.id
-          WHERE m.tenant = old.tenant AND m.agent_id = old.agent_id AND m.message_id = e.message_id),
+         DELETE FROM dispatcher.message_dedup m USING old WHERE m.task_id = old.id),
        deliveries AS (
          DELETE FROM dispatcher.push_deliveries p USING old WHERE p.tenant = old.tenant AND p.task_id = old.id),
        -- No foreign keys (migration 1765500000000): a task's executions and stream events go with it here.

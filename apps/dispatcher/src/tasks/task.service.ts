@@ -143,9 +143,11 @@ export class TaskService {
     if (!input.message.taskId) {
       const work = input.message.contextId ? argsHash(incoming.parts) : undefined;
       if (work) {
+        const prior = await this.repo.findPriorAnswer(tenant, agent.id, messageId, input.message.contextId, work);
+        // A reused id gets the task it was first answered with, even when other work of its kind runs now.
+        if (prior.dedup) return this.answerDuplicate(prior.dedup, hash, messageId, tenant, agent.id);
         // Same work (tenant, context, parts) still running: that task, not a second one.
-        const running = await this.repo.findRunningWork(tenant, agent.id, input.message.contextId, work);
-        if (running) return { task: Task.fromJSON(running), duplicate: 'same_work' };
+        if (prior.running) return this.answerSameWork(prior.running, hash, messageId, tenant, agent.id);
       }
       const created = await this.acceptNew(input, incoming, hash, work);
       if (created) return { task: created, duplicate: false };
@@ -349,6 +351,33 @@ export class TaskService {
     const deadlineUnixMs = turnDeadline(row.deadline_at, undefined);
     const identity = this.identity({ ...input, ...(deadlineUnixMs !== undefined ? { deadlineUnixMs } : {}) }, row.id, row.context_id, turn);
     return this.repo.insertTurn(this.turnRow(input, hashMessage(incoming), identity, turn, message, task), tx);
+  }
+
+  /**
+   * Answers a message with the running task doing the same work, and records its id with that
+   * task: a retry after the task ended (canceled, failed) gets the same task, never a new run.
+   */
+  private async answerSameWork(
+    running: { task: Json; turn: number },
+    hash: string,
+    messageId: string,
+    tenant: string,
+    agentId: string,
+  ): Promise<AcceptResult> {
+    const taskId = running.task.id as string;
+    const recorded = await this.repo.recordAnswer({
+      tenant,
+      agent_id: agentId,
+      message_id: messageId,
+      content_hash: hash,
+      task_id: taskId,
+      turn: running.turn,
+    });
+    if (recorded) return { task: Task.fromJSON(running.task), duplicate: 'same_work' };
+    // A concurrent twin recorded the id first: its answer stands.
+    const winner = await this.repo.findDedup(tenant, agentId, messageId);
+    if (!winner) throw new Error(`dedup row for ${messageId} vanished`);
+    return this.answerDuplicate(winner, hash, messageId, tenant, agentId);
   }
 
   private async answerDuplicate(

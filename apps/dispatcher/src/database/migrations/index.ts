@@ -11,6 +11,7 @@ import { TaskEventLog1765300000000 } from './1765300000000-task-event-log.js';
 import { PushWireVersion1765400000000 } from './1765400000000-push-wire-version.js';
 import { TaskChildrenUnchecked1765500000000 } from './1765500000000-task-children-unchecked.js';
 import { Delegation1765600000000 } from './1765600000000-delegation.js';
+import { DedupByTask1765700000000 } from './1765700000000-dedup-by-task.js';
 
 /** Postgres schema owned by the dispatcher. */
 export const DISPATCHER_SCHEMA = 'dispatcher';
@@ -29,4 +30,5 @@ export const dispatcherMigrations: Array<new () => MigrationInterface> = [
   PushWireVersion1765400000000,
   TaskChildrenUnchecked1765500000000,
   Delegation1765600000000,
+  DedupByTask1765700000000,
 ];
