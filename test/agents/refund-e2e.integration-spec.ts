@@ -59,3 +59,30 @@ test('a refund that went through before the cancel reached it is not hidden: the
   assert.equal(billing.hooks.calls('issue_refund') - calls, 1, 'never called again');
   billing.hooks.clear();
 });
+
+test('two tasks refunding the same invoice at once: one refunds, the other answers already_refunded with that refund', async () => {
+  await addDuplicateInvoice(env.databaseUrl, 'acme', 'INV-9130');
+  // Both tasks read the invoice as refundable, then both reach issue_refund: the second one to
+  // take the invoice's row lock finds nothing left to refund.
+  billing.hooks.delay('issue_refund', { phase: 'before', ms: 1500, times: 2 });
+  const client = await a2aClient(env.url, 'refund-agent', 'JSONRPC');
+  const tasks = (await Promise.all([
+    client.sendMessage(message('Please refund INV-9130')),
+    client.sendMessage(message('Refund the duplicate charge on INV-9130')),
+  ])) as Task[];
+  billing.hooks.clear();
+  const refunds = tasks.map((t) => {
+    const part = t.artifacts.flatMap((a) => a.parts).find((p) => p.content?.$case === 'data');
+    return { state: t.status?.state, refund: part?.content?.$case === 'data' ? (part.content.value as Record<string, unknown>) : {} };
+  });
+  assert.deepEqual(
+    refunds.map((r) => r.state),
+    [TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_COMPLETED],
+  );
+  const issued = refunds.find((r) => r.refund.state === 'refunded');
+  const settled = refunds.find((r) => r.refund.state === 'already_refunded');
+  assert.ok(issued && settled, JSON.stringify(refunds.map((r) => r.refund)));
+  assert.equal(typeof issued.refund.refund_id, 'string');
+  assert.equal(settled.refund.refund_id, issued.refund.refund_id, 'the loser names the refund that settled the invoice');
+  assert.equal(await refundCount(env.databaseUrl, 'acme', 'INV-9130'), 1);
+});

@@ -246,6 +246,26 @@ test('tasks send, get, list, watch and cancel with the official A2A client', asy
   assert.match(missing.err, /^mesh: /);
 });
 
+test('tasks get and watch show control characters from an artifact as escapes, never raw; --json keeps them exact', async () => {
+  // ESC sequences that would clear the screen, set the title, recolour; a CR that rewrites the line; a bidi override.
+  const hostile = 'ok\u001b[2J\u001b]0;pwned\u0007\u001b[31mred\rFAKE\u202eevil';
+  const sent = await mesh('--json', 'tasks', 'send', 'echo-agent', hostile);
+  assert.equal(sent.code, 0, sent.err);
+  const task = sent.json();
+  assert.equal(task.artifacts[0].text, hostile, '--json output is exact');
+  // eslint-disable-next-line no-control-regex
+  const raw = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e]/;
+  for (const args of [
+    ['tasks', 'get', 'echo-agent', task.id],
+    ['tasks', 'watch', 'echo-agent', task.id],
+  ]) {
+    const r = await mesh(...args);
+    assert.equal(r.code, 0, r.err);
+    assert.doesNotMatch(r.out + r.err, raw, `${args[1]}: no raw control characters`);
+    assert.ok(r.out.includes('artifact echo: ok\\x1b[2J\\x1b]0;pwned\\x07\\x1b[31mred\\rFAKE\\u202eevil'), `${args[1]}: ${r.out}`);
+  }
+});
+
 test('tasks list shows when each task changed and pages with --page-size and --page-token', async () => {
   for (const text of ['page one', 'page two']) assert.equal((await mesh('tasks', 'send', 'echo-agent', text)).code, 0);
   const first = await mesh('--json', 'tasks', 'list', 'echo-agent', '--page-size', '1');

@@ -5,7 +5,7 @@ import { TopicNames, type AgentHeartbeat } from '@mesh/contract';
 import { eventually, testRun } from '../support/infra.js';
 import { card, client, KEYS, startTestDirectory } from './directory-fixtures.js';
 
-const { dir, prefix } = await startTestDirectory('liveness', { DIRECTORY_HEARTBEAT_TTL_MS: '1500' });
+const { dir, prefix } = await startTestDirectory('liveness', { DIRECTORY_HEARTBEAT_TTL_MS: '1500', DIRECTORY_HEARTBEATS_PER_MINUTE: '6' });
 const api = client(dir.url);
 
 test('an HTTP heartbeat makes an agent healthy until its TTL passes', async () => {
@@ -25,6 +25,20 @@ test('an HTTP heartbeat makes an agent healthy until its TTL passes', async () =
   const bad = await api(KEYS.acme, 'POST', '/v1/agents/beating/heartbeat', { ttlMs: 5 });
   assert.equal(bad.status, 400);
   assert.equal(bad.body.errors[0].field, 'ttlMs');
+});
+
+test('HTTP heartbeats are bounded per agent: past the burst they are 429 with Retry-After, other agents unaffected', async () => {
+  for (const id of ['throttled', 'neighbour'])
+    assert.equal((await api(KEYS.acme, 'POST', '/v1/agents', { id, card: card(id) })).status, 201);
+  // 6 a minute here, 6 at once.
+  for (let i = 0; i < 6; i++)
+    assert.equal((await api(KEYS.acme, 'POST', '/v1/agents/throttled/heartbeat', { ttlMs: 60_000 })).status, 200, `beat ${i}`);
+  const refused = await api(KEYS.acme, 'POST', '/v1/agents/throttled/heartbeat', { ttlMs: 60_000 });
+  assert.equal(refused.status, 429, JSON.stringify(refused.body));
+  assert.equal(refused.headers.get('retry-after'), '10', 'one heartbeat every 10 s at 6 a minute');
+  assert.match(refused.body.detail ?? refused.body.title ?? '', /too many heartbeats for agent "throttled"/);
+  assert.equal((await api(KEYS.acme, 'POST', '/v1/agents/neighbour/heartbeat', { ttlMs: 60_000 })).status, 200);
+  assert.equal((await api(KEYS.acme, 'GET', '/v1/agents/throttled')).body.healthy, true, 'the accepted ones counted');
 });
 
 test('heartbeats on the Kafka topic count too (default TTL when none is given); junk is skipped', async () => {

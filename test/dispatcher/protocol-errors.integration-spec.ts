@@ -169,6 +169,68 @@ test('JSON-RPC envelope errors: -32600 invalid request, -32601 unknown method, -
   );
 });
 
+test('a JSON-RPC notification (no id) gets no reply and starts no work: 204, no body, no task', async () => {
+  const contextId = randomUUID();
+  const sends = [
+    [
+      v1,
+      {
+        jsonrpc: '2.0',
+        method: 'SendMessage',
+        params: { message: { messageId: randomUUID(), contextId, role: 'ROLE_USER', parts: [{ text: 'x' }] } },
+      },
+    ],
+    [
+      v1,
+      {
+        jsonrpc: '2.0',
+        method: 'SendStreamingMessage',
+        params: { message: { messageId: randomUUID(), contextId, role: 'ROLE_USER', parts: [{ text: 'x' }] } },
+      },
+    ],
+    [
+      auth,
+      {
+        jsonrpc: '2.0',
+        method: 'message/send',
+        params: { message: { kind: 'message', messageId: randomUUID(), contextId, role: 'user', parts: [{ kind: 'text', text: 'x' }] } },
+      },
+    ],
+    [v1, { jsonrpc: '2.0', method: 'GetTask', params: { id: randomUUID() } }],
+  ] as const;
+  for (const [headers, body] of sends) {
+    const res = await rawRequest(base, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    assert.equal(res.status, 204, body.method);
+    assert.equal(res.body, '', body.method);
+  }
+  const [tasks] = await sql<{ n: number }>(env.databaseUrl, 'SELECT count(*)::int AS n FROM dispatcher.tasks WHERE context_id = $1', [
+    contextId,
+  ]);
+  assert.equal(tasks.n, 0, 'no task was created');
+  // `"id": null` is a request (JSON-RPC discourages it, but it is no notification): it is answered.
+  const answered = await rpc({ jsonrpc: '2.0', id: null, method: 'GetTask', params: { id: randomUUID() } });
+  assert.equal(answered.body.id, null);
+  assert.equal(answered.body.error?.code, -32001);
+});
+
+test('JSON-RPC ids: an integer beyond 2^53-1 is refused naming id (never echoed rounded); the largest safe one and strings are echoed exactly', async () => {
+  const getTask = (id: string) => `{"jsonrpc":"2.0","id":${id},"method":"GetTask","params":{"id":"${randomUUID()}"}}`;
+  for (const id of ['12345678901234567890', '9007199254740993', '-9007199254740993', '1e300']) {
+    const r = await rpc(getTask(id));
+    assert.equal(r.body.id, null, id);
+    assert.equal(r.body.error?.code, -32600, id);
+    assert.match(r.body.error?.message ?? '', /\bid\b/, id);
+  }
+  for (const id of ['9007199254740991', '-9007199254740991', '"12345678901234567890"']) {
+    const res = await rawRequest(base, { method: 'POST', headers: { ...v1, 'content-type': 'application/json' }, body: getTask(id) });
+    assert.match(res.body, new RegExp(`"id":${id}[,}]`), `echoed as sent: ${res.body}`);
+  }
+});
+
 test('wrong content type: ContentTypeNotSupported on both bindings', async () => {
   const r = await rpc('hello', { ...v1, 'content-type': 'text/plain' });
   assert.equal(r.body.error?.code, -32005);

@@ -141,7 +141,7 @@ test('SSRF: private, link-local, metadata and loopback outside the allowlist are
       token: '',
       authentication: undefined,
     }),
-    /::1 \(loopback\), which is not a public address \(the operator may admit its network with PUSH_EGRESS_ALLOW_CIDRS/,
+    /::1 \(loopback\) is not a public address \(the operator may admit its network with PUSH_EGRESS_ALLOW_CIDRS/,
   );
 });
 

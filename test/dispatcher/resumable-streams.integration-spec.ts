@@ -163,6 +163,39 @@ for (const binding of ['JSONRPC', 'HTTP+JSON'] as const) {
   });
 }
 
+for (const binding of ['JSONRPC', 'HTTP+JSON'] as const) {
+  test(`${binding}: a resumed stream of a quiet task answers with its headers at once, before any event`, async () => {
+    const { client, taskId, cmd } = await startTask(`quiet ${binding}`);
+    await worker.emit(cmd, [{ seq: 0, state: 'WORKING' }]);
+    await eventually(
+      'WORKING stored',
+      async () => (await client.getTask({ tenant: '', id: taskId, historyLength: 0 })).status?.state === TaskState.TASK_STATE_WORKING,
+    );
+    // Nothing after event 1 is missed and nothing new comes until the headers are in: the caller
+    // must not wait for the task's next change to learn its stream was accepted.
+    const resumed = await within(subscribe(urlB, binding, taskId, '1'), 'the headers of the resumed stream', 5000);
+    assert.equal(resumed.status, 200);
+    assert.match(String(resumed.headers['content-type']), /^text\/event-stream/);
+    assert.deepEqual(resumed.events, []);
+    await worker.emit(cmd, [
+      { seq: 1, artifact: 'late' },
+      { seq: 2, state: 'COMPLETED' },
+    ]);
+    await within(resumed.ended, 'the resumed stream ends');
+    assert.deepEqual(rawDescribe(resumed.events), ['artifact:late', 'status:COMPLETED']);
+    assert.deepEqual(resumed.ids, ['2', '3']);
+  });
+}
+
+test('a resume refused before its stream opens is still a plain error, not a stream', async () => {
+  const { taskId, cmd } = await startTask('refused resume');
+  await worker.emit(cmd, [{ seq: 0, state: 'WORKING' }]);
+  const ahead = await subscribe(urlB, 'HTTP+JSON', taskId, '99');
+  assert.equal(ahead.status, 400);
+  assert.doesNotMatch(String(ahead.headers['content-type']), /event-stream/);
+  await worker.emit(cmd, [{ seq: 1, state: 'COMPLETED' }]);
+});
+
 /** A fetch adding the bearer token (and a Last-Event-ID) that records the SSE ids of the responses it hands through. */
 function recordingFetch(ids: string[], lastEventId?: string): typeof fetch {
   return async (input, init) => {

@@ -31,7 +31,7 @@ import {
 const stream = new InMemoryCardStream();
 const { dir, databaseUrl } = await startTestDirectory(
   'fuzz-directory',
-  { DIRECTORY_REGISTRATIONS_PER_MINUTE: '1000000' },
+  { DIRECTORY_REGISTRATIONS_PER_MINUTE: '1000000', DIRECTORY_HEARTBEATS_PER_MINUTE: '1000000' },
   { cardStream: stream },
 );
 const db = new pg.Client({ connectionString: databaseUrl });

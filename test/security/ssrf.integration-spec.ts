@@ -143,3 +143,19 @@ test('push notification configs with hostile URLs are refused and never called',
   await rpc('SendMessage', { message: jsonMessage('again', { taskId }), configuration: { returnImmediately: false } });
   assert.equal(hits, 2, 'only the two deliberate requests of the tests above');
 });
+
+test('a push URL refusal never says what, or whether, a name resolved: one answer for a loopback name and a missing one', async () => {
+  const refusals: string[] = [];
+  for (const host of ['localhost', 'no-such-host.invalid']) {
+    const r = await rpc('SendMessage', {
+      message: jsonMessage('need-input please'),
+      configuration: { returnImmediately: true, taskPushNotificationConfig: { url: `http://${host}:${port}/hook` } },
+    });
+    assert.equal(r.error?.code, -32602, `${host}: ${JSON.stringify(r)}`);
+    const message = r.error.message;
+    assert.doesNotMatch(message, /127\.0\.0\.1|::1|loopback|resolves to|ENOTFOUND/, host);
+    refusals.push(message.replace(host, '<host>'));
+  }
+  assert.equal(refusals[0], refusals[1]);
+  assert.match(refusals[0], /host <host> does not resolve to public addresses only/);
+});

@@ -5,7 +5,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/server';
 import { HmacToolTokenMinter, ToolMeta } from '@mesh/tool-gateway';
 import { BillingHooks } from './billing-hooks.js';
 import { createBillingServer } from './billing-tools.server.js';
-import type { BillingStore } from './billing.store.js';
+import { AlreadyRefundedError, type BillingStore } from './billing.store.js';
 
 const secret = 'billing-secret-for-unit-tests';
 const acmeToken = await new HmacToolTokenMinter(secret).mint({ audience: 'billing-tools', tenant: 'acme', subject: 'alice', taskId: 't1' });
@@ -62,4 +62,19 @@ test("any other store failure is the tool's answer at once", async () => {
   const result = await call(client);
   assert.equal(result.isError, true);
   assert.equal(calls, 1);
+});
+
+test('a refund with nothing left to refund is a tool error that names the refund that settled the invoice', async () => {
+  const client = await connect({
+    issueRefund: async () => {
+      throw new AlreadyRefundedError('INV-1', 'r-41');
+    },
+  });
+  const result = await client.callTool({
+    name: 'issue_refund',
+    arguments: { invoice_id: 'INV-1', amount_cents: 100, reason: 'duplicate charge' },
+    _meta: { [ToolMeta.token]: acmeToken, [ToolMeta.idempotencyKey]: 'k-2' },
+  });
+  assert.equal(result.isError, true);
+  assert.deepEqual(result.structuredContent, { state: 'already_refunded', invoice_id: 'INV-1', refund_id: 'r-41' });
 });

@@ -1,11 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { McpServer, type CallToolResult, type ServerContext } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import { BillingTools } from '@mesh/contract';
+import { BillingTools, type BillingAlreadyRefunded } from '@mesh/contract';
 import { isTransientPostgresError } from '@mesh/database';
 import { ToolMeta, verifyToolToken, type ToolTokenClaims } from '@mesh/tool-gateway';
 import type { BillingHooks } from './billing-hooks.js';
-import type { BillingStore } from './billing.store.js';
+import { AlreadyRefundedError, type BillingStore } from './billing.store.js';
 
 export interface BillingServerDeps {
   store: BillingStore;
@@ -122,6 +122,11 @@ export function createBillingServer(deps: BillingServerDeps): McpServer {
         await deps.hooks.at(BillingTools.tools.issueRefund, 'after-commit', ctx.mcpReq.signal);
         return ok({ ...refund });
       } catch (err) {
+        if (err instanceof AlreadyRefundedError) {
+          // A tool error (no refund was made) that still says which refund settled the invoice.
+          const settled: BillingAlreadyRefunded = { state: 'already_refunded', invoice_id: err.invoiceId, refund_id: err.refundId };
+          return { ...failure(err.message), structuredContent: { ...settled } };
+        }
         return failure(err instanceof Error ? err.message : String(err));
       }
     },

@@ -1,6 +1,19 @@
 import type { DataSource } from 'typeorm';
 import type { BillingInvoice as Invoice, BillingRefund as Refund } from '@mesh/contract';
 
+/**
+ * Nothing is left to refund because earlier refunds settled the duplicate charge: `refundId` is the
+ * latest of them (a caller racing another one learns which refund won).
+ */
+export class AlreadyRefundedError extends Error {
+  constructor(
+    readonly invoiceId: string,
+    readonly refundId: string,
+  ) {
+    super(`the duplicate charge on ${invoiceId} was already refunded (refund ${refundId})`);
+  }
+}
+
 /** Billing data access: plain SQL so the idempotency-key constraint does the deduplication. */
 export class BillingStore {
   constructor(private readonly ds: DataSource) {}
@@ -20,7 +33,8 @@ export class BillingStore {
   /**
    * Issues a refund once per idempotency key of the tenant: a second call with the same key returns
    * the first refund. Only duplicate charges are refundable (the charges beyond the first, less what
-   * was refunded). Returns undefined when the invoice does not exist; throws when the amount is not refundable.
+   * was refunded). Returns undefined when the invoice does not exist; throws AlreadyRefundedError when
+   * earlier refunds left nothing refundable, and an Error when the amount is otherwise not refundable.
    */
   async issueRefund(input: {
     tenant: string;
@@ -38,12 +52,16 @@ export class BillingStore {
         [input.tenant, input.invoiceId],
       );
       if (!inv[0]) return undefined;
-      const refunded: Array<{ total: number }> = await m.query(
-        `SELECT COALESCE(sum(amount_cents), 0)::int AS total FROM billing.refunds WHERE tenant = $1 AND invoice_id = $2`,
+      // Read under the invoice's row lock: a racing refund of the same invoice has committed or waits.
+      const refunded: Array<{ total: number; latest: string | null }> = await m.query(
+        `SELECT COALESCE(sum(amount_cents), 0)::int AS total,
+                (SELECT refund_id::text FROM billing.refunds WHERE tenant = $1 AND invoice_id = $2 ORDER BY created_at DESC, refund_id DESC LIMIT 1) AS latest
+         FROM billing.refunds WHERE tenant = $1 AND invoice_id = $2`,
         [input.tenant, input.invoiceId],
       );
       const refundable = inv[0].amount_cents * Math.max(0, inv[0].charges - 1) - refunded[0].total;
       if (inv[0].charges <= 1) throw new Error(`${input.invoiceId} was charged once: there is no duplicate charge to refund`);
+      if (refundable <= 0 && refunded[0].latest) throw new AlreadyRefundedError(input.invoiceId, refunded[0].latest);
       if (input.amountCents > refundable)
         throw new Error(
           `only ${Math.max(0, refundable)} cents of ${input.invoiceId} are refundable (duplicate charges less earlier refunds)`,

@@ -5,6 +5,7 @@ import type { Task } from '@a2a-js/sdk';
 import type { OpsResolved, OpsUnknowns, OpsWorkers, UnknownResolution } from '@mesh/contract';
 import { CliError, ExitCode } from './cli-error.js';
 import { requestJson } from './http-client.js';
+import { terminalSafe } from './terminal-text.js';
 import type { KafkaTarget } from './kafka-ops.js';
 
 // Kafka (kafkajs via @mesh/bus), the A2A SDK and @mesh/contract (zod) load inside the actions that
@@ -124,10 +125,10 @@ export function buildProgram(io: CliIo = processIo, jsonRequested = false): Comm
   });
   const print = (json: unknown, human: () => string[]) => {
     if (g().json) io.out(JSON.stringify(json, null, 2));
-    else for (const l of human()) io.out(l);
+    else for (const l of human()) io.out(terminalSafe(l));
   };
   // Progress goes to stderr, so stdout keeps only the result (or the one JSON document).
-  const progress = (line: string) => io.err(`${new Date().toISOString().slice(11, 19)}  ${line}`);
+  const progress = (line: string) => io.err(terminalSafe(`${new Date().toISOString().slice(11, 19)}  ${line}`));
   const directoryAgentIds = async () => (await directory<{ items: AgentView[] }>('/v1/agents?limit=100')).items.map((a) => a.id);
   const directory = <T>(path: string, init: { method?: string; body?: unknown } = {}) =>
     requestJson<T>('directory', g().directoryUrl, path, { ...init, credential: 'token', ...(g().token ? { token: g().token } : {}) });
@@ -302,7 +303,7 @@ export function buildProgram(io: CliIo = processIo, jsonRequested = false): Comm
         timeoutMs: o.timeout,
         stream: true,
         progress: (state, text) => progress(`${state}${text ? `  ${text}` : ''}`),
-        artifact: (name) => io.err(`  artifact ${name}`),
+        artifact: (name) => io.err(terminalSafe(`  artifact ${name}`)),
         ...(resumption ? { resumption } : {}),
         reconnecting: (r) =>
           progress(`stream dropped; reconnecting in ${r.delayMs} ms${r.lastEventId !== undefined ? ` after event ${r.lastEventId}` : ''}`),
@@ -510,7 +511,7 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
   const program = buildProgram(io, json);
   const fail = (exitCode: number, code: string, message: string) => {
     if (json) io.out(JSON.stringify({ error: { code, message } }));
-    else io.err(`mesh: ${message}`);
+    else io.err(terminalSafe(`mesh: ${message}`));
     return exitCode;
   };
   try {

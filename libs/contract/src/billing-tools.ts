@@ -40,3 +40,14 @@ export interface BillingRefund {
   idempotency_key: string;
   created_at: string;
 }
+
+/**
+ * The structured content of `issue_refund`'s tool error when nothing is left to refund because
+ * earlier refunds (another caller's, under another idempotency key) already settled the duplicate
+ * charge: `refund_id` is the latest of them.
+ */
+export interface BillingAlreadyRefunded {
+  state: 'already_refunded';
+  invoice_id: string;
+  refund_id: string;
+}

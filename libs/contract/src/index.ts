@@ -39,7 +39,7 @@ export { clampTimerMs, deadlineTimerMs } from './timer-delay.js';
 export { sleep, wakeableSleep } from './sleep.js';
 export { onAbort } from './abort-waiters.js';
 export { hasControlCharacter, hasLoneSurrogate } from './unicode-text.js';
-export { BillingTools, type BillingInvoice, type BillingRefund } from './billing-tools.js';
+export { BillingTools, type BillingAlreadyRefunded, type BillingInvoice, type BillingRefund } from './billing-tools.js';
 export { RESUMABLE_STREAMS, RESUMABLE_STREAMS_URI, withPlatformExtensions, type PlatformExtension } from './extensions.js';
 export { bearerToken } from './bearer.js';
 export {

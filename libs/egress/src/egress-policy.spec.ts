@@ -42,11 +42,11 @@ test('loopback, private, link-local, metadata, IPv6 loopback, mapped and encoded
     'http://internal.example.com/', // DNS name resolving to a private address
     'http://mixed.example.com/', // one public, one private answer
   ]) {
-    await assert.rejects(policy.check(url), /not a public address|does not resolve/, url);
+    await assert.rejects(policy.check(url), /is not a public address|does not resolve to public addresses only/, url);
   }
 });
 
-test('a refusal names the range of the address, and says whether an allow-list entry would admit it', async () => {
+test('a refused address the caller wrote is named with its range, and an allow-list entry may admit it', async () => {
   for (const [url, range] of [
     ['http://[::1]/', 'loopback'],
     ['http://[::]/', 'unspecified'],
@@ -55,11 +55,27 @@ test('a refusal names the range of the address, and says whether an allow-list e
   ] as const) {
     await assert.rejects(
       policy.check(url),
-      (err: unknown) => err instanceof EgressRefused && err.notPublic && err.message.includes(`(${range})`),
+      (err: unknown) => err instanceof EgressRefused && err.allowListMayAdmit && err.message.includes(`(${range}) is not a public address`),
       url,
     );
   }
-  await assert.rejects(policy.check('https://nowhere.example.com/'), (err: unknown) => err instanceof EgressRefused && !err.notPublic);
+});
+
+test('a refused name never says what it resolved to, nor whether it resolved: the detail is for logs only', async () => {
+  const answers: Array<[string, string]> = [];
+  for (const host of ['internal.example.com', 'mixed.example.com', 'nowhere.example.com']) {
+    const err = await policy.check(`https://${host}/hook`).then(
+      () => assert.fail(`${host} was allowed`),
+      (e: unknown) => e as EgressRefused,
+    );
+    assert.ok(err instanceof EgressRefused && err.allowListMayAdmit, host);
+    assert.equal(err.message, `host ${host} does not resolve to public addresses only`);
+    assert.doesNotMatch(err.message, /\d+\.\d+\.\d+\.\d+|private|resolves to/, host);
+    answers.push([host, err.detail]);
+  }
+  assert.match(answers[0][1], /10\.0\.0\.5 \(private\)/, 'operators see the answer');
+  assert.match(answers[1][1], /192\.168\.1\.1 \(private\)/);
+  assert.match(answers[2][1], /does not resolve/);
 });
 
 test('bad schemes, credentials, garbage and unresolvable names are refused with a reason', async () => {
@@ -67,7 +83,7 @@ test('bad schemes, credentials, garbage and unresolvable names are refused with 
   await assert.rejects(policy.check('gopher://hooks.example.com/'), /scheme/);
   await assert.rejects(policy.check('https://user:pw@hooks.example.com/'), /credentials/);
   await assert.rejects(policy.check('not a url'), /not a valid URL/);
-  await assert.rejects(policy.check('https://nowhere.example.com/'), /does not resolve/);
+  await assert.rejects(policy.check('https://nowhere.example.com/'), /does not resolve to public addresses only/);
   assert.throws(() => new EgressPolicy({ allowCidrs: ['nope'] }), /invalid CIDR/);
 });
 
@@ -83,7 +99,10 @@ test('an allowlisted CIDR permits a private target; redirects are never followed
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const { port } = server.address() as AddressInfo;
   try {
-    await assert.rejects(new PinnedHttpClient(new EgressPolicy()).request(`http://127.0.0.1:${port}/`), /not a public address/);
+    await assert.rejects(
+      new PinnedHttpClient(new EgressPolicy()).request(`http://127.0.0.1:${port}/`),
+      /\(loopback\) is not a public address/,
+    );
     const client = new PinnedHttpClient(new EgressPolicy({ allowCidrs: ['127.0.0.0/8'] }));
     const res = await client.request(`http://127.0.0.1:${port}/hook`, { body: 'x' });
     assert.deepEqual([res.status, res.body], [200, 'got x']);

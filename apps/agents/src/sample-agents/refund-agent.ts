@@ -1,5 +1,5 @@
 import { data, defineAgent, toolName } from '@mesh/agent-sdk';
-import { BillingTools, type BillingInvoice, type BillingRefund } from '@mesh/contract';
+import { BillingTools, type BillingAlreadyRefunded, type BillingInvoice, type BillingRefund } from '@mesh/contract';
 import { invoiceIn } from './invoice-number.js';
 
 /** The refund agent's name for billing-tools among its MCP servers (tools are `mcp__billing__…`). */
@@ -86,6 +86,15 @@ export const refundAgent = defineAgent({
       return ctx.fail(
         `The refund for ${invoiceId} was sent but its outcome is not known yet; it is being reconciled. Do not refund again.`,
       );
+    }
+    if (refund.status === 'error' && refund.data?.state === 'already_refunded') {
+      // Another task refunded this invoice between our read and our refund: its refund settled it.
+      const settled = refund.data as unknown as BillingAlreadyRefunded;
+      await ctx.artifact({
+        name: 'refund',
+        parts: [data({ invoice_id: invoiceId, refund_id: settled.refund_id, state: 'already_refunded' })],
+      });
+      return ctx.complete(`The duplicate charge on ${invoiceId} was already refunded.`);
     }
     if (refund.status === 'error' || !refund.data)
       return ctx.fail(`The refund for ${invoiceId} failed: ${refund.status === 'error' ? refund.text : 'no result'}`);

@@ -41,6 +41,8 @@ export const directoryConfigSpec = {
     }),
   /** How long a heartbeat counts when the heartbeat itself names no TTL. */
   DIRECTORY_HEARTBEAT_TTL_MS: positiveInt(30_000),
+  /** HTTP heartbeats per agent per minute, per replica (also the burst); more are 429 RATE_LIMITED. */
+  DIRECTORY_HEARTBEATS_PER_MINUTE: positiveInt(120),
   /** Registrations (POST and PUT) per tenant per minute, per replica. */
   DIRECTORY_REGISTRATIONS_PER_MINUTE: positiveInt(60),
   DIRECTORY_DEFAULT_PARTITIONS: positiveInt(DEFAULT_COMMAND_PARTITIONS),

@@ -16,12 +16,15 @@ export class TokenBucketLimiter implements RateLimiter {
     private readonly capacity: number,
     perMinute: number,
     private readonly now: () => number = Date.now,
+    /** Keys kept before full buckets (the same as none) are dropped: callers may name many keys. */
+    private readonly maxKeys = 10_000,
   ) {
     this.perMs = perMinute / 60_000;
   }
 
   take(key: string): number {
     const t = this.now();
+    if (this.buckets.size >= this.maxKeys && !this.buckets.has(key)) this.dropFull(t);
     const b = this.buckets.get(key) ?? { tokens: this.capacity, at: t };
     b.tokens = Math.min(this.capacity, b.tokens + (t - b.at) * this.perMs);
     b.at = t;
@@ -31,5 +34,14 @@ export class TokenBucketLimiter implements RateLimiter {
       return 0;
     }
     return Math.max(1, Math.ceil((1 - b.tokens) / this.perMs / 1000));
+  }
+
+  /** How many keys are tracked (a full bucket may still be among them until the next sweep). */
+  get size(): number {
+    return this.buckets.size;
+  }
+
+  private dropFull(t: number): void {
+    for (const [key, b] of this.buckets) if (b.tokens + (t - b.at) * this.perMs >= this.capacity) this.buckets.delete(key);
   }
 }

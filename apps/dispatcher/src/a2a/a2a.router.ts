@@ -158,6 +158,26 @@ const validJsonRpcEnvelope: RequestHandler = (req, res, next) => {
     });
     return;
   }
+  // A notification (no `id`): JSON-RPC 2.0 forbids any reply, and A2A defines every method as a
+  // request whose answer is the point (a task, its state). It is not run — a SendMessage must not
+  // start work nobody hears about — and answered 204 with no body.
+  if (!('id' in r)) {
+    res.status(204).end();
+    return;
+  }
+  // An integer id beyond ±(2^53−1) was already rounded by the JSON parser: echoing it would answer
+  // another id (RFC 7493 §2.2: I-JSON numbers stay within IEEE 754 double precision).
+  if (typeof r.id === 'number' && !Number.isSafeInteger(r.id)) {
+    res.status(200).json({
+      jsonrpc: '2.0',
+      id: null,
+      error: {
+        code: A2A_ERROR_CODE.INVALID_REQUEST,
+        message: 'Invalid Request: id: an integer id must be within ±9007199254740991 to be echoed exactly; send a larger one as a string',
+      },
+    });
+    return;
+  }
   // The SDK answers an empty method name with -32602 "Invalid JSON-RPC Request": it names no method.
   if (r.method === '') {
     res.status(200).json({

@@ -290,6 +290,8 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
         if (isTerminal(state)) endAt = page.lastSeq;
         current = page.lastSeq;
         after = resumeAfter;
+        // No snapshot comes first, and the next event may be far off: the caller gets headers now.
+        ids?.open();
       }
       watcher = this.opts.events.watch(taskId, tenant, this.agent.id, after, (events) => {
         queue.push(...events);

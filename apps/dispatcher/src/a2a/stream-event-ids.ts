@@ -14,6 +14,7 @@ export const LAST_EVENT_ID_PARAM = 'lastEventId';
  */
 export class StreamEventIds {
   private readonly pending: string[] = [];
+  private opener?: () => void;
 
   /** `resumeAfter`: the caller's Last-Event-ID (undefined: a new stream). */
   constructor(readonly resumeAfter?: number) {}
@@ -24,8 +25,18 @@ export class StreamEventIds {
   }
 
   /**
+   * Sends the stream's headers now, before its first event. The SDK sends them only with the first
+   * event (so that an error before it can still be a plain error response): a resumed stream of a
+   * quiet task would leave its caller without even a status line until the task's next change.
+   * Called once the request is known to be valid; a no-op when the headers are already out.
+   */
+  open(): void {
+    this.opener?.();
+  }
+
+  /**
    * Prefixes each SSE data event the SDK writes to `res` with the `id:` line its event was
-   * yielded with (error events, written without one, carry none).
+   * yielded with (error events, written without one, carry none), and prepares {@link open}.
    */
   attach(res: Response): void {
     const write = res.write.bind(res) as (chunk: unknown, ...rest: unknown[]) => boolean;
@@ -35,8 +46,36 @@ export class StreamEventIds {
       }
       return write(chunk, ...rest);
     };
+    this.opener = () => {
+      if (res.headersSent) return;
+      res.status(200);
+      for (const [name, value] of Object.entries(SSE_HEADERS)) res.setHeader(name, value);
+      res.flushHeaders();
+      // The SDK sets the same headers again with the first event: by then they are on the wire.
+      const setHeader = res.setHeader.bind(res);
+      res.setHeader = ((name: string, value: string | number | readonly string[]) =>
+        res.headersSent ? res : setHeader(name, value)) as typeof res.setHeader;
+      // An error before the first event, which the SDK answers as a JSON body with a status, goes
+      // as an SSE error event instead (as the SDK writes an error in the middle of a stream).
+      const status = res.status.bind(res);
+      res.status = ((code: number) => (res.headersSent ? res : status(code))) as typeof res.status;
+      const json = res.json.bind(res);
+      res.json = ((body: unknown) => {
+        if (!res.headersSent) return json(body);
+        if (!res.writableEnded) res.end(`event: error\ndata: ${JSON.stringify(body)}\n\n`);
+        return res;
+      }) as typeof res.json;
+    };
   }
 }
+
+/** The headers of an SSE response, as the SDK's stream writer sets them. */
+const SSE_HEADERS = {
+  'Content-Type': 'text/event-stream',
+  'Cache-Control': 'no-cache',
+  Connection: 'keep-alive',
+  'X-Accel-Buffering': 'no',
+};
 
 /**
  * The resume point a request names: the Last-Event-ID header, else the `lastEventId` query

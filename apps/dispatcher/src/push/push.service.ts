@@ -110,7 +110,9 @@ export class PushService implements OnApplicationBootstrap, OnApplicationShutdow
     } catch (err) {
       if (err instanceof EgressRefused) {
         // A local receiver in development is the common case: say which setting admits a network.
-        const hint = err.notPublic ? ' (the operator may admit its network with PUSH_EGRESS_ALLOW_CIDRS, e.g. 127.0.0.0/8)' : '';
+        const hint = err.allowListMayAdmit ? ' (the operator may admit its network with PUSH_EGRESS_ALLOW_CIDRS, e.g. 127.0.0.0/8)' : '';
+        // The caller hears the message (never what a name resolved to); the detail is for operators.
+        this.log.debug({ detail: err.detail }, 'push URL refused');
         throw new RequestMalformedError(`push URL refused: ${err.message}${hint}`);
       }
       throw err;
@@ -258,7 +260,8 @@ export class PushService implements OnApplicationBootstrap, OnApplicationShutdow
             permanent = res.status >= 300 && res.status < 500 && res.status !== 408 && res.status !== 429;
           }
         } catch (err) {
-          error = String(err instanceof Error ? err.message : err);
+          // push_deliveries is read by operators only: it keeps the refusal's detail.
+          error = err instanceof EgressRefused ? err.detail : String(err instanceof Error ? err.message : err);
           permanent = err instanceof EgressRefused;
         }
         if (!error) {
