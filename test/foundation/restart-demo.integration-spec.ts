@@ -126,6 +126,10 @@ async function readmeSnippets(ports: { dispatcher: number; directory: number }) 
     outputs.some((o) => /refund-agent/.test(o)),
     'the directory examples find the refund agent',
   );
+  assert.ok(
+    outputs.some((o) => /"name":"triage"/.test(o) && /TASK_STATE_COMPLETED/.test(o) && /invoice-agent/.test(o)),
+    'the delegation example completes with both agents in its answer',
+  );
 
   // The official-client block is test/readme/official-client.snippet.ts, type-checked by the build.
   const snippet = readFileSync(join(repoRoot, 'test/readme/official-client.snippet.ts'), 'utf8');
