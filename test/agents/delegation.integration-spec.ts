@@ -308,8 +308,10 @@ test('cancel cascades: canceling the parent cancels its live child and the child
 });
 
 test('one retry budget per tree: two children that each retry once spend a budget of 1, and the tree fails with the counts', async () => {
-  // Each child's first lookup times out (requestTimeoutMs 1000) and is retried: one retry each.
-  billing.hooks.delay('get_invoice', { phase: 'before', ms: 2500, times: 2 });
+  // The first three lookups time out (requestTimeoutMs 1000); each child retries once (its budget is
+  // what the tree has left, 1). In any order both children's first calls are among the first three
+  // calls (a child makes at most two), so each child retries once: 2 retries against a budget of 1.
+  billing.hooks.delay('get_invoice', { phase: 'before', ms: 2500, times: 3 });
   const t = await delegate(
     {
       delegate: [

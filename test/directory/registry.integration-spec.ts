@@ -88,8 +88,8 @@ test('register → search by skill, tag and ranked text → served card rewritte
   ]);
   assert.deepEqual(
     served.body.capabilities.extensions.map((e: { uri: string }) => e.uri),
-    ['https://agent-mesh.dev/extensions/resumable-streams/v1'],
-    'the served card declares the resumable-streams extension the dispatcher serves',
+    ['https://agent-mesh.dev/extensions/resumable-streams/v1', 'https://agent-mesh.dev/extensions/delegation/v1'],
+    'the served card declares the extensions the dispatcher serves: resumable streams and delegation',
   );
   assert.equal(served.body.signatures.length, 1);
   const jwks = (await (await fetch(`${base}/.well-known/jwks.json`)).json()) as { keys: JWK[] };

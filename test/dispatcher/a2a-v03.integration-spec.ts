@@ -300,11 +300,11 @@ test('0.3 JSON-RPC: bad params are -32602 naming the field', async () => {
   const header = await rpc({ jsonrpc: '2.0', id: 4, method: 'message/send', params: { message: good() } }, { 'a2a-deadline-ms': 'soon' });
   assert.equal(header.body.error?.code, -32602);
   assert.match(header.body.error?.message ?? '', /^A2A-Deadline-Ms: /);
-  // A 0.3 method the compat layer does not have; a 1.0 method without A2A-Version.
+  // A 0.3 method the compat layer does not have; a 1.0-only method without A2A-Version is served as 1.0.
   assert.equal((await rpc({ jsonrpc: '2.0', id: 5, method: 'tasks/list', params: {} })).body.error?.code, -32601);
   const v1 = await rpc({ jsonrpc: '2.0', id: 6, method: 'SendMessage', params: {} });
-  assert.equal(v1.body.error?.code, -32009);
-  assert.match(v1.body.error?.message ?? '', /A2A-Version: 1\.0/);
+  assert.equal(v1.body.error?.code, -32602);
+  assert.match(v1.body.error?.message ?? '', /^params\.message: /);
   // The same 0.3 method with A2A-Version: 1.0 is no 1.0 method.
   assert.equal(
     (await rpc({ jsonrpc: '2.0', id: 7, method: 'tasks/get', params: { id: 'x' } }, { 'a2a-version': '1.0' })).body.error?.code,
@@ -365,8 +365,8 @@ test('0.3 HTTP+JSON: bad bodies and paths are 400 naming the field', async () =>
     assert.equal(r.body.code, -32602);
     assert.match(r.body.message ?? '', expected);
   }
-  // A 1.0 route without A2A-Version names the header it needs.
+  // A 1.0-only route without A2A-Version is served as 1.0: an unknown task there is 404.
   const v1 = await rawRequest(`${base}/tasks/x`, { headers: auth });
-  assert.equal(v1.status, 400);
-  assert.match(v1.body, /A2A-Version: 1\.0/);
+  assert.equal(v1.status, 404);
+  assert.match(v1.body, /TASK_NOT_FOUND|Task not found/);
 });
