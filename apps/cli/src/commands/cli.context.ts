@@ -1,0 +1,94 @@
+import type { Command } from 'commander';
+import { CliError } from '../cli-error.js';
+import { requestJson } from '../http-client.js';
+import { terminalSafe } from '../terminal-text.js';
+import type { KafkaTarget } from '../kafka-ops.js';
+
+// Kafka (kafkajs via @mesh/bus) loads inside the actions that use it: `mesh --help` and the HTTP-only
+// commands start without it.
+export const kafkaOps = () => import('../kafka-ops.js');
+
+/** Where output goes (tests capture it). */
+export interface CliIo {
+  out(line: string): void;
+  err(line: string): void;
+  env: NodeJS.ProcessEnv;
+}
+
+/** The options of the `mesh` program that every command reads. */
+export interface Globals {
+  directoryUrl: string;
+  dispatcherUrl: string;
+  agentsUrl: string;
+  token?: string;
+  opsToken?: string;
+  brokers: string;
+  prefix: string;
+  json?: boolean;
+}
+
+type RequestInit = { method?: string; body?: unknown };
+
+/** What a command group's actions use: the global options, the services they name, and output. */
+export interface CliContext {
+  io: CliIo;
+  /** The global options as parsed (read inside an action, once commander has parsed them). */
+  globals(): Globals;
+  kafka(): KafkaTarget;
+  /** One JSON document under --json, else the human lines (made terminal-safe). */
+  print(json: unknown, human: () => string[]): void;
+  /** A timestamped line on stderr, so stdout keeps only the result. */
+  progress(line: string): void;
+  directory<T>(path: string, init?: RequestInit): Promise<T>;
+  ops<T>(path: string, init?: RequestInit): Promise<T>;
+  /** The ids of the agents the directory shows this token. */
+  directoryAgentIds(): Promise<string[]>;
+  /** A failure as one line, with the credential hint: for the `problems` of a view that still prints. */
+  describeFailure(err: unknown): string;
+}
+
+/** Where mesh takes a credential from, said when a service refused a request for want of it, or refused the one given. */
+export function credentialHint(err: CliError, given: Globals): string {
+  if (err.credential === 'token')
+    return given.token
+      ? ' (the token given was refused: check --token or MESH_TOKEN)'
+      : " (no token given: pass --token or set MESH_TOKEN to an API key or JWT; npm start's development keys are demo-acme and demo-globex)";
+  if (err.credential === 'opsToken')
+    return given.opsToken
+      ? ' (the ops token given was refused: check --ops-token or MESH_OPS_TOKEN; npm start prints the one of its start)'
+      : ' (no ops token given: pass --ops-token or set MESH_OPS_TOKEN; npm start prints the one of its start)';
+  return '';
+}
+
+/** The context of `program`'s commands; its global options are read when an action calls. */
+export function cliContext(program: Command, io: CliIo): CliContext {
+  const g = () => program.opts<Globals>();
+  const directory = <T>(path: string, init: RequestInit = {}) =>
+    requestJson<T>('directory', g().directoryUrl, path, { ...init, credential: 'token', ...(g().token ? { token: g().token } : {}) });
+  return {
+    io,
+    globals: g,
+    kafka: () => ({
+      brokers: g()
+        .brokers.split(',')
+        .map((b) => b.trim())
+        .filter(Boolean),
+      prefix: g().prefix,
+    }),
+    print: (json, human) => {
+      if (g().json) io.out(JSON.stringify(json, null, 2));
+      else for (const l of human()) io.out(terminalSafe(l));
+    },
+    progress: (line) => io.err(terminalSafe(`${new Date().toISOString().slice(11, 19)}  ${line}`)),
+    directory,
+    ops: <T>(path: string, init: RequestInit = {}) =>
+      requestJson<T>('agents runtime', g().agentsUrl, `/ops${path}`, {
+        ...init,
+        credential: 'opsToken',
+        ...(g().opsToken ? { token: g().opsToken } : {}),
+      }),
+    directoryAgentIds: async () => (await directory<{ items: Array<{ id: string }> }>('/v1/agents?limit=100')).items.map((a) => a.id),
+    describeFailure: (err) =>
+      err instanceof CliError ? err.message + credentialHint(err, g()) : err instanceof Error ? err.message : String(err),
+  };
+}
