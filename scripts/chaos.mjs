@@ -429,30 +429,26 @@ async function main() {
         },
     };
   });
+  /** Invoices of `tenants` numbered `ids`, `amountCents` EUR each, charged `charges` times. */
+  const insertInvoices = (tenants, ids, amountCents, charges) =>
+    sql(
+      `INSERT INTO billing.invoices (tenant, invoice_id, customer, amount_cents, currency, charges) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::int[])`,
+      [tenants, ids, ids.map(() => 'Chaos Customer'), ids.map(() => amountCents), ids.map(() => 'EUR'), ids.map(() => charges)],
+    );
   for (let i = 0; i < N; i += 500) {
     const chunk = tasks.slice(i, i + 500);
-    await sql(
-      `INSERT INTO billing.invoices (tenant, invoice_id, customer, amount_cents, currency, charges) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::int[])`,
-      [
-        chunk.map((t) => t.tenant[0]),
-        chunk.map((t) => t.invoice),
-        chunk.map(() => 'Chaos Customer'),
-        chunk.map(() => 4200),
-        chunk.map(() => 'EUR'),
-        chunk.map(() => 2),
-      ],
+    await insertInvoices(
+      chunk.map((t) => t.tenant[0]),
+      chunk.map((t) => t.invoice),
+      4200,
+      2,
     );
     const asked = chunk.filter((t) => t.question);
-    await sql(
-      `INSERT INTO billing.invoices (tenant, invoice_id, customer, amount_cents, currency, charges) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::int[])`,
-      [
-        asked.map((t) => t.tenant[0]),
-        asked.map((t) => t.question),
-        asked.map(() => 'Chaos Customer'),
-        asked.map(() => 1900),
-        asked.map(() => 'EUR'),
-        asked.map(() => 1),
-      ],
+    await insertInvoices(
+      asked.map((t) => t.tenant[0]),
+      asked.map((t) => t.question),
+      1900,
+      1,
     );
   }
   const pushConfig = (t) => ({

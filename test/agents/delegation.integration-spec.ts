@@ -231,8 +231,8 @@ test("authority: the child acts for the same subject, the chain grows by the del
   assert.equal(act.act.act, undefined);
   assert.equal(headers![Headers.parentTaskId], t.id);
   assert.equal(headers![Headers.rootTaskId], t.id);
-  // The API key carries no scopes: asking for some gets none.
-  assert.equal(headers![Headers.scope] ?? '', '');
+  // The development key holds every scope (`*`): the child gets exactly the two it asked for, not `*`.
+  assert.equal(headers![Headers.scope], 'billing:read admin');
   assert.ok(!Object.values(headers!).some((v) => v.includes('Bearer') || v === 'demo-acme'), 'no bearer token travels');
 });
 

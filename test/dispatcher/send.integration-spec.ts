@@ -130,6 +130,8 @@ test('the command carries every identity header, the channel key and never the b
       actor: cmd.identity.actor,
       // DISPATCHER_START_TIMEOUT_MS (24 h) after the accept.
       startByUnixMs: cmd.identity.startByUnixMs,
+      // The caller's scopes (a development key holds every scope): what a delegation can narrow.
+      scopes: ['*'],
     },
   );
   assert.ok(Math.abs(cmd.identity.startByUnixMs! - (Date.now() + 86_400_000)) < 60_000);

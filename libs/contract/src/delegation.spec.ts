@@ -42,9 +42,11 @@ test('scopes only narrow: requested scopes the holder lacks are dropped; none re
   assert.deepEqual(narrowScopes(['billing:read', 'billing:refund'], ['billing:read', 'admin']), ['billing:read']);
   assert.deepEqual(narrowScopes(['billing:read'], undefined), ['billing:read']);
   assert.deepEqual(narrowScopes([], ['admin']), []);
+  assert.deepEqual(narrowScopes(['*'], ['billing:read', 'billing:read']), ['billing:read'], 'every scope narrows to the asked ones');
+  assert.deepEqual(narrowScopes(['*'], undefined), ['*']);
   fc.assert(
     fc.property(fc.array(fc.string()), fc.option(fc.array(fc.string()), { nil: undefined }), (held, asked) =>
-      narrowScopes(held, asked).every((s) => held.includes(s)),
+      narrowScopes(held, asked).every((s) => held.includes(s) || held.includes('*')),
     ),
   );
 });

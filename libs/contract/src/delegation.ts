@@ -162,9 +162,15 @@ export function parseActorClaim(raw: string): ActorClaim {
   return parsed.data;
 }
 
-/** Scopes narrow only: the requested ones the holder has (all the holder's when none are requested). */
+/** The scope a holder of every scope carries (development API keys). */
+export const ALL_SCOPES = '*';
+
+/**
+ * Scopes narrow only: the requested ones the holder has — any, for a holder of every scope (`*`) —
+ * or all the holder's when none are requested.
+ */
 export function narrowScopes(held: readonly string[], requested: readonly string[] | undefined): string[] {
   if (requested === undefined) return [...held];
   const have = new Set(held);
-  return [...new Set(requested)].filter((s) => have.has(s));
+  return [...new Set(requested)].filter((s) => have.has(s) || have.has(ALL_SCOPES));
 }

@@ -1,8 +1,7 @@
 import { data, defineAgent, toolName } from '@mesh/agent-sdk';
 import { BillingTools, type BillingInvoice } from '@mesh/contract';
-import { invoiceIn } from './invoice-number.js';
+import { BILLING, billingServer, invoiceIn } from './billing.js';
 
-const BILLING = 'billing';
 
 /** Answers questions about an invoice from billing-tools' read-only lookup (no side effects). */
 export const invoiceAgent = defineAgent({
@@ -24,14 +23,7 @@ export const invoiceAgent = defineAgent({
     defaultOutputModes: ['application/json'],
   },
   channel: { visibility: 'public', maxInFlight: 64 },
-  mcpServers: {
-    [BILLING]: {
-      transport: 'http',
-      url: `http://127.0.0.1:${BillingTools.port}/mcp`,
-      requestTimeoutMs: 10000,
-      tokenAudience: BillingTools.audience,
-    },
-  },
+  mcpServers: { [BILLING]: billingServer() },
   handler: async (task, ctx) => {
     const invoiceId = invoiceIn(task.message);
     if (!invoiceId) return ctx.askForInput('Which invoice? Please send its number, e.g. INV-2292.');

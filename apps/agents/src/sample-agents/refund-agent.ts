@@ -1,9 +1,6 @@
 import { data, defineAgent, toolName } from '@mesh/agent-sdk';
 import { BillingTools, type BillingAlreadyRefunded, type BillingInvoice, type BillingRefund } from '@mesh/contract';
-import { invoiceIn } from './invoice-number.js';
-
-/** The refund agent's name for billing-tools among its MCP servers (tools are `mcp__billing__…`). */
-const BILLING = 'billing';
+import { BILLING, billingServer, invoiceIn } from './billing.js';
 
 /**
  * Refunds a duplicate charge: asks for the invoice number when it has none, checks the invoice, and
@@ -28,16 +25,7 @@ export const refundAgent = defineAgent({
     defaultOutputModes: ['application/json'],
   },
   channel: { visibility: 'public', maxInFlight: 64 },
-  mcpServers: {
-    [BILLING]: {
-      transport: 'http',
-      url: `http://127.0.0.1:${BillingTools.port}/mcp`,
-      reconcileTool: BillingTools.tools.refundStatus,
-      requestTimeoutMs: 10000,
-      // billing-tools refuses calls without a token for this audience (AGENTS_TOOL_TOKEN_SECRET).
-      tokenAudience: BillingTools.audience,
-    },
-  },
+  mcpServers: { [BILLING]: billingServer({ reconcileTool: BillingTools.tools.refundStatus }) },
   handler: async (task, ctx) => {
     const invoiceId =
       invoiceIn(task.message) ??

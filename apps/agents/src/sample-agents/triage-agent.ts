@@ -1,6 +1,6 @@
 import { data, defineAgent, text, textOf, type DelegateTo, type DelegationOutcome } from '@mesh/agent-sdk';
 import type { JsonValue } from '@mesh/contract';
-import { INVOICE_RE } from './invoice-number.js';
+import { INVOICE_RE } from './billing.js';
 
 /** What a support message asks about one invoice. */
 export interface SupportAsk {
