@@ -108,6 +108,49 @@ export interface DelegationResults {
 export const DELEGATION_RESULTS_KEY = 'mesh/delegation_results';
 
 /**
+ * Message ids the platform writes itself (a delegated child's first message, a parent's resumed
+ * turn) start with this. Dedup is per tenant, agent and messageId, so a caller's message holding
+ * one first would make the platform's a duplicate: the child never starts, the parent never resumes.
+ */
+export const PLATFORM_MESSAGE_ID_PREFIX = 'mesh:';
+
+/**
+ * Metadata keys the platform writes and agents read as its word (DELEGATION_RESULTS_KEY, the tree's
+ * links, a task's reasons): a caller's message may carry none, on the message or on a part.
+ */
+export const PLATFORM_METADATA_PREFIX = 'mesh/';
+
+/** The field of a caller's message that uses a name the platform reserves, and why; undefined when none does. */
+export function reservedNameIn(message: {
+  messageId?: string;
+  metadata?: unknown;
+  parts?: ReadonlyArray<{ metadata?: unknown }>;
+}): { field: string; problem: string } | undefined {
+  if (message.messageId?.startsWith(PLATFORM_MESSAGE_ID_PREFIX))
+    return {
+      field: 'message.messageId',
+      problem: `must not start with "${PLATFORM_MESSAGE_ID_PREFIX}" (reserved for the platform's messages)`,
+    };
+  const reservedKey = (meta: unknown) =>
+    meta !== null && typeof meta === 'object' ? Object.keys(meta).find((k) => k.startsWith(PLATFORM_METADATA_PREFIX)) : undefined;
+  const onMessage = reservedKey(message.metadata);
+  if (onMessage !== undefined)
+    return {
+      field: `message.metadata["${onMessage}"]`,
+      problem: `keys starting with "${PLATFORM_METADATA_PREFIX}" are reserved for the platform`,
+    };
+  for (const [i, part] of (message.parts ?? []).entries()) {
+    const key = reservedKey(part.metadata);
+    if (key !== undefined)
+      return {
+        field: `message.parts[${i}].metadata["${key}"]`,
+        problem: `keys starting with "${PLATFORM_METADATA_PREFIX}" are reserved for the platform`,
+      };
+  }
+  return undefined;
+}
+
+/**
  * The child's task id: a UUID-shaped SHA-256 of the parent's execution id, the step and the ask
  * (target and parts). A re-run or redelivered parent turn asks for the same child, never a second one.
  */

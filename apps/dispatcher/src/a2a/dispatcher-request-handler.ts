@@ -21,7 +21,7 @@ import type {
 import { StreamResponse as StreamResponses, TaskState } from '@a2a-js/sdk';
 import { DefaultRequestHandler, STATE_HEADERS_KEY, type A2ARequestHandler, type ServerCallContext } from '@a2a-js/sdk/server';
 import { RequestMalformedError, TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
-import { wakeableSleep, type AgentRecord } from '@mesh/contract';
+import { reservedNameIn, wakeableSleep, type AgentRecord } from '@mesh/contract';
 import type { TaskService } from '../tasks/task.service.js';
 import { PostgresTaskStore } from '../tasks/postgres-task.store.js';
 import { isSettled, isTerminal, parseState } from '../tasks/task-state.js';
@@ -133,6 +133,10 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     if (!message) throw new RequestMalformedError('message is required');
     if (!message.messageId?.trim()) throw new RequestMalformedError('message.messageId is required');
     if (!message.parts?.length) throw new RequestMalformedError('message.parts must not be empty');
+    // The platform's own ids and metadata keys: a caller could otherwise pose as the platform to an
+    // agent (forged delegation results) or claim the id of a child or a resumed turn first.
+    const reserved = reservedNameIn(message);
+    if (reserved) throw new RequestMalformedError(`${reserved.field} ${reserved.problem}`);
     const headers = (context.state.get(STATE_HEADERS_KEY) ?? {}) as Record<string, string | string[] | undefined>;
     const deadlineUnixMs = this.deadlineOf(message, headers);
     // A config given with the message is checked first and stored in the same statement as the

@@ -7,6 +7,7 @@ import {
   DELEGATION_RESULTS_KEY,
   MAX_ACTOR_CHAIN,
   narrowScopes,
+  PLATFORM_MESSAGE_ID_PREFIX,
   TaskStates,
   type ActorClaim,
   type AgentRecord,
@@ -184,7 +185,7 @@ export class DelegationService {
           },
           agent: target!,
           message: Message.fromJSON({
-            messageId: c.taskId,
+            messageId: `${PLATFORM_MESSAGE_ID_PREFIX}child:${c.taskId}`,
             role: 'ROLE_USER',
             parts: c.parts,
             referenceTaskIds: [row.id],
@@ -334,7 +335,7 @@ export class DelegationService {
       principal: { tenant: row.tenant, subject: a.subject, actor: a.actor, scopes: a.scopes ?? [] },
       agent,
       message: Message.fromJSON({
-        messageId: `${row.id}:${wait.turn}:delegation`,
+        messageId: `${PLATFORM_MESSAGE_ID_PREFIX}delegation:${row.id}:${wait.turn}`,
         role: 'ROLE_USER',
         parts: [{ text: summary }, { data: results, metadata: { [DELEGATION_RESULTS_KEY]: true } }],
         referenceTaskIds: ids,
