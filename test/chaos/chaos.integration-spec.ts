@@ -20,6 +20,7 @@ interface ChaosReport {
   duplicates: number;
   missingRefunds: number;
   refundsOfUnsuccessful: number;
+  delegation: { trees: number; canceledByCaller: number; children: number; duplicateChildren: number; childrenOutlivingParent: number };
   regressions: number;
   lag: number | null;
   push: { configs: number; expectedEvents: number; missing: number; regressions: number; differingDuplicates: number } | null;
@@ -73,7 +74,7 @@ after(async () => {
 const WATCHDOG_MS = 330000;
 
 test(
-  'chaos: 300 refund tasks under one fault of each kind — nothing lost, nothing done twice',
+  'chaos: 300 refund tasks (a quarter through triage-agent) under one fault of each kind — nothing lost, nothing done twice',
   { timeout: WATCHDOG_MS + 60000 },
   async (t) => {
     let watchdog: NodeJS.Timeout | undefined;
@@ -99,7 +100,12 @@ test(
     assert.equal(report.duplicates, 0);
     assert.equal(report.missingRefunds, 0);
     assert.equal(report.refundsOfUnsuccessful, 0);
-    assert.equal(report.refundsApplied, report.finalStates.TASK_STATE_COMPLETED);
+    // One refund per completed task; a triage tree its caller canceled keeps a refund its child made first.
+    assert.ok(report.refundsApplied >= report.finalStates.TASK_STATE_COMPLETED!, `${report.refundsApplied} refunds`);
+    assert.ok(report.refundsApplied <= report.accepted);
+    assert.ok(report.delegation.trees > 0 && report.delegation.children > 0, 'delegation was exercised');
+    assert.equal(report.delegation.duplicateChildren, 0);
+    assert.equal(report.delegation.childrenOutlivingParent, 0);
     assert.equal(report.regressions, 0);
     assert.equal(report.lag, 0);
     assert.ok(report.push && report.push.configs > 0 && report.push.expectedEvents > 0, 'push subscriptions were exercised');

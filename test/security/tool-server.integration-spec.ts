@@ -256,7 +256,7 @@ for (const { revision, connect, db, billing, worker } of servedRevisions) {
     const rest = await refund('INV-7701', 2001, 'b3');
     assert.match(textOf(rest), /only 2000 cents/);
     assert.equal((await refund('INV-7701', 2000, 'b4')).isError, undefined);
-    assert.match(textOf(await refund('INV-7701', 1, 'b5')), /only 0 cents/);
+    assert.match(textOf(await refund('INV-7701', 1, 'b5')), /already refunded \(refund [0-9a-f-]{36}\)/);
     const once = await refund('INV-2292', 1, 'b6');
     assert.equal(once.isError, true);
     assert.match(textOf(once), /charged once/);

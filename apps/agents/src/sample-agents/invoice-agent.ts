@@ -2,7 +2,6 @@ import { data, defineAgent, toolName } from '@mesh/agent-sdk';
 import { BillingTools, type BillingInvoice } from '@mesh/contract';
 import { BILLING, billingServer, invoiceIn } from './billing.js';
 
-
 /** Answers questions about an invoice from billing-tools' read-only lookup (no side effects). */
 export const invoiceAgent = defineAgent({
   id: 'invoice-agent',

@@ -1,5 +1,5 @@
 import { data, defineAgent, text, textOf, type DelegateTo, type DelegationOutcome } from '@mesh/agent-sdk';
-import type { JsonValue } from '@mesh/contract';
+import { MAX_DELEGATION_CHILDREN, type JsonValue } from '@mesh/contract';
 import { INVOICE_RE } from './billing.js';
 
 /** What a support message asks about one invoice. */
@@ -78,6 +78,8 @@ export const triageAgent = defineAgent({
     }
     const asks = supportAsks(textOf(task.parts));
     if (asks.length === 0) return ctx.askForInput('Which invoice is this about? Please name it, e.g. INV-2291.');
+    if (asks.length > MAX_DELEGATION_CHILDREN)
+      return ctx.reject(`I can take at most ${MAX_DELEGATION_CHILDREN} invoices in one message; this one names ${asks.length}.`);
     const to: DelegateTo[] = asks.map((a) =>
       a.kind === 'refund'
         ? {

@@ -3,6 +3,12 @@ import { RequestMalformedError } from '@a2a-js/sdk/errors';
 /** Fields whose values are free-form JSON (google.protobuf.Struct / Value): their keys are data, never renamed. */
 const FREE_FORM = new Set(['metadata', 'data', 'params']);
 
+/**
+ * Deeper than any A2A request field: a value nested further is left as it is (the schema check
+ * refuses it, naming the field) and is never walked, so a hostile nesting cannot exhaust the stack.
+ */
+const MAX_DEPTH = 32;
+
 const camel = (name: string) => name.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
 
 /**
@@ -11,11 +17,12 @@ const camel = (name: string) => name.replace(/_([a-z0-9])/g, (_m, c: string) => 
  * accept both, and some clients (the A2A TCK's HTTP+JSON client) send the proto names. Free-form
  * values (metadata, data parts) are left as they are; a field given under both names is refused.
  */
-export function withJsonNames(value: unknown, path: string): unknown {
+export function withJsonNames(value: unknown, path: string, depth = 0): unknown {
+  if (depth > MAX_DEPTH) return value;
   if (Array.isArray(value)) {
     let changed = false;
     const out = value.map((v, i) => {
-      const r = withJsonNames(v, `${path}[${i}]`);
+      const r = withJsonNames(v, `${path}[${i}]`, depth + 1);
       changed ||= r !== v;
       return r;
     });
@@ -32,7 +39,7 @@ export function withJsonNames(value: unknown, path: string): unknown {
       changed = true;
       if (Object.hasOwn(value, name)) throw new RequestMalformedError(`${at}: given twice (as ${key} and ${name})`);
     }
-    const inner = FREE_FORM.has(name) ? v : withJsonNames(v, at);
+    const inner = FREE_FORM.has(name) ? v : withJsonNames(v, at, depth + 1);
     changed ||= inner !== v;
     out[name] = inner;
   }
