@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import {
   Outcomes,
   type AgentContext,
+  type DelegationOutcome,
   type AgentDefinition,
   type AgentMessage,
   type AgentTask,
@@ -110,10 +111,12 @@ export class TurnRunner {
   async run(cmd: TaskRunCommand, cancel: AbortSignal, revoked: AbortSignal = new AbortController().signal): Promise<void> {
     const id = cmd.identity;
     const input = fromWireMessage(cmd.body.message);
+    // The children's outcomes, on a turn resumed after delegating (read once: span and task).
+    const delegation = delegationOutcomeOf(cmd.body.message);
     const owner = `${this.o.workerId}/${randomUUID().slice(0, 8)}`;
     const claimed = await this.claim(cmd, input, owner);
     if (!claimed) return;
-    return withSpan(`invoke_agent ${this.o.agent.id}`, this.spanOptions(cmd, claimed.attempt), async () => {
+    return withSpan(`invoke_agent ${this.o.agent.id}`, this.spanOptions(cmd, claimed.attempt, delegation !== undefined), async () => {
       const turn = new TurnEmitter(this, id, (claimed.attempt - 1) * SEQ_PER_ATTEMPT);
       // The lease is held from the claim until the turn is finished or given up — the wait for its
       // side effects' outcomes included.
@@ -134,7 +137,12 @@ export class TurnRunner {
         const refused = this.notStarted(cmd, claimed.attempt, cancel.aborted || claimed.canceled);
         if (refused) return await finish(refused);
         const unwatch = stop.watch(cancel, revoked, id.deadlineUnixMs);
-        const { outcome, unavailable } = await this.runHandler(cmd, input, owner, turn, { signal: stop.signal, unwatch, budget });
+        const { outcome, unavailable } = await this.runHandler(cmd, input, owner, turn, {
+          signal: stop.signal,
+          unwatch,
+          budget,
+          delegation,
+        });
         if (lease.isLost) {
           this.log.debug({ executionId: id.executionId }, 'lease lost or command revoked during the turn; not reporting');
           return await this.abandon(lease, owner, 'abandoned', revoked.aborted);
@@ -196,9 +204,9 @@ export class TurnRunner {
    * its children's outcomes, start their own trace linked to the submit span, so the original
    * trace is not stretched over hours.
    */
-  private spanOptions(cmd: TaskRunCommand, attempt: number) {
+  private spanOptions(cmd: TaskRunCommand, attempt: number, resumedWithResults: boolean) {
     const id = cmd.identity;
-    const resumed = attempt > 1 || delegationOutcomeOf(cmd.body.message) !== undefined;
+    const resumed = attempt > 1 || resumedWithResults;
     return {
       root: resumed,
       links: resumed && id.traceparent ? linkFromHeaders({ traceparent: id.traceparent }) : [],
@@ -244,7 +252,12 @@ export class TurnRunner {
     input: AgentMessage,
     owner: string,
     turn: TurnEmitter,
-    { signal, unwatch, budget }: { signal: AbortSignal; unwatch: () => void; budget: RetryBudget },
+    {
+      signal,
+      unwatch,
+      budget,
+      delegation,
+    }: { signal: AbortSignal; unwatch: () => void; budget: RetryBudget; delegation: DelegationOutcome | undefined },
   ): Promise<{ outcome: TurnOutcome; unavailable?: unknown }> {
     const id = cmd.identity;
     let outcome: TurnOutcome;
@@ -267,10 +280,9 @@ export class TurnRunner {
         ...(validDate(id.deadlineUnixMs) ? { deadline: new Date(id.deadlineUnixMs) } : {}),
         ...(id.parentTaskId ? { parentTaskId: id.parentTaskId } : {}),
         ...(id.scopes ? { scopes: [...id.scopes] } : {}),
+        ...(delegation ? { delegation } : {}),
         signal,
       };
-      const delegation = delegationOutcomeOf(cmd.body.message);
-      if (delegation) task.delegation = delegation;
       const scope: ToolCallScope = {
         tenant: id.tenant,
         taskId: id.taskId,
