@@ -33,7 +33,7 @@ import { PostgresTaskStore } from '../tasks/postgres-task.store.js';
 import { isSettled, isTerminal, parseState } from '../tasks/task-state.js';
 import type { TaskEventPage } from '../tasks/task.repository.js';
 import type { LoggedEvent } from '../tasks/task-projection.js';
-import type { TaskChangeNotifier, TaskChangeWatcher } from '../events/task-change-notifier.js';
+import type { TaskChangeNotifier, TaskChangeWatcher } from '../tasks/task-change-notifier.js';
 import type { TaskCommits } from '../tasks/task-commits.js';
 import type { StreamEventIds } from './stream-event-ids.js';
 import { principalOf, PrincipalUser } from './principal-user.js';
@@ -211,43 +211,16 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
   }
 
   /**
-   * Waits for a settled state (terminal or interrupted), the deadline or the caller leaving
-   * (`closed`); never throws on timeout. It follows the task's event log after `eventSeq` (where
-   * the accept left it) on the replica's TaskChangeNotifier, as streams do: events committed here
-   * as they commit, and the task's one shared poll — eager: a blocking caller expects an answer
-   * soon — for those logged elsewhere. At a settled status it answers with the task as committed
-   * here, or, logged elsewhere, as read once then.
+   * Waits for a settled state, the deadline or the caller leaving (`closed`); never throws on
+   * timeout. It follows the task's event log after `eventSeq` (where the accept left it) on the
+   * replica's TaskChangeNotifier, as streams do.
    */
-  private async waitSettled(task: Task, eventSeq: number, tenant: string, deadline: number, closed?: AbortSignal): Promise<Task> {
-    if (task.status && isSettled(task.status.state)) return task;
-    if (closed?.aborted) return task;
-    let watcher: TaskChangeWatcher | undefined;
-    let timer: NodeJS.Timeout | undefined;
-    let onClosed: (() => void) | undefined;
-    try {
-      return await new Promise<Task>((resolve) => {
-        let settling = false;
-        const onEvents = (events: LoggedEvent[], committed?: Task) => {
-          if (settling || !events.some(settles)) return;
-          settling = true;
-          if (committed?.status && isSettled(committed.status.state)) return resolve(committed);
-          // Logged by another replica: the task as stored now (a handle as it was if it cannot be read).
-          this.tasks.load(task.id, tenant, this.agent.id).then(
-            (stored) => resolve(stored ?? task),
-            () => resolve(task),
-          );
-        };
-        watcher = this.opts.changes.watch(task.id, tenant, this.agent.id, eventSeq, onEvents, { eager: true });
-        timer = setTimeout(() => resolve(task), Math.max(0, deadline - Date.now()));
-        // The answer goes nowhere once the caller left: stop waiting (and polling) at once.
-        onClosed = () => resolve(task);
-        closed?.addEventListener('abort', onClosed);
-      });
-    } finally {
-      clearTimeout(timer);
-      if (onClosed) closed?.removeEventListener('abort', onClosed);
-      watcher?.close();
-    }
+  private waitSettled(task: Task, eventSeq: number, tenant: string, deadline: number, closed?: AbortSignal): Promise<Task> {
+    return this.opts.changes.waitSettled(task, tenant, this.agent.id, eventSeq, {
+      deadline,
+      ...(closed ? { closed } : {}),
+      load: () => this.tasks.load(task.id, tenant, this.agent.id),
+    });
   }
 
   async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
@@ -431,12 +404,6 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     }
     yield* this.follow(params.id, principal.tenant, context, resumeAfter);
   }
-}
-
-/** Whether a logged event is a settled status (terminal or interrupted). */
-function settles(logged: LoggedEvent): boolean {
-  const payload = StreamResponses.fromJSON(logged.event).payload;
-  return payload?.$case === 'statusUpdate' && payload.value.status !== undefined && isSettled(payload.value.status.state);
 }
 
 /** The SSE ids of a streaming request and the caller's Last-Event-ID (set by the A2A router). */

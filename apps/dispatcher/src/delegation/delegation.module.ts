@@ -5,7 +5,7 @@ import { CatalogModule } from '../catalog/catalog.module.js';
 import { DirectoryAgentLookup } from '../catalog/agent-catalog.js';
 import type { DispatcherConfig } from '../config/dispatcher.config.js';
 import { DATA_SOURCE, DISPATCHER_CONFIG, LOGGER } from '../core.module.js';
-import { TaskChangesModule } from '../events/task-changes.module.js';
+import { TaskChangesModule } from '../tasks/task-changes.module.js';
 import { TaskCommits } from '../tasks/task-commits.js';
 import { TasksModule } from '../tasks/tasks.module.js';
 import { TaskService } from '../tasks/task.service.js';

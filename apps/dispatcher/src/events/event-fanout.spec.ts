@@ -4,7 +4,7 @@ import { EventEmitter } from 'node:events';
 import type { Kafka } from '@mesh/bus';
 import { createLogger } from '@mesh/telemetry';
 import { EventFanout } from './event-fanout.js';
-import { TaskChangeNotifier } from './task-change-notifier.js';
+import { TaskChangeNotifier } from '../tasks/task-change-notifier.js';
 
 // The rest/wake logic against a recording stand-in for the kafkajs consumer and admin (the real
 // broker path is test/dispatcher/fanout.integration-spec.ts).

@@ -2,7 +2,7 @@ import { decodeEnvelope, newId } from '@mesh/contract';
 import { IntervalCommitter, runSupervised, type Admin, type Consumer, type Kafka } from '@mesh/bus';
 import { silentLogger, type Logger } from '@mesh/telemetry';
 import type { OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import type { EventFeed } from './task-change-notifier.js';
+import type { EventFeed } from '../tasks/task-change-notifier.js';
 
 /** Who the fan-out tells that a task's events are on their way (TaskChangeNotifier). */
 export interface TaskSignals {

@@ -4,18 +4,16 @@ import { ConsumerGroups, TopicDefinitions } from '@mesh/contract';
 import { MeshMetrics, type Logger } from '@mesh/telemetry';
 import type { DispatcherConfig } from '../config/dispatcher.config.js';
 import { DISPATCHER_CONFIG, KAFKA, LOGGER } from '../core.module.js';
-import { PushModule } from '../push/push.module.js';
 import { DelegationModule } from '../delegation/delegation.module.js';
 import { DelegationService } from '../delegation/delegation.service.js';
-import { PushService } from '../push/push.service.js';
 import { TasksModule } from '../tasks/tasks.module.js';
 import { TaskProjection } from '../tasks/task-projection.js';
 import { TaskCommits } from '../tasks/task-commits.js';
+import { TaskChangeNotifier } from '../tasks/task-change-notifier.js';
+import { TaskChangesModule } from '../tasks/task-changes.module.js';
 import { EventFanout } from './event-fanout.js';
 import { EventProjector, projectorConsumerOptions } from './event-projector.js';
 import { EventsTopic } from './events-topic.js';
-import { TaskChangeNotifier } from './task-change-notifier.js';
-import { TaskChangesModule } from './task-changes.module.js';
 import { TaskEventsController } from './task-events.controller.js';
 
 /** The projector's transport; connected to the app as a Nest microservice (see startDispatcher). */

@@ -4,19 +4,18 @@ import { CatalogModule } from '../catalog/catalog.module.js';
 import { DirectoryAgentLookup } from '../catalog/agent-catalog.js';
 import type { DispatcherConfig } from '../config/dispatcher.config.js';
 import { DISPATCHER_CONFIG, LOGGER } from '../core.module.js';
-import { EventsModule } from '../events/events.module.js';
-import { TaskChangesModule } from '../events/task-changes.module.js';
+import { TaskChangesModule } from './task-changes.module.js';
 import { TaskCommits } from './task-commits.js';
 import { TaskLifecycle } from './task-lifecycle.js';
 import { TasksModule } from './tasks.module.js';
 import { TaskService } from './task.service.js';
 
 /**
- * Deadlines and retention of stored tasks. Imports what a failed task wakes (relay, push, streams),
- * so it starts after them and stops before them.
+ * Deadlines and retention of stored tasks. Imports what a failed task wakes (TaskChangesModule:
+ * relay, push, the task's watchers), so it starts after them and stops before them.
  */
 @Module({
-  imports: [TasksModule, CatalogModule, TaskChangesModule, EventsModule],
+  imports: [TasksModule, CatalogModule, TaskChangesModule],
   providers: [
     {
       provide: TaskLifecycle,

@@ -6,9 +6,9 @@ import { OutboxModule } from '../outbox/outbox.module.js';
 import { OutboxRelay } from '../outbox/outbox.relay.js';
 import { PushModule } from '../push/push.module.js';
 import { PushService } from '../push/push.service.js';
-import { TaskCommits } from '../tasks/task-commits.js';
-import { TasksModule } from '../tasks/tasks.module.js';
-import { TaskService } from '../tasks/task.service.js';
+import { TaskCommits } from './task-commits.js';
+import { TasksModule } from './tasks.module.js';
+import { TaskService } from './task.service.js';
 import { TaskChangeNotifier } from './task-change-notifier.js';
 
 /**

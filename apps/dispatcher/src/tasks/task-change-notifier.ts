@@ -1,7 +1,8 @@
-import type { Task } from '@a2a-js/sdk';
+import { StreamResponse, type Task } from '@a2a-js/sdk';
 import { silentLogger, type Logger } from '@mesh/telemetry';
-import type { TaskEventPage } from '../tasks/task.repository.js';
-import type { LoggedEvent } from '../tasks/task-projection.js';
+import type { TaskEventPage } from './task.repository.js';
+import type { LoggedEvent } from './task-projection.js';
+import { isSettled } from './task-state.js';
 
 /** Reads up to `limit` logged stream events of a task after number `after` (undefined: no such task for that tenant). */
 export type TaskEventReader = (
@@ -53,6 +54,16 @@ export interface WatchOptions {
    * its answer soon and does not wake the fan-out that would say when events are on their way.
    */
   eager?: boolean;
+}
+
+/** How a blocking send waits (see {@link TaskChangeNotifier.waitSettled}). */
+export interface SettledWait {
+  /** When to give up and answer with the task as accepted (epoch ms). */
+  deadline: number;
+  /** Aborted when the caller leaves: the wait ends at once. */
+  closed?: AbortSignal;
+  /** Reads the task as stored: the answer when its settled status was logged on another replica. */
+  load: () => Promise<Task | undefined>;
 }
 
 interface Poll {
@@ -214,6 +225,48 @@ export class TaskChangeNotifier {
     };
   }
 
+  /**
+   * A blocking send's wait: follows the task's log after `after` (where its accept left it) until
+   * a settled status (terminal or interrupted), the deadline or the caller leaving; never throws.
+   * It answers with the task as committed when the settling change was committed here, else with
+   * the task read once (`load`); at the deadline, or if that read fails, with `task` as it was: a
+   * handle, never an error. Its watcher is eager: the poll reads at the hurried interval meanwhile.
+   */
+  async waitSettled(task: Task, tenant: string, agentId: string, after: number, wait: SettledWait): Promise<Task> {
+    if (task.status && isSettled(task.status.state)) return task;
+    const { closed } = wait;
+    if (closed?.aborted) return task;
+    let watcher: TaskChangeWatcher | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    let onClosed: (() => void) | undefined;
+    try {
+      return await new Promise<Task>((resolve) => {
+        let settling = false;
+        const onEvents: TaskChangeListener = (events, committed) => {
+          if (settling || !events.some(settles)) return;
+          settling = true;
+          if (committed?.status && isSettled(committed.status.state)) return resolve(committed);
+          wait.load().then(
+            (stored) => resolve(stored ?? task),
+            (err: unknown) => {
+              this.log.warn({ taskId: task.id, err: String(err) }, 'reading a settled task failed; the blocking send answers with it as accepted');
+              resolve(task);
+            },
+          );
+        };
+        watcher = this.watch(task.id, tenant, agentId, after, onEvents, { eager: true });
+        timer = setTimeout(() => resolve(task), Math.max(0, wait.deadline - Date.now()));
+        // The answer goes nowhere once the caller left: stop waiting (and polling) at once.
+        onClosed = () => resolve(task);
+        closed?.addEventListener('abort', onClosed);
+      });
+    } finally {
+      clearTimeout(timer);
+      if (onClosed) closed?.removeEventListener('abort', onClosed);
+      watcher?.close();
+    }
+  }
+
   /** Tasks polled now (one per watched task and tenant, whatever the number of its watchers). */
   get polled(): number {
     return this.polls.size;
@@ -282,4 +335,10 @@ export class TaskChangeNotifier {
     }, ms);
     poll.timer.unref();
   }
+}
+
+/** Whether a logged event is a settled status (terminal or interrupted). */
+function settles(logged: LoggedEvent): boolean {
+  const payload = StreamResponse.fromJSON(logged.event).payload;
+  return payload?.$case === 'statusUpdate' && payload.value.status !== undefined && isSettled(payload.value.status.state);
 }

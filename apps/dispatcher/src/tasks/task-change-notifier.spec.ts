@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Task } from '@a2a-js/sdk';
-import type { LoggedEvent } from '../tasks/task-projection.js';
+import { TaskState, type Task } from '@a2a-js/sdk';
+import { statusChangeEventOf } from './stream-updates.js';
+import type { LoggedEvent } from './task-projection.js';
 import { TaskChangeNotifier, type TaskEventReader } from './task-change-notifier.js';
 
 const ev = (seq: number): LoggedEvent => ({ seq, event: { n: seq } });
@@ -184,4 +185,70 @@ test('the first follower wakes the feed before it resolves; signals reach the fo
   assert.deepEqual(calls, ['wake', 'wake'], 'another task is still followed');
   offB();
   assert.deepEqual(calls, ['wake', 'wake', 'idle']);
+});
+
+const status = (seq: number, state: TaskState): LoggedEvent => ({
+  seq,
+  event: statusChangeEventOf('t', 'c', { state, timestamp: undefined, message: undefined }),
+});
+const taskIn = (state: TaskState) => ({ id: 't', contextId: 'c', status: { state, timestamp: undefined, message: undefined } }) as Task;
+
+test('a blocking send follows the log after its accept: a settled status logged elsewhere answers with the task read once', async () => {
+  // Turn 1 asked for input (2); the accept of turn 2 left the log at 3: that settled status is history.
+  const stored = [status(1, TaskState.TASK_STATE_WORKING), status(2, TaskState.TASK_STATE_INPUT_REQUIRED), status(3, TaskState.TASK_STATE_SUBMITTED)];
+  const reads: Array<{ tenant: string; after: number }> = [];
+  const changes = new TaskChangeNotifier(memoryLog(stored, reads), { pollMs: 10_000, hurriedPollMs: 10, hurryMs: 0 });
+  let loads = 0;
+  const waiting = changes.waitSettled(taskIn(TaskState.TASK_STATE_SUBMITTED), 'acme', 'agent', 3, {
+    deadline: Date.now() + 5000,
+    load: async () => (loads++, taskIn(TaskState.TASK_STATE_COMPLETED)),
+  });
+  await until('a few eager reads', () => reads.length >= 3);
+  assert.equal(loads, 0, 'nothing settled after its accept yet');
+  stored.push(status(4, TaskState.TASK_STATE_WORKING), status(5, TaskState.TASK_STATE_COMPLETED)); // another replica's projector
+  const answer = await waiting;
+  assert.equal(answer.status?.state, TaskState.TASK_STATE_COMPLETED);
+  assert.equal(loads, 1);
+  assert.ok(reads.every((r) => r.after >= 3), 'never reads what came before its accept');
+  assert.equal(changes.polled, 0, 'its poll stopped with it');
+});
+
+test('a blocking send answers with the task as a commit here left it, without reading it', async () => {
+  const stored: LoggedEvent[] = [];
+  const changes = new TaskChangeNotifier(memoryLog(stored), { pollMs: 10_000, hurriedPollMs: 10, hurryMs: 0 });
+  const committed = { ...taskIn(TaskState.TASK_STATE_CANCELED), metadata: { committed: true } } as Task;
+  const waiting = changes.waitSettled(taskIn(TaskState.TASK_STATE_SUBMITTED), 'acme', 'agent', 0, {
+    deadline: Date.now() + 5000,
+    load: async () => assert.fail('a change committed here is not read back'),
+  });
+  changes.committed('t', [status(1, TaskState.TASK_STATE_WORKING)], taskIn(TaskState.TASK_STATE_WORKING));
+  stored.push(status(1, TaskState.TASK_STATE_WORKING), status(2, TaskState.TASK_STATE_CANCELED));
+  changes.committed('t', [status(2, TaskState.TASK_STATE_CANCELED)], committed);
+  assert.equal(await waiting, committed);
+});
+
+test('a blocking send gives up at its deadline, at once when its caller leaves, and answers a failed read with the task as accepted', async () => {
+  const changes = new TaskChangeNotifier(memoryLog([]), { pollMs: 10_000, hurriedPollMs: 10, hurryMs: 0 });
+  const accepted = taskIn(TaskState.TASK_STATE_SUBMITTED);
+  const started = Date.now();
+  assert.equal(await changes.waitSettled(accepted, 'acme', 'agent', 0, { deadline: started + 50, load: async () => undefined }), accepted);
+  assert.ok(Date.now() - started >= 45, 'waited until its deadline');
+  const left = new AbortController();
+  const waiting = changes.waitSettled(accepted, 'acme', 'agent', 0, { deadline: Date.now() + 10_000, closed: left.signal, load: async () => undefined });
+  left.abort();
+  assert.equal(await waiting, accepted);
+  assert.equal(changes.polled, 0);
+
+  const failing = new TaskChangeNotifier(memoryLog([status(1, TaskState.TASK_STATE_FAILED)]), { pollMs: 10_000, hurriedPollMs: 10, hurryMs: 0 });
+  const answer = await failing.waitSettled(accepted, 'acme', 'agent', 0, {
+    deadline: Date.now() + 5000,
+    load: async () => {
+      throw new Error('connection reset');
+    },
+  });
+  assert.equal(answer, accepted, 'a handle, never an error');
+  // A task that is settled already is answered at once.
+  const done = taskIn(TaskState.TASK_STATE_COMPLETED);
+  assert.equal(await failing.waitSettled(done, 'acme', 'agent', 0, { deadline: Date.now() + 5000, load: async () => undefined }), done);
+  assert.equal(failing.polled, 0);
 });
