@@ -118,7 +118,12 @@ test("an event of a followed task signals its followers by the record's key, nev
   const signalled: string[] = [];
   const off = await buses.follow('t1', () => signalled.push('t1'));
   // Not an envelope at all: a signal needs the key only.
-  const record = (key: string | null, offset: string) => ({ key: key === null ? null : Buffer.from(key), value: Buffer.from('?'), headers: {}, offset });
+  const record = (key: string | null, offset: string) => ({
+    key: key === null ? null : Buffer.from(key),
+    value: Buffer.from('?'),
+    headers: {},
+    offset,
+  });
   await run.eachMessage!({ topic: 'ev', partition: 0, message: record('t1', '1') });
   await run.eachMessage!({ topic: 'ev', partition: 0, message: record('t2', '2') });
   await run.eachMessage!({ topic: 'ev', partition: 0, message: record(null, '3') }); // keyless and undecodable: skipped

@@ -165,7 +165,10 @@ export class EventFanout implements EventFeed, OnApplicationBootstrap, OnApplica
 }
 
 /** The task id of a record without a key (the contract keys events by task id): from its envelope. */
-function taskIdOf(message: { headers?: Parameters<typeof decodeEnvelope>[0]['headers']; value: Buffer | null }, log: Logger): string | undefined {
+function taskIdOf(
+  message: { headers?: Parameters<typeof decodeEnvelope>[0]['headers']; value: Buffer | null },
+  log: Logger,
+): string | undefined {
   try {
     return decodeEnvelope({ headers: message.headers, value: message.value }).identity.taskId;
   } catch (err) {

@@ -62,7 +62,6 @@ export function pushBody(stored: unknown, wireVersion: string): { body: string; 
   return { body: legacy.body, contentType: legacy.contentType };
 }
 
-
 /**
  * Push notifications: configs per tenant and task in Postgres, and deliveries driven from the
  * event stream. The projector records one delivery per (config, event) in the statement that

@@ -38,7 +38,9 @@ export function streamEventOf(event: TaskEvent, status?: TaskStatus): StreamEven
 
 /** A status change the dispatcher makes itself (CancelTask, a deadline passing) as the task's stream shows it. */
 export function statusChangeEventOf(taskId: string, contextId: string, status: TaskStatus): StreamEventJson {
-  return StreamResponse.toJSON({ payload: { $case: 'statusUpdate', value: { taskId, contextId, status, metadata: undefined } } }) as StreamEventJson;
+  return StreamResponse.toJSON({
+    payload: { $case: 'statusUpdate', value: { taskId, contextId, status, metadata: undefined } },
+  }) as StreamEventJson;
 }
 
 /** A status event's status as its worker reported it (before projection), stamped now. */

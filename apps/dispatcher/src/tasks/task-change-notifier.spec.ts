@@ -24,7 +24,7 @@ function memoryLog(stored: LoggedEvent[], reads: Array<{ tenant: string; after: 
 
 test('each watcher gets the events after its own position, in order, each once', async () => {
   const stored = [1, 2, 3].map(ev);
-    const watch = new TaskChangeNotifier(memoryLog(stored), { pollMs: 10_000, hurriedPollMs: 5, hurryMs: 100 });
+  const watch = new TaskChangeNotifier(memoryLog(stored), { pollMs: 10_000, hurriedPollMs: 5, hurryMs: 100 });
   const a: number[] = [];
   const b: number[] = [];
   const wa = watch.watch('t', 'acme', 'agent', 0, (es) => a.push(...es.map((e) => e.seq)));
@@ -43,7 +43,7 @@ test('each watcher gets the events after its own position, in order, each once',
 
 test('a local run that does not follow on (another replica logged the ones between) is read from the log, never skipped', async () => {
   const stored = [1].map(ev);
-    const reads: Array<{ tenant: string; after: number }> = [];
+  const reads: Array<{ tenant: string; after: number }> = [];
   const watch = new TaskChangeNotifier(memoryLog(stored, reads), { pollMs: 10_000, hurriedPollMs: 5, hurryMs: 100 });
   const seen: number[] = [];
   const w = watch.watch('t', 'acme', 'agent', 1, (es) => seen.push(...es.map((e) => e.seq)));
@@ -195,7 +195,11 @@ const taskIn = (state: TaskState) => ({ id: 't', contextId: 'c', status: { state
 
 test('a blocking send follows the log after its accept: a settled status logged elsewhere answers with the task read once', async () => {
   // Turn 1 asked for input (2); the accept of turn 2 left the log at 3: that settled status is history.
-  const stored = [status(1, TaskState.TASK_STATE_WORKING), status(2, TaskState.TASK_STATE_INPUT_REQUIRED), status(3, TaskState.TASK_STATE_SUBMITTED)];
+  const stored = [
+    status(1, TaskState.TASK_STATE_WORKING),
+    status(2, TaskState.TASK_STATE_INPUT_REQUIRED),
+    status(3, TaskState.TASK_STATE_SUBMITTED),
+  ];
   const reads: Array<{ tenant: string; after: number }> = [];
   const changes = new TaskChangeNotifier(memoryLog(stored, reads), { pollMs: 10_000, hurriedPollMs: 10, hurryMs: 0 });
   let loads = 0;
@@ -209,7 +213,10 @@ test('a blocking send follows the log after its accept: a settled status logged 
   const answer = await waiting;
   assert.equal(answer.status?.state, TaskState.TASK_STATE_COMPLETED);
   assert.equal(loads, 1);
-  assert.ok(reads.every((r) => r.after >= 3), 'never reads what came before its accept');
+  assert.ok(
+    reads.every((r) => r.after >= 3),
+    'never reads what came before its accept',
+  );
   assert.equal(changes.polled, 0, 'its poll stopped with it');
 });
 
@@ -234,12 +241,20 @@ test('a blocking send gives up at its deadline, at once when its caller leaves, 
   assert.equal(await changes.waitSettled(accepted, 'acme', 'agent', 0, { deadline: started + 50, load: async () => undefined }), accepted);
   assert.ok(Date.now() - started >= 45, 'waited until its deadline');
   const left = new AbortController();
-  const waiting = changes.waitSettled(accepted, 'acme', 'agent', 0, { deadline: Date.now() + 10_000, closed: left.signal, load: async () => undefined });
+  const waiting = changes.waitSettled(accepted, 'acme', 'agent', 0, {
+    deadline: Date.now() + 10_000,
+    closed: left.signal,
+    load: async () => undefined,
+  });
   left.abort();
   assert.equal(await waiting, accepted);
   assert.equal(changes.polled, 0);
 
-  const failing = new TaskChangeNotifier(memoryLog([status(1, TaskState.TASK_STATE_FAILED)]), { pollMs: 10_000, hurriedPollMs: 10, hurryMs: 0 });
+  const failing = new TaskChangeNotifier(memoryLog([status(1, TaskState.TASK_STATE_FAILED)]), {
+    pollMs: 10_000,
+    hurriedPollMs: 10,
+    hurryMs: 0,
+  });
   const answer = await failing.waitSettled(accepted, 'acme', 'agent', 0, {
     deadline: Date.now() + 5000,
     load: async () => {

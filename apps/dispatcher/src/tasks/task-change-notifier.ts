@@ -187,7 +187,18 @@ export class TaskChangeNotifier {
     const key = `${tenant}\u0000${agentId}\u0000${taskId}`;
     let poll = this.polls.get(key);
     if (!poll) {
-      poll = { key, taskId, tenant, agentId, positions: new Map(), eager: 0, hurriedUntil: 0, idleHurries: 0, reading: false, again: false };
+      poll = {
+        key,
+        taskId,
+        tenant,
+        agentId,
+        positions: new Map(),
+        eager: 0,
+        hurriedUntil: 0,
+        idleHurries: 0,
+        reading: false,
+        again: false,
+      };
       this.polls.set(key, poll);
       let set = this.pollsOf.get(taskId);
       if (!set) this.pollsOf.set(taskId, (set = new Set()));
@@ -249,7 +260,10 @@ export class TaskChangeNotifier {
           wait.load().then(
             (stored) => resolve(stored ?? task),
             (err: unknown) => {
-              this.log.warn({ taskId: task.id, err: String(err) }, 'reading a settled task failed; the blocking send answers with it as accepted');
+              this.log.warn(
+                { taskId: task.id, err: String(err) },
+                'reading a settled task failed; the blocking send answers with it as accepted',
+              );
               resolve(task);
             },
           );

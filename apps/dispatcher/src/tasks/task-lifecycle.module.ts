@@ -19,13 +19,7 @@ import { TaskService } from './task.service.js';
   providers: [
     {
       provide: TaskLifecycle,
-      useFactory: (
-        tasks: TaskService,
-        catalog: DirectoryAgentLookup,
-        commits: TaskCommits,
-        config: DispatcherConfig,
-        logger: Logger,
-      ) =>
+      useFactory: (tasks: TaskService, catalog: DirectoryAgentLookup, commits: TaskCommits, config: DispatcherConfig, logger: Logger) =>
         new TaskLifecycle(
           tasks,
           (agentId, tenant) => catalog.recordFor(agentId, tenant),

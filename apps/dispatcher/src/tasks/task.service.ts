@@ -639,19 +639,27 @@ export class TaskService {
     // Cancel cascades: no delegated task outlives the end of the task it works for (docs/agents.md,
     // "Delegation"). They end at the same moment, however long their row locks took to get.
     for (const child of await this.repo.lockLiveDescendants(tx, row.id, row.tenant)) {
-      changed.push(await this.endOneTurn(
-        tx,
-        child,
-        this.parentEnded(child, `the task that delegated it (${row.id}) ended as ${stateName(end.state)}`),
-        this.agentRecord(child.agent_id, child.tenant),
-        now,
-      ));
+      changed.push(
+        await this.endOneTurn(
+          tx,
+          child,
+          this.parentEnded(child, `the task that delegated it (${row.id}) ended as ${stateName(end.state)}`),
+          this.agentRecord(child.agent_id, child.tenant),
+          now,
+        ),
+      );
     }
     return changed;
   }
 
   /** {@link endTurn} of one task, its descendants left alone. */
-  private async endOneTurn(tx: TaskTransaction, row: TaskRow, end: TurnEnd, agent: AgentRecord | undefined, now: Date): Promise<ChangedTask> {
+  private async endOneTurn(
+    tx: TaskTransaction,
+    row: TaskRow,
+    end: TurnEnd,
+    agent: AgentRecord | undefined,
+    now: Date,
+  ): Promise<ChangedTask> {
     const json = ended(row.task, end.state, now, end.message);
     const task = Task.fromJSON(json);
     const exec = executionId(row.tenant, row.id, row.turn);
