@@ -34,10 +34,10 @@ export interface EventFanoutOptions {
  * shared group) stays the only writer.
  *
  * It reads only while a task is followed here (a stream or a subscription): otherwise it rests
- * (the partitions are paused), since decoding every event of the topic on every replica for nobody
+ * (the partitions are paused), since fetching every event of the topic on every replica for nobody
  * costs each replica as much as the projection's own fetches. Waking, it seeks to the projector's
  * committed offsets: every event below them is stored, so a follower that reads its snapshot after
- * `wake()` resolved misses nothing (it may see an event twice; streams drop what they have shown).
+ * `wake()` resolved misses no signal (a repeated one only hurries a read).
  */
 export class EventFanout implements EventFeed, OnApplicationBootstrap, OnApplicationShutdown {
   private consumer?: Consumer;

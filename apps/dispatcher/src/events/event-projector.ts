@@ -1,9 +1,9 @@
 import { countDeadLetters, isTransientKafkaError, type KafkaBusTransportOptions, type MessageContext } from '@mesh/bus';
 import { isTransientPostgresError } from '@mesh/database';
+import type { Task } from '@a2a-js/sdk';
 import { anyTransient, type ConsumerGroups, type Envelope, type TaskEvent, type TopicDefinitions } from '@mesh/contract';
 import type { LoggedEvent, TaskProjection } from '../tasks/task-projection.js';
 import type { TaskCommit, TaskCommits } from '../tasks/task-commits.js';
-import type { Task } from '@a2a-js/sdk';
 import { silentLogger, type Logger, type MeshMetrics } from '@mesh/telemetry';
 import { isSettled, outcomeLabel } from '../tasks/task-state.js';
 
