@@ -1,7 +1,7 @@
 // The one builder of a task change as callers see it: the update a stream shows, the body a push
 // webhook gets and what the task's event log stores are the same StreamResponse, whether the change
 // is a worker event (projected) or one the dispatcher makes itself (CancelTask, a deadline).
-import { Artifact, StreamResponse, TaskStatus, type TaskArtifactUpdateEvent, type TaskStatusUpdateEvent } from '@a2a-js/sdk';
+import { Artifact, StreamResponse, type TaskArtifactUpdateEvent, type TaskStatus, type TaskStatusUpdateEvent } from '@a2a-js/sdk';
 import type { TaskEvent } from '@mesh/contract';
 
 /** A StreamResponse as JSON (what `task_events` and `push_deliveries` store). */
@@ -27,13 +27,9 @@ export function streamUpdateOf(
   };
 }
 
-/**
- * A worker event as the task's stream shows it (a StreamResponse as JSON): a status event with
- * `status` — the status as projected — or, without one, the status its worker reported.
- */
-export function streamEventOf(event: TaskEvent, status?: TaskStatus): StreamEventJson {
-  const shown = status ?? (event.kind === 'task.status' ? reportedStatus(event) : undefined);
-  return StreamResponse.toJSON({ payload: streamUpdateOf(event, shown) }) as StreamEventJson;
+/** A worker event as the task's stream shows it (a StreamResponse as JSON); `status`: a status event's status as projected. */
+export function streamEventOf(event: TaskEvent, status: TaskStatus | undefined): StreamEventJson {
+  return StreamResponse.toJSON({ payload: streamUpdateOf(event, status) }) as StreamEventJson;
 }
 
 /** A status change the dispatcher makes itself (CancelTask, a deadline passing) as the task's stream shows it. */
@@ -41,14 +37,4 @@ export function statusChangeEventOf(taskId: string, contextId: string, status: T
   return StreamResponse.toJSON({
     payload: { $case: 'statusUpdate', value: { taskId, contextId, status, metadata: undefined } },
   }) as StreamEventJson;
-}
-
-/** A status event's status as its worker reported it (before projection), stamped now. */
-function reportedStatus(env: Extract<TaskEvent, { kind: 'task.status' }>): TaskStatus {
-  const { taskId, contextId } = env.identity;
-  return TaskStatus.fromJSON({
-    state: env.body.state,
-    timestamp: new Date().toISOString(),
-    ...(env.body.message ? { message: { ...env.body.message, taskId, contextId } } : {}),
-  });
 }
