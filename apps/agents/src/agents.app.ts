@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { HttpException, type INestApplication } from '@nestjs/common';
+import type { HttpException, INestApplication } from '@nestjs/common';
 import type { AgentDefinition } from '@mesh/agent-sdk';
 import { assertKafkaReachable, createKafka, KafkaProbe } from '@mesh/bus';
 import { MeshError } from '@mesh/contract';
@@ -80,10 +80,8 @@ export async function startAgents(
       // without the ops token is answered 401 before its body is read.
       authenticateBodies: () => ({
         authenticate: (req) => checkOpsCredential(req, config.AGENTS_OPS_TOKEN),
-        refuse: (_req, res, reason) => {
-          if (reason instanceof HttpException) res.status(reason.getStatus()).json(reason.getResponse());
-          else res.status(500).json({ error: 'internal error' });
-        },
+        // checkOpsCredential refuses with nothing but its 401 HttpException.
+        refuse: (_req, res, reason) => res.status(401).json((reason as HttpException).getResponse()),
       }),
       configure: async (created) => {
         nest = created;

@@ -86,7 +86,8 @@ test('with authenticateBodies, a body is read only once its caller is authentica
         if (req.headers.authorization === 'Bearer sync-throw') throw new Error('thrown');
         return req.headers.authorization === 'Bearer good' ? Promise.resolve() : Promise.reject(new Error('no credential'));
       },
-      refuse: (_req, res, reason) => {
+      refuse: (req, res, reason) => {
+        if (req.headers.authorization === 'Bearer refuse-throws') throw new Error('refusal failed');
         refused.push(reason);
         res.status(401).json({ error: 'unauthenticated' });
       },
@@ -105,6 +106,8 @@ test('with authenticateBodies, a body is read only once its caller is authentica
       refused.map((r) => (r as Error).message),
       ['no credential', 'no credential', 'thrown'],
     );
+    // A refusal that fails is an error like any other (500), the connection still closed.
+    assert.deepEqual(await postHeadOnly(url, { authorization: 'Bearer refuse-throws' }), { status: 500, connection: 'close' });
     // With one, the body is awaited and parsed as before, within the limit.
     assert.equal(await postHeadOnly(url, { authorization: 'Bearer good' }), undefined);
     const post = (body: string, headers: Record<string, string>) =>

@@ -83,22 +83,26 @@ export const hasBody = (req: IncomingMessage): boolean =>
 
 /**
  * Middleware in front of the body parser: a request with a body is authenticated first; refused, it
- * is answered at once and its connection closed after the answer, so the unread body is discarded
- * by the socket's close rather than read, and no caller without a credential ever holds a body here.
+ * is answered at once and its connection closed after the answer, so its body is never parsed or
+ * held (what arrives of it before the close is discarded): no caller without a credential holds
+ * memory here, however many of them there are.
  */
 export function authenticateBeforeBody(auth: BodyAuthentication) {
   return (req: Request, res: Response, next: NextFunction): void => {
     if (!hasBody(req)) return next();
-    Promise.resolve()
+    void Promise.resolve()
       .then(() => auth.authenticate(req))
       .then(
         () => next(),
         (reason: unknown) => {
           res.setHeader('Connection', 'close');
-          auth.refuse(req, res, reason);
+          try {
+            auth.refuse(req, res, reason);
+          } catch (err) {
+            next(err);
+          }
         },
-      )
-      .catch(next);
+      );
   };
 }
 
