@@ -5,7 +5,7 @@ import { logLevel } from 'kafkajs';
 import { createKafka } from '@mesh/bus';
 import { TopicNames } from '@mesh/contract';
 import { eventually, sql, testRun } from '../support/infra.js';
-import { rawRequest } from '../support/raw-http.js';
+import { holdBody, rawRequest } from '../support/raw-http.js';
 import { sendRaw } from '../fuzz/fuzz-support.js';
 import { card, client, KEYS, startTestDirectory, type Reply } from './directory-fixtures.js';
 
@@ -262,6 +262,66 @@ test('a repeated Authorization header is refused, never resolved to one of the t
   });
   assert.equal(r.status, 401, JSON.stringify(r.body));
   assert.deepEqual(await sql(databaseUrl, 'SELECT id FROM directory.agent WHERE id = $1', ['hi-dup-auth']), [], 'no row');
+});
+
+test('a body without a valid credential is answered 401 before it is read, and its connection closed', async () => {
+  // Headers only, announcing 900 KB: a directory that read bodies before authenticating would
+  // wait for the body (and buffer it) instead of answering.
+  const headersOnly = { contentLength: 900_000, sendBytes: 0 };
+  const cases: Array<[string, string, Record<string, string>]> = [
+    ['POST', '/v1/agents', {}],
+    ['POST', '/v1/agents', { authorization: 'Bearer not-a-key-at-all' }],
+    ['PUT', '/v1/agents/hi-agent', { authorization: 'Basic ZGVtbzphY21l' }],
+    ['POST', '/v1/agents/hi-agent/heartbeat', {}],
+    // Whatever the route (no route of the directory takes a stranger's body).
+    ['POST', '/healthz', {}],
+    ['POST', '/no-such-route', {}],
+  ];
+  for (const [method, path, headers] of cases) {
+    assert.deepEqual(
+      await holdBody(dir.url, path, headers, { ...headersOnly, method }),
+      { status: 401, closed: true },
+      `${method} ${path}`,
+    );
+  }
+  const twice = await rawRequest(`${dir.url}/v1/agents`, {
+    method: 'POST',
+    headers: {
+      authorization: [`Bearer ${KEYS.acme}`, `Bearer ${KEYS.acme}`] as unknown as string,
+      'content-type': 'application/json',
+      'content-length': '900000',
+    },
+    timeoutMs: 3000,
+  }).catch((e: Error) => e);
+  assert.ok(!(twice instanceof Error) && twice.status === 401, `a repeated Authorization header: ${String(twice)}`);
+  // Many at once: each is answered at once, none waits for its body.
+  const many = await Promise.all(Array.from({ length: 100 }, () => holdBody(dir.url, '/v1/agents', {}, headersOnly)));
+  assert.deepEqual(new Set(many.map((r) => r?.status)), new Set([401]));
+  // The refusal is the directory's problem body, as from the routes.
+  const refused = await rawRequest(`${dir.url}/v1/agents`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ id: 'hi-stranger', card: card('Hi Stranger') }),
+  });
+  assert.equal(refused.status, 401);
+  assert.equal(refused.headers['www-authenticate'], 'Bearer');
+  assert.match(String(refused.headers['content-type']), /^application\/problem\+json/);
+  assert.equal((JSON.parse(refused.body) as { code: string }).code, 'UNAUTHENTICATED');
+  assert.deepEqual(await sql(databaseUrl, 'SELECT id FROM directory.agent WHERE id = $1', ['hi-stranger']), [], 'no row');
+});
+
+test('an authenticated body is read as before; public routes stay public', async () => {
+  // Held back, an authenticated caller's body is awaited: no answer yet.
+  assert.equal(
+    await holdBody(dir.url, '/v1/agents', { authorization: `Bearer ${KEYS.acme}` }, { contentLength: 900_000, sendBytes: 0, waitMs: 500 }),
+    undefined,
+  );
+  assert.equal((await api(KEYS.acme, 'POST', '/v1/agents', { id: 'hi-authed', card: card('Hi Authed') })).status, 201);
+  const big = await api(KEYS.acme, 'POST', '/v1/agents', { card: card('Hi Big', { description: 'x'.repeat(70 * 1024) }) });
+  assert.equal(big.body.code, 'BODY_TOO_LARGE', 'the body limit still applies');
+  for (const path of ['/healthz', '/livez', '/.well-known/jwks.json', '/metrics']) {
+    assert.equal((await rawRequest(`${dir.url}${path}`)).status, 200, path);
+  }
 });
 
 test('a "__proto__" key anywhere in a card is 400 naming it, not silently dropped', async () => {

@@ -1,13 +1,13 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
-import { connect } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
 import { Authenticator, DEMO_API_KEYS, loadAuthOptions } from '@mesh/auth';
 import { InMemoryCardStream } from '@mesh/app-directory';
 import { agentRecord, publishAgents, rawRequest, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { startTestDirectory } from '../directory/directory-fixtures.js';
 import { eventually } from '../support/infra.js';
+import { holdBody } from '../support/raw-http.js';
 
 // JWTs that must be refused by both apps (alg none, wrong signature, wrong issuer or audience,
 // expired, not yet valid, no tenant), next to one good token that proves the setup accepts JWTs.
@@ -124,37 +124,6 @@ test('API keys are compared as SHA-256 digests with crypto.timingSafeEqual, agai
   }
 });
 
-/**
- * Sends a request's head announcing a 1 MB body and 1 KB of it, then holds the rest back: resolves
- * with the status line once the server answers (and whether it then closed the connection), or
- * undefined when it has not answered within `waitMs`.
- */
-function holdBody(url: string, path: string, headers: Record<string, string>, waitMs = 3000) {
-  const { hostname, port } = new URL(url);
-  return new Promise<{ status: number; closed: boolean } | undefined>((resolve) => {
-    const socket = connect(Number(port), hostname === 'localhost' ? '127.0.0.1' : hostname);
-    let answer = '';
-    let status: number | undefined;
-    const done = (v: { status: number; closed: boolean } | undefined) => {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(v);
-    };
-    const timer = setTimeout(() => done(status === undefined ? undefined : { status, closed: false }), waitMs);
-    socket.on('error', () => undefined);
-    socket.on('data', (chunk) => {
-      answer += chunk.toString('latin1');
-      status ??= /^HTTP\/1\.1 (\d{3})/.exec(answer) ? Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)![1]) : undefined;
-    });
-    socket.on('close', () => done(status === undefined ? undefined : { status, closed: true }));
-    const head = Object.entries({ host: 'localhost', 'content-type': 'application/json', 'content-length': '1000000', ...headers })
-      .map(([k, v]) => `${k}: ${v}\r\n`)
-      .join('');
-    socket.write(`POST ${path} HTTP/1.1\r\n${head}\r\n`);
-    socket.write(Buffer.alloc(1024, 0x20));
-  });
-}
-
 test('a request without a valid credential is answered 401 before its body is read, and its connection closed', async () => {
   const v1 = { 'a2a-version': '1.0' };
   const cases: Array<[string, Record<string, string>]> = [
@@ -170,5 +139,8 @@ test('a request without a valid credential is answered 401 before its body is re
   const many = await Promise.all(Array.from({ length: 100 }, () => holdBody(disp.url, '/a2a/echo/message:send', v1)));
   assert.deepEqual(new Set(many.map((r) => r?.status)), new Set([401]));
   // An authenticated caller's body is read as before: held back, it gets no answer yet.
-  assert.equal(await holdBody(disp.url, '/a2a/echo/message:send', { ...v1, authorization: 'Bearer demo-acme' }, 500), undefined);
+  assert.equal(
+    await holdBody(disp.url, '/a2a/echo/message:send', { ...v1, authorization: 'Bearer demo-acme' }, { waitMs: 500 }),
+    undefined,
+  );
 });

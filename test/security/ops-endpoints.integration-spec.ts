@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { networkInterfaces } from 'node:os';
 import { newId } from '@mesh/contract';
 import { testRun, uniquePrefix } from '../support/infra.js';
-import { rawRequest } from '../support/raw-http.js';
+import { holdBody, rawRequest } from '../support/raw-http.js';
 import { startConsole } from '@mesh/app-cli';
 import { startTestAgents } from '../support/agents-runtime.js';
 import { ledgerDatabase } from '../agents/agents-fixtures.js';
@@ -93,6 +93,67 @@ test('/ops refuses a repeated Authorization header, even when every copy is the 
   assert.equal(r.status, 401, r.body);
   assert.match(r.body, /exactly one Authorization header/);
   assert.equal((await rawRequest(`${guarded.url}/ops/unknowns`, { headers: { authorization: `Bearer ${TOKEN}` } })).status, 200);
+});
+
+test('an /ops body without the token is answered 401 before it is read, and its connection closed', async () => {
+  // Headers only, announcing 900 KB: a runtime that read bodies before authenticating would wait
+  // for the body (and buffer it) instead of answering.
+  const headersOnly = { contentLength: 900_000, sendBytes: 0 };
+  const path = '/ops/unknowns/some-key/resolve';
+  const cases: Array<[string, string, Record<string, string>]> = [
+    [defaults.url, path, {}],
+    [defaults.url, path, { authorization: 'Bearer anything-at-all' }],
+    [guarded.url, path, {}],
+    [guarded.url, path, { authorization: 'Bearer wrong-token-xx' }],
+    // Whatever the route: no route of the runtime takes a body from a caller without the token.
+    [guarded.url, '/healthz', {}],
+  ];
+  for (const [base, p, headers] of cases) {
+    assert.deepEqual(
+      await holdBody(base, p, headers, headersOnly),
+      { status: 401, closed: true },
+      `${base === guarded.url ? 'guarded' : 'defaults'} ${p}`,
+    );
+  }
+  const twice = await rawRequest(`${guarded.url}${path}`, {
+    method: 'POST',
+    headers: {
+      authorization: [`Bearer ${TOKEN}`, `Bearer ${TOKEN}`] as unknown as string,
+      'content-type': 'application/json',
+      'content-length': '900000',
+    },
+    timeoutMs: 3000,
+  }).catch((e: Error) => e);
+  assert.ok(!(twice instanceof Error) && twice.status === 401, `a repeated Authorization header: ${String(twice)}`);
+  const many = await Promise.all(Array.from({ length: 100 }, () => holdBody(guarded.url, path, {}, headersOnly)));
+  assert.deepEqual(new Set(many.map((r) => r?.status)), new Set([401]));
+  // The refusal is the /ops error body, as from the routes.
+  const refused = await rawRequest(`${guarded.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ state: 'absent' }),
+  });
+  assert.equal(refused.status, 401);
+  assert.match((JSON.parse(refused.body) as { error: string }).error, /AGENTS_OPS_TOKEN/);
+});
+
+test('an /ops body with the token is read as before, within the body limit; reads stay as they were', async () => {
+  const auth = { authorization: `Bearer ${TOKEN}` };
+  // Held back, the operator's body is awaited: no answer yet.
+  assert.equal(
+    await holdBody(guarded.url, '/ops/unknowns/some-key/resolve', auth, { contentLength: 900_000, sendBytes: 0, waitMs: 500 }),
+    undefined,
+  );
+  const key = await unknownRefund();
+  assert.equal((await resolve(guarded.url, key, auth)).status, 201);
+  const big = await rawRequest(`${guarded.url}/ops/unknowns/${encodeURIComponent(key)}/resolve`, {
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: JSON.stringify({ state: 'absent', text: 'x'.repeat(1_100_000) }),
+  });
+  assert.equal(big.status, 413, 'the body limit still applies');
+  assert.equal((await rawRequest(`${guarded.url}/healthz`)).status, 200);
+  assert.equal((await rawRequest(`${guarded.url}/ops/workers`, { headers: auth })).status, 200);
 });
 
 test('/ops refuses NUL and control characters in paths, queries and bodies with 400 naming the field, never a database error', async () => {

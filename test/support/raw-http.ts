@@ -1,4 +1,5 @@
 import { request as httpRequest, type OutgoingHttpHeaders } from 'node:http';
+import { connect } from 'node:net';
 
 /**
  * A plain HTTP request (node:http): unlike fetch it adds no Cache-Control to conditional
@@ -23,5 +24,49 @@ export function rawRequest(
     }
     req.on('error', reject);
     req.end(opts.body);
+  });
+}
+
+/**
+ * Opens a request that announces a body (`contentLength` bytes, 1 MB by default) and sends its head
+ * and the first `sendBytes` of the body (1 KB by default), then holds the rest back: resolves with
+ * the status line once the server answers (and whether it then closed the connection), or undefined
+ * when it has not answered within `waitMs` (a server that reads the body first waits for the rest).
+ */
+export function holdBody(
+  url: string,
+  path: string,
+  headers: Record<string, string>,
+  opts: { waitMs?: number; method?: string; contentLength?: number; sendBytes?: number } = {},
+): Promise<{ status: number; closed: boolean } | undefined> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), hostname === 'localhost' ? '127.0.0.1' : hostname);
+    let answer = '';
+    let status: number | undefined;
+    const done = (v: { status: number; closed: boolean } | undefined) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(v);
+    };
+    const timer = setTimeout(() => done(status === undefined ? undefined : { status, closed: false }), opts.waitMs ?? 3000);
+    socket.on('error', () => undefined);
+    socket.on('data', (chunk) => {
+      answer += chunk.toString('latin1');
+      const line = /^HTTP\/1\.1 (\d{3})/.exec(answer);
+      status ??= line ? Number(line[1]) : undefined;
+    });
+    socket.on('close', () => done(status === undefined ? undefined : { status, closed: true }));
+    const head = Object.entries({
+      host: 'localhost',
+      'content-type': 'application/json',
+      'content-length': String(opts.contentLength ?? 1_000_000),
+      ...headers,
+    })
+      .map(([k, v]) => `${k}: ${v}\r\n`)
+      .join('');
+    socket.write(`${opts.method ?? 'POST'} ${path} HTTP/1.1\r\n${head}\r\n`);
+    const sendBytes = opts.sendBytes ?? 1024;
+    if (sendBytes > 0) socket.write(Buffer.alloc(sendBytes, 0x20));
   });
 }

@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import type { INestApplication } from '@nestjs/common';
+import type { HttpException, INestApplication } from '@nestjs/common';
 import type { AgentDefinition } from '@mesh/agent-sdk';
 import { assertKafkaReachable, createKafka, KafkaProbe } from '@mesh/bus';
 import { MeshError } from '@mesh/contract';
@@ -10,6 +10,7 @@ import { AppModule } from './app.module.js';
 import type { AgentsConfig } from './config/agents.config.js';
 import { agentsMigrations, AGENTS_SCHEMA } from './database/migrations/index.js';
 import { AgentsMetrics } from './metrics/agents.metrics.js';
+import { checkOpsCredential } from './ops/ops.controller.js';
 import { registerWithDirectory } from './registration/directory-registration.js';
 import { AgentsRuntime } from './runtime/agents-runtime.js';
 import { sampleAgents } from './sample-agents/index.js';
@@ -75,6 +76,13 @@ export async function startAgents(
       }),
       port: config.AGENTS_PORT,
       host: config.HTTP_HOST,
+      // Only /ops takes a body (resolving an unknown outcome), and only from the operator: a caller
+      // without the ops token is answered 401 before its body is read.
+      authenticateBodies: () => ({
+        authenticate: (req) => checkOpsCredential(req, config.AGENTS_OPS_TOKEN),
+        // checkOpsCredential refuses with nothing but its 401 HttpException.
+        refuse: (_req, res, reason) => res.status(401).json((reason as HttpException).getResponse()),
+      }),
       configure: async (created) => {
         nest = created;
         const runtime = created.get(AgentsRuntime);

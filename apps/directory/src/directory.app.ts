@@ -6,12 +6,14 @@ import { ConsumerGroups } from '@mesh/contract';
 import { openServiceDatabase, PostgresProbe } from '@mesh/database';
 import { startHttpService } from '@mesh/service';
 import { createLogger, type Logger } from '@mesh/telemetry';
+import { Authenticator } from '@mesh/auth';
 import { AppModule } from './app.module.js';
+import { authenticateBody } from './auth/auth.guard.js';
 import { CardOutbox } from './card-stream/card-outbox.js';
 import { CardReconciler } from './card-stream/card-reconciler.js';
 import { KafkaCardStream } from './card-stream/kafka-card-stream.js';
 import type { CardStream } from './card-stream/card-stream.port.js';
-import { bodyParserErrors, ProblemFilter } from './common/problem.filter.js';
+import { bodyParserErrors, ProblemFilter, sendProblem } from './common/problem.filter.js';
 import { privateAnswers } from './common/private-answers.js';
 import type { DirectoryConfig } from './config/directory.config.js';
 import { directoryMigrations, DIRECTORY_SCHEMA } from './database/migrations/index.js';
@@ -107,6 +109,15 @@ export async function startDirectory(config: DirectoryConfig, overrides: Directo
       port: config.DIRECTORY_PORT,
       host: config.HTTP_HOST,
       bodyLimit: `${DIRECTORY_BODY_LIMIT_BYTES}b`,
+      // Every body the directory takes (registrations, updates, heartbeats) is a tenant's: a caller
+      // without a credential is answered 401 before its body is read.
+      authenticateBodies: (a) => {
+        const authenticator = a.get(Authenticator);
+        return {
+          authenticate: (req) => authenticateBody(authenticator, req),
+          refuse: (_req, res, reason) => sendProblem(res, reason, logger),
+        };
+      },
       configure: (a) => {
         a.use('/v1', privateAnswers);
         a.use(bodyParserErrors);

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Server } from 'node:http';
+import { request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { httpSpec, loadConfig } from '@mesh/config';
 import { HealthModule } from './health.js';
@@ -48,4 +48,78 @@ test('a JSON body that is not UTF-8 is refused as malformed, not decoded into re
     },
   );
   assert.doesNotThrow(() => refuseMalformedUtf8({} as never, undefined, Buffer.from('{"a":"€ ✓ \\ud83d\\ude00"}')));
+});
+
+/**
+ * A POST announcing `contentLength` body bytes whose body is held back (only the head is sent):
+ * resolves with the status and Connection header, or undefined when no answer came within 1 s.
+ */
+function postHeadOnly(url: string, headers: Record<string, string>, contentLength = 900_000) {
+  return new Promise<{ status?: number; connection?: string } | undefined>((resolve) => {
+    const req = request(`${url}/echo`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-length': contentLength, ...headers },
+    });
+    const timer = setTimeout(() => {
+      req.destroy();
+      resolve(undefined);
+    }, 1000);
+    req.on('response', (res) => {
+      clearTimeout(timer);
+      res.resume();
+      req.destroy();
+      resolve({ status: res.statusCode, connection: res.headers.connection });
+    });
+    req.on('error', () => undefined);
+    req.flushHeaders();
+  });
+}
+
+test('with authenticateBodies, a body is read only once its caller is authenticated', async () => {
+  const refused: unknown[] = [];
+  const app = await startHttpService({
+    module,
+    port: 0,
+    bodyLimit: '100b',
+    authenticateBodies: () => ({
+      authenticate: (req) => {
+        if (req.headers.authorization === 'Bearer sync-throw') throw new Error('thrown');
+        return req.headers.authorization === 'Bearer good' ? Promise.resolve() : Promise.reject(new Error('no credential'));
+      },
+      refuse: (req, res, reason) => {
+        if (req.headers.authorization === 'Bearer refuse-throws') throw new Error('refusal failed');
+        refused.push(reason);
+        res.status(401).json({ error: 'unauthenticated' });
+      },
+    }),
+    configure: (a) => {
+      a.use('/echo', (req: { body?: unknown }, res: { json(v: unknown): void }) => res.json({ body: req.body ?? null }));
+    },
+  });
+  const url = await app.getUrl();
+  try {
+    // Without a credential the answer comes before the body, with the connection closed.
+    assert.deepEqual(await postHeadOnly(url, {}), { status: 401, connection: 'close' });
+    assert.equal((await postHeadOnly(url, { authorization: 'Bearer bad' }))?.status, 401);
+    assert.equal((await postHeadOnly(url, { authorization: 'Bearer sync-throw' }))?.status, 401, 'a synchronous throw is a refusal too');
+    assert.deepEqual(
+      refused.map((r) => (r as Error).message),
+      ['no credential', 'no credential', 'thrown'],
+    );
+    // A refusal that fails is an error like any other (500), the connection still closed.
+    assert.deepEqual(await postHeadOnly(url, { authorization: 'Bearer refuse-throws' }), { status: 500, connection: 'close' });
+    // With one, the body is awaited and parsed as before, within the limit.
+    assert.equal(await postHeadOnly(url, { authorization: 'Bearer good' }), undefined);
+    const post = (body: string, headers: Record<string, string>) =>
+      fetch(`${url}/echo`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+    const ok = await post('{"a":1}', { authorization: 'Bearer good' });
+    assert.deepEqual(await ok.json(), { body: { a: 1 } });
+    assert.equal((await post(JSON.stringify({ pad: 'x'.repeat(200) }), { authorization: 'Bearer good' })).status, 413);
+    // A request without a body never asks for a credential: public routes stay public.
+    assert.equal((await fetch(`${url}/livez`)).status, 200);
+    assert.deepEqual(await (await fetch(`${url}/echo`)).json(), { body: null });
+    assert.equal(refused.length, 3);
+  } finally {
+    await app.close();
+  }
 });

@@ -4,7 +4,7 @@ import type { INestApplication } from '@nestjs/common';
 import type { NestExpressApplication, NestExpressBodyParserOptionsFor } from '@nestjs/platform-express';
 import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage, Server } from 'node:http';
-import type { Request, Response } from 'express';
+import type { NextFunction, Request, Response } from 'express';
 import { pinoHttp } from 'pino-http';
 import { createLogger, MeshMetrics, MetricsModule, PinoNestLogger, type Logger } from '@mesh/telemetry';
 import { ServiceLifecycle } from './health.js';
@@ -26,6 +26,11 @@ export interface HttpServiceOptions {
    * authenticates from the headers first, so no caller without a credential makes it buffer a body).
    */
   parseJsonBodies?: boolean;
+  /**
+   * Authenticates every request that carries a body from its headers before the body is read (see
+   * {@link BodyAuthentication}); given the app, so it can use the app's own providers.
+   */
+  authenticateBodies?: (app: NestExpressApplication) => BodyAuthentication;
   /** The process's metrics; served on GET /metrics and injectable as MeshMetrics. */
   metrics?: MeshMetrics;
   /**
@@ -57,6 +62,48 @@ export function refuseMalformedUtf8(_req: IncomingMessage, _res: unknown, body: 
   if (!isUtf8(body)) {
     throw Object.assign(new SyntaxError('request body is not valid UTF-8'), { status: 400, type: 'entity.parse.failed' });
   }
+}
+
+/**
+ * How an app authenticates a request from its headers alone. Nest's guards run after the body parser,
+ * so without this a caller with no credential makes the service buffer a body up to the limit, and
+ * many such callers hold many bodies. No route of a service that sets it takes a body from a caller
+ * without a credential: public routes read no body, so a request without one passes on untouched.
+ */
+export interface BodyAuthentication {
+  /** Resolves once the request's credential is accepted; rejects (or throws) with the reason otherwise. */
+  authenticate(req: Request): unknown;
+  /** Answers the refused request (401, in the app's error format) for the reason `authenticate` gave. */
+  refuse(req: Request, res: Response, reason: unknown): void;
+}
+
+/** The request announces a body (Content-Length above 0, or chunked). */
+export const hasBody = (req: IncomingMessage): boolean =>
+  req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+
+/**
+ * Middleware in front of the body parser: a request with a body is authenticated first; refused, it
+ * is answered at once and its connection closed after the answer, so its body is never parsed or
+ * held (what arrives of it before the close is discarded): no caller without a credential holds
+ * memory here, however many of them there are.
+ */
+export function authenticateBeforeBody(auth: BodyAuthentication) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    if (!hasBody(req)) return next();
+    void Promise.resolve()
+      .then(() => auth.authenticate(req))
+      .then(
+        () => next(),
+        (reason: unknown) => {
+          res.setHeader('Connection', 'close');
+          try {
+            auth.refuse(req, res, reason);
+          } catch (err) {
+            next(err);
+          }
+        },
+      );
+  };
 }
 
 /**
@@ -121,6 +168,7 @@ export async function startHttpService(opts: HttpServiceOptions): Promise<INestA
   // Nest's options type leaves `verify` out (Nest uses the hook for rawBody, which is off here);
   // express's JSON parser, which Nest hands the options to, takes it.
   const json = { limit: opts.bodyLimit ?? '1mb', verify: refuseMalformedUtf8 };
+  if (opts.authenticateBodies) app.use(authenticateBeforeBody(opts.authenticateBodies(app)));
   if (opts.parseJsonBodies !== false) app.useBodyParser('json', json as NestExpressBodyParserOptionsFor<'json'>);
   await opts.configure?.(app);
   const server = app.getHttpServer() as Server;

@@ -72,6 +72,26 @@ function checkedText(field: string, value: string, opts: { allowLineBreaks?: boo
 }
 
 /**
+ * Refuses (HttpException 401, `{ error }`) a request that does not carry exactly one
+ * `Authorization: Bearer <token>` with the ops token; with no token configured, every request.
+ */
+export function checkOpsCredential(req: Request, token: string | undefined): void {
+  // No token configured: the endpoints are off, never open (they read every tenant's tasks and settle side effects).
+  if (!token)
+    throw new HttpException(
+      { error: 'ops endpoints are disabled: set AGENTS_OPS_TOKEN to enable them (Authorization: Bearer <token>)' },
+      401,
+    );
+  // Node keeps the first of repeated Authorization headers; a proxy in front may have checked another.
+  let credentials = 0;
+  for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i]!.toLowerCase() === 'authorization') credentials += 1;
+  if (credentials > 1) throw new HttpException({ error: 'send exactly one Authorization header' }, 401);
+  const presented = bearerToken(req.header('authorization'));
+  if (!presented || !sameSecret(presented, token))
+    throw new HttpException({ error: 'ops token required: Authorization: Bearer <AGENTS_OPS_TOKEN>' }, 401);
+}
+
+/**
  * Operator endpoints of the agents runtime (the CLI and console call them): workers with in-flight
  * and paused partitions, consumer lag per agent, and the open unknown outcomes with a manual
  * resolution for the ones the reconciler cannot settle (the server has no reconcile tool).
@@ -81,19 +101,7 @@ export class OpsController {
   constructor(@Inject(OPS_DEPS) private readonly deps: OpsDeps) {}
 
   private guard(req: Request): void {
-    // No token configured: the endpoints are off, never open (they read every tenant's tasks and settle side effects).
-    if (!this.deps.token)
-      throw new HttpException(
-        { error: 'ops endpoints are disabled: set AGENTS_OPS_TOKEN to enable them (Authorization: Bearer <token>)' },
-        401,
-      );
-    // Node keeps the first of repeated Authorization headers; a proxy in front may have checked another.
-    let credentials = 0;
-    for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i]!.toLowerCase() === 'authorization') credentials += 1;
-    if (credentials > 1) throw new HttpException({ error: 'send exactly one Authorization header' }, 401);
-    const presented = bearerToken(req.header('authorization'));
-    if (!presented || !sameSecret(presented, this.deps.token))
-      throw new HttpException({ error: 'ops token required: Authorization: Bearer <AGENTS_OPS_TOKEN>' }, 401);
+    checkOpsCredential(req, this.deps.token);
   }
 
   @Get('workers')
