@@ -29,6 +29,8 @@ export const BENCH_ADMISSION = {
   // answer much of the load with 429/503; the load generator drains the backlog between scenarios.
   DISPATCHER_TENANT_RATE_PER_S: '1000000',
   DISPATCHER_TENANT_BURST: '1000000',
+  // The per-tenant byte budget is off unless a bench sets it (bench/tenant-isolation.mjs measures it).
+  DISPATCHER_TENANT_BYTES_PER_S: process.env.DISPATCHER_TENANT_BYTES_PER_S ?? '0',
   DISPATCHER_MAX_AGENT_BACKLOG: '100000000',
 };
 

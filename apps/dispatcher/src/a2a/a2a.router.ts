@@ -20,11 +20,12 @@ import { buildServedCard } from '../catalog/agent-card.builder.js';
 import type { AgentLookup } from '../catalog/agent-catalog.js';
 import { DispatcherRequestHandler } from './dispatcher-request-handler.js';
 import { PrincipalUser } from './principal-user.js';
-import type { Refusal } from '../admission/admission.js';
+import type { BodyCharge, Refusal } from '../admission/admission.js';
 import { isLegacyRequest, jsonRpcValidator, legacyRestValidator, restValidator, type Refuse } from './a2a-request.validator.js';
 import { A2A_PARAMS } from './a2a-request.schemas.js';
 import { hideFaults } from './a2a-fault.guard.js';
-import { CARD_PATH, routeOf } from './a2a.routes.js';
+import { A2A_MOUNT, CARD_PATH, routeOf } from './a2a.routes.js';
+import { parseByteSize } from '../config/dispatcher.config.js';
 import { LAST_EVENT_ID_HEADER, LAST_EVENT_ID_PARAM, resumePointOf, StreamEventIds } from './stream-event-ids.js';
 
 /** Why a request's `closed` signal aborts: one shared reason (abort() without one builds a DOMException, stack and all, for every request). */
@@ -41,6 +42,12 @@ export interface A2aRouterOptions {
   handlerFor(record: AgentRecord, card: AgentCard): DispatcherRequestHandler;
   /** Admission control of new work; undefined = admitted. */
   admit?(tenant: string, record: AgentRecord): Promise<Refusal | undefined>;
+  /**
+   * Charges a request body to the tenant's byte budget before it is read (`declaredBytes`: the
+   * Content-Length, undefined for a chunked body; `agentId` as the path names it): the refusal, or
+   * the charge to settle with the bytes actually read.
+   */
+  chargeBody?(tenant: string, declaredBytes: number | undefined, agentId: string): Refusal | BodyCharge;
   /**
    * Takes one of the tenant's open-stream slots for a streaming request (its release is called
    * when the response closes, however the stream ended), or the refusal when none is left.
@@ -61,7 +68,10 @@ const STREAM_METHODS = new Set(['SendStreamingMessage', 'SubscribeToTask', 'mess
  */
 function effectOf(req: Request): { startsWork: boolean; opensStream: boolean } | undefined {
   if (isJsonRpc(req)) {
-    const method = String((req.body as { method?: unknown } | undefined)?.method);
+    const body = req.body as { method?: unknown; id?: unknown } | undefined;
+    // A notification (no id) is never run (answered 204 by the envelope check): it starts nothing.
+    if (typeof body !== 'object' || body === null || !('id' in body)) return { startsWork: false, opensStream: false };
+    const method = String(body.method);
     return { startsWork: SEND_METHODS.has(method), opensStream: STREAM_METHODS.has(method) };
   }
   const match = routeOf(req);
@@ -100,7 +110,15 @@ interface AgentEdge {
   router: RequestHandler;
 }
 
-type Locals = { principal?: Principal; agent?: AgentRecord; closed?: AbortSignal; streamIds?: StreamEventIds };
+type Locals = {
+  principal?: Principal;
+  agent?: AgentRecord;
+  closed?: AbortSignal;
+  streamIds?: StreamEventIds;
+  /** The body's charge to the tenant's byte budget, and the bytes the parser read. */
+  bodyCharge?: BodyCharge;
+  bodyBytes?: number;
+};
 const callerTenant = (req: Request) => (req.res?.locals as Locals | undefined)?.principal?.tenant;
 
 /** Whether a request announces a body (a length above 0, or chunks). */
@@ -433,10 +451,9 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
       return;
     }
     locals.agent = record;
-    // The metrics' route label: the pattern, never the agent id (libs/service countRequests).
-    // Mounted at '/:agentId': the base ends with the (raw) agent id segment.
-    const mount = req.baseUrl.slice(0, req.baseUrl.lastIndexOf('/'));
-    (res.locals as { routePrefix?: RoutePrefix }).routePrefix = { actual: req.baseUrl, pattern: `${mount}/:agentId` };
+    // The metrics' route label: the pattern, never the agent id (libs/service countRequests), and
+    // the mount as the route table spells it (express matched `/A2A` too).
+    (res.locals as { routePrefix?: RoutePrefix }).routePrefix = { actual: req.baseUrl, pattern: `${A2A_MOUNT}/:agentId` };
     // The server span of the A2A request: everything it causes (the command, the worker's turn, its
     // tool calls) continues this trace through the outbox row and the message headers.
     const parent = propagation.extract(ROOT_CONTEXT, req.headers);
@@ -499,14 +516,44 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
   // credential is answered 401 at once and never makes the dispatcher buffer a body. The one request
   // served without a credential, the public card, needs no body.
   // application/json as the service parsers read it everywhere (objects and arrays); A2A's own media type leniently.
-  const parseJson = express.json({ limit: opts.bodyLimit, verify: refuseMalformedUtf8 });
-  const parseA2aJson = express.json({ type: 'application/a2a+json', limit: opts.bodyLimit, strict: false, verify: refuseMalformedUtf8 });
+  const verify = (req: Request, res: Response, buf: Buffer) => {
+    (res.locals as Locals).bodyBytes = buf.length;
+    refuseMalformedUtf8(req, res, buf);
+  };
+  const parseJson = express.json({ limit: opts.bodyLimit, verify });
+  const parseA2aJson = express.json({ type: 'application/a2a+json', limit: opts.bodyLimit, strict: false, verify });
   const readBody: RequestHandler = (req, res, next) => {
-    if (!(res.locals as Locals).principal) return next();
-    parseJson(req, res, (err?: unknown) => (err ? next(err) : parseA2aJson(req, res, next)));
+    const locals = res.locals as Locals;
+    if (!locals.principal) return next();
+    parseJson(req, res, (err?: unknown) => {
+      if (err) return next(err);
+      parseA2aJson(req, res, (err2?: unknown) => {
+        if (err2) return next(err2);
+        locals.bodyCharge?.settle(locals.bodyBytes ?? 0);
+        next();
+      });
+    });
   };
 
-  router.use('/:agentId', normaliseVersion, authenticate, readBody, resolveAgent);
+  // The byte budget is charged from the headers, before the body is read: a refused body is never
+  // parsed. One within the body limit is drained unread (the connection stays usable); one larger
+  // or of unannounced length closes the connection instead of being read at all.
+  const maxBodyBytes = parseByteSize(opts.bodyLimit);
+  const chargeBody: RequestHandler = (req, res, next) => {
+    const locals = res.locals as Locals;
+    if (!opts.chargeBody || !locals.principal || !hasBody(req)) return next();
+    const declared = req.headers['transfer-encoding'] === undefined ? Number(req.headers['content-length']) : undefined;
+    const charge = opts.chargeBody(locals.principal.tenant, declared, String((req.params as Record<string, string>).agentId));
+    if ('settle' in charge) {
+      locals.bodyCharge = charge;
+      return next();
+    }
+    if (declared !== undefined && declared <= maxBodyBytes) req.resume();
+    else res.setHeader('Connection', 'close');
+    sendRefusal(req, res, charge);
+  };
+
+  router.use('/:agentId', normaliseVersion, authenticate, chargeBody, readBody, resolveAgent);
 
   return router;
 }
