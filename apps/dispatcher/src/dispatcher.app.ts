@@ -12,7 +12,7 @@ import { dispatcherMigrations, DISPATCHER_SCHEMA } from './database/migrations/i
 import type { CommandProducer } from './outbox/command-producer.js';
 import { PROJECTOR_TRANSPORT } from './events/events.module.js';
 import { A2A_ROUTER } from './a2a/a2a.module.js';
-import { a2aBodyErrorHandler } from './a2a/a2a.router.js';
+import { a2aBodyErrorHandler } from './a2a/a2a-body.reader.js';
 import { rootAgentRoutes } from './a2a/root-agent.js';
 import { A2A_MOUNT } from './a2a/a2a.routes.js';
 
