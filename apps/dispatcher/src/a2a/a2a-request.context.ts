@@ -3,6 +3,7 @@ import type { Principal } from '@mesh/auth';
 import type { AgentRecord } from '@mesh/contract';
 import type { BodyCharge } from '../admission/admission.js';
 import type { StreamEventIds } from './stream-event-ids.js';
+import type { RequestTimes } from './a2a-time.headers.js';
 
 /** What the edge learns about a request on its way in (`res.locals`), read by the stages after it. */
 export interface A2aLocals {
@@ -13,6 +14,8 @@ export interface A2aLocals {
   /** The body's charge to the tenant's byte budget, and the bytes the parser read. */
   bodyCharge?: BodyCharge;
   bodyBytes?: number;
+  /** A send's time headers, parsed once by the validator. */
+  times?: RequestTimes;
 }
 
 export const localsOf = (res: Response): A2aLocals => res.locals as A2aLocals;

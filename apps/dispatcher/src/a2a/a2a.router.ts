@@ -69,7 +69,7 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
     const handler = hideFaults(opts.handlerFor(record, card), logFault);
     const userBuilder = async (req: Request) => {
       const locals = localsOf(req.res!);
-      return new PrincipalUser(locals.principal!, locals.closed, locals.streamIds);
+      return new PrincipalUser(locals.principal!, locals.closed, locals.streamIds, locals.times);
     };
     const agentRouter = express.Router();
     const cardOptions = { agentCardProvider: async () => cardJson as unknown as AgentCard, cache: { maxAge: opts.cardMaxAgeSeconds } };
