@@ -68,7 +68,7 @@ function childPids(pid) {
 }
 
 /** Starts the stack; `topicPrefix` names the run's topics (`{topicPrefix}{run}.`). */
-export async function startDispatchStack(topicPrefix, { dispatcherProcesses = 1, companions = true } = {}) {
+export async function startDispatchStack(topicPrefix, { dispatcherProcesses = 1, companions = true, heapSnapshotDir, asStarted = false } = {}) {
   const run = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
   const adminUrl = adminDatabaseUrl().toString();
   const dbName = `mesh_bench_${run}`;
@@ -84,7 +84,9 @@ export async function startDispatchStack(topicPrefix, { dispatcherProcesses = 1,
   /** Starts a child script and waits for its first stdout line. */
   async function startChild(script, args = []) {
     // The dispatcher and the echo worker run with the flags npm start gives them (not the reference).
-    const flags = script === 'dispatch-worker.mjs' ? agentsNodeFlags : args[0] === 'dispatcher' ? dispatcherNodeFlags : [];
+    // SIGUSR2 makes the dispatcher write a heap snapshot into the directory (the soak's start and end).
+    const snapshots = heapSnapshotDir ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${heapSnapshotDir}`] : [];
+    const flags = script === 'dispatch-worker.mjs' ? agentsNodeFlags : args[0] === 'dispatcher' ? [...dispatcherNodeFlags, ...snapshots] : [];
     const c = spawn(process.execPath, [...flags, ...profiled(script), `${root}bench/${script}`, ...args], {
       cwd: root,
       env,
@@ -97,7 +99,7 @@ export async function startDispatchStack(topicPrefix, { dispatcherProcesses = 1,
     });
     return { c, line, lines };
   }
-  const servers = dispatcherProcesses > 1 ? await startCluster() : await startChild('dispatch-servers.mjs', ['dispatcher']);
+  const servers = dispatcherProcesses > 1 || asStarted ? await startCluster() : await startChild('dispatch-servers.mjs', ['dispatcher']);
   // The reference and the bare HTTP floor run beside the single-process dispatcher only.
   const besides = async (role) =>
     dispatcherProcesses > 1 || !companions
@@ -147,6 +149,7 @@ export async function startDispatchStack(topicPrefix, { dispatcherProcesses = 1,
     for (const until = Date.now() + 120_000; seen.size < dispatcherProcesses;) {
       const live = await Promise.race([livez(port), exited]);
       if (live?.worker !== undefined) seen.add(live.worker);
+      else if (dispatcherProcesses === 1 && live?.status === 'ready') seen.add(0);
       if (Date.now() > until) {
         c.kill('SIGKILL');
         throw new Error(

@@ -11,12 +11,10 @@ import { DirectoryAgentLookup } from '../catalog/agent-catalog.js';
 import type { DispatcherConfig } from '../config/dispatcher.config.js';
 import { AUTHENTICATOR, DISPATCHER_CONFIG, LOGGER } from '../core.module.js';
 import { EventsModule } from '../events/events.module.js';
-import { StoredTaskWatch } from '../events/stored-task-watch.js';
 import { TenantStreamSlots } from '../events/stream-slots.js';
-import { TaskEventBusManager } from '../events/task-event-bus.manager.js';
-import { TaskEventWatch } from '../events/task-event-watch.js';
-import { OutboxModule } from '../outbox/outbox.module.js';
-import { OutboxRelay } from '../outbox/outbox.relay.js';
+import { TaskChangeNotifier } from '../tasks/task-change-notifier.js';
+import { TaskChangesModule } from '../tasks/task-changes.module.js';
+import { TaskCommits } from '../tasks/task-commits.js';
 import { PushModule } from '../push/push.module.js';
 import { PushService } from '../push/push.service.js';
 import { TasksModule } from '../tasks/tasks.module.js';
@@ -31,10 +29,9 @@ interface A2aServices {
   authenticator: Authenticator;
   catalog: DirectoryAgentLookup;
   tasks: TaskService;
-  buses: TaskEventBusManager;
-  relay: OutboxRelay;
+  changes: TaskChangeNotifier;
+  commits: TaskCommits;
   push: PushService;
-  storedTasks: StoredTaskWatch;
   admission: Admission;
   metrics: MeshMetrics;
   http: HttpAdapterHost;
@@ -42,17 +39,6 @@ interface A2aServices {
 
 function a2aRouterOf(s: A2aServices, config: DispatcherConfig, logger: Logger): RequestHandler {
   const streamSlots = new TenantStreamSlots(config.DISPATCHER_MAX_STREAMS_PER_TENANT);
-  // One per replica (one router): every agent's streams share its polls.
-  const events = new TaskEventWatch(
-    (taskId, tenant, agentId, after, limit) => s.tasks.readEvents(taskId, tenant, agentId, after, limit),
-    s.buses,
-    {
-      pollMs: config.DISPATCHER_STREAM_POLL_MS,
-      hurriedPollMs: config.DISPATCHER_WAIT_POLL_MS,
-      hurryMs: config.DISPATCHER_STREAM_POLL_MS * 5,
-      logger,
-    },
-  );
   const { metrics } = s;
   // Known only once listening when the port is 0 (tests); cards are built on first use.
   let listeningUrl: string | undefined;
@@ -73,11 +59,10 @@ function a2aRouterOf(s: A2aServices, config: DispatcherConfig, logger: Logger): 
       new DispatcherRequestHandler(
         card,
         record,
-        { tasks: s.tasks, buses: s.buses, relay: s.relay, push: s.push },
+        { tasks: s.tasks, commits: s.commits, push: s.push },
         {
           maxBlockingMs: config.DISPATCHER_BLOCKING_TIMEOUT_MS,
-          storedTasks: s.storedTasks,
-          events,
+          changes: s.changes,
           streamMaxMs: config.DISPATCHER_STREAM_MAX_MS,
           defaultDeadlineMs: config.DISPATCHER_DEFAULT_DEADLINE_MS,
           maxDeadlineMs: config.DISPATCHER_MAX_DEADLINE_MS,
@@ -113,7 +98,7 @@ function a2aRouterOf(s: A2aServices, config: DispatcherConfig, logger: Logger): 
 
 /** The A2A front door: one request handler per agent over the task store, admission and streams. */
 @Module({
-  imports: [TasksModule, EventsModule, OutboxModule, PushModule, CatalogModule, AdmissionModule],
+  imports: [TasksModule, EventsModule, TaskChangesModule, PushModule, CatalogModule, AdmissionModule],
   providers: [
     {
       provide: A2A_ROUTER,
@@ -121,24 +106,22 @@ function a2aRouterOf(s: A2aServices, config: DispatcherConfig, logger: Logger): 
         authenticator: Authenticator,
         catalog: DirectoryAgentLookup,
         tasks: TaskService,
-        buses: TaskEventBusManager,
-        relay: OutboxRelay,
+        changes: TaskChangeNotifier,
+        commits: TaskCommits,
         push: PushService,
-        storedTasks: StoredTaskWatch,
         admission: Admission,
         metrics: MeshMetrics,
         http: HttpAdapterHost,
         config: DispatcherConfig,
         logger: Logger,
-      ) => a2aRouterOf({ authenticator, catalog, tasks, buses, relay, push, storedTasks, admission, metrics, http }, config, logger),
+      ) => a2aRouterOf({ authenticator, catalog, tasks, changes, commits, push, admission, metrics, http }, config, logger),
       inject: [
         AUTHENTICATOR,
         DirectoryAgentLookup,
         TaskService,
-        TaskEventBusManager,
-        OutboxRelay,
+        TaskChangeNotifier,
+        TaskCommits,
         PushService,
-        StoredTaskWatch,
         Admission,
         MeshMetrics,
         HttpAdapterHost,

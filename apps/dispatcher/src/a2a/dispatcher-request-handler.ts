@@ -19,7 +19,13 @@ import type {
   TaskPushNotificationConfig,
 } from '@a2a-js/sdk';
 import { StreamResponse as StreamResponses, TaskState } from '@a2a-js/sdk';
-import { DefaultRequestHandler, STATE_HEADERS_KEY, type A2ARequestHandler, type ServerCallContext } from '@a2a-js/sdk/server';
+import {
+  DefaultRequestHandler,
+  STATE_HEADERS_KEY,
+  type A2ARequestHandler,
+  type ExecutionEventBusManager,
+  type ServerCallContext,
+} from '@a2a-js/sdk/server';
 import { RequestMalformedError, TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { reservedNameIn, wakeableSleep, type AgentRecord } from '@mesh/contract';
 import type { TaskService } from '../tasks/task.service.js';
@@ -27,10 +33,9 @@ import { PostgresTaskStore } from '../tasks/postgres-task.store.js';
 import { isSettled, isTerminal, parseState } from '../tasks/task-state.js';
 import type { TaskEventPage } from '../tasks/task.repository.js';
 import type { LoggedEvent } from '../tasks/task-projection.js';
-import type { TaskEventWatch, TaskEventWatcher } from '../events/task-event-watch.js';
+import type { TaskChangeNotifier, TaskChangeWatcher } from '../tasks/task-change-notifier.js';
+import type { TaskCommits } from '../tasks/task-commits.js';
 import type { StreamEventIds } from './stream-event-ids.js';
-import type { TaskEventBusManager } from '../events/task-event-bus.manager.js';
-import type { StoredTaskWatch, StoredTaskWatcher } from '../events/stored-task-watch.js';
 import { principalOf, PrincipalUser } from './principal-user.js';
 import type { RequestTimes } from './a2a-time.headers.js';
 import type { PushService } from '../push/push.service.js';
@@ -40,32 +45,34 @@ import type { MeshMetrics } from '@mesh/telemetry';
 export interface DispatcherHandlerOptions {
   /** Longest a blocking SendMessage waits before returning the task as it is. */
   maxBlockingMs: number;
-  /** Stored changes of followed tasks, shared by every blocking send of a task on this replica. */
-  storedTasks: StoredTaskWatch;
-  /** Logged events of followed tasks, shared by every stream of a task on this replica. */
-  events: TaskEventWatch;
+  /** Logged events of watched tasks, shared by every stream and blocking send of a task on this replica. */
+  changes: TaskChangeNotifier;
   /** Longest an SSE stream stays open. */
   streamMaxMs: number;
   /** Deadline given to tasks whose caller gives none (0: none). */
   defaultDeadlineMs: number;
   /** Longest deadline a caller may ask for (0: unbounded). */
   maxDeadlineMs: number;
-  /** Where accepted tasks, API cancels and dedup hits are counted. */
+  /** Where dedup hits are counted (accepted tasks and API cancels are counted by TaskCommits). */
   metrics?: MeshMetrics;
-}
-
-/** Wakes the outbox relay after a commit. */
-export interface CommandRelay {
-  kick(): void;
 }
 
 /** The dispatcher's services every agent's handler shares. */
 export interface DispatcherHandlerServices {
   tasks: TaskService;
-  buses: TaskEventBusManager;
-  relay: CommandRelay;
+  /** The post-commit hook: wakes the relay, the push sender and the task's watchers; counts the turn. */
+  commits: Pick<TaskCommits, 'committed'>;
   push: PushService;
 }
+
+/** The SDK's handler reads its bus manager only in the methods implemented here (sends, cancel, resubscribe): never. */
+const noExecutionBuses: ExecutionEventBusManager = {
+  createOrGetByTaskId: () => {
+    throw new Error('the dispatcher never runs executors in-process: no execution bus');
+  },
+  getByTaskId: () => undefined,
+  cleanupByTaskId: () => undefined,
+};
 
 /**
  * The A2A request handler of one agent. Reads (GetTask, ListTasks, the capability refusals for
@@ -78,8 +85,7 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
   private readonly reads: DefaultRequestHandler;
 
   private readonly tasks: TaskService;
-  private readonly buses: TaskEventBusManager;
-  private readonly relay: CommandRelay;
+  private readonly commits: Pick<TaskCommits, 'committed'>;
   private readonly push: PushService;
 
   constructor(
@@ -89,8 +95,7 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     private readonly opts: DispatcherHandlerOptions,
   ) {
     this.tasks = services.tasks;
-    this.buses = services.buses;
-    this.relay = services.relay;
+    this.commits = services.commits;
     this.push = services.push;
     const neverExecutes = {
       execute: async () => {
@@ -98,7 +103,7 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
       },
       cancelTask: async () => undefined,
     };
-    this.reads = new DefaultRequestHandler(card, new PostgresTaskStore(this.tasks, agent.id), neverExecutes, this.buses);
+    this.reads = new DefaultRequestHandler(card, new PostgresTaskStore(this.tasks, agent.id), neverExecutes, noExecutionBuses);
   }
 
   async getAgentCard(): Promise<AgentCard> {
@@ -113,15 +118,15 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
   async sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Message | Task> {
     const principal = principalOf(context);
     const startedAt = Date.now();
-    const task = await this.accept(params, context);
+    const { task, eventSeq } = await this.accept(params, context);
     const settled = params.configuration?.returnImmediately
       ? task
-      : await this.waitSettled(task, principal.tenant, startedAt + this.waitBudget(context), connectionClosed(context));
+      : await this.waitSettled(task, eventSeq, principal.tenant, startedAt + this.waitBudget(context), connectionClosed(context));
     return withHistoryLength(settled, params.configuration?.historyLength);
   }
 
   /** Validates and accepts a message (new task or follow-up turn); wakes the relay. */
-  private async accept(params: SendMessageRequest, context: ServerCallContext): Promise<Task> {
+  private async accept(params: SendMessageRequest, context: ServerCallContext): Promise<{ task: Task; eventSeq: number }> {
     const principal = principalOf(context);
     const message = params.message;
     if (!message) throw new RequestMalformedError('message is required');
@@ -139,7 +144,7 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     const pushConfig = params.configuration?.taskPushNotificationConfig;
     const wireVersion = wireVersionOf(context.requestedVersion);
     const push = pushConfig ? await this.push.validate(pushConfig, wireVersion) : undefined;
-    const { task, duplicate } = await this.tasks.accept({
+    const { task, duplicate, eventSeq } = await this.tasks.accept({
       principal,
       agent: this.agent,
       message,
@@ -153,9 +158,17 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     // from here on; the same id replaces it.
     if (pushConfig && duplicate) await this.push.create(principal.tenant, task.id, { ...pushConfig, taskId: task.id }, wireVersion);
     if (duplicate) this.opts.metrics?.dedupHits.inc({ kind: duplicate, agent: this.agent.id });
-    else this.opts.metrics?.tasks.inc({ tenant: principal.tenant, agent: this.agent.id, outcome: 'accepted' });
-    this.relay.kick();
-    return task;
+    this.commits.committed({
+      commands: true,
+      ...(duplicate
+        ? {}
+        : {
+            // A follow-up turn logged the task's resubmission: a stream resumed on it reads it.
+            changed: [{ taskId: task.id }],
+            outcomes: [{ tenant: principal.tenant, agent: this.agent.id, outcome: 'accepted' }],
+          }),
+    });
+    return { task, eventSeq };
   }
 
   /**
@@ -185,38 +198,21 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
   }
 
   /**
-   * Waits for a settled state (terminal or interrupted), the deadline or the caller leaving
-   * (`closed`); never throws on timeout. It waits on the replica's StoredTaskWatch, as streams do:
-   * commits made here as they happen, and the task's one shared poll — at the hurried interval, a
-   * blocking caller expects an answer soon — for changes committed elsewhere.
+   * Waits for a settled state, the deadline or the caller leaving (`closed`); never throws on
+   * timeout. It follows the task's event log after `eventSeq` (where the accept left it) on the
+   * replica's TaskChangeNotifier, as streams do.
    */
-  private async waitSettled(task: Task, tenant: string, deadline: number, closed?: AbortSignal): Promise<Task> {
-    if (task.status && isSettled(task.status.state)) return task;
-    if (closed?.aborted) return task;
-    let watcher: StoredTaskWatcher | undefined;
-    let timer: NodeJS.Timeout | undefined;
-    let onClosed: (() => void) | undefined;
-    try {
-      return await new Promise<Task>((resolve) => {
-        watcher = this.opts.storedTasks.watch(task.id, tenant, this.agent.id, (stored) => {
-          if (stored.status && isSettled(stored.status.state)) resolve(stored);
-        });
-        watcher.hurry();
-        timer = setTimeout(() => resolve(task), Math.max(0, deadline - Date.now()));
-        // The answer goes nowhere once the caller left: stop waiting (and polling) at once.
-        onClosed = () => resolve(task);
-        closed?.addEventListener('abort', onClosed);
-      });
-    } finally {
-      clearTimeout(timer);
-      if (onClosed) closed?.removeEventListener('abort', onClosed);
-      watcher?.close();
-    }
+  private waitSettled(task: Task, eventSeq: number, tenant: string, deadline: number, closed?: AbortSignal): Promise<Task> {
+    return this.opts.changes.waitSettled(task, tenant, this.agent.id, eventSeq, {
+      deadline,
+      ...(closed ? { closed } : {}),
+      load: () => this.tasks.load(task.id, tenant, this.agent.id),
+    });
   }
 
   async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
     const principal = principalOf(context);
-    const task = await this.accept(params, context);
+    const { task } = await this.accept(params, context);
     // Always from the snapshot, Last-Event-ID or not: a message may start a new task, where an id
     // means nothing (resuming is SubscribeToTask's). A retried message (the same task by dedup)
     // starts again from the snapshot, with ids the caller can skip what it saw by.
@@ -230,7 +226,7 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
    * one (`resumeAfter`, the caller's Last-Event-ID) with the events after that id, in order. It
    * ends after the first settled status (terminal or interrupted), as stored: the projection is the
    * authority (cancel won, COMPLETED without artifact is FAILED). Events reach it through the
-   * replica's TaskEventWatch (those logged here as they are committed, one shared poll per task for
+   * replica's TaskChangeNotifier (those logged here as they are committed, one shared poll per task for
    * those logged elsewhere, hurried while the fan-out sees the task's events on the topic). It
    * stops as soon as the caller's connection closes, releasing its subscription and its share of
    * the poll.
@@ -251,10 +247,10 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     const poke = () => wake?.();
     closed?.addEventListener('abort', poke);
     let unsubscribe: (() => void) | undefined;
-    let watcher: TaskEventWatcher | undefined;
+    let watcher: TaskChangeWatcher | undefined;
     try {
-      // The fan-out's raw events say the task's next events are on their way: read the log sooner.
-      unsubscribe = await this.buses.subscribe(taskId, () => watcher?.hurry());
+      // The fan-out's signals say the task's next events are on their way: read the log sooner.
+      unsubscribe = await this.opts.changes.follow(taskId, () => watcher?.hurry());
       if (closed?.aborted) return;
       let after: number;
       /** A terminal task's last event: a resumed stream ends there. */
@@ -284,7 +280,7 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
         // No snapshot comes first, and the next event may be far off: the caller gets headers now.
         ids?.open();
       }
-      watcher = this.opts.events.watch(taskId, tenant, this.agent.id, after, (events) => {
+      watcher = this.opts.changes.watch(taskId, tenant, this.agent.id, after, (events) => {
         queue.push(...events);
         poke();
       });
@@ -327,12 +323,15 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
   async cancelTask(params: CancelTaskRequest, context: ServerCallContext): Promise<Task> {
     const principal = principalOf(context);
     if (!params.id?.trim()) throw new RequestMalformedError('task id is required');
-    const { task, changed } = await this.tasks.cancel(params.id, principal, this.agent);
+    const { task, changed, ended } = await this.tasks.cancel(params.id, principal, this.agent);
     if (changed) {
-      this.relay.kick();
-      this.opts.metrics?.tasks.inc({ tenant: principal.tenant, agent: this.agent.id, outcome: 'canceled' });
-      this.push.kick(); // its deliveries were stored with the change
-      this.buses.committedHere(task);
+      // Its cancel command and push deliveries were stored with the change.
+      this.commits.committed({
+        commands: true,
+        deliveries: true,
+        changed: ended,
+        outcomes: [{ tenant: principal.tenant, agent: this.agent.id, outcome: 'canceled' }],
+      });
     }
     return task;
   }

@@ -5,17 +5,15 @@ import { CatalogModule } from '../catalog/catalog.module.js';
 import { DirectoryAgentLookup } from '../catalog/agent-catalog.js';
 import type { DispatcherConfig } from '../config/dispatcher.config.js';
 import { DATA_SOURCE, DISPATCHER_CONFIG, LOGGER } from '../core.module.js';
-import { OutboxModule } from '../outbox/outbox.module.js';
-import { OutboxRelay } from '../outbox/outbox.relay.js';
-import { PushModule } from '../push/push.module.js';
-import { PushService } from '../push/push.service.js';
+import { TaskChangesModule } from '../tasks/task-changes.module.js';
+import { TaskCommits } from '../tasks/task-commits.js';
 import { TasksModule } from '../tasks/tasks.module.js';
 import { TaskService } from '../tasks/task.service.js';
 import { DelegationService } from './delegation.service.js';
 
 /** Delegation through the mesh: children created, waited for without a worker, parents resumed. */
 @Module({
-  imports: [TasksModule, CatalogModule, OutboxModule, PushModule],
+  imports: [TasksModule, CatalogModule, TaskChangesModule],
   providers: [
     {
       provide: DelegationService,
@@ -23,8 +21,7 @@ import { DelegationService } from './delegation.service.js';
         ds: DataSource,
         tasks: TaskService,
         catalog: DirectoryAgentLookup,
-        relay: OutboxRelay,
-        push: PushService,
+        commits: TaskCommits,
         metrics: MeshMetrics,
         config: DispatcherConfig,
         logger: Logger,
@@ -34,14 +31,11 @@ import { DelegationService } from './delegation.service.js';
           reserveMs: config.DISPATCHER_DELEGATION_RESERVE_MS,
           treeBudget: config.DISPATCHER_TREE_RETRY_BUDGET,
           sweepMs: config.DISPATCHER_DELEGATION_SWEEP_MS,
-          committed: () => {
-            relay.kick();
-            push.kick();
-          },
+          committed: (commit) => commits.committed(commit),
           metrics,
           logger,
         }),
-      inject: [DATA_SOURCE, TaskService, DirectoryAgentLookup, OutboxRelay, PushService, MeshMetrics, DISPATCHER_CONFIG, LOGGER],
+      inject: [DATA_SOURCE, TaskService, DirectoryAgentLookup, TaskCommits, MeshMetrics, DISPATCHER_CONFIG, LOGGER],
     },
   ],
   exports: [DelegationService],

@@ -20,6 +20,7 @@ import { PeriodicTask } from '@mesh/service';
 import { silentLogger, type Logger, type MeshMetrics } from '@mesh/telemetry';
 import { isSettled, parseState, stateName } from '../tasks/task-state.js';
 import type { AcceptInput, TaskRow, TaskService, TaskTransaction } from '../tasks/task.service.js';
+import type { ChangedTask, TaskCommit } from '../tasks/task-commits.js';
 
 /** Where delegated work can go: agents the tenant may use, by id or by skill. */
 export interface DelegationTargets {
@@ -38,8 +39,8 @@ export interface DelegationServiceOptions {
   treeBudget: number;
   /** Pause between sweeps for waits that are over but were not resumed (a lost wake-up, a deadline). */
   sweepMs: number;
-  /** After a commit that wrote commands or push deliveries: wake the relay and push senders. */
-  committed: () => void;
+  /** After each commit (TaskCommits): wakes the relay, the push sender and the changed tasks' watchers. */
+  committed: (commit: TaskCommit) => void;
   metrics?: MeshMetrics;
   logger?: Logger;
 }
@@ -229,7 +230,8 @@ export class DelegationService {
       return { children, rootTaskId, exhausted: spent.exhausted };
     });
     if (!opened) return;
-    this.opts.committed();
+    // Children created with their commands; the parent's row changed only in its metadata (no stream event).
+    this.opts.committed({ commands: true });
     this.opts.metrics?.delegations.inc({ event: 'opened' });
     const refused = opened.children.filter((c) => c.refused).length;
     if (refused > 0) this.opts.metrics?.delegations.inc({ event: 'child_refused' }, refused);
@@ -245,6 +247,7 @@ export class DelegationService {
    * parent's next turn with the outcomes. A wait whose parent ended or moved on is closed.
    */
   async resumeIfDone(parentTaskId: string, tenant: string): Promise<WaitEnd | undefined> {
+    const changed: ChangedTask[] = [];
     const ended = await this.tasks.transaction(async (tx) => {
       const row = await this.tasks.lock(tx, parentTaskId, tenant);
       const waits: DelegationRow[] = await tx.runner.query(
@@ -260,16 +263,17 @@ export class DelegationService {
           [parentTaskId, stale.map((w) => w.turn)],
         );
       if (!row || !wait || row.state !== WORKING) return undefined;
-      return this.endWait(tx, row, wait);
+      return this.endWait(tx, row, wait, changed);
     });
     if (ended) {
-      this.opts.committed();
+      this.opts.committed({ commands: true, deliveries: true, changed });
       this.opts.metrics?.delegations.inc({ event: `ended_${ended}` });
     }
     return ended;
   }
 
-  private async endWait(tx: TaskTransaction, row: TaskRow, wait: DelegationRow): Promise<WaitEnd | undefined> {
+  /** Ends a wait that is over under `tx`; the tasks it changed are added to `changed`. */
+  private async endWait(tx: TaskTransaction, row: TaskRow, wait: DelegationRow, changed: ChangedTask[]): Promise<WaitEnd | undefined> {
     const ids = wait.children.filter((c) => !c.refused).map((c) => c.taskId);
     const rows: Array<{ id: string; agent_id: string; state: string; task: { artifacts?: unknown[]; status?: { message?: unknown } } }> =
       await tx.runner.query(`SELECT id, agent_id, state, task FROM dispatcher.tasks WHERE id = ANY($1::text[]) AND tenant = $2`, [
@@ -292,7 +296,7 @@ export class DelegationService {
     for (const c of wait.children) {
       if (settled(c)) continue;
       const why = reason === 'first' ? 'another child of its parent completed first' : 'its delegation deadline passed';
-      await this.tasks.cancelChild(tx, c.taskId, row.tenant, why);
+      changed.push(...(await this.tasks.cancelChild(tx, c.taskId, row.tenant, why)));
       unfinished.push(c.step);
     }
     const results: DelegationResults = {
@@ -350,6 +354,8 @@ export class DelegationService {
       },
     };
     await this.tasks.resumeTurn(tx, row, input);
+    // The resumed turn logged the parent's resubmission; its watchers here read it.
+    changed.push({ taskId: row.id });
     await tx.runner.query(`UPDATE dispatcher.delegations SET resumed_at = now(), reason = $3 WHERE parent_task_id = $1 AND turn = $2`, [
       row.id,
       wait.turn,
@@ -418,8 +424,8 @@ export class DelegationService {
         retries: spent.retries,
       });
     });
-    if (!failed) return;
-    this.opts.committed();
+    if (failed.length === 0) return;
+    this.opts.committed({ commands: true, deliveries: true, changed: failed });
     this.opts.metrics?.retryBudgetExhausted.inc();
     this.log.warn({ rootTaskId, tenant }, 'task tree failed: its retry budget is spent');
   }

@@ -1,11 +1,16 @@
-import { AgentEvent } from '@a2a-js/sdk/server';
-import { TaskStatus } from '@a2a-js/sdk';
-import { decodeEnvelope, newId, type TaskEvent } from '@mesh/contract';
+import { decodeEnvelope, newId } from '@mesh/contract';
 import { IntervalCommitter, runSupervised, type Admin, type Consumer, type Kafka } from '@mesh/bus';
 import { silentLogger, type Logger } from '@mesh/telemetry';
 import type { OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { streamUpdateOf } from '../tasks/task-projection.js';
-import type { EventFeed, TaskEventBusManager } from './task-event-bus.manager.js';
+import type { EventFeed } from '../tasks/task-change-notifier.js';
+
+/** Who the fan-out tells that a task's events are on their way (TaskChangeNotifier). */
+export interface TaskSignals {
+  /** Whether the task is followed here: events of other tasks are skipped unread. */
+  isFollowed(taskId: string): boolean;
+  /** An event of the task is on the topic: it will be logged soon, here or on another replica. */
+  signal(taskId: string): void;
+}
 
 export interface EventFanoutOptions {
   /** The events topic. */
@@ -22,15 +27,17 @@ export interface EventFanoutOptions {
 
 /**
  * Every replica reads the whole events topic under a consumer group of its own (a fresh id per
- * process, deleted on stop) and hands each event to the local buses, so a stream can be served by
- * any replica whichever one accepted the task or projects its events. Nothing here writes: the
- * projector (one shared group) stays the only writer.
+ * process, deleted on stop) and signals each event's task id to the local followers ("events of
+ * task X are on their way": they read the task's log sooner), so a stream can be served by any
+ * replica whichever one accepted the task or projects its events. What streams show comes from
+ * the log, never from here: an event is not decoded. Nothing here writes: the projector (one
+ * shared group) stays the only writer.
  *
  * It reads only while a task is followed here (a stream or a subscription): otherwise it rests
- * (the partitions are paused), since decoding every event of the topic on every replica for nobody
+ * (the partitions are paused), since fetching every event of the topic on every replica for nobody
  * costs each replica as much as the projection's own fetches. Waking, it seeks to the projector's
  * committed offsets: every event below them is stored, so a follower that reads its snapshot after
- * `wake()` resolved misses nothing (it may see an event twice; streams drop what they have shown).
+ * `wake()` resolved misses no signal (a repeated one only hurries a read).
  */
 export class EventFanout implements EventFeed, OnApplicationBootstrap, OnApplicationShutdown {
   private consumer?: Consumer;
@@ -50,7 +57,7 @@ export class EventFanout implements EventFeed, OnApplicationBootstrap, OnApplica
 
   constructor(
     private readonly kafka: Kafka,
-    private readonly buses: TaskEventBusManager,
+    private readonly signals: TaskSignals,
     private readonly opts: EventFanoutOptions,
   ) {
     this.topic = opts.topic;
@@ -77,17 +84,8 @@ export class EventFanout implements EventFeed, OnApplicationBootstrap, OnApplica
         eachMessage: async ({ topic, partition, message }) => {
           committer.processed(topic, partition, message.offset);
           // Events are keyed by task id (the contract): most are of tasks nobody here follows.
-          if (message.key && !this.buses.isFollowed(message.key.toString())) return;
-          let env;
-          try {
-            env = decodeEnvelope({ headers: message.headers, value: message.value });
-          } catch (err) {
-            this.log.warn({ err: String(err) }, 'undecodable event skipped');
-            return;
-          }
-          if (env.kind !== 'task.status' && env.kind !== 'task.artifact') return;
-          const event = toAgentEvent(env);
-          if (event) this.buses.publishRaw(env.identity.taskId, event, env);
+          const taskId = message.key ? message.key.toString() : taskIdOf(message, this.log);
+          if (taskId !== undefined && this.signals.isFollowed(taskId)) this.signals.signal(taskId);
         },
       },
       { stopping: () => this.stopped, report: (err, what) => this.log.error({ err: String(err) }, what) },
@@ -166,18 +164,15 @@ export class EventFanout implements EventFeed, OnApplicationBootstrap, OnApplica
   }
 }
 
-/** A worker event as the A2A stream event it becomes (before projection). */
-export function toAgentEvent(env: TaskEvent) {
-  const update = streamUpdateOf(env, env.kind === 'task.status' ? reportedStatus(env) : undefined);
-  return update.$case === 'statusUpdate' ? AgentEvent.statusUpdate(update.value) : AgentEvent.artifactUpdate(update.value);
-}
-
-/** A status event's status as its worker reported it (before projection), stamped now. */
-export function reportedStatus(env: Extract<TaskEvent, { kind: 'task.status' }>): TaskStatus {
-  const { taskId, contextId } = env.identity;
-  return TaskStatus.fromJSON({
-    state: env.body.state,
-    timestamp: new Date().toISOString(),
-    ...(env.body.message ? { message: { ...env.body.message, taskId, contextId } } : {}),
-  });
+/** The task id of a record without a key (the contract keys events by task id): from its envelope. */
+function taskIdOf(
+  message: { headers?: Parameters<typeof decodeEnvelope>[0]['headers']; value: Buffer | null },
+  log: Logger,
+): string | undefined {
+  try {
+    return decodeEnvelope({ headers: message.headers, value: message.value }).identity.taskId;
+  } catch (err) {
+    log.warn({ err: String(err) }, 'undecodable event skipped');
+    return undefined;
+  }
 }

@@ -3,20 +3,17 @@ import { isTransientPostgresError } from '@mesh/database';
 import type { Task } from '@a2a-js/sdk';
 import { anyTransient, type ConsumerGroups, type Envelope, type TaskEvent, type TopicDefinitions } from '@mesh/contract';
 import type { LoggedEvent, TaskProjection } from '../tasks/task-projection.js';
-import type { TaskEventBusManager } from './task-event-bus.manager.js';
-import type { PushService } from '../push/push.service.js';
+import type { TaskCommit, TaskCommits } from '../tasks/task-commits.js';
 import { silentLogger, type Logger, type MeshMetrics } from '@mesh/telemetry';
 import { isSettled, outcomeLabel } from '../tasks/task-state.js';
 
 /** What the projector writes to and feeds, and where it logs. */
 export interface EventProjectorOptions {
   tasks: TaskProjection;
-  buses: TaskEventBusManager;
-  push?: PushService;
+  /** Told of every commit: wakes the push sender and the task's watchers here, counts settled turns. */
+  commits: Pick<TaskCommits, 'committed'>;
   /** Told of every projected batch: delegations opened, trees charged, parents resumed. */
   delegation?: { afterProjected(events: readonly TaskEvent[]): Promise<void> };
-  /** Settled turns are counted here (`mesh_tasks_total`). */
-  metrics?: MeshMetrics;
   /** The service's logger (lines carry `src: event-projector`). */
   logger?: Logger;
 }
@@ -25,25 +22,21 @@ export interface EventProjectorOptions {
  * Projects the agents' events (key: task id) into the task store. They arrive through the
  * projector's `KafkaBusTransport` (see {@link projectorConsumerOptions}) in batch mode: events of
  * one task in offset order — those queued together in one write — different tasks in parallel;
- * the committed offset never passes an unfinished event. Projected events then wake local
- * blocking sends (streams are fed by EventFanout on every replica). A failed write is retried by
+ * the committed offset never passes an unfinished event. Each commit goes to TaskCommits: the
+ * task's streams and blocking sends here get the logged events at once. A failed write is retried by
  * the consumer (then dead-lettered); undecodable records go to the dead-letter topic without
  * reaching the handler.
  */
 export class EventProjector {
   private readonly tasks: TaskProjection;
-  private readonly buses: TaskEventBusManager;
-  private readonly push?: PushService;
+  private readonly commits: EventProjectorOptions['commits'];
   private readonly delegation?: EventProjectorOptions['delegation'];
-  private readonly metrics?: MeshMetrics;
   private readonly log: Logger;
 
   constructor(opts: EventProjectorOptions) {
     this.tasks = opts.tasks;
-    this.buses = opts.buses;
-    this.push = opts.push;
+    this.commits = opts.commits;
     this.delegation = opts.delegation;
-    this.metrics = opts.metrics;
     this.log = (opts.logger ?? silentLogger).child({ src: 'event-projector' });
   }
 
@@ -67,12 +60,13 @@ export class EventProjector {
     }
   }
 
-  /** Projects consecutive events of one task and wakes this process's blocking sends waiting on it. */
+  /** Projects consecutive events of one task and hands the commit to TaskCommits. */
   async project(events: TaskEvent[]): Promise<void> {
     const outcomes = await this.tasks.applyEvents(events);
     let committed: Task | undefined;
     let deliveries = 0;
     const logged: LoggedEvent[] = [];
+    const settled: NonNullable<TaskCommit['outcomes']>[number][] = [];
     for (const outcome of outcomes) {
       if (outcome.applied) {
         committed = outcome.task;
@@ -83,18 +77,21 @@ export class EventProjector {
         // A late report of a turn the dispatcher ended settles nothing: the task was counted then.
         if (outcome.event.kind === 'task.status' && !outcome.late && state !== undefined && isSettled(state)) {
           const { tenant, agentId } = outcome.event.identity;
-          this.metrics?.tasks.inc({ tenant, agent: agentId, outcome: outcomeLabel(state) });
+          settled.push({ tenant, agent: agentId, outcome: outcomeLabel(state) });
         }
       }
       // A re-consumed duplicate records nothing: its deliveries were recorded with it, for the
       // configs the task had then. A config made since gets the events after it, in their order.
     }
+    // Its push deliveries were recorded with the change; its streams and blocking sends here get
+    // the logged events and the task as committed (no read back).
     if (committed) {
-      this.buses.notifyLogged(committed.id, logged);
-      this.buses.notifyCommitted(committed);
+      this.commits.committed({
+        deliveries: deliveries > 0,
+        changed: [{ taskId: committed.id, logged, task: committed }],
+        outcomes: settled,
+      });
     }
-    // Its push deliveries were recorded with the change: wake the delivery loop.
-    if (deliveries > 0) this.push?.kick();
     // After the change is stored, whether applied now or before a crash (each step is idempotent):
     // a failure here makes the consumer hand the events over again.
     await this.delegation?.afterProjected(events);

@@ -1,7 +1,7 @@
 // Push records shared by the push feature and the task repository without either importing the
-// other: a validated config (stored with the task that SendMessage starts or continues), the
-// notification of a status change the dispatcher makes itself (CancelTask, a deadline passing).
-import { StreamResponse, type TaskStatus } from '@a2a-js/sdk';
+// other: a validated config (stored with the task that SendMessage starts or continues) and the
+// statement recording a change's deliveries.
+import type { TaskEvent } from '@mesh/contract';
 
 /** A push config that passed `PushService.validate`, ready to be stored with a task id. */
 export interface ValidPushConfig {
@@ -31,9 +31,9 @@ export const UPSERT_PUSH_CONFIG = `INSERT INTO dispatcher.push_configs (tenant, 
        ON CONFLICT (tenant, task_id, id) DO UPDATE SET url = EXCLUDED.url, token = EXCLUDED.token,
          auth_scheme = EXCLUDED.auth_scheme, auth_credentials = EXCLUDED.auth_credentials, wire_version = EXCLUDED.wire_version`;
 
-/** The push body of a status change the dispatcher makes itself (CancelTask, a deadline passing): a StreamResponse as JSON. */
-export function statusChangeBody(taskId: string, contextId: string, status: TaskStatus): unknown {
-  return StreamResponse.toJSON({ payload: { $case: 'statusUpdate', value: { taskId, contextId, status, metadata: undefined } } });
+/** The stable id of a worker event's push notification, `{executionId}:{seq}` (receivers dedup on it). */
+export function pushEventIdOf(event: TaskEvent): string {
+  return `${event.identity.executionId}:${event.body.seq}`;
 }
 
 /**

@@ -1,13 +1,11 @@
 import type { OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { StreamResponse, type TaskPushNotificationConfig, type TaskStatus } from '@a2a-js/sdk';
+import { StreamResponse, type TaskPushNotificationConfig } from '@a2a-js/sdk';
 import { RequestMalformedError, TaskNotFoundError } from '@a2a-js/sdk/errors';
 import { V03PushNotificationSerializer } from '@a2a-js/sdk/compat/v0_3/server';
 import type { DataSource } from 'typeorm';
 import { EgressPolicy, EgressRefused, PinnedHttpClient } from '@mesh/egress';
-import { newId, type TaskEvent } from '@mesh/contract';
+import { newId } from '@mesh/contract';
 import { silentLogger, type Logger, type MeshMetrics } from '@mesh/telemetry';
-import { reportedStatus } from '../events/event-fanout.js';
-import { streamEventOf, type PushNotification } from '../tasks/task-projection.js';
 import { UPSERT_PUSH_CONFIG, type PushWireVersion, type ValidPushConfig } from './push-config.js';
 
 /** Header carrying the stable id of the event a push notification is about (receivers dedup on it). */
@@ -51,11 +49,6 @@ const toConfig = (r: ConfigRow): TaskPushNotificationConfig => ({
   authentication: r.auth_scheme ? { scheme: r.auth_scheme, credentials: r.auth_credentials ?? '' } : undefined,
 });
 
-/**
- * The push notification of a worker event: its stable id `{executionId}:{seq}` (receivers dedup
- * on it) and body (a StreamResponse, as JSON); `status` is the status as projected when it
- * differs from the raw event.
- */
 const v03Bodies = new V03PushNotificationSerializer();
 
 /**
@@ -67,12 +60,6 @@ export function pushBody(stored: unknown, wireVersion: string): { body: string; 
   if (wireVersion !== '0.3') return { body: JSON.stringify(stored), contentType: 'application/json' };
   const legacy = v03Bodies.serialize(StreamResponse.fromJSON(stored));
   return { body: legacy.body, contentType: legacy.contentType };
-}
-
-export function pushNotificationOf(env: TaskEvent, status?: TaskStatus): PushNotification {
-  // The body is the stream's event (one builder for both); without a projected status, the reported one.
-  const body = streamEventOf(env, status ?? (env.kind === 'task.status' ? reportedStatus(env) : undefined));
-  return { eventId: `${env.identity.executionId}:${env.body.seq}`, body };
 }
 
 /**

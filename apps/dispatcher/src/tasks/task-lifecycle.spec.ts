@@ -23,7 +23,13 @@ function fakeTasks(expiredBatches: Array<ExpiredTask[] | Error>, deletedBatches:
   return { tasks: tasks as unknown as TaskService, calls };
 }
 
-const expired = (id: string): ExpiredTask => ({ tenant: 'acme', agentId: 'a', task: { id } as Task, reason: 'DEADLINE_EXCEEDED' });
+const expired = (id: string): ExpiredTask => ({
+  tenant: 'acme',
+  agentId: 'a',
+  task: { id } as Task,
+  reason: 'DEADLINE_EXCEEDED',
+  ended: [],
+});
 
 test('a sweep repeats while batches come back full, and tells of every task it failed', async () => {
   const { tasks, calls } = fakeTasks([[expired('1'), expired('2')], [expired('3')]], [2, 2, 1]);

@@ -1,17 +1,10 @@
-import {
-  Artifact,
-  StreamResponse,
-  Task,
-  TaskState,
-  type TaskArtifactUpdateEvent,
-  type TaskStatus,
-  type TaskStatusUpdateEvent,
-} from '@a2a-js/sdk';
+import { Task, TaskState } from '@a2a-js/sdk';
 import type { DataSource } from 'typeorm';
 import { Envelopes, newId, type TaskEvent } from '@mesh/contract';
 import { preparedQuery, StatementBatcher } from '@mesh/database';
 import type { Json, TaskRow } from './task.repository.js';
 import { isInterrupted, isTerminal, parseState, stateName, stateRank } from './task-state.js';
+import { streamEventOf } from './stream-updates.js';
 
 /*
  * The projection keeps its two statements (readProjected, writeProjected) beside the decisions
@@ -45,8 +38,6 @@ type ProjectedRow = TaskRow & {
   /** What ended the turn when the dispatcher did (`cancel`, `deadline`, `not-started`); null otherwise. */
   ended_by: string | null;
 };
-/** A push notification of an event: its stable id (receivers dedup on it) and body. */
-export type PushNotification = { eventId: string; body: unknown };
 /** An event of a task's stream as logged: its per-task number and the StreamResponse (as JSON). */
 export type LoggedEvent = { seq: number; event: Json };
 /**
@@ -146,31 +137,6 @@ async function writeProjected(ds: DataSource, writes: ProjectionWrite[], kept: n
 /** A write that won: deliveries recorded, and the task's event number before its events. */
 type WriteResult = { deliveries: number; base: number };
 
-/** A worker event as the update it is on the task's stream, with `status` as its status (status events). */
-export function streamUpdateOf(
-  event: TaskEvent,
-  status: TaskStatus | undefined,
-): { $case: 'statusUpdate'; value: TaskStatusUpdateEvent } | { $case: 'artifactUpdate'; value: TaskArtifactUpdateEvent } {
-  const { taskId, contextId } = event.identity;
-  if (event.kind === 'task.status') return { $case: 'statusUpdate', value: { taskId, contextId, status, metadata: undefined } };
-  return {
-    $case: 'artifactUpdate',
-    value: {
-      taskId,
-      contextId,
-      artifact: Artifact.fromJSON(event.body.artifact),
-      append: event.body.append ?? false,
-      lastChunk: event.body.lastChunk ?? false,
-      metadata: undefined,
-    },
-  };
-}
-
-/** An applied event as the task's stream shows it (a StreamResponse as JSON); a status as projected. */
-export function streamEventOf(event: TaskEvent, status: TaskStatus | undefined): Json {
-  return StreamResponse.toJSON({ payload: streamUpdateOf(event, status) }) as Json;
-}
-
 /**
  * Applies worker events to tasks: the event-stream side of the single writer (see TaskService).
  * The events of one task reach it in order, one batch at a time (the keyed consumer, and one
@@ -189,13 +155,14 @@ export class TaskProjection {
   private readonly writes: StatementBatcher<ProjectionWrite, WriteResult | undefined>;
 
   /**
-   * `notificationOf` gives the push notification of an event as projected (undefined: none); its
-   * deliveries are recorded in the same statement as the change. `eventsKept`: how many of a
+   * `pushEventIdOf` gives the stable id of an event's push notification (undefined: none is
+   * recorded); its deliveries are recorded in the same statement as the change, with the event as
+   * the stream shows it for body. `eventsKept`: how many of a
    * task's newest stream events stay logged for a caller that resumes (older ones are deleted).
    */
   constructor(
     ds: DataSource,
-    private readonly notificationOf: (event: TaskEvent, status?: TaskStatus) => PushNotification | undefined = () => undefined,
+    private readonly pushEventIdOf: (event: TaskEvent) => string | undefined = () => undefined,
     private readonly cacheSize = 10_000,
     eventsKept = DEFAULT_EVENTS_KEPT,
   ) {
@@ -292,10 +259,10 @@ export class TaskProjection {
         continue;
       }
       const projected = Task.fromJSON(current.task);
-      const notification = this.notificationOf(d.event, env.kind === 'task.status' ? projected.status : undefined);
       // A push body is the stream's event (a StreamResponse as projected): made once for both.
-      events.push((notification?.body as Json | undefined) ?? streamEventOf(d.event, projected.status));
-      if (notification) pushes.push({ eventId: notification.eventId, at: events.length });
+      events.push(streamEventOf(d.event, env.kind === 'task.status' ? projected.status : undefined));
+      const pushEventId = this.pushEventIdOf(d.event);
+      if (pushEventId !== undefined) pushes.push({ eventId: pushEventId, at: events.length });
       decided.push({ event: d.event, projected, late: d.late });
     }
     if (!decided.some((d) => 'event' in d)) return decided as ProjectionOutcome[];

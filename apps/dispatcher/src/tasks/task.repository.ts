@@ -27,6 +27,8 @@ export interface TaskRow {
   /** On a delegated task: the task that delegated it, and its tree's root. */
   parent_task_id?: string | null;
   root_task_id?: string | null;
+  /** The number of the task's last stream event (bigint: a string as pg returns it); absent where not read. */
+  event_seq?: string | number;
 }
 
 /** A task row picked by {@link TaskRepository.lockOverdue}, with which of its two times passed. */
@@ -248,11 +250,11 @@ export class TaskRepository {
     messageId: string,
     contextId: string,
     workHash: string,
-  ): Promise<{ dedup?: DedupRecord; running?: { task: Json; turn: number } }> {
-    const rows: Array<{ dedup: DedupRecord | null; running: { task: Json; turn: number } | null }> = await this.ds.query(
+  ): Promise<{ dedup?: DedupRecord; running?: { task: Json; turn: number; event_seq: number } }> {
+    const rows: Array<{ dedup: DedupRecord | null; running: { task: Json; turn: number; event_seq: number } | null }> = await this.ds.query(
       `SELECT (SELECT jsonb_build_object('content_hash', content_hash, 'task_id', task_id) FROM dispatcher.message_dedup
                 WHERE tenant = $1 AND agent_id = $2 AND message_id = $3) AS dedup,
-              (SELECT jsonb_build_object('task', task, 'turn', turn) FROM dispatcher.tasks
+              (SELECT jsonb_build_object('task', task, 'turn', turn, 'event_seq', event_seq) FROM dispatcher.tasks
                 WHERE tenant = $1 AND agent_id = $2 AND context_id = $4 AND work_hash = $5
                   AND state IN (${sqlList([TaskStates.submitted, TaskStates.working])})
                 ORDER BY created_at DESC LIMIT 1) AS running`,
@@ -276,12 +278,13 @@ export class TaskRepository {
   }
 
   /** A task of `tenant` and `agentId`; undefined for unknown ids and other tenants' tasks. */
-  async load(taskId: string, tenant: string, agentId: string): Promise<Json | undefined> {
-    const rows: Array<{ task: Json }> = await this.ds.query(
-      `SELECT task FROM dispatcher.tasks WHERE id = $1 AND tenant = $2 AND agent_id = $3`,
+  /** A task with the number of the last event its stored state includes. */
+  async load(taskId: string, tenant: string, agentId: string): Promise<{ task: Json; eventSeq: number } | undefined> {
+    const rows: Array<{ task: Json; event_seq: string }> = await this.ds.query(
+      `SELECT task, event_seq FROM dispatcher.tasks WHERE id = $1 AND tenant = $2 AND agent_id = $3`,
       [taskId, tenant, agentId],
     );
-    return rows[0]?.task;
+    return rows[0] ? { task: rows[0].task, eventSeq: Number(rows[0].event_seq) } : undefined;
   }
 
   /** A task with, per execution, the seq of the last worker event its stored state includes, in one consistent read. */
@@ -402,7 +405,8 @@ export class TaskRepository {
   /**
    * Stores the end of a locked task's open turn: the task as ended, its execution closed by
    * `endedBy` (a late worker event is then ignored) and a push delivery of the change for each
-   * of the task's configs. Returns the closed execution's message id (undefined: no such execution).
+   * of the task's configs. Returns the closed execution's message id (undefined: no such execution)
+   * and the change's number in the task's stream.
    */
   async endTurn(
     tx: TaskTransaction,
@@ -415,7 +419,7 @@ export class TaskRepository {
       endedBy: string;
       push: { eventId: string; body: unknown };
     },
-  ): Promise<string | undefined> {
+  ): Promise<{ messageId?: string; seq: number }> {
     const q = tx.runner;
     // The change is the task's next stream event (its push body is the stream's event), under the row lock.
     const [{ event_seq: seq }] = (
@@ -436,7 +440,7 @@ export class TaskRepository {
       )
     ).records as Array<{ message_id: string }>;
     await q.query(INSERT_TASK_DELIVERIES, [end.push.eventId, end.push.body, end.task.tenant, end.task.id, seq]);
-    return closed[0]?.message_id;
+    return { messageId: closed[0]?.message_id, seq: Number(seq) };
   }
 
   /** Adds a command to the outbox, sent after `tx` commits. */

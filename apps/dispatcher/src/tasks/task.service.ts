@@ -22,9 +22,11 @@ import type { OutboxCommand } from '../outbox/command-producer.js';
 import { TaskRepository, type Json, type TaskEventPage, type TaskRow, type TaskTransaction, type TurnRow } from './task.repository.js';
 export type { TaskRow, TaskTransaction } from './task.repository.js';
 import { listQuery, listResponse } from './task-list.js';
-import { statusChangeBody, type ValidPushConfig } from '../push/push-config.js';
+import type { ValidPushConfig } from '../push/push-config.js';
+import { statusChangeEventOf } from './stream-updates.js';
 import { isTerminal, OPEN_STATE_NAMES, parseState, stateName } from './task-state.js';
 import { ended, followUpRefusal, resubmitted, resumed, turnDeadline } from './task-turn.js';
+import type { ChangedTask } from './task-commits.js';
 
 /** What SendMessage asks for, after authentication and agent resolution. */
 export interface AcceptInput {
@@ -49,6 +51,8 @@ export type TreeIdentity = Required<Pick<Identity, 'rootTaskId'>> & Pick<Identit
 export interface AcceptResult {
   task: Task;
   duplicate: false | 'message_id' | 'same_work';
+  /** The number of the last stream event `task` includes: what a blocking send waits after. */
+  eventSeq: number;
 }
 
 class DedupHit extends Error {}
@@ -63,6 +67,8 @@ export interface ExpiredTask {
   agentId: string;
   task: Task;
   reason: 'DEADLINE_EXCEEDED' | 'NOT_STARTED';
+  /** The tasks its end changed (it and the delegated tasks canceled with it), with what each logged. */
+  ended: ChangedTask[];
 }
 
 /** How {@link TaskService.endTurn} ends a turn. */
@@ -150,7 +156,8 @@ export class TaskService {
         if (prior.running) return this.answerSameWork(prior.running, hash, messageId, tenant, agent.id);
       }
       const created = await this.acceptNew(input, incoming, hash, work);
-      if (created) return { task: created, duplicate: false };
+      // A new task has logged nothing yet: its first change is event 1.
+      if (created) return { task: created, duplicate: false, eventSeq: 0 };
       const winner = await this.repo.findDedup(tenant, agent.id, messageId);
       if (!winner) throw new Error(`dedup row for ${messageId} vanished`);
       return this.answerDuplicate(winner, hash, messageId, tenant, agent.id);
@@ -175,7 +182,8 @@ export class TaskService {
         const identity = this.identity({ ...input, deadlineUnixMs }, row.id, row.context_id, turn);
         // The dedup claim comes first in the statement: a concurrent twin's makes it write nothing.
         if (!(await this.repo.insertTurn(this.turnRow(input, hash, identity, turn, message, task), tx))) throw new DedupHit();
-        return { task: Task.fromJSON(task), duplicate: false };
+        // The turn logged its resubmission as the task's next event.
+        return { task: Task.fromJSON(task), duplicate: false, eventSeq: Number(row.event_seq ?? 0) + 1 };
       });
     } catch (err) {
       if (!(err instanceof DedupHit)) throw err;
@@ -358,7 +366,7 @@ export class TaskService {
    * task: a retry after the task ended (canceled, failed) gets the same task, never a new run.
    */
   private async answerSameWork(
-    running: { task: Json; turn: number },
+    running: { task: Json; turn: number; event_seq: number },
     hash: string,
     messageId: string,
     tenant: string,
@@ -373,7 +381,7 @@ export class TaskService {
       task_id: taskId,
       turn: running.turn,
     });
-    if (recorded) return { task: Task.fromJSON(running.task), duplicate: 'same_work' };
+    if (recorded) return { task: Task.fromJSON(running.task), duplicate: 'same_work', eventSeq: Number(running.event_seq) };
     // A concurrent twin recorded the id first: its answer stands.
     const winner = await this.repo.findDedup(tenant, agentId, messageId);
     if (!winner) throw new Error(`dedup row for ${messageId} vanished`);
@@ -388,9 +396,9 @@ export class TaskService {
     agentId: string,
   ): Promise<AcceptResult> {
     if (known.content_hash !== hash) throw messageIdConflict(messageId);
-    const task = await this.load(known.task_id, tenant, agentId);
-    if (!task) throw new TaskNotFoundError(`Task not found: ${known.task_id}`);
-    return { task, duplicate: 'message_id' };
+    const found = await this.repo.load(known.task_id, tenant, agentId);
+    if (!found) throw new TaskNotFoundError(`Task not found: ${known.task_id}`);
+    return { task: Task.fromJSON(found.task), duplicate: 'message_id', eventSeq: found.eventSeq };
   }
 
   /** Parsed channel-key templates: an accept renders its agent's without parsing it again. */
@@ -422,8 +430,8 @@ export class TaskService {
 
   /** A task as its tenant sees it (undefined for unknown ids and other tenants' tasks). */
   async load(taskId: string, tenant: string, agentId: string): Promise<Task | undefined> {
-    const task = await this.repo.load(taskId, tenant, agentId);
-    return task ? Task.fromJSON(task) : undefined;
+    const found = await this.repo.load(taskId, tenant, agentId);
+    return found ? Task.fromJSON(found.task) : undefined;
   }
 
   /**
@@ -489,7 +497,7 @@ export class TaskService {
         };
         // Without the agent's record there is no channel to address (and maybe no topic: a send
         // there would hold up the outbox); its workers refuse the turn by its deadline or start-by anyway.
-        const task = await this.endTurn(
+        const changed = await this.endTurn(
           tx,
           row,
           {
@@ -501,7 +509,7 @@ export class TaskService {
           },
           agentOf(row.agent_id, row.tenant),
         );
-        expired.push({ tenant: row.tenant, agentId: row.agent_id, task, reason });
+        expired.push({ tenant: row.tenant, agentId: row.agent_id, task: changed[0].task!, reason, ended: changed });
         settled.push(row);
       }
       return expired;
@@ -520,22 +528,27 @@ export class TaskService {
   }
 
   /** CancelTask: CANCELED at once (terminal), plus a cancel command so the worker stops. */
-  async cancel(taskId: string, principal: Principal, agent: AgentRecord, reason?: string): Promise<{ task: Task; changed: boolean }> {
+  async cancel(
+    taskId: string,
+    principal: Principal,
+    agent: AgentRecord,
+    reason?: string,
+  ): Promise<{ task: Task; changed: boolean; ended: ChangedTask[] }> {
     let canceled: TaskRow | undefined;
     const result = await this.repo.transaction(async (tx) => {
       const row = await this.repo.lock(tx, taskId, principal.tenant, agent.id);
       if (!row) throw new TaskNotFoundError(`Task not found: ${taskId}`);
       const state = parseState(row.state)!;
-      if (state === TaskState.TASK_STATE_CANCELED) return { task: Task.fromJSON(row.task), changed: false };
+      if (state === TaskState.TASK_STATE_CANCELED) return { task: Task.fromJSON(row.task), changed: false, ended: [] };
       if (isTerminal(state)) throw new TaskNotCancelableError(`Task not cancelable: ${taskId} is ${row.state}`);
-      const task = await this.endTurn(
+      const ended = await this.endTurn(
         tx,
         row,
         { state: TaskState.TASK_STATE_CANCELED, event: 'cancel', by: { subject: principal.subject, actor: principal.actor }, reason },
         agent,
       );
       canceled = row;
-      return { task, changed: true };
+      return { task: ended[0].task!, changed: true, ended };
     });
     if (canceled) this.childSettled(canceled);
     return result;
@@ -543,28 +556,28 @@ export class TaskService {
 
   /**
    * Cancels a delegated task whose parent no longer waits for it (its delegation deadline passed,
-   * or `first` was met), under the parent's transaction `tx`; its own descendants with it.
+   * or `first` was met), under the parent's transaction `tx`; its own descendants with it. Returns
+   * the tasks it ended (none: the task had settled already).
    */
-  async cancelChild(tx: TaskTransaction, childId: string, tenant: string, why: string): Promise<boolean> {
+  async cancelChild(tx: TaskTransaction, childId: string, tenant: string, why: string): Promise<ChangedTask[]> {
     const row = await this.repo.lock(tx, childId, tenant);
-    if (!row || !isOpen(row.state)) return false;
-    await this.endTurn(tx, row, this.parentEnded(row, why), this.agentRecord(row.agent_id, row.tenant));
-    return true;
+    if (!row || !isOpen(row.state)) return [];
+    return this.endTurn(tx, row, this.parentEnded(row, why), this.agentRecord(row.agent_id, row.tenant));
   }
 
   /**
    * Fails a task tree whose retry budget is spent, under `tx`: its root FAILED with the counts on
-   * its status (`metadata["mesh/retry_budget"]`), every live descendant canceled with it. False
-   * when the root had settled already.
+   * its status (`metadata["mesh/retry_budget"]`), every live descendant canceled with it. Returns
+   * the tasks it ended (none: the root had settled already).
    */
   async failTree(
     tx: TaskTransaction,
     rootTaskId: string,
     tenant: string,
     counts: { budget: number; redeliveries: number; retries: number },
-  ): Promise<boolean> {
+  ): Promise<ChangedTask[]> {
     const row = await this.repo.lock(tx, rootTaskId, tenant);
-    if (!row || !isOpen(row.state)) return false;
+    if (!row || !isOpen(row.state)) return [];
     const message = {
       messageId: newId(),
       role: 'ROLE_AGENT',
@@ -579,7 +592,7 @@ export class TaskService {
       ],
       metadata: { 'mesh/reason': 'RETRY_BUDGET_EXHAUSTED', 'mesh/retry_budget': counts },
     };
-    await this.endTurn(
+    return this.endTurn(
       tx,
       row,
       {
@@ -591,7 +604,6 @@ export class TaskService {
       },
       this.agentRecord(row.agent_id, row.tenant),
     );
-    return true;
   }
 
   /** How a delegated task ends when the task that delegated it stops waiting for it. */
@@ -619,38 +631,47 @@ export class TaskService {
    * and last history entry), the turn's execution closed (a late worker event is ignored), the
    * push deliveries of the change (event id `{taskId}:{event}`, with the change itself, as for
    * projected events) and, when the agent's channel is known, a cancel command so a worker still
-   * running the turn stops.
+   * running the turn stops. Returns every task it ended, `row`'s first, each with the event it logged.
    */
-  private async endTurn(tx: TaskTransaction, row: TaskRow, end: TurnEnd, agent: AgentRecord | undefined): Promise<Task> {
+  private async endTurn(tx: TaskTransaction, row: TaskRow, end: TurnEnd, agent: AgentRecord | undefined): Promise<ChangedTask[]> {
     const now = new Date();
-    const task = await this.endOneTurn(tx, row, end, agent, now);
+    const changed = [await this.endOneTurn(tx, row, end, agent, now)];
     // Cancel cascades: no delegated task outlives the end of the task it works for (docs/agents.md,
     // "Delegation"). They end at the same moment, however long their row locks took to get.
     for (const child of await this.repo.lockLiveDescendants(tx, row.id, row.tenant)) {
-      await this.endOneTurn(
-        tx,
-        child,
-        this.parentEnded(child, `the task that delegated it (${row.id}) ended as ${stateName(end.state)}`),
-        this.agentRecord(child.agent_id, child.tenant),
-        now,
+      changed.push(
+        await this.endOneTurn(
+          tx,
+          child,
+          this.parentEnded(child, `the task that delegated it (${row.id}) ended as ${stateName(end.state)}`),
+          this.agentRecord(child.agent_id, child.tenant),
+          now,
+        ),
       );
     }
-    return task;
+    return changed;
   }
 
   /** {@link endTurn} of one task, its descendants left alone. */
-  private async endOneTurn(tx: TaskTransaction, row: TaskRow, end: TurnEnd, agent: AgentRecord | undefined, now: Date): Promise<Task> {
+  private async endOneTurn(
+    tx: TaskTransaction,
+    row: TaskRow,
+    end: TurnEnd,
+    agent: AgentRecord | undefined,
+    now: Date,
+  ): Promise<ChangedTask> {
     const json = ended(row.task, end.state, now, end.message);
     const task = Task.fromJSON(json);
     const exec = executionId(row.tenant, row.id, row.turn);
-    const messageId = await this.repo.endTurn(tx, {
+    const event = statusChangeEventOf(row.id, row.context_id, task.status!);
+    const { messageId, seq } = await this.repo.endTurn(tx, {
       task: row,
       state: stateName(end.state),
       statusTimestamp: now,
       json,
       executionId: exec,
       endedBy: end.event,
-      push: { eventId: `${row.id}:${end.event}`, body: statusChangeBody(row.id, row.context_id, task.status!) },
+      push: { eventId: `${row.id}:${end.event}`, body: event },
     });
     if (agent && messageId !== undefined) {
       const identity: Identity = {
@@ -664,6 +685,6 @@ export class TaskService {
       };
       await this.repo.enqueue(tx, this.commandFor(agent, Envelopes.cancel(identity, end.reason ? { reason: end.reason } : {})));
     }
-    return task;
+    return { taskId: row.id, logged: [{ seq, event }], task };
   }
 }

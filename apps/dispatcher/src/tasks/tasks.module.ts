@@ -5,7 +5,7 @@ import type { DispatcherConfig } from '../config/dispatcher.config.js';
 import { DATA_SOURCE, DISPATCHER_CONFIG } from '../core.module.js';
 import { CatalogModule } from '../catalog/catalog.module.js';
 import { DirectoryAgentLookup } from '../catalog/agent-catalog.js';
-import { pushNotificationOf } from '../push/push.service.js';
+import { pushEventIdOf } from '../push/push-config.js';
 import { TaskProjection } from './task-projection.js';
 import { TaskService } from './task.service.js';
 
@@ -16,7 +16,7 @@ import { TaskService } from './task.service.js';
     {
       provide: TaskProjection,
       useFactory: (ds: DataSource, config: DispatcherConfig) =>
-        new TaskProjection(ds, pushNotificationOf, undefined, config.DISPATCHER_STREAM_EVENTS_KEPT),
+        new TaskProjection(ds, pushEventIdOf, undefined, config.DISPATCHER_STREAM_EVENTS_KEPT),
       inject: [DATA_SOURCE, DISPATCHER_CONFIG],
     },
     {
