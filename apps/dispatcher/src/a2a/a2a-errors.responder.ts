@@ -14,6 +14,12 @@ import { isJsonRpc } from './a2a-request.context.js';
  */
 export const RETRY_LATER_CODE = -32029;
 
+/** The JSON-RPC id an error answer echoes: the request's own, or null when there is none or its body was not read. */
+function echoedId(req: Request): string | number | null {
+  const body = req.body as { id?: unknown } | undefined;
+  return typeof body?.id === 'string' || typeof body?.id === 'number' ? body.id : null;
+}
+
 /** A refusal as HTTP 429/503 + Retry-After, with an A2A error body (ErrorInfo says why). */
 export function sendRefusal(req: Request, res: Response, r: Refusal): void {
   const info = {
@@ -24,8 +30,7 @@ export function sendRefusal(req: Request, res: Response, r: Refusal): void {
   };
   res.setHeader('Retry-After', String(r.retryAfterSeconds));
   if (isJsonRpc(req)) {
-    const body = req.body as { id?: unknown } | undefined;
-    const id = typeof body?.id === 'string' || typeof body?.id === 'number' ? body.id : null;
+    const id = echoedId(req);
     res.status(r.httpStatus).json({ jsonrpc: '2.0', id, error: { code: RETRY_LATER_CODE, message: r.message, data: [info] } });
   } else {
     const status = r.httpStatus === 429 ? 'RESOURCE_EXHAUSTED' : 'UNAVAILABLE';
@@ -47,8 +52,7 @@ export function sendError(
     return;
   }
   if (jsonRpc) {
-    const body = req.body as { id?: unknown } | undefined;
-    const id = typeof body?.id === 'string' || typeof body?.id === 'number' ? body.id : null;
+    const id = echoedId(req);
     const mapped = toJsonRpcError(err);
     res.status(httpStatus).json({ jsonrpc: '2.0', id, error: { ...mapped, code: jsonRpcCode } });
   } else {
