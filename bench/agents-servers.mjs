@@ -9,11 +9,12 @@ import { echoAgent } from '@mesh/app-agents';
 import { kafkaBrokers } from './settings.mjs';
 
 // A benchmark measures the request path, not admission control: the per-tenant token bucket
-// (default 50/s) and the agent backlog cap (10,000 commands) would answer much of the load with
-// 429/503. The load generator drains the backlog between scenarios instead.
+// (default 50/s), the byte budget and the agent backlog cap (10,000 commands) would answer much of
+// the load with 429/503. The load generator drains the backlog between scenarios instead.
 const benchAdmission = {
   DISPATCHER_TENANT_RATE_PER_S: '1000000',
   DISPATCHER_TENANT_BURST: '1000000',
+  DISPATCHER_TENANT_BYTES_PER_S: '0',
   DISPATCHER_MAX_AGENT_BACKLOG: '100000000',
 };
 const config = { ...loadDispatcherConfig({ ...process.env, ...benchAdmission }), DISPATCHER_PORT: 0 };

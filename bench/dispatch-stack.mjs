@@ -29,6 +29,8 @@ export const BENCH_ADMISSION = {
   // answer much of the load with 429/503; the load generator drains the backlog between scenarios.
   DISPATCHER_TENANT_RATE_PER_S: '1000000',
   DISPATCHER_TENANT_BURST: '1000000',
+  // The per-tenant byte budget is off unless a bench sets it (bench/tenant-isolation.mjs measures it).
+  DISPATCHER_TENANT_BYTES_PER_S: process.env.DISPATCHER_TENANT_BYTES_PER_S ?? '0',
   DISPATCHER_MAX_AGENT_BACKLOG: '100000000',
 };
 
@@ -66,7 +68,10 @@ function childPids(pid) {
 }
 
 /** Starts the stack; `topicPrefix` names the run's topics (`{topicPrefix}{run}.`). */
-export async function startDispatchStack(topicPrefix, { dispatcherProcesses = 1, companions = true, heapSnapshotDir, asStarted = false } = {}) {
+export async function startDispatchStack(
+  topicPrefix,
+  { dispatcherProcesses = 1, companions = true, heapSnapshotDir, asStarted = false } = {},
+) {
   const run = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
   const adminUrl = adminDatabaseUrl().toString();
   const dbName = `mesh_bench_${run}`;
@@ -84,7 +89,8 @@ export async function startDispatchStack(topicPrefix, { dispatcherProcesses = 1,
     // The dispatcher and the echo worker run with the flags npm start gives them (not the reference).
     // SIGUSR2 makes the dispatcher write a heap snapshot into the directory (the soak's start and end).
     const snapshots = heapSnapshotDir ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${heapSnapshotDir}`] : [];
-    const flags = script === 'dispatch-worker.mjs' ? agentsNodeFlags : args[0] === 'dispatcher' ? [...dispatcherNodeFlags, ...snapshots] : [];
+    const flags =
+      script === 'dispatch-worker.mjs' ? agentsNodeFlags : args[0] === 'dispatcher' ? [...dispatcherNodeFlags, ...snapshots] : [];
     const c = spawn(process.execPath, [...flags, ...profiled(script), `${root}bench/${script}`, ...args], {
       cwd: root,
       env,

@@ -41,13 +41,25 @@ const keys = new Set([...a.groups.keys(), ...b.groups.keys()]);
 const rows = [...keys].map((key) => {
   const x = a.groups.get(key) ?? { count: 0, bytes: 0 };
   const y = b.groups.get(key) ?? { count: 0, bytes: 0 };
-  return { group: key, count: [x.count, y.count], countGrowth: y.count - x.count, kib: [Math.round(x.bytes / 1024), Math.round(y.bytes / 1024)], kibGrowth: Math.round((y.bytes - x.bytes) / 1024) };
+  return {
+    group: key,
+    count: [x.count, y.count],
+    countGrowth: y.count - x.count,
+    kib: [Math.round(x.bytes / 1024), Math.round(y.bytes / 1024)],
+    kibGrowth: Math.round((y.bytes - x.bytes) / 1024),
+  };
 });
 rows.sort((p, q) => q.kibGrowth - p.kibGrowth);
 const mib = (n) => Math.round((n / 1048576) * 10) / 10;
 console.log(
   JSON.stringify(
-    { startMiB: mib(a.total), endMiB: mib(b.total), growthMiB: mib(b.total - a.total), grewMost: rows.slice(0, top), byCount: [...rows].sort((p, q) => q.countGrowth - p.countGrowth).slice(0, top) },
+    {
+      startMiB: mib(a.total),
+      endMiB: mib(b.total),
+      growthMiB: mib(b.total - a.total),
+      grewMost: rows.slice(0, top),
+      byCount: [...rows].sort((p, q) => q.countGrowth - p.countGrowth).slice(0, top),
+    },
     null,
     2,
   ),

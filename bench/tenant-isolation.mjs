@@ -4,6 +4,9 @@
 // tenant acme is quiet, then while acme sends BENCH_BIG_KB-KiB messages (SendMessage,
 // returnImmediately) over BENCH_BIG_CONNECTIONS connections. Prints globex's GetTask latency
 // percentiles for both phases, acme's sends/s, and the dispatcher's event-loop utilisation.
+// The dispatcher runs with the per-tenant byte budget as configured (DISPATCHER_TENANT_BYTES_PER_S,
+// DISPATCHER_TENANT_BYTES_BURST; unset: their defaults; 0: off); acme waits the Retry-After of a
+// refused send, as a client should.
 // With BENCH_CPU_PROFILE_DIR=dir the dispatcher writes a V8 CPU profile (read it with
 // bench/profile-summary.mjs). Needs the local Kafka and Postgres (see README). Not part of `npm run bench`.
 import { randomUUID } from 'node:crypto';
@@ -15,6 +18,9 @@ import { integer } from './settings.mjs';
 const bigKb = integer('BENCH_BIG_KB', 850);
 const connections = integer('BENCH_BIG_CONNECTIONS', 8);
 const phaseS = integer('BENCH_PHASE_S', 10);
+// Unset: the dispatcher's default budget ('' counts as unset in its config, and overrides the
+// bench stack's "off").
+process.env.DISPATCHER_TENANT_BYTES_PER_S ??= '';
 
 const stack = await startDispatchStack('bench-iso.', { companions: false });
 const url = stack.urls.dispatcher;
@@ -43,7 +49,7 @@ try {
     }
     return ms;
   }
-  /** acme's big sends for `seconds` over `connections` loops; returns how many were answered and their statuses. */
+  /** acme's big sends for `seconds` over `connections` loops; returns how many were accepted and every answer's status. */
   async function bigSends(seconds) {
     const until = Date.now() + seconds * 1000;
     const statuses = {};
@@ -60,7 +66,10 @@ try {
           const res = await fetch(url, { method: 'POST', headers: A2A_HEADERS, body });
           await res.arrayBuffer();
           statuses[res.status] = (statuses[res.status] ?? 0) + 1;
-          n++;
+          if (res.status === 429) {
+            const wait = Math.min(Number(res.headers.get('retry-after')) * 1000, until - Date.now());
+            if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+          } else n++;
         }
       }),
     );
@@ -86,7 +95,8 @@ try {
         connections,
         phaseS,
         globexGetTaskMs: { quiet: summary(quiet), whileAcmeSendsBig: summary(loaded) },
-        acmeSends: { perSecond: Math.round((sends.n / phaseS) * 10) / 10, statuses: sends.statuses },
+        tenantBytesPerS: process.env.DISPATCHER_TENANT_BYTES_PER_S || 'default',
+        acmeSends: { acceptedPerSecond: Math.round((sends.n / phaseS) * 10) / 10, statuses: sends.statuses },
         dispatcherEventLoopUtilization: { quiet: quietElu, whileAcmeSendsBig: loadedElu },
       },
       null,

@@ -56,6 +56,7 @@ export async function startTestDispatcher(
     DISPATCHER_REQUIRE_HEALTHY_WORKER: 'false',
     DISPATCHER_TENANT_RATE_PER_S: '100000',
     DISPATCHER_TENANT_BURST: '100000',
+    DISPATCHER_TENANT_BYTES_PER_S: '0',
     ...extraEnv,
   };
   const config = { ...loadDispatcherConfig(env), DISPATCHER_PORT: 0 };

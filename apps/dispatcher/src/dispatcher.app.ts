@@ -12,8 +12,9 @@ import { dispatcherMigrations, DISPATCHER_SCHEMA } from './database/migrations/i
 import type { CommandProducer } from './outbox/command-producer.js';
 import { PROJECTOR_TRANSPORT } from './events/events.module.js';
 import { A2A_ROUTER } from './a2a/a2a.module.js';
-import { a2aBodyErrorHandler } from './a2a/a2a.router.js';
+import { a2aBodyErrorHandler } from './a2a/a2a-body.reader.js';
 import { rootAgentRoutes } from './a2a/root-agent.js';
+import { A2A_MOUNT } from './a2a/a2a.routes.js';
 
 /** A running dispatcher: `stop` drains and closes every connection. */
 export interface RunningDispatcher {
@@ -78,8 +79,8 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
         const bodyErrors = a2aBodyErrorHandler(config.DISPATCHER_BODY_LIMIT, logger);
         const root = config.DISPATCHER_ROOT_AGENT ? rootAgentRoutes(config.DISPATCHER_ROOT_AGENT, bodyErrors) : undefined;
         if (root) nest.use(root.rewrite);
-        nest.use('/a2a', nest.get<RequestHandler>(A2A_ROUTER));
-        nest.use('/a2a', bodyErrors);
+        nest.use(A2A_MOUNT, nest.get<RequestHandler>(A2A_ROUTER));
+        nest.use(A2A_MOUNT, bodyErrors);
         if (root) nest.use(root.bodyErrors);
         // The projector consumes the events topic as a Nest microservice (TaskEventsController).
         nest.connectMicroservice({ strategy: nest.get<KafkaBusTransport>(PROJECTOR_TRANSPORT) });

@@ -6,6 +6,8 @@ import { isJsonObject } from '@mesh/contract';
 import { A2A_LIMITS, A2A_PARAMS, idProblem, A2A_TASK_STATE_ENUM, type A2aMethod } from './a2a-request.schemas.js';
 import { LEGACY_BODIES, LEGACY_PARAMS } from './a2a-legacy.schemas.js';
 import { A2A_ROUTES, type A2aRoute } from './a2a.routes.js';
+import { parseTimeHeaders } from './a2a-time.headers.js';
+import { localsOf } from './a2a-request.context.js';
 
 /**
  * Validation of every A2A request at the edge, before the SDK parses it and before anything is
@@ -16,12 +18,6 @@ import { A2A_ROUTES, type A2aRoute } from './a2a.routes.js';
 
 /** Answers a refusal in the binding's format (JSON-RPC -32602, HTTP 400). */
 export type Refuse = (req: Request, res: Response, err: RequestMalformedError) => void;
-
-/** Header of a relative task deadline (milliseconds from now). */
-const DEADLINE_HEADER = 'a2a-deadline-ms';
-/** Header shortening a blocking SendMessage's wait (milliseconds). */
-const TIMEOUT_HEADER = 'x-request-timeout-ms';
-const HEADER_NAMES: Record<string, string> = { [DEADLINE_HEADER]: 'A2A-Deadline-Ms', [TIMEOUT_HEADER]: 'x-request-timeout-ms' };
 
 const refusal = (field: string, problem: string, metadata: Record<string, string> = {}) =>
   new RequestMalformedError({ message: `${field}: ${problem}`, metadata: { field: field.slice(0, 512), ...metadata } });
@@ -81,20 +77,14 @@ function firstIssue(error: z.ZodError, prefix: string, version = '1.0'): Request
   return refusal(field, issue.message.replace(/^Invalid input: /, ''));
 }
 
-/** A2A-Deadline-Ms and x-request-timeout-ms: one non-negative integer, at most `deadlineAheadMs`. */
-function headerProblem(req: Request): RequestMalformedError | undefined {
-  for (const name of [DEADLINE_HEADER, TIMEOUT_HEADER]) {
-    const raw = req.headers[name];
-    if (raw === undefined) continue;
-    // Node joins a repeated header with ", ", so a repeat fails the pattern too.
-    const value = Array.isArray(raw) ? raw.join(', ') : raw;
-    if (!/^\s*\d{1,16}\s*$/.test(value) || Number(value) > A2A_LIMITS.deadlineAheadMs) {
-      return refusal(
-        HEADER_NAMES[name]!,
-        `must be one integer from 0 to ${A2A_LIMITS.deadlineAheadMs} (milliseconds; at most ${A2A_LIMITS.deadlineAheadMs / 86_400_000} days)`,
-      );
-    }
-  }
+/**
+ * The time headers of a send (A2A-Deadline-Ms, x-request-timeout-ms), parsed here once: the
+ * handler reads the values (A2aLocals.times), never the headers. The refusal, if any.
+ */
+function readTimeHeaders(req: Request): RequestMalformedError | undefined {
+  const times = parseTimeHeaders(req.headers);
+  if (times instanceof RequestMalformedError) return times;
+  if (req.res) localsOf(req.res).times = times;
   return undefined;
 }
 
@@ -112,7 +102,7 @@ export function checkJsonRpc(
   if (params === undefined && key === 'GetExtendedAgentCard') return undefined;
   if (!isJsonObject(params)) return refusal('params', 'must be a JSON object');
   if (req && SEND_METHODS.has(method)) {
-    const bad = headerProblem(req);
+    const bad = readTimeHeaders(req);
     if (bad) return bad;
   }
   const r = A2A_PARAMS[key as A2aMethod].safeParse(params);
@@ -137,7 +127,7 @@ export function checkLegacyJsonRpc(method: string, params: unknown, req?: Reques
   if (!Object.hasOwn(LEGACY_PARAMS, key)) return undefined; // the SDK answers -32601
   if (!isJsonObject(params)) return refusal('params', 'must be a JSON object');
   if (req && LEGACY_SEND.has(method)) {
-    const bad = headerProblem(req);
+    const bad = readTimeHeaders(req);
     if (bad) return bad;
   }
   const r = LEGACY_PARAMS[key as keyof typeof LEGACY_PARAMS].safeParse(params);
@@ -278,7 +268,7 @@ export function restValidator(refuse: Refuse, callerTenant: CallerTenant): expre
     router[verb(method)](`/:tenant${path}`, handler);
   };
   const none: Check = () => undefined;
-  const send: Check = (req) => headerProblem(req) ?? bodyAs('SendMessage', req.body);
+  const send: Check = (req) => readTimeHeaders(req) ?? bodyAs('SendMessage', req.body);
   route(A2A_ROUTES.GetExtendedAgentCard, none);
   route(A2A_ROUTES.SendMessage, send);
   route(A2A_ROUTES.SendStreamingMessage, send);
@@ -332,7 +322,7 @@ export function legacyRestValidator(refuse: Refuse): express.Router {
   // 0.3 clients send `null` (or nothing) as the body of a POST without parameters.
   const emptyBody: Check = (req) =>
     req.body === undefined || req.body === null || isJsonObject(req.body) ? undefined : refusal('body', 'must be a JSON object or null');
-  const send: Check = (req) => headerProblem(req) ?? body(LEGACY_BODIES.send)(req);
+  const send: Check = (req) => readTimeHeaders(req) ?? body(LEGACY_BODIES.send)(req);
   route(A2A_ROUTES.v03GetCard, none);
   route(A2A_ROUTES.v03SendMessage, send);
   route(A2A_ROUTES.v03SendStreamingMessage, send);

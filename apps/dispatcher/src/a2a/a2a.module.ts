@@ -74,6 +74,14 @@ function a2aRouterOf(s: A2aServices, config: DispatcherConfig, logger: Logger): 
       if (refusal) metrics.admissionRefusals.inc({ tenant, agent: record.id, reason: refusal.reason });
       return refusal;
     },
+    chargeBody: (tenant, declaredBytes, agentId) => {
+      const charge = s.admission.chargeBody(tenant, declaredBytes);
+      if ('settle' in charge) return charge;
+      // Counted by agent only when the path names one the tenant sees (a label never carries a raw path).
+      const agent = s.catalog.resolve(agentId, tenant)?.id ?? '_unknown';
+      metrics.admissionRefusals.inc({ tenant, agent, reason: charge.reason });
+      return charge;
+    },
     reserveStream: (tenant, record) => {
       const release = streamSlots.reserve(tenant);
       if (release) return release;

@@ -55,6 +55,9 @@ export const A2A_ROUTES = {
   v03DeletePushConfig: route('DELETE', '/v1/tasks/:taskId/pushNotificationConfigs/:configId'),
 } as const satisfies Record<string, A2aRoute>;
 
+/** Where the agents' base URLs are mounted (`/a2a/{agentId}`); express also matches it in other letter cases. */
+export const A2A_MOUNT = '/a2a';
+
 /** The agent card, served by a prefix mount (`use`): anything below it matched too. */
 export const CARD_PATH = '/.well-known/agent-card.json';
 

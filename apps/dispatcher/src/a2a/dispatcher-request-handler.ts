@@ -37,12 +37,10 @@ import type { TaskChangeNotifier, TaskChangeWatcher } from '../tasks/task-change
 import type { TaskCommits } from '../tasks/task-commits.js';
 import type { StreamEventIds } from './stream-event-ids.js';
 import { principalOf, PrincipalUser } from './principal-user.js';
+import type { RequestTimes } from './a2a-time.headers.js';
 import type { PushService } from '../push/push.service.js';
 import { wireVersionOf } from '../push/push-config.js';
 import type { MeshMetrics } from '@mesh/telemetry';
-
-/** Header a caller may use to shorten how long a blocking SendMessage waits (milliseconds). */
-export const REQUEST_TIMEOUT_HEADER = 'x-request-timeout-ms';
 
 export interface DispatcherHandlerOptions {
   /** Longest a blocking SendMessage waits before returning the task as it is. */
@@ -58,9 +56,6 @@ export interface DispatcherHandlerOptions {
   /** Where dedup hits are counted (accepted tasks and API cancels are counted by TaskCommits). */
   metrics?: MeshMetrics;
 }
-
-/** Relative deadline header (milliseconds from now); message metadata `deadlineUnixMs` is absolute. */
-export const DEADLINE_HEADER = 'a2a-deadline-ms';
 
 /** The dispatcher's services every agent's handler shares. */
 export interface DispatcherHandlerServices {
@@ -123,11 +118,10 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
   async sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Message | Task> {
     const principal = principalOf(context);
     const startedAt = Date.now();
-    const headers = (context.state.get(STATE_HEADERS_KEY) ?? {}) as Record<string, string | string[] | undefined>;
     const { task, eventSeq } = await this.accept(params, context);
     const settled = params.configuration?.returnImmediately
       ? task
-      : await this.waitSettled(task, eventSeq, principal.tenant, startedAt + this.waitBudget(headers), connectionClosed(context));
+      : await this.waitSettled(task, eventSeq, principal.tenant, startedAt + this.waitBudget(context), connectionClosed(context));
     return withHistoryLength(settled, params.configuration?.historyLength);
   }
 
@@ -143,7 +137,7 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     const reserved = reservedNameIn(message);
     if (reserved) throw new RequestMalformedError(`${reserved.field} ${reserved.problem}`);
     const headers = (context.state.get(STATE_HEADERS_KEY) ?? {}) as Record<string, string | string[] | undefined>;
-    const deadlineUnixMs = this.deadlineOf(message, headers);
+    const deadlineUnixMs = this.deadlineOf(message, timesOf(context));
     // A config given with the message is checked first and stored in the same statement as the
     // task, so no event of the task can be projected before it exists (stored afterwards, the relay
     // of another replica could send the command and the first events went unpushed).
@@ -179,9 +173,9 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
 
   /**
    * The task's deadline: message metadata `deadlineUnixMs` (absolute) or the `A2A-Deadline-Ms`
-   * header (relative), else the default; never later than now + the maximum.
+   * header (relative, parsed at the edge), else the default; never later than now + the maximum.
    */
-  private deadlineOf(message: Message, headers: Record<string, string | string[] | undefined>): number | undefined {
+  private deadlineOf(message: Message, times: RequestTimes): number | undefined {
     const now = Date.now();
     let deadline: number | undefined;
     const meta = (message.metadata as Record<string, unknown> | undefined)?.deadlineUnixMs;
@@ -192,22 +186,15 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
       }
       deadline = n;
     }
-    const rel = headers[DEADLINE_HEADER];
-    if (deadline === undefined && rel !== undefined) {
-      if (typeof rel !== 'string' || !/^\d{1,10}$/.test(rel.trim())) {
-        throw new RequestMalformedError('A2A-Deadline-Ms must be a non-negative integer (milliseconds from now)');
-      }
-      deadline = now + Number(rel);
-    }
+    if (deadline === undefined && times.deadlineMs !== undefined) deadline = now + times.deadlineMs;
     if (deadline === undefined && this.opts.defaultDeadlineMs > 0) deadline = now + this.opts.defaultDeadlineMs;
     if (this.opts.maxDeadlineMs > 0) deadline = Math.min(deadline ?? Infinity, now + this.opts.maxDeadlineMs);
     return deadline;
   }
 
-  private waitBudget(headers: Record<string, string | string[] | undefined>): number {
-    const raw = headers[REQUEST_TIMEOUT_HEADER];
-    const asked = typeof raw === 'string' && /^\d{1,9}$/.test(raw.trim()) ? Number(raw) : undefined;
-    return Math.min(asked ?? this.opts.maxBlockingMs, this.opts.maxBlockingMs);
+  /** How long a blocking send waits: the caller's x-request-timeout-ms (parsed at the edge), at most the maximum. */
+  private waitBudget(context: ServerCallContext): number {
+    return Math.min(timesOf(context).timeoutMs ?? this.opts.maxBlockingMs, this.opts.maxBlockingMs);
   }
 
   /**
@@ -432,6 +419,11 @@ function refuseResume(taskId: string, after: number, page: TaskEventPage): void 
       metadata: { eventId: 'EXPIRED', oldestEventId: String(oldest) },
     });
   }
+}
+
+/** A send's time headers as the edge parsed them (none: not given). */
+function timesOf(context: ServerCallContext): RequestTimes {
+  return context.user instanceof PrincipalUser ? context.user.times : {};
 }
 
 /** Aborted when the caller's connection closes (set by the A2A router). */

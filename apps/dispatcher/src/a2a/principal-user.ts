@@ -2,6 +2,7 @@ import type { Principal } from '@mesh/auth';
 import type { ServerCallContext, User } from '@a2a-js/sdk/server';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
 import type { StreamEventIds } from './stream-event-ids.js';
+import type { RequestTimes } from './a2a-time.headers.js';
 
 /** The authenticated caller as the SDK's `User`; the principal is the only source of tenant. */
 export class PrincipalUser implements User {
@@ -11,6 +12,8 @@ export class PrincipalUser implements User {
     readonly closed?: AbortSignal,
     /** A streaming request's SSE ids (and the caller's Last-Event-ID); absent on other requests. */
     readonly streamIds?: StreamEventIds,
+    /** A send's A2A-Deadline-Ms and x-request-timeout-ms, as the edge parsed them. */
+    readonly times: RequestTimes = {},
   ) {}
   get isAuthenticated(): boolean {
     return true;

@@ -4,7 +4,7 @@ import { MeshMetrics } from '@mesh/telemetry';
 import { ConsumerGroups, TopicDefinitions } from '@mesh/contract';
 import { CatalogModule } from '../catalog/catalog.module.js';
 import { DirectoryAgentLookup } from '../catalog/agent-catalog.js';
-import type { DispatcherConfig } from '../config/dispatcher.config.js';
+import { parseByteSize, type DispatcherConfig } from '../config/dispatcher.config.js';
 import { DISPATCHER_CONFIG, KAFKA } from '../core.module.js';
 import { Admission } from './admission.js';
 import { BacklogGauges } from './backlog-gauges.js';
@@ -60,6 +60,9 @@ import { KafkaWorkerSignals } from './worker-signals.js';
         new Admission(signals, {
           ratePerSecond: config.DISPATCHER_TENANT_RATE_PER_S,
           burst: config.DISPATCHER_TENANT_BURST,
+          bytesPerSecond: config.DISPATCHER_TENANT_BYTES_PER_S,
+          bytesBurst: config.DISPATCHER_TENANT_BYTES_BURST,
+          maxBodyBytes: parseByteSize(config.DISPATCHER_BODY_LIMIT),
           requireHealthyWorker: config.DISPATCHER_REQUIRE_HEALTHY_WORKER,
           maxBacklog: config.DISPATCHER_MAX_AGENT_BACKLOG,
           retryAfterSeconds: config.DISPATCHER_RETRY_AFTER_S,

@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import type { AgentRecord } from '@mesh/contract';
 import { Admission, TenantRateLimiter } from './admission.js';
 
+const NO_BYTE_BUDGET = { bytesPerSecond: 0, bytesBurst: 0, maxBodyBytes: 1 };
+
 test('the token bucket allows the burst, then one request per 1/rate seconds, per tenant', () => {
   let now = 0;
   const limiter = new TenantRateLimiter(2, 3, () => now);
@@ -22,7 +24,7 @@ test('admission: rate first, then health, then backlog; an unknown backlog never
   let backlog: number | undefined = 5;
   const admission = new Admission(
     { healthy: () => healthy, backlog: async () => backlog },
-    { ratePerSecond: 1000, burst: 1000, requireHealthyWorker: true, maxBacklog: 4, retryAfterSeconds: 3 },
+    { ratePerSecond: 1000, burst: 1000, ...NO_BYTE_BUDGET, requireHealthyWorker: true, maxBacklog: 4, retryAfterSeconds: 3 },
   );
   assert.equal((await admission.check('t', agent))?.reason, 'NO_HEALTHY_WORKER');
   healthy = true;
@@ -36,8 +38,66 @@ test('admission: rate first, then health, then backlog; an unknown backlog never
   assert.equal(await admission.check('t', agent), undefined);
   const limited = new Admission(
     { healthy: () => false, backlog: async () => 0 },
-    { ratePerSecond: 1, burst: 1, requireHealthyWorker: false, maxBacklog: 1, retryAfterSeconds: 1 },
+    { ratePerSecond: 1, burst: 1, ...NO_BYTE_BUDGET, requireHealthyWorker: false, maxBacklog: 1, retryAfterSeconds: 1 },
   );
   assert.equal(await limited.check('t', agent), undefined);
   assert.equal((await limited.check('t', agent))?.httpStatus, 429);
+});
+
+test('a token bucket charged by cost: a cost above the bucket waits for a full one; tokens given back never exceed it', () => {
+  let now = 0;
+  const bytes = new TenantRateLimiter(1000, 4000, () => now);
+  assert.equal(bytes.take('a', 3000), undefined);
+  assert.equal(bytes.take('a', 3000), 2); // 1,000 left: 2 s until 3,000
+  assert.equal(bytes.take('b', 3000), undefined, 'other tenants are not affected');
+  now += 2000;
+  assert.equal(bytes.take('a', 3000), undefined);
+  now += 10_000;
+  assert.equal(bytes.take('a', 9000), undefined, 'a cost above the bucket takes a full bucket');
+  assert.equal(bytes.take('a', 1), 1);
+  bytes.giveBack('a', 1_000_000);
+  assert.equal(bytes.take('a', 4000), undefined, 'given back up to the bucket size');
+  assert.equal(bytes.take('a', 1), 1);
+});
+
+const byteAdmission = (bytesPerSecond: number) =>
+  new Admission(
+    { healthy: () => true, backlog: async () => 0 },
+    {
+      ratePerSecond: 1000,
+      burst: 1000,
+      bytesPerSecond,
+      bytesBurst: 4000,
+      maxBodyBytes: 3000,
+      requireHealthyWorker: false,
+      maxBacklog: 1,
+      retryAfterSeconds: 9,
+    },
+  );
+
+test('the byte budget: Content-Length is charged before the body is read; over it 429 TENANT_BYTES_EXCEEDED', () => {
+  const admission = byteAdmission(1000);
+  const first = admission.chargeBody('t', 3500);
+  assert.ok('settle' in first);
+  const refused = admission.chargeBody('t', 1000);
+  assert.ok(!('settle' in refused));
+  assert.equal(refused.httpStatus, 429);
+  assert.equal(refused.reason, 'TENANT_BYTES_EXCEEDED');
+  assert.equal(refused.retryAfterSeconds, 1);
+  assert.match(refused.message, /tenant "t" exceeded its request body budget of 1000 bytes\/s/);
+  assert.ok('settle' in admission.chargeBody('u', 1000), 'other tenants keep their budget');
+});
+
+test('the byte budget: a body of unannounced length is charged the body limit, the unread rest given back once read', () => {
+  const admission = byteAdmission(1000);
+  const chunked = admission.chargeBody('t', undefined);
+  assert.ok('settle' in chunked);
+  assert.ok(!('settle' in admission.chargeBody('t', 2000)), '3,000 charged of 4,000: 2,000 more is over');
+  chunked.settle(100);
+  assert.ok('settle' in admission.chargeBody('t', 2000), '2,900 given back');
+});
+
+test('the byte budget is off at 0 bytes/s', () => {
+  const admission = byteAdmission(0);
+  for (let i = 0; i < 10; i++) assert.ok('settle' in admission.chargeBody('t', 1_000_000));
 });

@@ -3,13 +3,16 @@ import type { AgentRecord } from '@mesh/contract';
 /** Why a new task is refused for now, and when to try again. */
 export interface Refusal {
   httpStatus: 429 | 503;
-  /** Machine-readable reason (ErrorInfo.reason): RATE_LIMITED, NO_HEALTHY_WORKER, AGENT_BACKLOG_FULL, TOO_MANY_STREAMS. */
-  reason: 'RATE_LIMITED' | 'NO_HEALTHY_WORKER' | 'AGENT_BACKLOG_FULL' | 'TOO_MANY_STREAMS';
+  /** Machine-readable reason (ErrorInfo.reason). */
+  reason: 'RATE_LIMITED' | 'TENANT_BYTES_EXCEEDED' | 'NO_HEALTHY_WORKER' | 'AGENT_BACKLOG_FULL' | 'TOO_MANY_STREAMS';
   message: string;
   retryAfterSeconds: number;
 }
 
-/** Token bucket per tenant (per replica: the limit of the fleet is replicas × rate). */
+/**
+ * Token bucket per tenant (per replica: the limit of the fleet is replicas × rate). A token is a
+ * request, or a byte of request body (the byte budget).
+ */
 export class TenantRateLimiter {
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
 
@@ -19,19 +22,42 @@ export class TenantRateLimiter {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Takes one token; returns the seconds to wait when none is left. */
-  take(tenant: string): number | undefined {
+  /**
+   * Takes `cost` tokens (at most the bucket's size: a cost above it waits for a full bucket, so it
+   * is never refused for good); returns the seconds to wait when too few are left (none are taken).
+   */
+  take(tenant: string, cost = 1): number | undefined {
+    const b = this.refilled(tenant);
+    const need = Math.min(cost, this.burst);
+    if (b.tokens >= need) {
+      b.tokens -= need;
+      return undefined;
+    }
+    return Math.max(1, Math.ceil((need - b.tokens) / this.perSecond));
+  }
+
+  /** Gives back tokens taken for more than was used (never above the bucket's size). */
+  giveBack(tenant: string, tokens: number): void {
+    const b = this.refilled(tenant);
+    b.tokens = Math.min(this.burst, b.tokens + tokens);
+  }
+
+  private refilled(tenant: string): { tokens: number; at: number } {
     const t = this.now();
     const b = this.buckets.get(tenant) ?? { tokens: this.burst, at: t };
     b.tokens = Math.min(this.burst, b.tokens + ((t - b.at) / 1000) * this.perSecond);
     b.at = t;
     this.buckets.set(tenant, b);
-    if (b.tokens >= 1) {
-      b.tokens -= 1;
-      return undefined;
-    }
-    return Math.max(1, Math.ceil((1 - b.tokens) / this.perSecond));
+    return b;
   }
+}
+
+/**
+ * A request body charged to its tenant's byte budget: `settle` is called with the bytes actually
+ * read once the body was read (or not: 0).
+ */
+export interface BodyCharge {
+  settle(bytesRead: number): void;
 }
 
 /** What admission needs to know about an agent's workers. */
@@ -45,6 +71,12 @@ export interface WorkerSignals {
 export interface AdmissionOptions {
   ratePerSecond: number;
   burst: number;
+  /** Request-body bytes per second per tenant (0: no byte budget). */
+  bytesPerSecond: number;
+  /** Bucket size of the byte budget. */
+  bytesBurst: number;
+  /** Largest body a request may have: what a body of unannounced length (chunked) is charged before it is read. */
+  maxBodyBytes: number;
   requireHealthyWorker: boolean;
   maxBacklog: number;
   retryAfterSeconds: number;
@@ -52,16 +84,44 @@ export interface AdmissionOptions {
 
 /**
  * Admission control of new work (SendMessage, SendStreamingMessage): per-tenant rate, then the
- * agent's health and backlog. Reads (GetTask, ListTasks…) never pass through here.
+ * agent's health and backlog. Reads (GetTask, ListTasks…) never pass through {@link check}; every
+ * request body, whatever the method, is charged to the tenant's byte budget ({@link chargeBody}).
  */
 export class Admission {
   private readonly limiter: TenantRateLimiter;
+  private readonly bytes: TenantRateLimiter | undefined;
 
   constructor(
     private readonly signals: WorkerSignals,
     private readonly opts: AdmissionOptions,
   ) {
     this.limiter = new TenantRateLimiter(opts.ratePerSecond, opts.burst);
+    this.bytes = opts.bytesPerSecond > 0 ? new TenantRateLimiter(opts.bytesPerSecond, opts.bytesBurst) : undefined;
+  }
+
+  /**
+   * Charges a request body to the tenant's byte budget before it is read: the event loop's time
+   * goes with the bytes it parses, stores and produces, which the request rate does not bound.
+   * `declaredBytes` is the Content-Length; a body without one (chunked) is charged the most it may
+   * be, and the difference is given back once it was read.
+   */
+  chargeBody(tenant: string, declaredBytes: number | undefined): Refusal | BodyCharge {
+    const bucket = this.bytes;
+    if (!bucket) return { settle: () => undefined };
+    const charged = declaredBytes ?? this.opts.maxBodyBytes;
+    const wait = bucket.take(tenant, charged);
+    if (wait !== undefined)
+      return {
+        httpStatus: 429,
+        reason: 'TENANT_BYTES_EXCEEDED',
+        message: `tenant "${tenant}" exceeded its request body budget of ${this.opts.bytesPerSecond} bytes/s`,
+        retryAfterSeconds: wait,
+      };
+    return {
+      settle: (bytesRead) => {
+        if (declaredBytes === undefined && bytesRead < charged) bucket.giveBack(tenant, charged - bytesRead);
+      },
+    };
   }
 
   async check(tenant: string, agent: AgentRecord): Promise<Refusal | undefined> {

@@ -32,3 +32,17 @@ test('DISPATCHER_ROOT_AGENT: unset or empty serves no agent at the root; an agen
   assert.equal(rootAgent('tck-agent'), 'tck-agent');
   for (const bad of ['Tck Agent', '../a2a', 'a/b']) assert.throws(() => rootAgent(bad), /DISPATCHER_ROOT_AGENT/, bad);
 });
+
+test('DISPATCHER_TENANT_BYTES_*: sizes in bytes (units of 1024) with defaults; 0 turns the budget off; anything else is refused', () => {
+  const config = loadDispatcherConfig({});
+  assert.equal(config.DISPATCHER_TENANT_BYTES_PER_S, 1024 ** 2);
+  assert.equal(config.DISPATCHER_TENANT_BYTES_BURST, 4 * 1024 ** 2);
+  const perSecond = (value: string) => loadDispatcherConfig({ DISPATCHER_TENANT_BYTES_PER_S: value }).DISPATCHER_TENANT_BYTES_PER_S;
+  assert.equal(perSecond('0'), 0);
+  assert.equal(perSecond('2048'), 2048);
+  assert.equal(perSecond(' 512kb '), 512 * 1024);
+  assert.equal(perSecond('2MB'), 2 * 1024 ** 2);
+  for (const bad of ['-1', '1.5mb', 'lots', '1tb']) {
+    assert.throws(() => perSecond(bad), /DISPATCHER_TENANT_BYTES_PER_S=.*expected a size like/, bad);
+  }
+});

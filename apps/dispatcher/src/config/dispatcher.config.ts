@@ -23,6 +23,28 @@ function dispatcherProcesses() {
     });
 }
 
+const SIZE_UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
+
+/** A size as body-parser reads it (`512kb`, `1mb`: units of 1024) or a bare count, in bytes; NaN when it is none. */
+export function parseByteSize(raw: string): number {
+  const m = /^\s*(\d{1,12})\s*(b|kb|mb|gb)?\s*$/i.exec(raw);
+  return m ? Number(m[1]) * SIZE_UNITS[(m[2] ?? 'b').toLowerCase()]! : NaN;
+}
+
+function byteSize(fallback: string) {
+  return z
+    .string()
+    .default(fallback)
+    .transform((raw, ctx) => {
+      const n = parseByteSize(raw);
+      if (!Number.isSafeInteger(n)) {
+        ctx.addIssue({ code: 'custom', message: 'expected a size like 1048576, 512kb or 1mb' });
+        return z.NEVER;
+      }
+      return n;
+    });
+}
+
 /** Everything the dispatcher reads from the environment, validated at start. */
 export const dispatcherConfigSpec = {
   ...kafkaSpec,
@@ -112,6 +134,14 @@ export const dispatcherConfigSpec = {
   DISPATCHER_TENANT_RATE_PER_S: positiveInt(50),
   /** Bucket size of the tenant rate limit. */
   DISPATCHER_TENANT_BURST: positiveInt(100),
+  /**
+   * Request-body bytes per second per tenant, per replica (token bucket charged from Content-Length
+   * before a body is read; over it: 429 TENANT_BYTES_EXCEEDED). Bounds the event-loop time one
+   * tenant's large bodies take from the others. 0 = no byte budget.
+   */
+  DISPATCHER_TENANT_BYTES_PER_S: byteSize('1mb'),
+  /** Bucket size of the byte budget; a body larger than it waits for a full bucket. */
+  DISPATCHER_TENANT_BYTES_BURST: byteSize('4mb'),
   /** Refuse new work (503) for agents without a live worker heartbeat. */
   DISPATCHER_REQUIRE_HEALTHY_WORKER: flag(true),
   /** Refuse new work (503) when the agent's worker group lags more than this many commands. */
