@@ -606,6 +606,40 @@ export class TaskService {
     );
   }
 
+  /**
+   * Fails a delegating task whose children could not be created (no wait was ever recorded for
+   * its turn), under `tx`: FAILED with `mesh/reason: DELEGATION_NOT_OPENED`, so a caller sees an
+   * end instead of a task WORKING for good. Returns the tasks it ended.
+   */
+  async failUnopenedDelegation(tx: TaskTransaction, row: TaskRow): Promise<ChangedTask[]> {
+    const message = {
+      messageId: newId(),
+      role: 'ROLE_AGENT',
+      taskId: row.id,
+      contextId: row.context_id,
+      parts: [
+        {
+          text:
+            'The agent delegated work, but the platform could not create the tasks it delegated to; ' +
+            'the platform failed the task. No delegated task of this turn runs.',
+        },
+      ],
+      metadata: { 'mesh/reason': 'DELEGATION_NOT_OPENED' },
+    };
+    return this.endTurn(
+      tx,
+      row,
+      {
+        state: TaskState.TASK_STATE_FAILED,
+        message,
+        event: 'delegation-not-opened',
+        by: { subject: PLATFORM_PRINCIPAL, actor: PLATFORM_PRINCIPAL },
+        reason: 'delegation could not be opened',
+      },
+      this.agentRecord(row.agent_id, row.tenant),
+    );
+  }
+
   /** How a delegated task ends when the task that delegated it stops waiting for it. */
   private parentEnded(row: TaskRow, why: string): TurnEnd {
     const message = {
