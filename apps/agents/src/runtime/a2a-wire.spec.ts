@@ -58,7 +58,7 @@ test('scalar and array data parts and an empty raw part, as found by probing the
   assert.deepEqual(toWireArtifact({ parts: message.parts }, 'a1').parts, parts);
 });
 
-test("a child whose artifacts the platform left out reaches task.delegation marked truncated, with its task id", () => {
+test('a child whose artifacts the platform left out reaches task.delegation marked truncated, with its task id', () => {
   const results = {
     reason: 'settled',
     unfinished: [],

@@ -104,7 +104,11 @@ export const dispatcherConfigSpec = {
    * Most bytes (JSON) of children's artifacts a delegating task's resumed turn gets; a child whose
    * artifacts do not fit comes `truncated` (without them; GetTask has them).
    */
-  DISPATCHER_DELEGATION_RESULTS_MAX_BYTES: z.coerce.number().int().min(0).default(1024 * 1024),
+  DISPATCHER_DELEGATION_RESULTS_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(1024 * 1024),
   /**
    * A delegating turn that ended this long ago with no wait recorded (its children could not be
    * created) is failed by the delegation sweep; shorter would race an open() being retried.

@@ -310,22 +310,25 @@ export class DelegationService {
     const results: DelegationResults = {
       reason,
       unfinished,
-      children: boundArtifacts(wait.children.map((c): ChildOutcome => {
-        const r = byId.get(c.taskId);
-        const message = r?.task.status?.message;
-        return {
-          step: c.step,
-          taskId: c.taskId,
-          ...(c.agentId && !c.refused ? { agentId: c.agentId } : {}),
-          state: c.refused ? TaskStates.rejected : unfinished.includes(c.step) ? TaskStates.canceled : (r?.state ?? TaskStates.canceled),
-          artifacts: (r?.task.artifacts as ChildOutcome['artifacts'] | undefined) ?? [],
-          ...(c.refused
-            ? { message: { role: 'ROLE_AGENT', parts: [{ text: `Not started: ${c.refused}.` }] } }
-            : message
-              ? { message: message as ChildOutcome['message'] }
-              : {}),
-        };
-      }), this.opts.resultsMaxBytes),
+      children: boundArtifacts(
+        wait.children.map((c): ChildOutcome => {
+          const r = byId.get(c.taskId);
+          const message = r?.task.status?.message;
+          return {
+            step: c.step,
+            taskId: c.taskId,
+            ...(c.agentId && !c.refused ? { agentId: c.agentId } : {}),
+            state: c.refused ? TaskStates.rejected : unfinished.includes(c.step) ? TaskStates.canceled : (r?.state ?? TaskStates.canceled),
+            artifacts: (r?.task.artifacts as ChildOutcome['artifacts'] | undefined) ?? [],
+            ...(c.refused
+              ? { message: { role: 'ROLE_AGENT', parts: [{ text: `Not started: ${c.refused}.` }] } }
+              : message
+                ? { message: message as ChildOutcome['message'] }
+                : {}),
+          };
+        }),
+        this.opts.resultsMaxBytes,
+      ),
     };
     const agent = this.targets.recordFor(row.agent_id, row.tenant);
     if (!agent) {
@@ -440,7 +443,8 @@ export class DelegationService {
 
   /**
    * Waits that are over but were not resumed — a wake-up lost to a crash, a deadline passed, a
-   * parent that ended — picked by one statement and ended one by one; also the in-flight gauge.
+   * parent that ended — picked by one statement and ended one by one; delegating tasks whose wait
+   * was never recorded, failed (see {@link failUnopened}); also the in-flight gauge.
    */
   async sweep(limit = 100): Promise<number> {
     const due: Array<{ parent_task_id: string; tenant: string }> = await this.ds.query(
