@@ -25,6 +25,9 @@ const env = await startTestDispatcher(
     DISPATCHER_DELEGATION_RESERVE_MS: '1000',
     // Small, so one spec can spend it: each tree below stays within it but the budget one.
     DISPATCHER_TREE_RETRY_BUDGET: '1',
+    // Two of the bulk children's artifacts below fit, the others do not.
+    DISPATCHER_DELEGATION_RESULTS_MAX_BYTES: '100000',
+    DISPATCHER_DELEGATION_OPEN_GRACE_MS: '1500',
   },
 );
 const billing = await startTestBillingTools(env.databaseUrl);
@@ -359,6 +362,55 @@ test('one retry budget per tree: two children that each retry once spend a budge
   assert.equal(failed.status?.message?.metadata?.['mesh/reason'], 'RETRY_BUDGET_EXHAUSTED');
   assert.deepEqual(failed.status?.message?.metadata?.['mesh/retry_budget'], { budget: 1, redeliveries: 0, retries: 2 });
   billing.hooks.clear();
+});
+
+test("children's artifacts past the results' byte bound are left out, each such child marked truncated; GetTask has them", async () => {
+  const t = await delegate({ delegate: [0, 1, 2, 3].map(() => ({ agent: 'delegator-agent', text: 'bulk:40000' })) });
+  assert.equal(t.status?.state, TaskState.TASK_STATE_COMPLETED);
+  const report = dataOf(t, 'delegation') as {
+    children: Array<ChildReport & { truncated?: boolean; artifacts: Array<{ parts: Array<{ text?: string }> }> }>;
+  };
+  assert.deepEqual(
+    report.children.map((c) => [c.step, c.state, c.truncated ?? false, c.artifacts.length]),
+    [
+      [0, 'completed', false, 1],
+      [1, 'completed', false, 1],
+      [2, 'completed', true, 0],
+      [3, 'completed', true, 0],
+    ],
+  );
+  assert.equal(report.children[0].artifacts[0].parts[0].text!.length, 40000);
+  const left = await getTask('delegator-agent', report.children[3].taskId);
+  const part = left.artifacts[0].parts[0].content;
+  assert.equal(part?.$case === 'text' ? part.value.length : 0, 40000, "the child's artifact is whole on the child");
+});
+
+test('a delegating turn whose children cannot be created ends FAILED (DELEGATION_NOT_OPENED), not WORKING for good', async () => {
+  // open() keeps failing for good: the database refuses this ask's child task.
+  const marker = `unopenable-${randomUUID()}`;
+  await sql(
+    env.databaseUrl,
+    `CREATE OR REPLACE FUNCTION dispatcher.test_refuse_child() RETURNS trigger LANGUAGE plpgsql AS $$
+     BEGIN RAISE EXCEPTION 'refused by the test'; END $$`,
+  );
+  await sql(
+    env.databaseUrl,
+    `CREATE TRIGGER test_refuse_child BEFORE INSERT ON dispatcher.tasks FOR EACH ROW
+     WHEN (NEW.parent_task_id IS NOT NULL AND NEW.task::text LIKE '%${marker}%') EXECUTE FUNCTION dispatcher.test_refuse_child()`,
+  );
+  try {
+    const t = await delegate({ delegate: [{ skill: 'invoice-lookup', text: marker }] }, false);
+    const failed = await until('delegator-agent', t.id, settled, 30000);
+    assert.equal(failed.status?.state, TaskState.TASK_STATE_FAILED);
+    assert.equal(failed.status?.message?.metadata?.['mesh/reason'], 'DELEGATION_NOT_OPENED');
+    const says = failed.status?.message?.parts[0]?.content;
+    assert.match(says?.$case === 'text' ? says.value : '', /could not create the tasks it delegated to/);
+    assert.equal((await childrenRows(t.id)).length, 0, 'no child exists');
+    const waits = await sql(env.databaseUrl, `SELECT 1 FROM dispatcher.delegations WHERE parent_task_id = $1`, [t.id]);
+    assert.equal(waits.length, 0);
+  } finally {
+    await sql(env.databaseUrl, `DROP TRIGGER test_refuse_child ON dispatcher.tasks`);
+  }
 });
 
 test("the parent's worker killed mid-turn: the re-run turn asks for the same child, created once", async () => {

@@ -1,7 +1,8 @@
 // A test agent that delegates as its message says, for the delegation specs: a data part
 // `{ delegate: [{ agent | skill, text, scopes? }], join?, timeoutMs?, delayMs? }` makes its first turn
 // wait `delayMs` (abortable: a window to kill its worker mid-turn), then delegate; the turn after
-// reports `task.delegation` as a `delegation` artifact (data) and completes.
+// reports `task.delegation` as a `delegation` artifact (data) and completes. A text `bulk:<n>` (a
+// child's ask) is answered with an artifact of n characters.
 import { data, defineAgent, text, type DelegateTo } from '@mesh/agent-sdk';
 import { isJsonObject } from '@mesh/contract';
 
@@ -33,6 +34,11 @@ export const delegatorAgent = defineAgent({
         ],
       });
       return ctx.complete('delegated work reported');
+    }
+    const bulk = task.parts.map((p) => (p.type === 'text' ? /^bulk:(\d+)$/.exec(p.text)?.[1] : undefined)).find(Boolean);
+    if (bulk) {
+      await ctx.artifact({ name: 'bulk', parts: [text('x'.repeat(Number(bulk)))] });
+      return ctx.complete('bulk written');
     }
     const ask = task.parts.map((p) => (p.type === 'data' && isJsonObject(p.data) ? p.data : undefined)).find(Boolean) as
       DelegatorAsk | undefined;

@@ -134,7 +134,13 @@ export interface ChildResult {
   /** The agent that ran it; absent when none could (unknown agent or skill). */
   agent?: string;
   state: 'completed' | 'failed' | 'canceled' | 'rejected' | 'input-required' | 'auth-required';
+  /** Its artifacts; empty when `truncated`. */
   artifacts: ArtifactInput[];
+  /**
+   * Its artifacts were left out: with them the results would pass the platform's byte bound
+   * (`DISPATCHER_DELEGATION_RESULTS_MAX_BYTES`). Read them with GetTask on `taskId`.
+   */
+  truncated?: true;
   /** Its last status message. */
   message?: AgentMessage;
 }

@@ -89,8 +89,13 @@ export interface ChildOutcome {
   agentId?: string;
   /** A2A task state (`TASK_STATE_*`); `TASK_STATE_REJECTED` when the platform refused to start it. */
   state: string;
-  /** The child's artifacts as A2A JSON. */
+  /** The child's artifacts as A2A JSON; empty when `truncated`. */
   artifacts: JsonObject[];
+  /**
+   * The child's artifacts were left out: with them the results would pass the platform's byte
+   * bound (`DISPATCHER_DELEGATION_RESULTS_MAX_BYTES`). GetTask `taskId` has them.
+   */
+  truncated?: true;
   /** The child's last status message as A2A JSON. */
   message?: JsonObject;
 }

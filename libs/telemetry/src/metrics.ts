@@ -59,7 +59,7 @@ export class MeshMetrics {
   });
   readonly delegations = new Counter({
     name: 'mesh_delegations_total',
-    help: 'Delegation steps: opened waits, children started or refused, and waits ended (settled, first, deadline)',
+    help: 'Delegation steps: opened waits, children started or refused, waits ended (settled, first, deadline), tasks failed unopened',
     labelNames: ['event'] as const,
     registers: [this.registry],
   });

@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import type { JsonObject } from '@mesh/contract';
-import { fromWireMessage, toWireArtifact } from './a2a-wire.js';
+import { DELEGATION_RESULTS_KEY, type JsonObject } from '@mesh/contract';
+import { delegationOutcomeOf, fromWireMessage, toWireArtifact } from './a2a-wire.js';
 
 // What the dispatcher admits as a part (docs/dispatcher.md, "Validation"): exactly one of text, raw
 // (base64, empty allowed), url, data (any JSON value but null), and on any of them a media type, a
@@ -56,4 +56,19 @@ test('scalar and array data parts and an empty raw part, as found by probing the
     { type: 'file', bytesBase64: '' },
   ]);
   assert.deepEqual(toWireArtifact({ parts: message.parts }, 'a1').parts, parts);
+});
+
+test('a child whose artifacts the platform left out reaches task.delegation marked truncated, with its task id', () => {
+  const results = {
+    reason: 'settled',
+    unfinished: [],
+    children: [
+      { step: 0, taskId: 'kept', agentId: 'a', state: 'TASK_STATE_COMPLETED', artifacts: [{ artifactId: 'x', parts: [{ text: 'hi' }] }] },
+      { step: 1, taskId: 'left-out', agentId: 'a', state: 'TASK_STATE_COMPLETED', artifacts: [], truncated: true },
+    ],
+  };
+  const outcome = delegationOutcomeOf({ parts: [{ data: results, metadata: { [DELEGATION_RESULTS_KEY]: true } }] } as JsonObject)!;
+  assert.equal(outcome.children[0].truncated, undefined);
+  assert.equal(outcome.children[0].artifacts.length, 1);
+  assert.deepEqual([outcome.children[1].taskId, outcome.children[1].truncated, outcome.children[1].artifacts], ['left-out', true, []]);
 });

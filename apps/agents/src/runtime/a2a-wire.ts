@@ -63,6 +63,7 @@ export function delegationOutcomeOf(json: JsonObject): DelegationOutcome | undef
       // A child still open when the wait ended was canceled by the platform.
       state: CHILD_STATES[c.state] ?? 'canceled',
       artifacts: c.artifacts.map(fromWireArtifact),
+      ...(c.truncated ? { truncated: true as const } : {}),
       ...(c.message ? { message: fromWireMessage(c.message) } : {}),
     })),
   };

@@ -122,6 +122,20 @@ export const dispatcherConfigSpec = {
   DISPATCHER_TREE_RETRY_BUDGET: z.coerce.number().int().min(0).default(20),
   /** Pause between sweeps for delegation waits that are over (a deadline passed, a wake-up lost to a crash). */
   DISPATCHER_DELEGATION_SWEEP_MS: positiveInt(1000),
+  /**
+   * Most bytes (JSON) of children's artifacts a delegating task's resumed turn gets; a child whose
+   * artifacts do not fit comes `truncated` (without them; GetTask has them).
+   */
+  DISPATCHER_DELEGATION_RESULTS_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(1024 * 1024),
+  /**
+   * A delegating turn that ended this long ago with no wait recorded (its children could not be
+   * created) is failed by the delegation sweep; shorter would race an open() being retried.
+   */
+  DISPATCHER_DELEGATION_OPEN_GRACE_MS: z.coerce.number().int().min(0).default(60_000),
   /** Settled tasks (and their dedup rows, push configs and deliveries) are deleted this long after their last change; 0 keeps them. */
   DISPATCHER_TASK_RETENTION_MS: z.coerce
     .number()

@@ -31,6 +31,8 @@ import { DelegationService } from './delegation.service.js';
           reserveMs: config.DISPATCHER_DELEGATION_RESERVE_MS,
           treeBudget: config.DISPATCHER_TREE_RETRY_BUDGET,
           sweepMs: config.DISPATCHER_DELEGATION_SWEEP_MS,
+          resultsMaxBytes: config.DISPATCHER_DELEGATION_RESULTS_MAX_BYTES,
+          openGraceMs: config.DISPATCHER_DELEGATION_OPEN_GRACE_MS,
           committed: (commit) => commits.committed(commit),
           metrics,
           logger,

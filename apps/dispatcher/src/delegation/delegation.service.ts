@@ -21,6 +21,7 @@ import { silentLogger, type Logger, type MeshMetrics } from '@mesh/telemetry';
 import { isSettled, parseState, stateName } from '../tasks/task-state.js';
 import type { AcceptInput, TaskRow, TaskService, TaskTransaction } from '../tasks/task.service.js';
 import type { ChangedTask, TaskCommit } from '../tasks/task-commits.js';
+import { boundArtifacts } from './delegation-results.js';
 
 /** Where delegated work can go: agents the tenant may use, by id or by skill. */
 export interface DelegationTargets {
@@ -39,6 +40,13 @@ export interface DelegationServiceOptions {
   treeBudget: number;
   /** Pause between sweeps for waits that are over but were not resumed (a lost wake-up, a deadline). */
   sweepMs: number;
+  /** Most bytes of children's artifacts a resumed turn's message carries (the rest: `truncated`). */
+  resultsMaxBytes: number;
+  /**
+   * A delegating turn whose wait is still not recorded this long after its end is failed by the
+   * sweep (its children could not be created); the grace keeps an open() being retried unraced.
+   */
+  openGraceMs: number;
   /** After each commit (TaskCommits): wakes the relay, the push sender and the changed tasks' watchers. */
   committed: (commit: TaskCommit) => void;
   metrics?: MeshMetrics;
@@ -302,22 +310,25 @@ export class DelegationService {
     const results: DelegationResults = {
       reason,
       unfinished,
-      children: wait.children.map((c): ChildOutcome => {
-        const r = byId.get(c.taskId);
-        const message = r?.task.status?.message;
-        return {
-          step: c.step,
-          taskId: c.taskId,
-          ...(c.agentId && !c.refused ? { agentId: c.agentId } : {}),
-          state: c.refused ? TaskStates.rejected : unfinished.includes(c.step) ? TaskStates.canceled : (r?.state ?? TaskStates.canceled),
-          artifacts: (r?.task.artifacts as ChildOutcome['artifacts'] | undefined) ?? [],
-          ...(c.refused
-            ? { message: { role: 'ROLE_AGENT', parts: [{ text: `Not started: ${c.refused}.` }] } }
-            : message
-              ? { message: message as ChildOutcome['message'] }
-              : {}),
-        };
-      }),
+      children: boundArtifacts(
+        wait.children.map((c): ChildOutcome => {
+          const r = byId.get(c.taskId);
+          const message = r?.task.status?.message;
+          return {
+            step: c.step,
+            taskId: c.taskId,
+            ...(c.agentId && !c.refused ? { agentId: c.agentId } : {}),
+            state: c.refused ? TaskStates.rejected : unfinished.includes(c.step) ? TaskStates.canceled : (r?.state ?? TaskStates.canceled),
+            artifacts: (r?.task.artifacts as ChildOutcome['artifacts'] | undefined) ?? [],
+            ...(c.refused
+              ? { message: { role: 'ROLE_AGENT', parts: [{ text: `Not started: ${c.refused}.` }] } }
+              : message
+                ? { message: message as ChildOutcome['message'] }
+                : {}),
+          };
+        }),
+        this.opts.resultsMaxBytes,
+      ),
     };
     const agent = this.targets.recordFor(row.agent_id, row.tenant);
     if (!agent) {
@@ -432,7 +443,8 @@ export class DelegationService {
 
   /**
    * Waits that are over but were not resumed — a wake-up lost to a crash, a deadline passed, a
-   * parent that ended — picked by one statement and ended one by one; also the in-flight gauge.
+   * parent that ended — picked by one statement and ended one by one; delegating tasks whose wait
+   * was never recorded, failed (see {@link failUnopened}); also the in-flight gauge.
    */
   async sweep(limit = 100): Promise<number> {
     const due: Array<{ parent_task_id: string; tenant: string }> = await this.ds.query(
@@ -450,8 +462,47 @@ export class DelegationService {
       [limit],
     );
     for (const d of due) await this.resumeIfDone(d.parent_task_id, d.tenant);
+    // Delegating turns that ended (execution closed, task WORKING) with no wait recorded, past the
+    // grace: their open() kept failing and the event was dead-lettered. Nothing else would end them.
+    const unopened: Array<{ id: string; tenant: string; turn: number }> = await this.ds.query(
+      `SELECT t.id, t.tenant, t.turn FROM dispatcher.tasks t
+       JOIN dispatcher.executions e ON e.task_id = t.id AND e.turn = t.turn AND e.closed
+       WHERE t.state = '${WORKING}' AND t.updated_at < now() - make_interval(secs => $1::double precision / 1000)
+         AND NOT EXISTS (SELECT 1 FROM dispatcher.delegations d WHERE d.parent_task_id = t.id AND d.turn = t.turn)
+       ORDER BY t.updated_at LIMIT $2`,
+      [this.opts.openGraceMs, limit],
+    );
+    for (const u of unopened) await this.failUnopened(u.id, u.tenant, u.turn);
     const [{ n }]: Array<{ n: string }> = await this.ds.query(`SELECT count(*) AS n FROM dispatcher.delegations WHERE resumed_at IS NULL`);
     this.opts.metrics?.delegationsInFlight.set(Number(n));
-    return due.length;
+    return due.length + unopened.length;
+  }
+
+  /**
+   * Fails a delegating task whose wait was never recorded (see {@link sweep}), under its row lock,
+   * re-checked there: an open() that commits first wins, and this one then changes nothing.
+   */
+  async failUnopened(taskId: string, tenant: string, turn: number): Promise<boolean> {
+    const failed = await this.tasks.transaction(async (tx) => {
+      const row = await this.tasks.lock(tx, taskId, tenant);
+      if (!row || row.state !== WORKING || row.turn !== turn) return undefined;
+      const stranded = await tx.runner.query(
+        `SELECT 1 FROM dispatcher.executions e WHERE e.task_id = $1 AND e.turn = $2 AND e.closed
+           AND NOT EXISTS (SELECT 1 FROM dispatcher.delegations d WHERE d.parent_task_id = $1 AND d.turn = $2)`,
+        [taskId, turn],
+      );
+      if (stranded.length === 0) return undefined;
+      return { row, changed: await this.tasks.failUnopenedDelegation(tx, row) };
+    });
+    if (!failed) return false;
+    this.opts.committed({
+      commands: true,
+      deliveries: true,
+      changed: failed.changed,
+      outcomes: [{ tenant, agent: failed.row.agent_id, outcome: 'failed' }],
+    });
+    this.opts.metrics?.delegations.inc({ event: 'not_opened' });
+    this.log.warn({ taskId, tenant, turn }, 'a delegating task was failed: its children could not be created');
+    return true;
   }
 }

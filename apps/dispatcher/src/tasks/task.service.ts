@@ -578,30 +578,45 @@ export class TaskService {
   ): Promise<ChangedTask[]> {
     const row = await this.repo.lock(tx, rootTaskId, tenant);
     if (!row || !isOpen(row.state)) return [];
-    const message = {
-      messageId: newId(),
-      role: 'ROLE_AGENT',
-      taskId: row.id,
-      contextId: row.context_id,
-      parts: [
-        {
-          text:
-            `The task tree's retry budget (${counts.budget}) is spent: ${counts.redeliveries} redelivered turns and ` +
-            `${counts.retries} tool retries across its tasks; the platform failed it.`,
-        },
-      ],
-      metadata: { 'mesh/reason': 'RETRY_BUDGET_EXHAUSTED', 'mesh/retry_budget': counts },
-    };
+    return this.failByPlatform(
+      tx,
+      row,
+      `The task tree's retry budget (${counts.budget}) is spent: ${counts.redeliveries} redelivered turns and ` +
+        `${counts.retries} tool retries across its tasks; the platform failed it.`,
+      { 'mesh/reason': 'RETRY_BUDGET_EXHAUSTED', 'mesh/retry_budget': counts },
+      { event: 'retry-budget', reason: 'retry budget spent' },
+    );
+  }
+
+  /**
+   * Fails a delegating task whose children could not be created (no wait was ever recorded for
+   * its turn), under `tx`: FAILED with `mesh/reason: DELEGATION_NOT_OPENED`, so a caller sees an
+   * end instead of a task WORKING for good. Returns the tasks it ended.
+   */
+  async failUnopenedDelegation(tx: TaskTransaction, row: TaskRow): Promise<ChangedTask[]> {
+    return this.failByPlatform(
+      tx,
+      row,
+      'The agent delegated work, but the platform could not create the tasks it delegated to; ' +
+        'the platform failed the task. No delegated task of this turn runs.',
+      { 'mesh/reason': 'DELEGATION_NOT_OPENED' },
+      { event: 'delegation-not-opened', reason: 'delegation could not be opened' },
+    );
+  }
+
+  /** Ends `row`'s turn FAILED by the platform itself, `text` and `metadata` its status message. */
+  private failByPlatform(
+    tx: TaskTransaction,
+    row: TaskRow,
+    text: string,
+    metadata: Json,
+    end: { event: string; reason: string },
+  ): Promise<ChangedTask[]> {
+    const message = { messageId: newId(), role: 'ROLE_AGENT', taskId: row.id, contextId: row.context_id, parts: [{ text }], metadata };
     return this.endTurn(
       tx,
       row,
-      {
-        state: TaskState.TASK_STATE_FAILED,
-        message,
-        event: 'retry-budget',
-        by: { subject: PLATFORM_PRINCIPAL, actor: PLATFORM_PRINCIPAL },
-        reason: 'retry budget spent',
-      },
+      { state: TaskState.TASK_STATE_FAILED, message, by: { subject: PLATFORM_PRINCIPAL, actor: PLATFORM_PRINCIPAL }, ...end },
       this.agentRecord(row.agent_id, row.tenant),
     );
   }

@@ -12,6 +12,7 @@ import { PushWireVersion1765400000000 } from './1765400000000-push-wire-version.
 import { TaskChildrenUnchecked1765500000000 } from './1765500000000-task-children-unchecked.js';
 import { Delegation1765600000000 } from './1765600000000-delegation.js';
 import { DedupByTask1765700000000 } from './1765700000000-dedup-by-task.js';
+import { WorkingTasks1765810000000 } from './1765810000000-working-tasks.js';
 
 /** Postgres schema owned by the dispatcher. */
 export const DISPATCHER_SCHEMA = 'dispatcher';
@@ -31,4 +32,5 @@ export const dispatcherMigrations: Array<new () => MigrationInterface> = [
   TaskChildrenUnchecked1765500000000,
   Delegation1765600000000,
   DedupByTask1765700000000,
+  WorkingTasks1765810000000,
 ];
