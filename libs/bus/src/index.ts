@@ -15,6 +15,7 @@ export { DEAD_LETTER_REASONS } from './consumer-types.js';
 export { BusConsumer } from './bus-consumer.js';
 export { IntervalCommitter } from './interval-committer.js';
 export { runSupervised, type ConsumerSupervisorOptions } from './consumer-supervisor.js';
+export { TopicReader, endOffsets, type TopicReaderOptions, type TopicReaderHandler, type TopicRecord, type TopicBatch } from './topic-reader.js';
 export {
   deadLetterTopic,
   replayDeadLetters,

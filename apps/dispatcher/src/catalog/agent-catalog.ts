@@ -1,6 +1,6 @@
 import type { OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { AgentCatalog } from '@mesh/agent-directory';
-import { ensureTopics, runSupervised, type Kafka } from '@mesh/bus';
+import { ensureTopics, type Kafka } from '@mesh/bus';
 import { silentLogger, type Logger } from '@mesh/telemetry';
 import { canSee, type AgentRecord, type ConsumerGroups, type TopicDefinitions } from '@mesh/contract';
 
@@ -55,13 +55,11 @@ export class DirectoryAgentLookup implements AgentLookup, OnApplicationBootstrap
     groups: ConsumerGroups,
     logger: Logger = silentLogger,
   ) {
-    const log = logger.child({ src: 'agent-catalog' });
     this.catalog = new AgentCatalog({
       kafka,
       topics: topics.names,
       groupPrefix: groups.dispatcherCatalog(),
-      run: (consumer, config, stopping) =>
-        runSupervised(consumer, config, { stopping, report: (err, what) => log.error({ err: String(err) }, what) }),
+      logger: logger.child({ src: 'agent-catalog' }),
     });
   }
 
