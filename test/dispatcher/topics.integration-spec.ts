@@ -4,6 +4,8 @@ import { BusAdmin } from '@mesh/bus';
 import { loadAgentsConfig, startAgents } from '@mesh/app-agents';
 import { TopicDefinitions, TopicNames } from '@mesh/contract';
 import { freshDatabase, testRun, uniquePrefix } from '../support/infra.js';
+import { loadDispatcherConfig, startDispatcher } from '@mesh/app-dispatcher';
+import { DEMO_API_KEYS, loadAuthOptions } from '@mesh/auth';
 import { startTestDispatcher } from '../support/dispatcher-harness.js';
 import { cleanup, testKafka } from '../support/bus.js';
 
@@ -51,4 +53,34 @@ test('the agents create the events topic with the same EVENTS_TOPIC_PARTITIONS t
   } finally {
     await raw.disconnect();
   }
+});
+
+test('a dispatcher started before the directory waits for the cards and heartbeats topics (the directory creates them) and starts once they exist', async () => {
+  const prefix = uniquePrefix('topics-owner');
+  const definitions = new TopicDefinitions(prefix);
+  const config = {
+    ...loadDispatcherConfig({
+      KAFKA_BROKERS: testRun().brokers.join(','),
+      TOPIC_PREFIX: prefix,
+      DATABASE_URL: await freshDatabase('topics-owner'),
+      EVENTS_TOPIC_PARTITIONS: '2',
+    }),
+    DISPATCHER_PORT: 0,
+  };
+  const admin = new BusAdmin(testKafka('topics-owner'));
+  cleanup(() => admin.close());
+  let started = false;
+  const starting = startDispatcher(config, { auth: loadAuthOptions({ AUTH_API_KEYS: DEMO_API_KEYS }) }).then((d) => {
+    started = true;
+    cleanup(() => d.stop());
+    return d;
+  });
+  await new Promise((r) => setTimeout(r, 3000));
+  assert.equal(started, false, 'the dispatcher waits for the directory');
+  assert.equal(await admin.topicExists(definitions.names.cards()), false, 'and creates none of its topics');
+  assert.equal(await admin.topicExists(definitions.names.heartbeats()), false);
+  // The directory (its stand-in here) creates them.
+  for (const t of [definitions.cards(), definitions.heartbeats()]) await admin.ensureTopic(t.name, t);
+  const dispatcher = await starting;
+  assert.equal((await fetch(`${dispatcher.url}/healthz`)).status, 200);
 });

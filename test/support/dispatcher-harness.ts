@@ -8,8 +8,9 @@ import {
   RestTransportFactory,
   type Client,
 } from '@a2a-js/sdk/client';
-import { createKafka } from '@mesh/bus';
-import { TopicNames, type AgentRecord } from '@mesh/contract';
+import { createKafka, ensureTopics } from '@mesh/bus';
+import { topicDefinitions } from '@mesh/config';
+import { TopicNames, type AgentRecord, type TopicDefinitions } from '@mesh/contract';
 import { DEMO_API_KEYS, loadAuthOptions } from '@mesh/auth';
 import { loadDispatcherConfig, startDispatcher, type DispatcherOverrides, type RunningDispatcher } from '@mesh/app-dispatcher';
 import { freshDatabase, testRun, uniquePrefix } from './infra.js';
@@ -59,6 +60,8 @@ export async function startTestDispatcher(
     ...extraEnv,
   };
   const config = { ...loadDispatcherConfig(env), DISPATCHER_PORT: 0 };
+  // No directory here: the spec stands in for it, as the owner of the cards and heartbeats topics.
+  await ensureTopics(createKafka({ brokers: run.brokers, clientId: `test-${label}-topics` }), directoryTopics(topicDefinitions(config)));
   const allOverrides = { auth: loadAuthOptions({ AUTH_API_KEYS: DEMO_API_KEYS }), ...overrides };
   const dispatcher = await startDispatcher(config, allOverrides);
   started.push(dispatcher);
@@ -78,6 +81,11 @@ export async function startTestDispatcher(
       return d;
     },
   };
+}
+
+/** The topics the directory owns (creates) and a dispatcher waits for: a spec without a directory creates them. */
+export function directoryTopics(definitions: TopicDefinitions) {
+  return [definitions.cards(), definitions.heartbeats()];
 }
 
 /** An agent record as the directory would publish it. */
