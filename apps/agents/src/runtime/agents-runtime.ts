@@ -13,7 +13,7 @@ import { anyTransient, ConsumerGroups, MeshError, type AgentHeartbeat, type Topi
 import { isTransientPostgresError } from '@mesh/database';
 import { ServiceLifecycle } from '@mesh/service';
 import type { Logger } from '@mesh/telemetry';
-import { HmacToolTokenMinter, PostgresEffectLedger, Reconciler, ToolGateway } from '@mesh/tool-gateway';
+import { HmacToolTokenMinter, PostgresEffectLedger, ToolGateway } from '@mesh/tool-gateway';
 import type { AgentsConfig } from '../config/agents.config.js';
 import type { AgentsMetrics } from '../metrics/agents.metrics.js';
 import { OpsSampler, splitToolName, type WorkerView } from '../ops/ops-sampler.js';
@@ -78,11 +78,11 @@ async function assertLedgerOutlivesCommands(admin: BusAdmin, topic: string, ledg
  * The worker process's lifetime, in one place because its steps are ordered. Bootstrap: the
  * producer, topics (created when missing, never grown: they are keyed, and growing one under
  * running producers and consumers moves keys to other partitions mid-task, see
- * docs/operations.md), the ledger-retention check, reconciler, ops sampler and retention sweeps.
+ * docs/operations.md), the ledger-retention check, the tool gateways' reconcile loops, ops sampler and retention sweeps.
  * The consumers are Nest servers (`channels[].transport`), started by the app after bootstrap;
  * then {@link startHeartbeats}. Drain (before HTTP closes, so readiness says "draining" while
  * liveness stays up): heartbeats, sampler and sweeps stop, every consumer drains its running
- * turns. Shutdown: reconciler, tool connections, producer, admin, probe, database.
+ * turns. Shutdown: tool gateways (their reconcile loops, then connections), producer, admin, probe, database.
  */
 @Injectable()
 export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
@@ -96,7 +96,6 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
   private readonly workerByTopic: Map<string, AgentWorker>;
   private readonly producer: BusProducer;
   private readonly admin: BusAdmin;
-  private readonly reconciler: Reconciler;
   private readonly retention: LedgerRetention;
   private readonly definitions: TopicDefinitions;
   private heartbeat?: NodeJS.Timeout;
@@ -110,12 +109,6 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
     this.producer = new BusProducer(kafka);
     this.admin = new BusAdmin(kafka);
     this.effects = new PostgresEffectLedger(dataSource);
-    this.reconciler = new Reconciler(this.effects, () => this.channels.map((c) => c.gateway), {
-      intervalMs: config.AGENTS_RECONCILE_INTERVAL_MS,
-      // Refreshes mesh_unknown_outcomes_open (by tool) whenever the reconciler's count changes.
-      onUnknownCount: () => void this.sampler.unknowns().catch(() => undefined),
-      onResolved: (tool, obs) => metrics.mesh.unknownOutcomesResolved.inc({ ...splitToolName(tool), resolution: obs.status }),
-    });
     this.retention = new LedgerRetention(dataSource, {
       retentionMs: config.AGENTS_LEDGER_RETENTION_MS,
       sweepMs: config.AGENTS_LEDGER_SWEEP_MS,
@@ -157,7 +150,7 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
       await ensureMissing(this.definitions.commands(agent.id, agent.channel.partitions));
       await assertLedgerOutlivesCommands(this.admin, topic, config.AGENTS_LEDGER_RETENTION_MS);
     }
-    this.reconciler.start();
+    for (const { gateway } of this.channels) gateway.start();
     this.sampler.start();
     this.retention.start();
   }
@@ -192,7 +185,6 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await this.reconciler.stop();
     await Promise.allSettled(this.channels.map((c) => c.gateway.close()));
     await this.producer.disconnect().catch(() => undefined);
     await this.admin.close().catch(() => undefined);
@@ -210,6 +202,12 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
       tokens,
       defaultRequestTimeoutMs: config.AGENTS_TOOL_TIMEOUT_MS,
       tracePayloads: config.AGENTS_TRACE_TOOL_PAYLOADS,
+      reconcile: {
+        intervalMs: config.AGENTS_RECONCILE_INTERVAL_MS,
+        // Refreshes mesh_unknown_outcomes_open (by tool) after each pass of the loop.
+        onUnknownCount: () => void this.sampler.unknowns().catch(() => undefined),
+        onResolved: (tool, obs) => metrics.mesh.unknownOutcomesResolved.inc({ ...splitToolName(tool), resolution: obs.status }),
+      },
       onCall: ({ tool, outcome, ms }) => {
         metrics.toolCalls.inc({ agent: agent.id, tool, outcome });
         metrics.mesh.toolLatency.observe({ ...splitToolName(tool), result: outcome }, ms / 1000);
@@ -223,7 +221,6 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
       ledger: executions,
       tools: gateway,
       effects: this.effects,
-      reconciler: this.reconciler,
       sink: this.producer,
       topics,
       workerId: config.AGENTS_WORKER_ID,
