@@ -9,7 +9,7 @@ import type { DataSource } from 'typeorm';
 import type { AgentDefinition, McpServerSpec } from '@mesh/agent-sdk';
 import { BusAdmin, BusProducer, countDeadLetters, isTransientKafkaError, KafkaBusTransport, type Kafka, type KafkaProbe } from '@mesh/bus';
 import { topicDefinitions } from '@mesh/config';
-import { anyTransient, ConsumerGroups, MeshError, type AgentHeartbeat, type TopicDefinition, type TopicDefinitions } from '@mesh/contract';
+import { anyTransient, ConsumerGroups, MeshError, type AgentHeartbeat, type TopicDefinitions } from '@mesh/contract';
 import { isTransientPostgresError } from '@mesh/database';
 import { ServiceLifecycle } from '@mesh/service';
 import type { Logger } from '@mesh/telemetry';
@@ -143,11 +143,20 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
   async onApplicationBootstrap(): Promise<void> {
     const { config } = this.opts;
     await this.producer.connect();
-    const ensureMissing = (topic: TopicDefinition) => this.admin.ensureTopic(topic.name, topic);
-    await ensureMissing(this.definitions.events());
-    await ensureMissing(this.definitions.heartbeats());
+    // The events topic is the dispatcher's and the heartbeats topic the directory's: written here,
+    // created by their owners (events are only written in answer to the dispatcher's commands; a
+    // heartbeat that finds no topic is a logged warning). An agent's command topic is the
+    // directory's, created when the agent registered; a runtime without a directory is its own
+    // registry and creates it (never grown: keyed, see docs/operations.md).
+    const { logger } = this.opts;
     for (const { agent, topic } of this.channels) {
-      await ensureMissing(this.definitions.commands(agent.id, agent.channel.partitions));
+      const definition = this.definitions.commands(agent.id, agent.channel.partitions);
+      if (config.AGENTS_DIRECTORY_URL)
+        await this.admin.awaitTopic(topic, {
+          owner: 'the directory',
+          onWait: () => logger.warn({ src: 'agents-runtime', topic }, 'waiting for the directory to create the command topic'),
+        });
+      else await this.admin.ensureTopic(definition.name, definition);
       await assertLedgerOutlivesCommands(this.admin, topic, config.AGENTS_LEDGER_RETENTION_MS);
     }
     for (const { gateway } of this.channels) gateway.start();
