@@ -20,7 +20,10 @@ const benchAdmission = {
 const config = { ...loadDispatcherConfig({ ...process.env, ...benchAdmission }), DISPATCHER_PORT: 0 };
 // No directory in this bench: it stands in for it, as the owner of the cards and heartbeats topics.
 const definitions = topicDefinitions(config);
-await ensureTopics(createKafka({ brokers: config.KAFKA_BROKERS, clientId: 'bench-topics' }), [definitions.cards(), definitions.heartbeats()]);
+await ensureTopics(createKafka({ brokers: config.KAFKA_BROKERS, clientId: 'bench-topics' }), [
+  definitions.cards(),
+  definitions.heartbeats(),
+]);
 const dispatcher = await startDispatcher(config, { auth: loadAuthOptions({ AUTH_API_KEYS: DEMO_API_KEYS }) });
 
 const topics = new TopicNames(process.env.TOPIC_PREFIX);

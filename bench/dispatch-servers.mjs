@@ -32,7 +32,10 @@ async function serveDispatcher() {
   };
   // No directory in this bench: it stands in for it, as the owner of the cards and heartbeats topics.
   const definitions = topicDefinitions(config);
-  await ensureTopics(createKafka({ brokers: config.KAFKA_BROKERS, clientId: 'bench-topics' }), [definitions.cards(), definitions.heartbeats()]);
+  await ensureTopics(createKafka({ brokers: config.KAFKA_BROKERS, clientId: 'bench-topics' }), [
+    definitions.cards(),
+    definitions.heartbeats(),
+  ]);
   const dispatcher = await startDispatcher(config, { auth: loadAuthOptions({ AUTH_API_KEYS: DEMO_API_KEYS }) });
   return { url: `${dispatcher.url}/a2a/echo-agent`, stop: () => dispatcher.stop() };
 }

@@ -23,19 +23,17 @@ import { addDuplicateInvoice } from './runtime-fixtures.js';
 const billingUrl = await freshDatabase('gateway-billing');
 const billing = await startTestBillingTools(billingUrl);
 const { ledger } = await ledgerDatabase('gateway-ledger');
+/** The billing server as the refund agent's gateway sees it (a reconcile tool, a short timeout). */
+const billingSpec = {
+  transport: 'http',
+  url: billing.mcpUrl,
+  requestTimeoutMs: 700,
+  reconcileTool: 'refund_status',
+  tokenAudience: 'billing-tools',
+} as const;
 const gateway = testGateway({
   ledger,
-  servers: {
-    billing: {
-      transport: 'http',
-      url: billing.mcpUrl,
-      requestTimeoutMs: 700,
-      reconcileTool: 'refund_status',
-      maxConcurrency: 4,
-      tokenAudience: 'billing-tools',
-    },
-    everything: everythingServer(),
-  },
+  servers: { billing: { ...billingSpec, maxConcurrency: 4 }, everything: everythingServer() },
   stderr: 'ignore',
 });
 
@@ -113,19 +111,22 @@ test("the gateway's own loop settles an unknown outcome while the caller awaits 
   const resolved: string[] = [];
   const owning = testGateway({
     ledger,
-    servers: { billing: { transport: 'http', url: billing.mcpUrl, requestTimeoutMs: 700, reconcileTool: 'refund_status', tokenAudience: 'billing-tools' } },
+    servers: { billing: billingSpec },
     stderr: 'ignore',
     reconcile: { intervalMs: 100, onResolved: (tool, obs) => void resolved.push(`${tool}:${obs.status}`) },
   });
   // Same server, no reconcile tool (another agent's gateway on the same ledger): no loop, no settling.
   const other = testGateway({
     ledger,
-    servers: { billing: { transport: 'http', url: billing.mcpUrl, requestTimeoutMs: 700, tokenAudience: 'billing-tools' } },
+    servers: { billing: { ...billingSpec, reconcileTool: undefined } },
     stderr: 'ignore',
   });
   other.start();
   billing.hooks.delay('issue_refund', { phase: 'after-commit', ms: 3000 });
-  const obs = await owning.call({ tool: refund.tool, args: { invoice_id: 'INV-5150', amount_cents: 5000, reason: 'charged twice' } }, scope());
+  const obs = await owning.call(
+    { tool: refund.tool, args: { invoice_id: 'INV-5150', amount_cents: 5000, reason: 'charged twice' } },
+    scope(),
+  );
   assert.equal(obs.status, 'unknown');
   await new Promise((r) => setTimeout(r, 300));
   assert.equal((await ledger.get(obs.idempotencyKey))?.state, 'unknown', 'not settled before the owning loop runs');

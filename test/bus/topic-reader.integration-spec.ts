@@ -18,12 +18,20 @@ test('per-replica readers each read the whole topic, caught up once start resolv
   const { topic, admin } = await topicWith('reader-replicas', 30);
   const seen: string[][] = [[], []];
   const readers = seen.map(
-    (into) =>
-      new TopicReader(kafka, { topic, group: (id) => `${topic}.replica.${id}`, fromBeginning: true, commits: 'none', consumerConfig: { maxWaitTimeInMs: 100 } }),
+    () =>
+      new TopicReader(kafka, {
+        topic,
+        group: (id) => `${topic}.replica.${id}`,
+        fromBeginning: true,
+        commits: 'none',
+        consumerConfig: { maxWaitTimeInMs: 100 },
+      }),
   );
   readers.forEach((r) => cleanup(() => r.stop()));
   assert.notEqual(readers[0]!.groupId, readers[1]!.groupId, 'a fresh group per replica');
-  await Promise.all(readers.map((r, i) => r.start({ eachMessage: async ({ message }) => void seen[i]!.push(String(message.value)) }, 'caught-up')));
+  await Promise.all(
+    readers.map((r, i) => r.start({ eachMessage: async ({ message }) => void seen[i]!.push(String(message.value)) }, 'caught-up')),
+  );
   for (const s of seen) assert.equal(new Set(s).size, 30, 'every record, already when start resolved');
 
   for (const r of readers) {
@@ -37,7 +45,13 @@ test('interval commits: a shared reader commits what it handled, and the next re
   const { topic, admin, producer } = await topicWith('reader-commits', 20);
   const group = `${topic}.shared`;
   const first: string[] = [];
-  const a = new TopicReader(kafka, { topic, group, fromBeginning: true, commits: { everyMs: 3_600_000 }, consumerConfig: { maxWaitTimeInMs: 100 } });
+  const a = new TopicReader(kafka, {
+    topic,
+    group,
+    fromBeginning: true,
+    commits: { everyMs: 3_600_000 },
+    consumerConfig: { maxWaitTimeInMs: 100 },
+  });
   cleanup(() => a.stop());
   await a.start({ eachBatch: async ({ messages }) => void first.push(...messages.map((m) => String(m.value))) });
   await eventually('20 records read', () => first.length >= 20);
@@ -61,7 +75,8 @@ test('interval commits: a shared reader commits what it handled, and the next re
 
 test("a paused reader reads nothing; seekToCommitted moves it to another group's commits before it resumes", async () => {
   const { topic, producer } = await topicWith('reader-seek', 0, 1);
-  const send = (from: number, to: number) => Promise.all(Array.from({ length: to - from }, (_, i) => producer.sendRecord(topic, 'k', `r-${from + i}`)));
+  const send = (from: number, to: number) =>
+    Promise.all(Array.from({ length: to - from }, (_, i) => producer.sendRecord(topic, 'k', `r-${from + i}`)));
   // Another group (a projector, say) has handled the first 2 records.
   await send(0, 2);
   const ahead = new TopicReader(kafka, { topic, group: `${topic}.ahead`, fromBeginning: true, commits: { everyMs: 3_600_000 } });
@@ -73,7 +88,12 @@ test("a paused reader reads nothing; seekToCommitted moves it to another group's
   await send(2, 5);
 
   const seen: string[] = [];
-  const reader = new TopicReader(kafka, { topic, group: (id) => `${topic}.${id}`, commits: 'none', consumerConfig: { maxWaitTimeInMs: 50 } });
+  const reader = new TopicReader(kafka, {
+    topic,
+    group: (id) => `${topic}.${id}`,
+    commits: 'none',
+    consumerConfig: { maxWaitTimeInMs: 50 },
+  });
   cleanup(() => reader.stop());
   // Joins at the end (offset 5), then rests.
   await reader.start({ eachMessage: async ({ message }) => void seen.push(String(message.value)) }, 'joined');

@@ -29,7 +29,7 @@ test('the dispatcher creates the events topic when missing but never grows it (k
   }
 });
 
-test('agents without a directory create their command topic (their own registry) but not the events or heartbeats topic (the dispatcher\'s, the directory\'s)', async () => {
+test("agents without a directory create their command topic (their own registry) but not the events or heartbeats topic (the dispatcher's, the directory's)", async () => {
   const prefix = uniquePrefix('topics-agents');
   const agents = await startAgents({
     ...loadAgentsConfig({

@@ -8,5 +8,8 @@ import { testRun } from './infra.js';
  */
 export async function standInForTopicOwners(prefix: string, eventsPartitions?: number): Promise<void> {
   const definitions = new TopicDefinitions(prefix, eventsPartitions === undefined ? undefined : { eventsPartitions });
-  await ensureTopics(createKafka({ brokers: testRun().brokers, clientId: 'test-topic-owners' }), [definitions.events(), definitions.heartbeats()]);
+  await ensureTopics(createKafka({ brokers: testRun().brokers, clientId: 'test-topic-owners' }), [
+    definitions.events(),
+    definitions.heartbeats(),
+  ]);
 }

@@ -170,7 +170,8 @@ export class TopicReader {
     await this.committer?.stop();
     await this.consumer.disconnect().catch(() => undefined);
     // The group is this process's alone: leave nothing behind on the broker.
-    if (this.perReplica && this.started) await (await this.adminClient().catch(() => undefined))?.deleteGroups([this.groupId]).catch(() => undefined);
+    if (this.perReplica && this.started)
+      await (await this.adminClient().catch(() => undefined))?.deleteGroups([this.groupId]).catch(() => undefined);
     if (this.adminConnected) await this.admin?.disconnect().catch(() => undefined);
   }
 

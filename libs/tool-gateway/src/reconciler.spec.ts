@@ -56,7 +56,20 @@ test('waitFor still ends with the budget when the ledger stays unreadable', asyn
 test("a pass covers only its gateway's tools and counts only what it settled itself", async () => {
   const ledger = await unknownEffect();
   const other = 'acme:t2:mcp__crm__close_case:def';
-  await ledger.claim({ key: other, tenant: 'acme', taskId: 't2', executionId: 'acme:t2:0', tool: 'mcp__crm__close_case', argsHash: 'def', args: {}, sideEffect: true, owner: 'a1' }, 1000);
+  await ledger.claim(
+    {
+      key: other,
+      tenant: 'acme',
+      taskId: 't2',
+      executionId: 'acme:t2:0',
+      tool: 'mcp__crm__close_case',
+      argsHash: 'def',
+      args: {},
+      sideEffect: true,
+      owner: 'a1',
+    },
+    1000,
+  );
   await ledger.markUnknown(other, 'a1', 'timeout');
   const asked: string[] = [];
   const counts: number[] = [];
@@ -66,7 +79,10 @@ test("a pass covers only its gateway's tools and counts only what it settled its
     async (k) => {
       asked.push(k);
       // Settled meanwhile by another loop: an observation, but not this pass's doing.
-      return { observation: { status: 'ok', tool: 'mcp__billing__issue_refund', idempotencyKey: k, text: '', replayed: true }, settledHere: false };
+      return {
+        observation: { status: 'ok', tool: 'mcp__billing__issue_refund', idempotencyKey: k, text: '', replayed: true },
+        settledHere: false,
+      };
     },
     ['mcp__billing__'],
     { onResolved: (tool) => void resolved.push(tool), onUnknownCount: (n) => void counts.push(n) },
