@@ -10,6 +10,7 @@ import { loadDispatcherConfig, startDispatcher } from '@mesh/app-dispatcher';
 import { DEMO_API_KEYS, loadAuthOptions } from '@mesh/auth';
 import { startTestDispatcher } from '../support/dispatcher-harness.js';
 import { cleanup, testKafka } from '../support/bus.js';
+import { commandProducer, EventCollector, runTask, sendCommand } from '../agents/runtime-fixtures.js';
 
 test('the dispatcher creates the events topic when missing but never grows it (keyed by task: growing splits a task)', async () => {
   const prefix = uniquePrefix('topics');
@@ -57,6 +58,15 @@ test("agents without a directory create their command topic (their own registry)
   } finally {
     await raw.disconnect();
   }
+  // Once the dispatcher created the events topic, turns report on it; the heartbeats the agents
+  // keep sending into the missing heartbeats topic do not hold the events back.
+  await admin.ensureTopic(definitions.names.events(), definitions.events());
+  const events = new EventCollector();
+  await events.start(definitions.names);
+  const cmd = runTask('echo-agent', 'acme', 'hello without a directory');
+  await sendCommand(await commandProducer(), definitions.names, cmd);
+  assert.equal((await events.final(cmd.identity.taskId)).body.state, 'TASK_STATE_COMPLETED');
+  assert.equal(await admin.topicExists(definitions.names.heartbeats()), false);
 });
 
 test('agents registered with a directory wait for it to create their command topic instead of creating it', async () => {

@@ -76,9 +76,9 @@ async function assertLedgerOutlivesCommands(admin: BusAdmin, topic: string, ledg
 
 /**
  * The worker process's lifetime, in one place because its steps are ordered. Bootstrap: the
- * producer, topics (created when missing, never grown: they are keyed, and growing one under
- * running producers and consumers moves keys to other partitions mid-task, see
- * docs/operations.md), the ledger-retention check, the tool gateways' reconcile loops, ops sampler and retention sweeps.
+ * producers, the command topics (the directory's, awaited; created when missing without one, never
+ * grown: they are keyed, and growing one under running producers and consumers moves keys to other
+ * partitions mid-task, see docs/operations.md), the ledger-retention check, the tool gateways' reconcile loops, ops sampler and retention sweeps.
  * The consumers are Nest servers (`channels[].transport`), started by the app after bootstrap;
  * then {@link startHeartbeats}. Drain (before HTTP closes, so readiness says "draining" while
  * liveness stays up): heartbeats, sampler and sweeps stop, every consumer drains its running
@@ -95,6 +95,11 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
   readonly workers: WorkerView[];
   private readonly workerByTopic: Map<string, AgentWorker>;
   private readonly producer: BusProducer;
+  /**
+   * Heartbeats go through a producer of their own: a batch fails whole when one of its topics is
+   * missing, and the heartbeats topic is the directory's, so it must not hold the turns' events back.
+   */
+  private readonly heartbeats: BusProducer;
   private readonly admin: BusAdmin;
   private readonly retention: LedgerRetention;
   private readonly definitions: TopicDefinitions;
@@ -107,6 +112,7 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
     const { config, kafka, dataSource, metrics, logger } = opts;
     this.definitions = topicDefinitions(config);
     this.producer = new BusProducer(kafka);
+    this.heartbeats = new BusProducer(kafka);
     this.admin = new BusAdmin(kafka);
     this.effects = new PostgresEffectLedger(dataSource);
     this.retention = new LedgerRetention(dataSource, {
@@ -142,7 +148,7 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
 
   async onApplicationBootstrap(): Promise<void> {
     const { config } = this.opts;
-    await this.producer.connect();
+    await Promise.all([this.producer.connect(), this.heartbeats.connect()]);
     // The events topic is the dispatcher's and the heartbeats topic the directory's: written here,
     // created by their owners (events are only written in answer to the dispatcher's commands; a
     // heartbeat that finds no topic is a logged warning). An agent's command topic is the
@@ -174,7 +180,7 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
       for (const { worker } of this.channels) {
         metrics.inFlight.set({ agent: worker.agentId }, worker.inFlight);
         const hb: AgentHeartbeat = { agentId: worker.agentId, workerId, atUnixMs: now, ttlMs: config.AGENTS_HEARTBEAT_INTERVAL_MS * 3 };
-        this.producer
+        this.heartbeats
           .sendRecord(topic, worker.agentId, JSON.stringify(hb))
           .catch((err: unknown) => logger.warn({ src: 'heartbeat', agent: worker.agentId, error: String(err) }, 'heartbeat failed'));
       }
@@ -195,7 +201,7 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
 
   async onApplicationShutdown(): Promise<void> {
     await Promise.allSettled(this.channels.map((c) => c.gateway.close()));
-    await this.producer.disconnect().catch(() => undefined);
+    await Promise.all([this.producer.disconnect(), this.heartbeats.disconnect()]).catch(() => undefined);
     await this.admin.close().catch(() => undefined);
     await this.opts.kafkaProbe.close();
     if (this.opts.dataSource.isInitialized) await this.opts.dataSource.destroy();

@@ -41,7 +41,7 @@ export class HeartbeatConsumer {
 
   /** Creates the heartbeats topic when missing, joins the group and starts applying heartbeats. */
   async start(): Promise<void> {
-    // Maybe created by another service first: `TopicDefinitions` is the one definition.
+    // The directory owns the topic: its card stream created it at start, unless another stream was given.
     await ensureTopics(this.kafka, [this.topic]);
     await this.reader.start({
       eachBatch: async ({ messages }) => {
