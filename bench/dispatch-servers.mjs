@@ -14,8 +14,6 @@ import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sd
 import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import { DEMO_API_KEYS, loadAuthOptions } from '@mesh/auth';
 import { loadDispatcherConfig, startDispatcher } from '@mesh/app-dispatcher';
-import { createKafka, ensureTopics } from '@mesh/bus';
-import { topicDefinitions } from '@mesh/config';
 import { startTelemetry } from '@mesh/telemetry';
 import { BENCH_ADMISSION } from './dispatch-stack.mjs';
 
@@ -30,12 +28,6 @@ async function serveDispatcher() {
     ...loadDispatcherConfig({ ...process.env, ...BENCH_ADMISSION }),
     DISPATCHER_PORT: 0,
   };
-  // No directory in this bench: it stands in for it, as the owner of the cards and heartbeats topics.
-  const definitions = topicDefinitions(config);
-  await ensureTopics(createKafka({ brokers: config.KAFKA_BROKERS, clientId: 'bench-topics' }), [
-    definitions.cards(),
-    definitions.heartbeats(),
-  ]);
   const dispatcher = await startDispatcher(config, { auth: loadAuthOptions({ AUTH_API_KEYS: DEMO_API_KEYS }) });
   return { url: `${dispatcher.url}/a2a/echo-agent`, stop: () => dispatcher.stop() };
 }

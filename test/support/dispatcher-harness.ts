@@ -61,7 +61,7 @@ export async function startTestDispatcher(
   };
   const config = { ...loadDispatcherConfig(env), DISPATCHER_PORT: 0 };
   // No directory here: the spec stands in for it, as the owner of the cards and heartbeats topics.
-  await ensureTopics(createKafka({ brokers: run.brokers, clientId: `test-${label}-topics` }), directoryTopics(topicDefinitions(config)));
+  await standInForDirectory(createKafka({ brokers: run.brokers, clientId: `test-${label}-topics` }), topicDefinitions(config));
   const allOverrides = { auth: loadAuthOptions({ AUTH_API_KEYS: DEMO_API_KEYS }), ...overrides };
   const dispatcher = await startDispatcher(config, allOverrides);
   started.push(dispatcher);
@@ -83,9 +83,12 @@ export async function startTestDispatcher(
   };
 }
 
-/** The topics the directory owns (creates) and a dispatcher waits for: a spec without a directory creates them. */
-export function directoryTopics(definitions: TopicDefinitions) {
-  return [definitions.cards(), definitions.heartbeats()];
+/**
+ * Creates the topics the directory owns and a dispatcher waits for (cards, heartbeats), for a spec
+ * that runs a dispatcher without a directory; call it before the dispatcher starts.
+ */
+export async function standInForDirectory(kafka: Kafka, definitions: TopicDefinitions): Promise<void> {
+  await ensureTopics(kafka, [definitions.cards(), definitions.heartbeats()]);
 }
 
 /** An agent record as the directory would publish it. */
