@@ -2,7 +2,8 @@
 // echo-agent record as the directory would. Prints its URL as one JSON line. (The MCP tool server
 // is a process of its own, bench/mcp-wait-server.mjs.)
 import { DEMO_API_KEYS, loadAuthOptions } from '@mesh/auth';
-import { createKafka } from '@mesh/bus';
+import { createKafka, ensureTopics } from '@mesh/bus';
+import { topicDefinitions } from '@mesh/config';
 import { TopicNames } from '@mesh/contract';
 import { loadDispatcherConfig, startDispatcher } from '@mesh/app-dispatcher';
 import { echoAgent } from '@mesh/app-agents';
@@ -18,6 +19,12 @@ const benchAdmission = {
   DISPATCHER_MAX_AGENT_BACKLOG: '100000000',
 };
 const config = { ...loadDispatcherConfig({ ...process.env, ...benchAdmission }), DISPATCHER_PORT: 0 };
+// No directory in this bench: it stands in for it, as the owner of the cards and heartbeats topics.
+const definitions = topicDefinitions(config);
+await ensureTopics(createKafka({ brokers: config.KAFKA_BROKERS, clientId: 'bench-topics' }), [
+  definitions.cards(),
+  definitions.heartbeats(),
+]);
 const dispatcher = await startDispatcher(config, { auth: loadAuthOptions({ AUTH_API_KEYS: DEMO_API_KEYS }) });
 
 const topics = new TopicNames(process.env.TOPIC_PREFIX);

@@ -14,6 +14,8 @@ import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import pg from 'pg';
 import { DEMO_API_KEYS } from '@mesh/auth';
+import { createKafka, ensureTopics } from '@mesh/bus';
+import { TopicDefinitions } from '@mesh/contract';
 import { agentsNodeFlags, dispatcherNodeFlags } from '../scripts/node-flags.mjs';
 import { adminDatabaseUrl, kafkaBrokers, oneOf, text } from './settings.mjs';
 
@@ -83,6 +85,10 @@ export async function startDispatchStack(
     TOPIC_PREFIX: `${topicPrefix}${run}.`,
     KAFKA_BROKERS: kafkaBrokers().join(','),
   };
+  // No directory in this stack: it stands in for it, as the owner of the cards and heartbeats
+  // topics the dispatcher waits for (the echo worker registers its agent only once it is up).
+  const definitions = new TopicDefinitions(env.TOPIC_PREFIX);
+  await ensureTopics(createKafka({ brokers: kafkaBrokers(), clientId: 'bench-topics' }), [definitions.cards(), definitions.heartbeats()]);
   const profiled = (script) => (profileDir && script.includes(profileOf) ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
   /** Starts a child script and waits for its first stdout line. */
   async function startChild(script, args = []) {

@@ -55,7 +55,8 @@ import { createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { Kafka, logLevel } from 'kafkajs';
-import { TopicNames } from '@mesh/contract';
+import { ensureTopics } from '@mesh/bus';
+import { TopicDefinitions, TopicNames } from '@mesh/contract';
 import { StreamResumption } from '@mesh/agent-sdk';
 import {
   ClientFactory,
@@ -365,6 +366,12 @@ async function main() {
   await waitHttp(`http://127.0.0.1:${billingPort}/healthz`, billing);
   billing.up = true;
   log('billing-tools up');
+  // No directory in the chaos run: it stands in for it, as the owner of the cards and heartbeats topics.
+  const definitions = new TopicDefinitions(topics);
+  await ensureTopics(new Kafka({ brokers: broker.brokers.split(','), clientId: 'chaos-topics', logLevel: logLevel.NOTHING }), [
+    definitions.cards(),
+    definitions.heartbeats(),
+  ]);
   await startDispatcher(0); // one after the other: the first creates the topics
   await startDispatcher(1);
   log('dispatchers up');

@@ -5,6 +5,7 @@ import { loadAgentsConfig, startAgents } from '@mesh/app-agents';
 import { Envelopes, TopicNames } from '@mesh/contract';
 import { eventually, freshDatabase, testRun, uniquePrefix } from '../support/infra.js';
 import { TEST_TOOL_TOKEN_SECRET } from '../support/agents-runtime.js';
+import { standInForTopicOwners } from '../support/topic-owners.js';
 import { commandProducer, EventCollector, runTask, sendCommand } from './runtime-fixtures.js';
 
 // AGENTS_TENANT_MAX_IN_FLIGHT through the real runtime and broker: a tenant's runs beyond its
@@ -31,6 +32,7 @@ const gate = defineAgent({
 const db = await freshDatabase('tenant-limit');
 const prefix = uniquePrefix('tenant-limit');
 const topics = new TopicNames(prefix);
+await standInForTopicOwners(prefix);
 const agents = await startAgents(
   {
     ...loadAgentsConfig({

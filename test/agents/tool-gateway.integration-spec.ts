@@ -4,7 +4,7 @@ import { getEventListeners } from 'node:events';
 import { createServer, request as httpRequest } from 'node:http';
 import { Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
-import { HmacToolTokenMinter, McpConnection, Reconciler, RetryBudget, ToolMeta, type ToolCallScope } from '@mesh/tool-gateway';
+import { HmacToolTokenMinter, McpConnection, RetryBudget, ToolMeta, type ToolCallScope } from '@mesh/tool-gateway';
 import { newId } from '@mesh/contract';
 import { loadBillingToolsConfig, startBillingTools } from '@mesh/app-billing-tools';
 import { eventually, freshDatabase } from '../support/infra.js';
@@ -23,22 +23,19 @@ import { addDuplicateInvoice } from './runtime-fixtures.js';
 const billingUrl = await freshDatabase('gateway-billing');
 const billing = await startTestBillingTools(billingUrl);
 const { ledger } = await ledgerDatabase('gateway-ledger');
+/** The billing server as the refund agent's gateway sees it (a reconcile tool, a short timeout). */
+const billingSpec = {
+  transport: 'http',
+  url: billing.mcpUrl,
+  requestTimeoutMs: 700,
+  reconcileTool: 'refund_status',
+  tokenAudience: 'billing-tools',
+} as const;
 const gateway = testGateway({
   ledger,
-  servers: {
-    billing: {
-      transport: 'http',
-      url: billing.mcpUrl,
-      requestTimeoutMs: 700,
-      reconcileTool: 'refund_status',
-      maxConcurrency: 4,
-      tokenAudience: 'billing-tools',
-    },
-    everything: everythingServer(),
-  },
+  servers: { billing: { ...billingSpec, maxConcurrency: 4 }, everything: everythingServer() },
   stderr: 'ignore',
 });
-const reconciler = new Reconciler(ledger, () => [gateway]);
 
 function scope(extra: Partial<ToolCallScope> = {}): ToolCallScope {
   const taskId = newId();
@@ -100,13 +97,45 @@ test('a side-effecting call hanging past its timeout is unknown, not retried, an
   const again = await gateway.call(args, s);
   assert.equal(again.status, 'unknown');
   assert.equal(billing.hooks.calls('issue_refund') - before, 1);
-  assert.equal(await reconciler.runOnce(), 1);
+  assert.equal(await gateway.reconcileOnce(), 1);
   assert.equal(await ledger.countUnknown(), 0);
   const settled = await gateway.call(args, s);
   assert.equal(settled.status, 'ok');
   assert.equal(settled.status === 'ok' && settled.data?.invoice_id, 'INV-3107');
   assert.equal(billing.hooks.calls('issue_refund') - before, 1, 'no second call');
   assert.equal(await refundCount(billingUrl, 'globex', 'INV-3107'), 1);
+});
+
+test("the gateway's own loop settles an unknown outcome while the caller awaits it; a gateway without a reconcile tool leaves it alone", async () => {
+  await addDuplicateInvoice(billingUrl, 'acme', 'INV-5150');
+  const resolved: string[] = [];
+  const owning = testGateway({
+    ledger,
+    servers: { billing: billingSpec },
+    stderr: 'ignore',
+    reconcile: { intervalMs: 100, onResolved: (tool, obs) => void resolved.push(`${tool}:${obs.status}`) },
+  });
+  // Same server, no reconcile tool (another agent's gateway on the same ledger): no loop, no settling.
+  const other = testGateway({
+    ledger,
+    servers: { billing: { ...billingSpec, reconcileTool: undefined } },
+    stderr: 'ignore',
+  });
+  other.start();
+  billing.hooks.delay('issue_refund', { phase: 'after-commit', ms: 3000 });
+  const obs = await owning.call(
+    { tool: refund.tool, args: { invoice_id: 'INV-5150', amount_cents: 5000, reason: 'charged twice' } },
+    scope(),
+  );
+  assert.equal(obs.status, 'unknown');
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal((await ledger.get(obs.idempotencyKey))?.state, 'unknown', 'not settled before the owning loop runs');
+  const waiting = owning.awaitOutcome(obs.idempotencyKey, AbortSignal.timeout(10_000));
+  owning.start();
+  const settled = await waiting;
+  assert.equal(settled?.status, 'ok');
+  assert.deepEqual(resolved, ['mcp__billing__issue_refund:ok'], 'counted once, by the loop that settled it');
+  assert.equal(await other.reconcileOnce(), 0);
 });
 
 test('cancel during a slow call aborts it on the server; an unapplied side effect reconciles as absent and may run again', async () => {

@@ -7,6 +7,7 @@ import { TopicNames } from '@mesh/contract';
 import { eventually, freshDatabase, sql, testRun, uniquePrefix } from '../support/infra.js';
 import { refundCount, startTestBillingTools } from './agents-fixtures.js';
 import { TEST_TOOL_TOKEN_SECRET } from '../support/agents-runtime.js';
+import { standInForTopicOwners } from '../support/topic-owners.js';
 import { addDuplicateInvoice, commandProducer, EventCollector, runTask, sendCommand } from './runtime-fixtures.js';
 
 const main = fileURLToPath(new URL('../../../apps/agents/dist/main.js', import.meta.url));
@@ -14,6 +15,7 @@ const db = await freshDatabase('worker-crash');
 const billing = await startTestBillingTools(db);
 const prefix = uniquePrefix('worker-crash');
 const topics = new TopicNames(prefix);
+await standInForTopicOwners(prefix);
 
 async function freePort(): Promise<number> {
   const srv = createServer();

@@ -4,10 +4,10 @@ import { execFileSync } from 'node:child_process';
 import http from 'node:http';
 import { TaskState, type Task } from '@a2a-js/sdk';
 import { createKafka } from '@mesh/bus';
-import { TopicNames } from '@mesh/contract';
+import { TopicDefinitions, TopicNames } from '@mesh/contract';
 import { DEMO_API_KEYS } from '@mesh/auth';
 import { eventually, freshDatabase, testRun, uniquePrefix } from '../support/infra.js';
-import { a2aClientWith, agentRecord, authFetch, publishAgents } from '../support/dispatcher-harness.js';
+import { a2aClientWith, agentRecord, authFetch, publishAgents, standInForDirectory } from '../support/dispatcher-harness.js';
 import { sendRequest, userMessage } from '../support/a2a-fixtures.js';
 import { startManualWorker } from '../support/manual-worker.js';
 import { freePort, spawnNode } from '../support/processes.js';
@@ -33,8 +33,9 @@ const env = {
   AUTH_API_KEYS: DEMO_API_KEYS,
   DISPATCHER_PROCESSES: '2',
 };
+await standInForDirectory(kafka, new TopicDefinitions(prefix));
 const primary = spawnNode('apps/dispatcher/dist/main.js', env);
-// The agent is published once a replica created the cards topic (it is up once it listens).
+// The agent is published once a replica listens (its catalog then reads the cards topic).
 await eventually('a worker listens', async () => (await fetch(`${base}/livez`).catch(() => undefined))?.ok, 90000, 300);
 await publishAgents(kafka, topics, [agentRecord('clustered')]);
 const worker = await startManualWorker(kafka, topics, 'clustered');

@@ -4,9 +4,9 @@ import { TaskState, type Task } from '@a2a-js/sdk';
 import { logLevel, type Producer } from 'kafkajs';
 import { DEMO_API_KEYS } from '@mesh/auth';
 import { createKafka } from '@mesh/bus';
-import { decodeEnvelope, TopicNames, type Envelope } from '@mesh/contract';
+import { decodeEnvelope, TopicDefinitions, TopicNames, type Envelope } from '@mesh/contract';
 import { eventually, freshDatabase, sql, uniquePrefix } from '../support/infra.js';
-import { a2aClient, agentRecord, publishAgents } from '../support/dispatcher-harness.js';
+import { a2aClient, agentRecord, publishAgents, standInForDirectory } from '../support/dispatcher-harness.js';
 import { artifactText, sendRequest, userMessage } from '../support/a2a-fixtures.js';
 import { startEchoWorker, type EchoWorker } from '../support/echo-worker.js';
 import { freePort, spawnNode, type SpawnedProcess } from '../support/processes.js';
@@ -43,6 +43,7 @@ const topics = new TopicNames(prefix);
 const kafka = createKafka({ brokers: broker.brokers, clientId: 'test-outage' }, { logLevel: logLevel.NOTHING });
 const port = await freePort();
 const url = `http://localhost:${port}`;
+await standInForDirectory(kafka, new TopicDefinitions(prefix));
 const dispatcher = (started.dispatcher = spawnNode('apps/dispatcher/dist/main.js', {
   KAFKA_BROKERS: broker.brokers.join(','),
   TOPIC_PREFIX: prefix,

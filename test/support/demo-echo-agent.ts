@@ -47,7 +47,8 @@ export function demoAgentRecord(): AgentRecord {
 
 /** Publishes the demo record to the cards topic (what the directory does for registered agents). */
 export async function registerDemoAgent(kafka: Kafka, topics: TopicNames): Promise<void> {
-  await ensureTopics(kafka, [new TopicDefinitions(topics).cards()]);
+  // Standing in for the directory, the owner of both topics (a dispatcher waits for them).
+  await ensureTopics(kafka, [new TopicDefinitions(topics).cards(), new TopicDefinitions(topics).heartbeats()]);
   const producer = kafka.producer();
   await producer.connect();
   try {

@@ -8,8 +8,9 @@ import {
   RestTransportFactory,
   type Client,
 } from '@a2a-js/sdk/client';
-import { createKafka } from '@mesh/bus';
-import { TopicNames, type AgentRecord } from '@mesh/contract';
+import { createKafka, ensureTopics } from '@mesh/bus';
+import { topicDefinitions } from '@mesh/config';
+import { TopicNames, type AgentRecord, type TopicDefinitions } from '@mesh/contract';
 import { DEMO_API_KEYS, loadAuthOptions } from '@mesh/auth';
 import { loadDispatcherConfig, startDispatcher, type DispatcherOverrides, type RunningDispatcher } from '@mesh/app-dispatcher';
 import { freshDatabase, testRun, uniquePrefix } from './infra.js';
@@ -60,6 +61,8 @@ export async function startTestDispatcher(
     ...extraEnv,
   };
   const config = { ...loadDispatcherConfig(env), DISPATCHER_PORT: 0 };
+  // No directory here: the spec stands in for it, as the owner of the cards and heartbeats topics.
+  await standInForDirectory(createKafka({ brokers: run.brokers, clientId: `test-${label}-topics` }), topicDefinitions(config));
   const allOverrides = { auth: loadAuthOptions({ AUTH_API_KEYS: DEMO_API_KEYS }), ...overrides };
   const dispatcher = await startDispatcher(config, allOverrides);
   started.push(dispatcher);
@@ -79,6 +82,14 @@ export async function startTestDispatcher(
       return d;
     },
   };
+}
+
+/**
+ * Creates the topics the directory owns and a dispatcher waits for (cards, heartbeats), for a spec
+ * that runs a dispatcher without a directory; call it before the dispatcher starts.
+ */
+export async function standInForDirectory(kafka: Kafka, definitions: TopicDefinitions): Promise<void> {
+  await ensureTopics(kafka, [definitions.cards(), definitions.heartbeats()]);
 }
 
 /** An agent record as the directory would publish it. */

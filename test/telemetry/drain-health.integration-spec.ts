@@ -8,6 +8,7 @@ import { BusProducer, createKafka } from '@mesh/bus';
 import { TopicNames } from '@mesh/contract';
 import { eventually, testRun, uniquePrefix } from '../support/infra.js';
 import { ledgerDatabase } from '../agents/agents-fixtures.js';
+import { standInForTopicOwners } from '../support/topic-owners.js';
 import { runTask, sendCommand } from '../agents/runtime-fixtures.js';
 
 test('a stopping agents runtime is not ready but alive while it drains', async () => {
@@ -34,6 +35,7 @@ test('a stopping agents runtime is not ready but alive while it drains', async (
   });
   const db = await ledgerDatabase('drain-health');
   const prefix = uniquePrefix('drainh');
+  await standInForTopicOwners(prefix);
   const agents = await startAgents(
     {
       ...loadAgentsConfig({

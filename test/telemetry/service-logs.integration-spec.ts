@@ -4,9 +4,9 @@ import { TaskState, type Task } from '@a2a-js/sdk';
 import { logLevel } from 'kafkajs';
 import { DEMO_API_KEYS } from '@mesh/auth';
 import { createKafka } from '@mesh/bus';
-import { TopicNames } from '@mesh/contract';
+import { TopicDefinitions, TopicNames } from '@mesh/contract';
 import { eventually, freshDatabase, testRun, uniquePrefix } from '../support/infra.js';
-import { a2aClient, agentRecord, publishAgents } from '../support/dispatcher-harness.js';
+import { a2aClient, agentRecord, publishAgents, standInForDirectory } from '../support/dispatcher-harness.js';
 import { sendRequest, userMessage } from '../support/a2a-fixtures.js';
 import { startEchoWorker } from '../support/echo-worker.js';
 import { streamingClient } from '../support/streaming.js';
@@ -20,6 +20,7 @@ const topics = new TopicNames(prefix);
 const kafka = createKafka({ brokers: testRun().brokers, clientId: 'test-logs' }, { logLevel: logLevel.NOTHING });
 const port = await freePort();
 const url = `http://localhost:${port}`;
+await standInForDirectory(kafka, new TopicDefinitions(prefix));
 const dispatcher = spawnNode('apps/dispatcher/dist/main.js', {
   KAFKA_BROKERS: testRun().brokers.join(','),
   TOPIC_PREFIX: prefix,

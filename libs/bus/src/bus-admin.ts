@@ -1,4 +1,5 @@
 import kafkajs, { type Admin, type Kafka, type ITopicConfig } from 'kafkajs';
+import { MeshError, sleep } from '@mesh/contract';
 import { awaitTopicLeaders } from './topic-leaders.js';
 
 /** How a topic is created by {@link BusAdmin.ensureTopic}. */
@@ -16,6 +17,18 @@ export interface TopicOptions {
    * topics whose readers rely on per-key order: growing moves keys to other partitions.
    */
   grow?: boolean;
+}
+
+/** How a service waits for a topic another service creates ({@link BusAdmin.awaitTopic}). */
+export interface TopicWait {
+  /** The service that creates the topic, as the error names it (e.g. `the directory`). */
+  owner: string;
+  /** How long to wait before failing (default 60 s). */
+  timeoutMs?: number;
+  /** Between two looks at the topic list (default 500 ms). */
+  pollMs?: number;
+  /** Called once when the topic is missing at first (a log line: the service is waiting for its owner). */
+  onWait?(topic: string): void;
 }
 
 /** Lag of one consumer group on one topic partition; offsets are decimal strings as Kafka gives them. */
@@ -110,6 +123,29 @@ export class BusAdmin {
         if (!/INVALID_PARTITIONS|already has/i.test(errorText(err))) throw err;
       }
     }
+  }
+
+  /**
+   * Waits for a topic another service owns (creates) — this one only reads or writes it — until
+   * it exists and its partitions have leaders. `onWait` is called once if it is missing at first.
+   * Rejects after `timeoutMs` (default 60 s) with an UNAVAILABLE error naming the topic and its
+   * owner, rather than creating it with settings that are not this service's to choose.
+   */
+  async awaitTopic(name: string, opts: TopicWait): Promise<void> {
+    await this.connect();
+    const timeoutMs = opts.timeoutMs ?? 60_000;
+    const until = Date.now() + timeoutMs;
+    for (let first = true; !(await this.admin.listTopics()).includes(name); first = false) {
+      if (first) opts.onWait?.(name);
+      if (Date.now() >= until)
+        throw new MeshError(
+          'UNAVAILABLE',
+          `topic ${name} does not exist after ${timeoutMs} ms: it is created by its owner, ${opts.owner}; start ${opts.owner} first (this service does not create it)`,
+          { retryable: true },
+        );
+      await sleep(Math.min(opts.pollMs ?? 500, Math.max(1, until - Date.now())));
+    }
+    await awaitTopicLeaders(this.admin, name, 1, timeoutMs);
   }
 
   /** Per topic/partition: the group's committed offset, the high watermark and the lag. */
@@ -219,6 +255,16 @@ export async function ensureTopics(kafka: Kafka, topics: Array<{ name: string } 
   const admin = new BusAdmin(kafka);
   try {
     for (const { name, ...opts } of topics) await admin.ensureTopic(name, opts);
+  } finally {
+    await admin.close();
+  }
+}
+
+/** {@link BusAdmin.awaitTopic} for each topic, on an admin client of its own (a service's start-up). */
+export async function awaitTopics(kafka: Kafka, names: string[], wait: TopicWait): Promise<void> {
+  const admin = new BusAdmin(kafka);
+  try {
+    for (const name of names) await admin.awaitTopic(name, wait);
   } finally {
     await admin.close();
   }

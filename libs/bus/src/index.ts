@@ -8,13 +8,29 @@ export {
   type Kafka,
   type Producer,
 } from './kafka-client.js';
-export { ensureTopics, type LagReport, BusAdmin, type GroupDescription, type GroupMember } from './bus-admin.js';
+export {
+  ensureTopics,
+  awaitTopics,
+  type TopicWait,
+  type LagReport,
+  BusAdmin,
+  type GroupDescription,
+  type GroupMember,
+} from './bus-admin.js';
 export { type BusProducerOptions, BusProducer } from './bus-producer.js';
 export type { EnvelopeHandler, BusConsumerOptions, DeadLettered, DeadLetterReason, KeyedRecord, MessageContext } from './consumer-types.js';
 export { DEAD_LETTER_REASONS } from './consumer-types.js';
 export { BusConsumer } from './bus-consumer.js';
 export { IntervalCommitter } from './interval-committer.js';
 export { runSupervised, type ConsumerSupervisorOptions } from './consumer-supervisor.js';
+export {
+  TopicReader,
+  endOffsets,
+  type TopicReaderOptions,
+  type TopicReaderHandler,
+  type TopicRecord,
+  type TopicBatch,
+} from './topic-reader.js';
 export {
   deadLetterTopic,
   replayDeadLetters,

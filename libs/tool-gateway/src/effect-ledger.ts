@@ -58,8 +58,9 @@ export interface EffectLedger {
   /** Side-effecting calls one execution (turn) of a task made, oldest first. */
   sideEffectsOf(tenant: string, taskId: string, executionId: string): Promise<EffectEntry[]>;
   /** Unknown entries, oldest first. */
-  listUnknown(limit: number): Promise<EffectEntry[]>;
-  countUnknown(): Promise<number>;
+  /** Unknown outcomes, oldest first; with `toolPrefixes`, only of tools whose name starts with one of them. */
+  listUnknown(limit: number, toolPrefixes?: string[]): Promise<EffectEntry[]>;
+  countUnknown(toolPrefixes?: string[]): Promise<number>;
 }
 
 /** In-memory ledger with the same rules, for unit tests. */
@@ -123,19 +124,23 @@ export class InMemoryEffectLedger implements EffectLedger {
       .map((r) => this.copy(r));
   }
 
-  async listUnknown(limit: number): Promise<EffectEntry[]> {
+  async listUnknown(limit: number, toolPrefixes?: string[]): Promise<EffectEntry[]> {
     return [...this.rows.values()]
-      .filter((r) => r.state === 'unknown')
+      .filter((r) => r.state === 'unknown' && ofTools(r.tool, toolPrefixes))
       .slice(0, limit)
       .map((r) => this.copy(r));
   }
 
-  async countUnknown(): Promise<number> {
-    return [...this.rows.values()].filter((r) => r.state === 'unknown').length;
+  async countUnknown(toolPrefixes?: string[]): Promise<number> {
+    return [...this.rows.values()].filter((r) => r.state === 'unknown' && ofTools(r.tool, toolPrefixes)).length;
   }
 
   private copy(row: EffectEntry & { leaseUntil: number }): EffectEntry {
     const { leaseUntil: _lease, ...entry } = row;
     return structuredClone(entry);
   }
+}
+
+function ofTools(tool: string, prefixes: string[] | undefined): boolean {
+  return prefixes === undefined || prefixes.some((p) => tool.startsWith(p));
 }

@@ -8,5 +8,5 @@ export { ToolMeta } from './tool-meta.js';
 export { verifyToolTokenClaims, verifyToolToken, type ToolTokenClaims, type CallTokenClaims, HmacToolTokenMinter } from './tool-token.js';
 export { RetryBudget } from './retry-budget.js';
 export { type ToolCallScope, type ToolGatewayOptions, ToolGateway } from './tool-gateway.js';
-export { Reconciler } from './reconciler.js';
+export type { ReconcilerOptions } from './reconciler.js';
 export { httpFetch, type FetchLike, type HttpFetchOptions } from './http-fetch.js';

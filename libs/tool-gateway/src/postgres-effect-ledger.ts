@@ -152,18 +152,28 @@ export class PostgresEffectLedger implements EffectLedger {
     return rows.map(toEntry);
   }
 
-  async listUnknown(limit: number): Promise<EffectEntry[]> {
+  async listUnknown(limit: number, toolPrefixes?: string[]): Promise<EffectEntry[]> {
     const rows = rowsOf<Row>(
-      await this.sql.query(`SELECT * FROM ${this.table} WHERE state = 'unknown' ORDER BY updated_at LIMIT $1`, [limit]),
+      await this.sql.query(`SELECT * FROM ${this.table} WHERE state = 'unknown' AND ${OF_TOOLS} ORDER BY updated_at LIMIT $1`, [
+        limit,
+        toolPrefixes ?? null,
+      ]),
     );
     return rows.map(toEntry);
   }
 
-  async countUnknown(): Promise<number> {
-    const rows = rowsOf<{ n: number }>(await this.sql.query(`SELECT count(*)::int AS n FROM ${this.table} WHERE state = 'unknown'`));
+  async countUnknown(toolPrefixes?: string[]): Promise<number> {
+    const rows = rowsOf<{ n: number }>(
+      await this.sql.query(`SELECT count(*)::int AS n FROM ${this.table} WHERE state = 'unknown' AND ${OF_TOOLS.replaceAll('$2', '$1')}`, [
+        toolPrefixes ?? null,
+      ]),
+    );
     return rows[0]?.n ?? 0;
   }
 }
+
+/** `$2`: tool name prefixes, or null for every tool (prefixes compared as text, not LIKE patterns: `_` is in every tool name). */
+const OF_TOOLS = `($2::text[] IS NULL OR EXISTS (SELECT 1 FROM unnest($2::text[]) AS p WHERE left(tool, length(p)) = p))`;
 
 function toEntry(r: Row): EffectEntry {
   return {

@@ -1,21 +1,25 @@
 import { sleep } from '@mesh/contract';
 import type { ToolObservation } from '@mesh/agent-sdk';
 import type { EffectLedger } from './effect-ledger.js';
-import type { ToolGateway } from './tool-gateway.js';
 import { abortError } from './slot-supplier.js';
 
+/** One attempt at settling an unknown outcome: undefined while it stays unknown. */
+export type SettleAttempt = (key: string) => Promise<{ observation: ToolObservation; settledHere: boolean } | undefined>;
+
+/** The tool gateway's reconcile loop (`ToolGatewayOptions.reconcile`). */
 export interface ReconcilerOptions {
   intervalMs?: number;
   batch?: number;
   /** Observes the number of unresolved unknowns after each pass (a metric of its own). */
   onUnknownCount?: (n: number) => void;
-  /** Observes each outcome the reconciler settled (a metric of its own). */
+  /** Observes each outcome this loop settled (a metric of its own). */
   onResolved?: (tool: string, observation: ToolObservation) => void;
 }
 
 /**
  * Resolves unknown outcomes in the background: asks the tool's server by idempotency key and records
- * the answer. A handler waiting on an unknown outcome polls the ledger through `waitFor`.
+ * the answer. A handler waiting on an unknown outcome polls the ledger through `waitFor`. Owned by a
+ * `ToolGateway`, it covers the unknowns of the gateway's tools (`tools`: name prefixes) only.
  */
 export class Reconciler {
   private timer?: NodeJS.Timeout;
@@ -23,11 +27,13 @@ export class Reconciler {
 
   constructor(
     private readonly ledger: EffectLedger,
-    private readonly gateways: () => ToolGateway[],
+    private readonly settle: SettleAttempt,
+    private readonly tools: string[],
     private readonly opts: ReconcilerOptions = {},
   ) {}
 
   start(): void {
+    if (this.timer) return;
     const tick = () => {
       this.running = this.runOnce()
         .catch(() => undefined)
@@ -47,17 +53,14 @@ export class Reconciler {
   /** One pass over unknown entries; returns how many were resolved. */
   async runOnce(): Promise<number> {
     let resolved = 0;
-    for (const entry of await this.ledger.listUnknown(this.opts.batch ?? 50)) {
-      for (const gw of this.gateways()) {
-        const obs = await gw.reconcile(entry.key).catch(() => undefined);
-        if (obs) {
-          resolved++;
-          this.opts.onResolved?.(entry.tool, obs);
-          break;
-        }
+    for (const entry of await this.ledger.listUnknown(this.opts.batch ?? 50, this.tools)) {
+      const settled = await this.settle(entry.key).catch(() => undefined);
+      if (settled?.settledHere) {
+        resolved++;
+        this.opts.onResolved?.(entry.tool, settled.observation);
       }
     }
-    this.opts.onUnknownCount?.(await this.ledger.countUnknown());
+    this.opts.onUnknownCount?.(await this.ledger.countUnknown(this.tools));
     return resolved;
   }
 

@@ -6,6 +6,7 @@ import type { EffectEntry, EffectLedger, RecordedResult } from './effect-ledger.
 import type { ToolInfo } from './mcp-connection.js';
 import { McpSessionPool } from './mcp-session-pool.js';
 import type { ToolCallResult } from './mcp-shapes.js';
+import { Reconciler, type ReconcilerOptions } from './reconciler.js';
 import type { RetryBudget } from './retry-budget.js';
 import { abortError, SemaphoreSlotSupplier, type SlotSupplier } from './slot-supplier.js';
 import { ToolMeta } from './tool-meta.js';
@@ -44,6 +45,8 @@ export interface ToolGatewayOptions {
   tracePayloads?: boolean;
   /** Observes every finished call (metrics). */
   onCall?: (e: { tool: string; outcome: 'ok' | 'error' | 'unknown' | 'replayed' | 'failed'; ms: number }) => void;
+  /** The reconcile loop over this gateway's unknown outcomes (interval, batch, metrics); runs from `start()`. */
+  reconcile?: ReconcilerOptions;
 }
 
 type Failure = 'aborted' | 'timeout' | 'connection' | 'refused';
@@ -52,12 +55,18 @@ type Failure = 'aborted' | 'timeout' | 'connection' | 'refused';
  * Calls MCP tools for agents: namespaced names, cached tool lists, a slot limit per server, the
  * effect ledger around every call, unknown outcomes for side effects that got no answer, retries
  * with backoff for calls that are safe to repeat, and reconciliation of unknowns by idempotency key.
+ * Its caller sees `call(intent) → observation`, `reconcile(key)` and `awaitOutcome(key)`; the
+ * gateway owns the loop (`start()` … `close()`) that settles the unknown outcomes of its servers
+ * that have a reconcile tool, several gateways sharing one ledger each covering their own.
  */
 export class ToolGateway {
   private readonly connections = new Map<string, McpSessionPool>();
   private readonly slots = new Map<string, SlotSupplier>();
   private readonly ledger: EffectLedger;
   private readonly clientName: string;
+  private readonly reconciler: Reconciler;
+  /** Whether `start()` runs the loop: some server has a reconcile tool. */
+  private readonly reconciles: boolean;
 
   constructor(private readonly opts: ToolGatewayOptions) {
     this.ledger = opts.ledger;
@@ -81,6 +90,30 @@ export class ToolGateway {
       );
       this.slots.set(name, new SemaphoreSlotSupplier(maxConcurrency));
     }
+    const reconcilable = Object.entries(opts.servers)
+      .filter(([, spec]) => spec.reconcileTool)
+      .map(([name]) => `mcp__${name}__`);
+    this.reconciles = reconcilable.length > 0;
+    this.reconciler = new Reconciler(this.ledger, (key) => this.settle(key), reconcilable, opts.reconcile);
+  }
+
+  /** Starts the reconcile loop (when a server has a reconcile tool); `close()` stops it. */
+  start(): void {
+    if (this.reconciles) this.reconciler.start();
+  }
+
+  /** One pass of the reconcile loop now (operators, tests); returns how many outcomes it settled. */
+  reconcileOnce(): Promise<number> {
+    return this.reconciler.runOnce();
+  }
+
+  /**
+   * Waits until the unknown outcome under `key` is settled (by this gateway's loop, or any other
+   * process's); its observation, or undefined when the call was never applied. Rejects when
+   * `signal` aborts.
+   */
+  awaitOutcome(key: string, signal: AbortSignal): Promise<ToolObservation | undefined> {
+    return this.reconciler.waitFor(key, signal);
   }
 
   /** The sessions of a server (for operations and tests). */
@@ -248,9 +281,14 @@ export class ToolGateway {
    * or undefined when it stays unknown (no reconcile tool, server unreachable).
    */
   async reconcile(key: string): Promise<ToolObservation | undefined> {
+    return (await this.settle(key))?.observation;
+  }
+
+  /** `reconcile`, saying whether this attempt is the one that settled it (the loop's metric). */
+  private async settle(key: string): Promise<{ observation: ToolObservation; settledHere: boolean } | undefined> {
     const entry = await this.ledger.get(key);
     if (!entry) throw new MeshError('NOT_FOUND', `no effect recorded under ${key}`);
-    if (entry.state !== 'unknown') return observationOf(entry, true);
+    if (entry.state !== 'unknown') return { observation: observationOf(entry, true), settledHere: false };
     const parsed = parseToolName(entry.tool);
     const spec = parsed && this.connections.get(parsed.server)?.spec;
     if (!parsed || !spec?.reconcileTool) return undefined;
@@ -269,19 +307,22 @@ export class ToolGateway {
     }
     const answer = result.structuredContent as { status?: string; result?: JsonObject } | undefined;
     if (result.isError || !answer) return undefined;
+    let settledHere: boolean;
     if (answer.status === 'applied') {
       const recorded: RecordedResult = { text: JSON.stringify(answer.result ?? {}), ...(answer.result ? { data: answer.result } : {}) };
-      await this.ledger.resolve(key, 'ok', recorded);
+      settledHere = await this.ledger.resolve(key, 'ok', recorded);
     } else if (answer.status === 'not_found') {
-      await this.ledger.resolve(key, 'absent');
+      settledHere = await this.ledger.resolve(key, 'absent');
     } else {
       return undefined;
     }
     const settled = await this.ledger.get(key);
-    return settled ? observationOf(settled, true) : undefined;
+    return settled ? { observation: observationOf(settled, true), settledHere } : undefined;
   }
 
+  /** Stops the reconcile loop (waiting for a pass under way), then closes the server connections. */
   async close(): Promise<void> {
+    await this.reconciler.stop();
     await Promise.all([...this.connections.values()].map((c) => c.close()));
   }
 

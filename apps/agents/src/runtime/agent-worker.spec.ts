@@ -92,9 +92,8 @@ test('a cancel read by one worker process stops the run read later by another (t
     new TurnRunner({
       agent,
       ledger,
-      tools: { call: async () => assert.fail('no tool expected') },
+      tools: { call: async () => assert.fail('no tool expected'), awaitOutcome: async () => undefined },
       effects: { sideEffectsOf: async () => [] },
-      reconciler: { waitFor: async () => undefined },
       sink: { send: async (_topic, _key, e) => void sent.push(e as TaskEvent) },
       topics: new TopicNames('unit.'),
       workerId,

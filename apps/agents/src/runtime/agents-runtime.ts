@@ -9,11 +9,11 @@ import type { DataSource } from 'typeorm';
 import type { AgentDefinition, McpServerSpec } from '@mesh/agent-sdk';
 import { BusAdmin, BusProducer, countDeadLetters, isTransientKafkaError, KafkaBusTransport, type Kafka, type KafkaProbe } from '@mesh/bus';
 import { topicDefinitions } from '@mesh/config';
-import { anyTransient, ConsumerGroups, MeshError, type AgentHeartbeat, type TopicDefinition, type TopicDefinitions } from '@mesh/contract';
+import { anyTransient, ConsumerGroups, MeshError, type AgentHeartbeat, type TopicDefinitions } from '@mesh/contract';
 import { isTransientPostgresError } from '@mesh/database';
 import { ServiceLifecycle } from '@mesh/service';
 import type { Logger } from '@mesh/telemetry';
-import { HmacToolTokenMinter, PostgresEffectLedger, Reconciler, ToolGateway } from '@mesh/tool-gateway';
+import { HmacToolTokenMinter, PostgresEffectLedger, ToolGateway } from '@mesh/tool-gateway';
 import type { AgentsConfig } from '../config/agents.config.js';
 import type { AgentsMetrics } from '../metrics/agents.metrics.js';
 import { OpsSampler, splitToolName, type WorkerView } from '../ops/ops-sampler.js';
@@ -76,13 +76,13 @@ async function assertLedgerOutlivesCommands(admin: BusAdmin, topic: string, ledg
 
 /**
  * The worker process's lifetime, in one place because its steps are ordered. Bootstrap: the
- * producer, topics (created when missing, never grown: they are keyed, and growing one under
- * running producers and consumers moves keys to other partitions mid-task, see
- * docs/operations.md), the ledger-retention check, reconciler, ops sampler and retention sweeps.
+ * producers, the command topics (the directory's, awaited; created when missing without one, never
+ * grown: they are keyed, and growing one under running producers and consumers moves keys to other
+ * partitions mid-task, see docs/operations.md), the ledger-retention check, the tool gateways' reconcile loops, ops sampler and retention sweeps.
  * The consumers are Nest servers (`channels[].transport`), started by the app after bootstrap;
  * then {@link startHeartbeats}. Drain (before HTTP closes, so readiness says "draining" while
  * liveness stays up): heartbeats, sampler and sweeps stop, every consumer drains its running
- * turns. Shutdown: reconciler, tool connections, producer, admin, probe, database.
+ * turns. Shutdown: tool gateways (their reconcile loops, then connections), producer, admin, probe, database.
  */
 @Injectable()
 export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
@@ -95,8 +95,12 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
   readonly workers: WorkerView[];
   private readonly workerByTopic: Map<string, AgentWorker>;
   private readonly producer: BusProducer;
+  /**
+   * Heartbeats go through a producer of their own: a batch fails whole when one of its topics is
+   * missing, and the heartbeats topic is the directory's, so it must not hold the turns' events back.
+   */
+  private readonly heartbeats: BusProducer;
   private readonly admin: BusAdmin;
-  private readonly reconciler: Reconciler;
   private readonly retention: LedgerRetention;
   private readonly definitions: TopicDefinitions;
   private heartbeat?: NodeJS.Timeout;
@@ -108,14 +112,9 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
     const { config, kafka, dataSource, metrics, logger } = opts;
     this.definitions = topicDefinitions(config);
     this.producer = new BusProducer(kafka);
+    this.heartbeats = new BusProducer(kafka);
     this.admin = new BusAdmin(kafka);
     this.effects = new PostgresEffectLedger(dataSource);
-    this.reconciler = new Reconciler(this.effects, () => this.channels.map((c) => c.gateway), {
-      intervalMs: config.AGENTS_RECONCILE_INTERVAL_MS,
-      // Refreshes mesh_unknown_outcomes_open (by tool) whenever the reconciler's count changes.
-      onUnknownCount: () => void this.sampler.unknowns().catch(() => undefined),
-      onResolved: (tool, obs) => metrics.mesh.unknownOutcomesResolved.inc({ ...splitToolName(tool), resolution: obs.status }),
-    });
     this.retention = new LedgerRetention(dataSource, {
       retentionMs: config.AGENTS_LEDGER_RETENTION_MS,
       sweepMs: config.AGENTS_LEDGER_SWEEP_MS,
@@ -149,15 +148,24 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
 
   async onApplicationBootstrap(): Promise<void> {
     const { config } = this.opts;
-    await this.producer.connect();
-    const ensureMissing = (topic: TopicDefinition) => this.admin.ensureTopic(topic.name, topic);
-    await ensureMissing(this.definitions.events());
-    await ensureMissing(this.definitions.heartbeats());
+    await Promise.all([this.producer.connect(), this.heartbeats.connect()]);
+    // The events topic is the dispatcher's and the heartbeats topic the directory's: written here,
+    // created by their owners (events are only written in answer to the dispatcher's commands; a
+    // heartbeat that finds no topic is a logged warning). An agent's command topic is the
+    // directory's, created when the agent registered; a runtime without a directory is its own
+    // registry and creates it (never grown: keyed, see docs/operations.md).
+    const { logger } = this.opts;
     for (const { agent, topic } of this.channels) {
-      await ensureMissing(this.definitions.commands(agent.id, agent.channel.partitions));
+      const definition = this.definitions.commands(agent.id, agent.channel.partitions);
+      if (config.AGENTS_DIRECTORY_URL)
+        await this.admin.awaitTopic(topic, {
+          owner: 'the directory',
+          onWait: () => logger.warn({ src: 'agents-runtime', topic }, 'waiting for the directory to create the command topic'),
+        });
+      else await this.admin.ensureTopic(definition.name, definition);
       await assertLedgerOutlivesCommands(this.admin, topic, config.AGENTS_LEDGER_RETENTION_MS);
     }
-    this.reconciler.start();
+    for (const { gateway } of this.channels) gateway.start();
     this.sampler.start();
     this.retention.start();
   }
@@ -172,7 +180,7 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
       for (const { worker } of this.channels) {
         metrics.inFlight.set({ agent: worker.agentId }, worker.inFlight);
         const hb: AgentHeartbeat = { agentId: worker.agentId, workerId, atUnixMs: now, ttlMs: config.AGENTS_HEARTBEAT_INTERVAL_MS * 3 };
-        this.producer
+        this.heartbeats
           .sendRecord(topic, worker.agentId, JSON.stringify(hb))
           .catch((err: unknown) => logger.warn({ src: 'heartbeat', agent: worker.agentId, error: String(err) }, 'heartbeat failed'));
       }
@@ -192,9 +200,8 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await this.reconciler.stop();
     await Promise.allSettled(this.channels.map((c) => c.gateway.close()));
-    await this.producer.disconnect().catch(() => undefined);
+    await Promise.all([this.producer.disconnect(), this.heartbeats.disconnect()]).catch(() => undefined);
     await this.admin.close().catch(() => undefined);
     await this.opts.kafkaProbe.close();
     if (this.opts.dataSource.isInitialized) await this.opts.dataSource.destroy();
@@ -210,6 +217,12 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
       tokens,
       defaultRequestTimeoutMs: config.AGENTS_TOOL_TIMEOUT_MS,
       tracePayloads: config.AGENTS_TRACE_TOOL_PAYLOADS,
+      reconcile: {
+        intervalMs: config.AGENTS_RECONCILE_INTERVAL_MS,
+        // Refreshes mesh_unknown_outcomes_open (by tool) after each pass of the loop.
+        onUnknownCount: () => void this.sampler.unknowns().catch(() => undefined),
+        onResolved: (tool, obs) => metrics.mesh.unknownOutcomesResolved.inc({ ...splitToolName(tool), resolution: obs.status }),
+      },
       onCall: ({ tool, outcome, ms }) => {
         metrics.toolCalls.inc({ agent: agent.id, tool, outcome });
         metrics.mesh.toolLatency.observe({ ...splitToolName(tool), result: outcome }, ms / 1000);
@@ -223,7 +236,6 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
       ledger: executions,
       tools: gateway,
       effects: this.effects,
-      reconciler: this.reconciler,
       sink: this.producer,
       topics,
       workerId: config.AGENTS_WORKER_ID,

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { defineAgent, type AgentHandler, type ToolObservation } from '@mesh/agent-sdk';
 import { Envelopes, executionId, FIRST_TURN, TopicNames, type Envelope, type TaskEvent, type TaskRunCommand } from '@mesh/contract';
 import { InMemoryExecutionLedger } from './execution-ledger.js';
-import { TurnRunner, type SideEffectReader, type ToolCaller, type UnknownOutcomeWaiter } from './turn-runner.js';
+import { TurnRunner, type SideEffectReader, type ToolCaller } from './turn-runner.js';
 
 class Sink {
   readonly sent: TaskEvent[] = [];
@@ -14,9 +14,9 @@ class Sink {
 
 function setup(
   handler: AgentHandler,
-  tools: ToolCaller = { call: async () => assert.fail('no tool expected') },
+  tools: Pick<ToolCaller, 'call'> = { call: async () => assert.fail('no tool expected') },
   leaseMs = 5000,
-  reconciler: UnknownOutcomeWaiter = { waitFor: async () => undefined },
+  reconciler: { waitFor: ToolCaller['awaitOutcome'] } = { waitFor: async () => undefined },
   effects: SideEffectReader = { sideEffectsOf: async () => [] },
 ) {
   const ledger = new InMemoryExecutionLedger();
@@ -25,9 +25,9 @@ function setup(
   const runner = new TurnRunner({
     agent,
     ledger,
-    tools,
+    // The gateway's waits for unknown outcomes, given apart here.
+    tools: { call: (intent, scope) => tools.call(intent, scope), awaitOutcome: (key, signal) => reconciler.waitFor(key, signal) },
     effects,
-    reconciler,
     sink,
     topics: new TopicNames('unit.'),
     workerId: 'w1',
@@ -187,7 +187,7 @@ test('an outcome still unknown when the wait ends is reported unknown; a complet
       return [{ key: 'k-refund', tool: 'mcp__billing__issue_refund', state: 'unknown' }];
     },
   };
-  const never: UnknownOutcomeWaiter = {
+  const never: { waitFor: ToolCaller['awaitOutcome'] } = {
     waitFor: (_key, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
   };
   // The wait lasts the unknown-wait budget (1 s here), ten leases of 100 ms: renewed meanwhile, so

@@ -50,19 +50,16 @@ export interface EventSink {
   send(topic: string, key: string, envelope: Envelope): Promise<void>;
 }
 
-/** What the runner needs from the tool gateway. */
+/** What the runner needs from the tool gateway (which settles unknown outcomes in its own loop). */
 export interface ToolCaller {
   call(intent: ToolIntent, scope: ToolCallScope): Promise<ToolObservation>;
+  /** Waits until an unknown outcome is settled: its observation, or undefined when never applied. */
+  awaitOutcome(key: string, signal: AbortSignal): Promise<ToolObservation | undefined>;
 }
 
 /** The side-effecting calls a turn made, as the effect ledger recorded them (an EffectLedger satisfies it). */
 export interface SideEffectReader {
   sideEffectsOf(tenant: string, taskId: string, executionId: string): Promise<Array<{ key: string; tool: string; state: string }>>;
-}
-
-/** What the runner needs from the reconciler. */
-export interface UnknownOutcomeWaiter {
-  waitFor(key: string, signal: AbortSignal): Promise<ToolObservation | undefined>;
 }
 
 export interface TurnRunnerOptions {
@@ -71,7 +68,6 @@ export interface TurnRunnerOptions {
   tools: ToolCaller;
   /** Read when a turn ends without success, to say which side effects it made anyway. */
   effects: SideEffectReader;
-  reconciler: UnknownOutcomeWaiter;
   sink: EventSink;
   topics: TopicNames;
   workerId: string;
@@ -384,7 +380,7 @@ export class TurnRunner {
     const outcomeOf = async (e: { key: string; state: string }): Promise<'applied' | 'unknown' | undefined> => {
       if (e.state === 'ok') return 'applied';
       if (e.state !== 'unknown' && e.state !== 'pending') return undefined;
-      return this.o.reconciler.waitFor(e.key, wait).then(
+      return this.o.tools.awaitOutcome(e.key, wait).then(
         (obs) => (obs?.status === 'ok' ? 'applied' : undefined),
         () => 'unknown' as const, // still unknown when the wait ended
       );
@@ -464,7 +460,7 @@ export class TurnRunner {
           );
           let settled: ToolObservation | undefined;
           try {
-            settled = await this.o.reconciler.waitFor(obs.idempotencyKey, wait);
+            settled = await this.o.tools.awaitOutcome(obs.idempotencyKey, wait);
           } catch (err) {
             if (signal.aborted) throw err;
             return obs; // still unknown after the wait: the handler decides (and must not claim success)

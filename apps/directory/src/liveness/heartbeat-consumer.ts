@@ -1,4 +1,4 @@
-import { ensureTopics, runSupervised, type Consumer, type Kafka } from '@mesh/bus';
+import { ensureTopics, TopicReader, type Kafka } from '@mesh/bus';
 import type { AgentHeartbeat, TopicDefinition } from '@mesh/contract';
 import { silentLogger, type Logger } from '@mesh/telemetry';
 import type { LivenessService } from './liveness.service.js';
@@ -21,9 +21,7 @@ export function parseHeartbeat(value: Buffer | null): AgentHeartbeat | undefined
  * lives in Postgres, so each heartbeat needs applying once), a batch per database round trip.
  */
 export class HeartbeatConsumer {
-  private readonly consumer: Consumer;
-  private readonly log: Logger;
-  private stopped = false;
+  private readonly reader: TopicReader;
 
   constructor(
     private readonly kafka: Kafka,
@@ -32,31 +30,28 @@ export class HeartbeatConsumer {
     private readonly liveness: LivenessService,
     logger: Logger = silentLogger,
   ) {
-    this.consumer = kafka.consumer({ groupId, sessionTimeout: 10_000, heartbeatInterval: 1_000, maxWaitTimeInMs: 250 });
-    this.log = logger.child({ src: 'heartbeat-consumer' });
+    this.reader = new TopicReader(kafka, {
+      topic: topic.name,
+      group: groupId,
+      commits: 'per-batch',
+      consumerConfig: { sessionTimeout: 10_000, heartbeatInterval: 1_000, maxWaitTimeInMs: 250 },
+      logger: logger.child({ src: 'heartbeat-consumer' }),
+    });
   }
 
   /** Creates the heartbeats topic when missing, joins the group and starts applying heartbeats. */
   async start(): Promise<void> {
-    // Maybe created by another service first: `TopicDefinitions` is the one definition.
+    // The directory owns the topic: its card stream created it at start, unless another stream was given.
     await ensureTopics(this.kafka, [this.topic]);
-    await this.consumer.connect();
-    await this.consumer.subscribe({ topic: this.topic.name, fromBeginning: false });
-    await runSupervised(
-      this.consumer,
-      {
-        eachBatchAutoResolve: true,
-        eachBatch: async ({ batch }) => {
-          const beats = batch.messages.map((m) => parseHeartbeat(m.value)).filter((b): b is AgentHeartbeat => b !== undefined);
-          await this.liveness.record(beats);
-        },
+    await this.reader.start({
+      eachBatch: async ({ messages }) => {
+        const beats = messages.map((m) => parseHeartbeat(m.value)).filter((b): b is AgentHeartbeat => b !== undefined);
+        await this.liveness.record(beats);
       },
-      { stopping: () => this.stopped, report: (err, what) => this.log.error({ err: String(err) }, what) },
-    );
+    });
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    await this.consumer.disconnect().catch(() => undefined);
+  stop(): Promise<void> {
+    return this.reader.stop();
   }
 }

@@ -1,6 +1,6 @@
 import type { OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { AgentCatalog } from '@mesh/agent-directory';
-import { ensureTopics, runSupervised, type Kafka } from '@mesh/bus';
+import { awaitTopics, type Kafka } from '@mesh/bus';
 import { silentLogger, type Logger } from '@mesh/telemetry';
 import { canSee, type AgentRecord, type ConsumerGroups, type TopicDefinitions } from '@mesh/contract';
 
@@ -48,26 +48,33 @@ export class DirectoryAgentLookup implements AgentLookup, OnApplicationBootstrap
   private readonly catalog: AgentCatalog;
   /** Owner tenant of each agent seen, for the tenant-less internal `get`. */
   private readonly owners = new Map<string, string>();
+  private readonly log: Logger;
 
   constructor(
     private readonly kafka: Kafka,
     private readonly topics: TopicDefinitions,
     groups: ConsumerGroups,
     logger: Logger = silentLogger,
+    /** How long start-up waits for the directory's topics before it fails. */
+    private readonly topicWaitMs = 120_000,
   ) {
-    const log = logger.child({ src: 'agent-catalog' });
+    this.log = logger.child({ src: 'agent-catalog' });
     this.catalog = new AgentCatalog({
       kafka,
       topics: topics.names,
       groupPrefix: groups.dispatcherCatalog(),
-      run: (consumer, config, stopping) =>
-        runSupervised(consumer, config, { stopping, report: (err, what) => log.error({ err: String(err) }, what) }),
+      logger: this.log,
     });
   }
 
   async start(): Promise<void> {
-    // Created here too (the directory may start later); never grown: both are keyed by agent id.
-    await ensureTopics(this.kafka, [this.topics.cards(), this.topics.heartbeats()]);
+    // The directory owns (creates) both topics: a dispatcher started first waits for it.
+    const names = [this.topics.names.cards(), this.topics.names.heartbeats()];
+    await awaitTopics(this.kafka, names, {
+      owner: 'the directory',
+      timeoutMs: this.topicWaitMs,
+      onWait: (topic) => this.log.warn({ topic }, 'waiting for the directory to create the topic'),
+    });
     await this.catalog.start();
   }
 

@@ -1,5 +1,5 @@
-import { decodeEnvelope, newId } from '@mesh/contract';
-import { IntervalCommitter, runSupervised, type Admin, type Consumer, type Kafka } from '@mesh/bus';
+import { decodeEnvelope } from '@mesh/contract';
+import { TopicReader, type Kafka } from '@mesh/bus';
 import { silentLogger, type Logger } from '@mesh/telemetry';
 import type { OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import type { EventFeed } from '../tasks/task-change-notifier.js';
@@ -40,15 +40,10 @@ export interface EventFanoutOptions {
  * `wake()` resolved misses no signal (a repeated one only hurries a read).
  */
 export class EventFanout implements EventFeed, OnApplicationBootstrap, OnApplicationShutdown {
-  private consumer?: Consumer;
-  private committer?: IntervalCommitter;
-  private admin?: Admin;
-  private readonly groupId: string;
+  private reader?: TopicReader;
   private resting = false;
   /** Whether someone here follows a task (the manager says so through wake/idle). */
   private wanted = false;
-  /** Set by `stop`: a crash from then on is the shutdown's, not one to recover from. */
-  private stopped = false;
   private waking?: Promise<void>;
   private idleTimer?: NodeJS.Timeout;
   private readonly log: Logger;
@@ -61,36 +56,32 @@ export class EventFanout implements EventFeed, OnApplicationBootstrap, OnApplica
     private readonly opts: EventFanoutOptions,
   ) {
     this.topic = opts.topic;
-    this.groupId = opts.groupName(newId());
     this.log = (opts.logger ?? silentLogger).child({ src: 'event-fanout' });
   }
 
   /** Resolves once the group has joined; the fan-out then rests until the first follower. */
   async start(): Promise<void> {
-    const consumer = this.kafka.consumer({ groupId: this.groupId, maxWaitTimeInMs: 50, sessionTimeout: 10000, heartbeatInterval: 1000 });
-    this.consumer = consumer;
-    this.admin = this.kafka.admin();
-    await Promise.all([consumer.connect(), this.admin.connect()]);
-    await consumer.subscribe({ topic: this.topic, fromBeginning: false });
-    const joined = new Promise<void>((resolve) => consumer.on(consumer.events.GROUP_JOIN, () => resolve()));
-    // Commits (every 5 s, not per fetched batch) let a consumer that rejoins after a broker outage
-    // resume where it was instead of at the end of the topic.
-    const committer = new IntervalCommitter(consumer, 5000);
-    this.committer = committer;
-    await runSupervised(
-      consumer,
+    const reader = new TopicReader(this.kafka, {
+      topic: this.topic,
+      // A group of this replica's own (deleted on stop): every replica reads the whole topic.
+      group: this.opts.groupName,
+      // Commits (every 5 s, not per fetched batch) let a consumer that rejoins after a broker outage
+      // resume where it was instead of at the end of the topic.
+      commits: { everyMs: 5000 },
+      consumerConfig: { maxWaitTimeInMs: 50, sessionTimeout: 10000, heartbeatInterval: 1000 },
+      logger: this.log,
+    });
+    this.reader = reader;
+    await reader.start(
       {
-        autoCommit: false,
-        eachMessage: async ({ topic, partition, message }) => {
-          committer.processed(topic, partition, message.offset);
+        eachMessage: async ({ message }) => {
           // Events are keyed by task id (the contract): most are of tasks nobody here follows.
           const taskId = message.key ? message.key.toString() : taskIdOf(message, this.log);
           if (taskId !== undefined && this.signals.isFollowed(taskId)) this.signals.signal(taskId);
         },
       },
-      { stopping: () => this.stopped, report: (err, what) => this.log.error({ err: String(err) }, what) },
+      'joined',
     );
-    await joined;
     if (!this.wanted) this.rest();
   }
 
@@ -115,33 +106,23 @@ export class EventFanout implements EventFeed, OnApplicationBootstrap, OnApplica
   }
 
   private rest(): void {
-    if (this.wanted || this.resting || this.waking || !this.consumer) return;
-    this.consumer.pause([{ topic: this.topic }]);
+    if (this.wanted || this.resting || this.waking || !this.reader) return;
+    this.reader.pause();
     this.resting = true;
   }
 
   private async resume(): Promise<void> {
-    const consumer = this.consumer!;
+    const reader = this.reader!;
     try {
-      for (const { partition, offset } of await this.storedFrontier()) consumer.seek({ topic: this.topic, partition, offset });
+      // Every event below the projector's committed offsets is stored (the low watermark where it has none).
+      await reader.seekToCommitted(this.opts.projectorGroup);
     } catch (err) {
       // Reading on from where it rested misses only events that were not stored when it rested.
       this.log.warn({ err: String(err) }, 'cannot read the projector offsets; the fan-out reads on from where it rested');
     }
-    consumer.resume([{ topic: this.topic }]);
+    reader.resume();
     this.resting = false;
     if (!this.wanted) this.idle();
-  }
-
-  /** Per partition, the projector group's committed offset (the low watermark where it has none). */
-  private async storedFrontier(): Promise<Array<{ partition: number; offset: string }>> {
-    const admin = this.admin!;
-    const [committed] = await admin.fetchOffsets({ groupId: this.opts.projectorGroup, topics: [this.topic] });
-    const partitions = committed?.partitions ?? [];
-    const low = partitions.some((p) => BigInt(p.offset) < 0n)
-      ? new Map((await admin.fetchTopicOffsets(this.topic)).map((o) => [o.partition, o.low]))
-      : undefined;
-    return partitions.map((p) => ({ partition: p.partition, offset: BigInt(p.offset) >= 0n ? p.offset : (low?.get(p.partition) ?? '0') }));
   }
 
   onApplicationBootstrap(): Promise<void> {
@@ -153,14 +134,9 @@ export class EventFanout implements EventFeed, OnApplicationBootstrap, OnApplica
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
     clearTimeout(this.idleTimer);
-    if (!this.consumer) return;
-    await this.committer?.stop();
-    await this.consumer.disconnect().catch(() => undefined);
-    // The group is this process's alone: leave nothing behind on the broker.
-    await this.admin?.deleteGroups([this.groupId]).catch(() => undefined);
-    await this.admin?.disconnect().catch(() => undefined);
+    // Commits what was read, leaves the group and deletes it (it is this replica's alone).
+    await this.reader?.stop();
   }
 }
 

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Admin } from 'kafkajs';
-import { endOffsets } from './agent-catalog.js';
+import { endOffsets } from './topic-reader.js';
 
 /** An admin whose fetchTopicOffsets fails with the given errors first (pure logic: no broker). */
 function admin(errors: Array<Error & { retriable?: boolean }>) {
