@@ -1,0 +1,112 @@
+#!/usr/bin/env node
+// npm run bench:dispatch-scale — what a second dispatcher process costs per request: the
+// dispatcher as `npm start` runs it (apps/dispatcher/dist/main.js) with DISPATCHER_PROCESSES=1 and
+// with N (BENCH_DISPATCHER_PROCESSES, 2), each on a stack of its own (database, topics, echo
+// worker), JSON-RPC SendMessage with returnImmediately, autocannon at BENCH_CONNECTIONS (32),
+// unlimited rate, BENCH_DURATION_S (10) after BENCH_WARMUP_S (3), BENCH_ROUNDS (3) rounds in
+// alternating order. Per request: CPU of every process (the primary and each worker, the echo
+// worker, Postgres, Kafka) and what Postgres did for it (transactions, rows written and read:
+// what a process duplicates shows there). The ratio is N processes / one, total CPU per request,
+// median over the rounds (target ≤ 1.15). Writes bench/results/dispatch-scale.json.
+import { writeFileSync } from 'node:fs';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { startDispatchStack } from './dispatch-stack.mjs';
+import { cpuMs, infraCpuMs } from './process-cpu.mjs';
+import { A2A_HEADERS, sendMessageBody } from './dispatch-requests.mjs';
+import { machine } from './run-facts.mjs';
+import { median, round3 } from './stats.mjs';
+import { integer, text } from './settings.mjs';
+
+const root = new URL('..', import.meta.url).pathname;
+const connections = integer('BENCH_CONNECTIONS', 32);
+const duration = integer('BENCH_DURATION_S', 10);
+const warmupS = integer('BENCH_WARMUP_S', 3);
+const rounds = integer('BENCH_ROUNDS', 3);
+const processes = integer('BENCH_DISPATCHER_PROCESSES', 2, { min: 2 });
+const resultFile = text('BENCH_SCALE_FILE', `${root}bench/results/dispatch-scale.json`);
+
+const load = (url, seconds) =>
+  autocannon({
+    url,
+    method: 'POST',
+    headers: A2A_HEADERS,
+    connections,
+    duration: seconds,
+    requests: [{ setupRequest: (r) => ({ ...r, body: sendMessageBody(true) }) }],
+  });
+
+/** One measured run against a fresh stack of `count` dispatcher processes. */
+async function measure(count) {
+  const stack = await startDispatchStack('scale', { dispatcherProcesses: count, companions: false, asStarted: true });
+  const db = new pg.Client({ connectionString: stack.dbUrl.toString() });
+  await db.connect();
+  try {
+    const dbStat = async () =>
+      (
+        await db.query(
+          `SELECT xact_commit::bigint AS transactions, (tup_inserted + tup_updated + tup_deleted)::bigint AS rows_written,
+                  (tup_returned + tup_fetched)::bigint AS rows_read
+           FROM pg_stat_database WHERE datname = current_database()`,
+        )
+      ).rows[0];
+    await load(stack.urls.dispatcher, warmupS);
+    const pids = stack.serverPids();
+    const snap = async () => ({
+      servers: pids.map((p) => cpuMs(p) ?? 0),
+      worker: cpuMs(stack.worker.pid) ?? 0,
+      infra: infraCpuMs(),
+      db: await dbStat(),
+    });
+    const before = await snap();
+    const result = await load(stack.urls.dispatcher, duration);
+    const after = await snap();
+    const n = result.requests.total;
+    const per = (a, b) => round3((Number(a) - Number(b)) / n);
+    const byProcess = pids.map((_, i) => per(after.servers[i], before.servers[i]));
+    const cpu = {
+      server: round3(byProcess.reduce((a, b) => a + b, 0)),
+      echoWorker: per(after.worker, before.worker),
+      postgres: per(after.infra.postgres, before.infra.postgres),
+      kafka: per(after.infra.kafka, before.infra.kafka),
+    };
+    cpu.total = round3(cpu.server + cpu.echoWorker + cpu.postgres + cpu.kafka);
+    return {
+      processes: count,
+      requests: n,
+      reqPerSec: result.requests.average,
+      errors: result.errors + result.non2xx,
+      // The primary first (with one process, there is none: the process serves itself).
+      cpuMsPerRequestByServerProcess: byProcess,
+      cpuMsPerRequest: cpu,
+      postgresPerRequest: Object.fromEntries(Object.keys(after.db).map((k) => [k, per(after.db[k], before.db[k])])),
+    };
+  } finally {
+    await db.end();
+    await stack.stop();
+  }
+}
+
+const runs = [];
+for (let r = 0; r < rounds; r++) {
+  // Alternating order: whatever the machine does over time falls on both alike.
+  const order = r % 2 === 0 ? [1, processes] : [processes, 1];
+  const round = {};
+  for (const count of order) {
+    round[count === 1 ? 'one' : 'many'] = await measure(count);
+    console.error(`round ${r + 1}: ${count} process(es): ${JSON.stringify(round[count === 1 ? 'one' : 'many'].cpuMsPerRequest)}`);
+  }
+  round.cpuPerRequestRatio = round3(round.many.cpuMsPerRequest.total / round.one.cpuMsPerRequest.total);
+  runs.push(round);
+}
+const summary = {
+  date: new Date().toISOString(),
+  machine: machine(),
+  command: 'npm run bench:dispatch-scale',
+  load: { tool: 'autocannon', connections, durationSeconds: duration, warmupSeconds: warmupS, rounds, processes },
+  cpuPerRequestRatio: median(runs.map((r) => r.cpuPerRequestRatio)),
+  target: 1.15,
+  rounds: runs,
+};
+writeFileSync(resultFile, `${JSON.stringify(summary, null, 2)}\n`);
+console.log(JSON.stringify({ cpuPerRequestRatio: summary.cpuPerRequestRatio, ratios: runs.map((r) => r.cpuPerRequestRatio) }));
