@@ -311,10 +311,15 @@ test('a body without a valid credential is answered 401 before it is read, and i
 });
 
 test('an authenticated body is read as before; public routes stay public', async () => {
-  // Held back, an authenticated caller's body is awaited: no answer yet.
+  // Held back, an authenticated caller's body is awaited: no answer yet...
   assert.equal(
-    await holdBody(dir.url, '/v1/agents', { authorization: `Bearer ${KEYS.acme}` }, { contentLength: 900_000, sendBytes: 0, waitMs: 500 }),
+    await holdBody(dir.url, '/v1/agents', { authorization: `Bearer ${KEYS.acme}` }, { contentLength: 60_000, sendBytes: 0, waitMs: 500 }),
     undefined,
+  );
+  // ...unless its declared length is over the limit: refused at once, never read, connection closed.
+  assert.deepEqual(
+    await holdBody(dir.url, '/v1/agents', { authorization: `Bearer ${KEYS.acme}` }, { contentLength: 2 ** 40, sendBytes: 0, waitMs: 2000 }),
+    { status: 400, closed: true },
   );
   assert.equal((await api(KEYS.acme, 'POST', '/v1/agents', { id: 'hi-authed', card: card('Hi Authed') })).status, 201);
   const big = await api(KEYS.acme, 'POST', '/v1/agents', { card: card('Hi Big', { description: 'x'.repeat(70 * 1024) }) });

@@ -5,6 +5,7 @@ import { loadAuthOptions } from '@mesh/auth';
 import { eventually } from '../support/infra.js';
 import { agentRecord, publishAgents, rawRequest, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { jsonMessage } from '../support/a2a-fixtures.js';
+import { pushBody } from '../support/raw-http.js';
 
 // The edge's own admission: a byte budget of 16 KiB/s per tenant (bucket 256 KiB: refilled for a
 // 200 KiB body only after 9 s, longer than any test here takes) charged before a
@@ -14,7 +15,7 @@ const env = await startTestDispatcher(
   {
     auth: loadAuthOptions({
       AUTH_API_KEYS:
-        'demo-acme=acme:alice,demo-globex=globex:bob,demo-initech=initech:carol,demo-umbrella=umbrella:dan,demo-hooli=hooli:erin',
+        'demo-acme=acme:alice,demo-globex=globex:bob,demo-initech=initech:carol,demo-umbrella=umbrella:dan,demo-hooli=hooli:erin,demo-stark=stark:tony',
     }),
   },
   {
@@ -116,11 +117,26 @@ test('a chunked body is charged the most it may be, and what it did not use is g
   assert.equal((await chunkedSend('demo-initech', sendBody('small'))).status, 200);
   // ...and gets all but its own few bytes back, so a large send right after still fits.
   assert.equal((await restSend('demo-initech', sendBody(BIG))).status, 200);
-  // Over the budget, a chunked body is refused and its connection closed rather than read.
-  const refused = await chunkedSend('demo-initech', sendBody('small'));
-  assert.equal(refused.status, 429);
-  assert.equal(refused.headers.connection, 'close');
-  assert.equal((JSON.parse(refused.body) as RestError).error.details[0]!.reason, 'TENANT_BYTES_EXCEEDED');
+  // Over the budget, a chunked body (here an endless one) is refused and its connection closed rather than read.
+  const refused = await pushBody(
+    env.url,
+    '/a2a/edge/message:send',
+    { ...HEADERS, authorization: 'Bearer demo-initech' },
+    { chunked: true },
+  );
+  assert.equal(refused.status, 429, refused.answer.slice(0, 300));
+  assert.match(refused.answer, /connection: close/i);
+  assert.match(refused.answer, /TENANT_BYTES_EXCEEDED/);
+  assert.ok(refused.closedByServer && refused.bodyBytesSent < 8 * 1024 * 1024, `closed after ${refused.bodyBytesSent} bytes`);
+});
+
+test('a chunked body larger than the bucket costs what was read: the tenant owes the rest and waits it out', async () => {
+  // 600 KiB read against a 256 KiB bucket: 344 KiB owed at 16 KiB/s.
+  assert.equal((await chunkedSend('demo-stark', sendBody('x'.repeat(600 * 1024)))).status, 200);
+  const refused = await restSend('demo-stark', sendBody('small'));
+  assert.equal(refused.status, 429, refused.body.slice(0, 300));
+  const retryAfter = Number(refused.headers['retry-after']);
+  assert.ok(retryAfter >= 20, `the debt is waited out: Retry-After ${retryAfter} s`);
 });
 
 test('a JSON-RPC notification (no id) takes no admission token: it is answered 204 and starts nothing', async () => {

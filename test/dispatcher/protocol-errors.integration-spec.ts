@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { eventually, sql } from '../support/infra.js';
 import { agentRecord, publishAgents, rawRequest, startTestDispatcher } from '../support/dispatcher-harness.js';
+import { pushBody } from '../support/raw-http.js';
 import { jsonMessage } from '../support/a2a-fixtures.js';
 import { startEchoWorker } from '../support/echo-worker.js';
 
@@ -252,6 +253,49 @@ test('an oversized body is refused with 413 in the binding format, and the serve
   assert.equal(s2.status, 413);
   const ok = await rpc({ jsonrpc: '2.0', id: 4, method: 'GetTask', params: { id: 'x' } });
   assert.equal(ok.body.error?.code, -32001);
+});
+
+test('a body over the limit is refused as it arrives, in the binding format, and never read to its end', async () => {
+  const MiB = 1024 * 1024;
+  // Declared over the limit (as large as a length gets): 413 before a byte is read.
+  for (const contentLength of [64 * 1024 + 1, 2 ** 53 + 1]) {
+    const r = await pushBody(env.url, '/a2a/echo/message:send', { ...v1 }, { contentLength });
+    assert.equal(r.status, 413, `${contentLength}: ${r.answer.slice(0, 200)}`);
+    assert.match(r.answer, /connection: close/i);
+    assert.match(r.answer, /request body exceeds the limit of 64kb/);
+    assert.ok(r.closedByServer && r.bodyBytesSent < 8 * MiB, `closed after ${r.bodyBytesSent} bytes`);
+  }
+  // Chunked (no length to refuse up front), JSON-RPC: refused as it passes the limit.
+  const rpcChunked = await pushBody(env.url, '/a2a/echo', { ...v1 }, { chunked: true });
+  assert.equal(rpcChunked.status, 413, rpcChunked.answer.slice(0, 200));
+  assert.match(rpcChunked.answer, /"code":-32600/);
+  assert.ok(rpcChunked.closedByServer && rpcChunked.bodyBytesSent < 8 * MiB, `closed after ${rpcChunked.bodyBytesSent} bytes`);
+  // Routes that read no body, without a credential: answered, and the connection closed, not read on.
+  for (const path of ['/healthz', '/a2a/echo/.well-known/agent-card.json', '/no-such-route']) {
+    const r = await pushBody(env.url, path, {});
+    assert.ok(r.status >= 400 && r.status < 500, `${path}: ${r.answer.slice(0, 200)}`);
+    assert.ok(r.closedByServer && r.bodyBytesSent < 8 * MiB, `${path}: closed after ${r.bodyBytesSent} bytes`);
+  }
+  const ok = await rpc({ jsonrpc: '2.0', id: 4, method: 'GetTask', params: { id: 'x' } });
+  assert.equal(ok.body.error?.code, -32001, 'the server keeps serving');
+});
+
+test('Expect: 100-continue is answered only once the caller is authenticated and its body within the limit', async () => {
+  const expect = { ...v1, expect: '100-continue' };
+  const held = { maxBytes: 0, waitMs: 1500 };
+  const invited = await pushBody(env.url, '/a2a/echo/message:send', expect, { ...held, contentLength: 100 });
+  assert.match(invited.answer, /^HTTP\/1\.1 100 Continue\r\n\r\n$/, invited.answer.slice(0, 200));
+  const stranger = await pushBody(
+    env.url,
+    '/a2a/echo/message:send',
+    { ...expect, authorization: 'Bearer nobody' },
+    { ...held, contentLength: 100 },
+  );
+  assert.equal(stranger.status, 401, stranger.answer.slice(0, 200));
+  assert.doesNotMatch(stranger.answer, /100 Continue/);
+  const oversized = await pushBody(env.url, '/a2a/echo/message:send', expect, { ...held, contentLength: 2 ** 40 });
+  assert.equal(oversized.status, 413, oversized.answer.slice(0, 200));
+  assert.doesNotMatch(oversized.answer, /100 Continue/);
 });
 
 test('unknown, retired and unrouted: 404 in the binding format', async () => {

@@ -70,3 +70,64 @@ export function holdBody(
     if (sendBytes > 0) socket.write(Buffer.alloc(sendBytes, 0x20));
   });
 }
+
+/** What a client pushing a body saw: the server's answer, whether the server closed, and how far it got. */
+export interface PushedBody {
+  /** The status of the first answer (0: none within the wait). */
+  status: number;
+  /** Everything the server sent, as latin1 text. */
+  answer: string;
+  closedByServer: boolean;
+  /** Body bytes the client got onto the wire before the server stopped reading (or `maxBytes`). */
+  bodyBytesSent: number;
+}
+
+/**
+ * Sends a request head (Content-Length `contentLength`, 2^40 by default, or chunked) and then body
+ * bytes as fast as the server takes them, up to `maxBytes` (64 MiB), for at most `waitMs`: how a
+ * caller with an endless body finds out whether the server reads it to its end.
+ */
+export function pushBody(
+  url: string,
+  path: string,
+  headers: Record<string, string>,
+  opts: { contentLength?: number; chunked?: boolean; maxBytes?: number; waitMs?: number } = {},
+): Promise<PushedBody> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), hostname === 'localhost' ? '127.0.0.1' : hostname);
+    let answer = '';
+    let closedByServer = false;
+    let sent = 0;
+    let stop = false;
+    const finish = () => {
+      stop = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? 0), answer, closedByServer, bodyBytesSent: sent });
+    };
+    const timer = setTimeout(finish, opts.waitMs ?? 5000);
+    const serverGone = () => {
+      closedByServer = true;
+      stop = true;
+    };
+    socket.on('error', serverGone);
+    socket.on('end', serverGone);
+    socket.on('close', finish);
+    socket.on('data', (c: Buffer) => (answer += c.toString('latin1')));
+    const framing = opts.chunked ? { 'transfer-encoding': 'chunked' } : { 'content-length': String(opts.contentLength ?? 2 ** 40) };
+    const head = Object.entries({ host: 'localhost', 'content-type': 'application/json', ...framing, ...headers })
+      .map(([k, v]) => `${k}: ${v}\r\n`)
+      .join('');
+    socket.write(`POST ${path} HTTP/1.1\r\n${head}\r\n`);
+    const chunk = Buffer.alloc(64 * 1024, 0x20);
+    const framed = opts.chunked ? Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]) : chunk;
+    const pump = () => {
+      while (!stop && sent < (opts.maxBytes ?? 64 * 1024 * 1024)) {
+        sent += chunk.length;
+        if (!socket.write(framed)) return void socket.once('drain', pump);
+      }
+    };
+    pump();
+  });
+}

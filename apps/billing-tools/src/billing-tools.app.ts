@@ -11,7 +11,7 @@ import {
 import { bearerToken } from '@mesh/contract';
 import { openServiceDatabase } from '@mesh/database';
 import { verifyToolTokenClaims } from '@mesh/tool-gateway';
-import { countRequests, refuseMalformedUtf8 } from '@mesh/service';
+import { closeUnreadBodies, countRequests, deferContinue, refuseMalformedUtf8, withinBodyLimit } from '@mesh/service';
 import { MeshMetrics } from '@mesh/telemetry';
 import { BillingHooks } from './billing-hooks.js';
 import type { BillingToolsConfig } from './billing-tools.config.js';
@@ -58,6 +58,9 @@ function bodyError(err: { type?: string; status?: number }): { status: number; c
   }
 }
 
+/** The largest MCP request body (1 MiB). */
+const BODY_LIMIT_BYTES = 1024 * 1024;
+
 type AuthedRequest = Request & { auth?: AuthInfo };
 
 /**
@@ -87,6 +90,7 @@ export async function startBillingTools(config: BillingToolsConfig): Promise<Run
   const metrics = new MeshMetrics();
   const app = express();
   app.disable('x-powered-by');
+  app.use(closeUnreadBodies(BODY_LIMIT_BYTES));
   app.use(countRequests(metrics));
   // The same probes and metrics as every service: liveness answers while the process runs.
   app.get('/livez', (_req, res) => void res.json({ status: 'alive' }));
@@ -115,7 +119,7 @@ export async function startBillingTools(config: BillingToolsConfig): Promise<Run
     }
     next();
   });
-  app.use('/mcp', express.json({ limit: '1mb', verify: refuseMalformedUtf8 }));
+  app.use('/mcp', withinBodyLimit(express.json({ limit: BODY_LIMIT_BYTES, verify: refuseMalformedUtf8 }), BODY_LIMIT_BYTES));
 
   /** Counts a request against its session from start to end, so a session is idle only with nothing open. */
   const track = (s: Session, res: Response) => {
@@ -203,6 +207,7 @@ export async function startBillingTools(config: BillingToolsConfig): Promise<Run
 
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(config.BILLING_TOOLS_PORT, config.HTTP_HOST, () => resolve(s));
+    deferContinue(s);
     s.once('error', reject);
   });
   const address = server.address();

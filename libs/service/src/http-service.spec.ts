@@ -4,7 +4,8 @@ import { request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { httpSpec, loadConfig } from '@mesh/config';
 import { HealthModule } from './health.js';
-import { refuseMalformedUtf8, startHttpService } from './http-service.js';
+import { startHttpService } from './http-service.js';
+import { refuseMalformedUtf8 } from './request-body.js';
 
 const module = HealthModule.forProbes([]);
 
@@ -108,8 +109,10 @@ test('with authenticateBodies, a body is read only once its caller is authentica
     );
     // A refusal that fails is an error like any other (500), the connection still closed.
     assert.deepEqual(await postHeadOnly(url, { authorization: 'Bearer refuse-throws' }), { status: 500, connection: 'close' });
-    // With one, the body is awaited and parsed as before, within the limit.
-    assert.equal(await postHeadOnly(url, { authorization: 'Bearer good' }), undefined);
+    // With one, the body is awaited and parsed as before, within the limit...
+    assert.equal(await postHeadOnly(url, { authorization: 'Bearer good' }, 90), undefined);
+    // ...and one declared over the limit is refused before a byte of it is read.
+    assert.deepEqual(await postHeadOnly(url, { authorization: 'Bearer good' }), { status: 413, connection: 'close' });
     const post = (body: string, headers: Record<string, string>) =>
       fetch(`${url}/echo`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
     const ok = await post('{"a":1}', { authorization: 'Bearer good' });

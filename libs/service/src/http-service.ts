@@ -1,13 +1,13 @@
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { INestApplication } from '@nestjs/common';
-import type { NestExpressApplication, NestExpressBodyParserOptionsFor } from '@nestjs/platform-express';
-import { isUtf8 } from 'node:buffer';
-import type { IncomingMessage, Server } from 'node:http';
-import type { NextFunction, Request, Response } from 'express';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { Server } from 'node:http';
+import express, { type NextFunction, type Request, type Response } from 'express';
 import { pinoHttp } from 'pino-http';
 import { createLogger, MeshMetrics, MetricsModule, PinoNestLogger, type Logger } from '@mesh/telemetry';
 import { ServiceLifecycle } from './health.js';
+import { closeUnreadBodies, deferContinue, hasBody, parseByteSize, refuseMalformedUtf8, withinBodyLimit } from './request-body.js';
 
 export interface HttpServiceOptions {
   /** Service name for logs (defaults to the entry script's folder name). */
@@ -54,17 +54,6 @@ const HEADERS_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 30_000;
 
 /**
- * Body-parser `verify` hook: a JSON body must be UTF-8 (RFC 8259). Without it, invalid bytes would be
- * decoded as U+FFFD and stored as something the caller never sent; instead the body is refused as
- * malformed JSON (`entity.parse.failed`, 400), which every app already answers in its own format.
- */
-export function refuseMalformedUtf8(_req: IncomingMessage, _res: unknown, body: Buffer): void {
-  if (!isUtf8(body)) {
-    throw Object.assign(new SyntaxError('request body is not valid UTF-8'), { status: 400, type: 'entity.parse.failed' });
-  }
-}
-
-/**
  * How an app authenticates a request from its headers alone. Nest's guards run after the body parser,
  * so without this a caller with no credential makes the service buffer a body up to the limit, and
  * many such callers hold many bodies. No route of a service that sets it takes a body from a caller
@@ -76,10 +65,6 @@ export interface BodyAuthentication {
   /** Answers the refused request (401, in the app's error format) for the reason `authenticate` gave. */
   refuse(req: Request, res: Response, reason: unknown): void;
 }
-
-/** The request announces a body (Content-Length above 0, or chunked). */
-export const hasBody = (req: IncomingMessage): boolean =>
-  req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 
 /**
  * Middleware in front of the body parser: a request with a body is authenticated first; refused, it
@@ -162,16 +147,18 @@ export async function startHttpService(opts: HttpServiceOptions): Promise<INestA
     bodyParser: false,
     abortOnError: false,
   });
+  const bodyLimit = opts.bodyLimit ?? '1mb';
+  app.use(closeUnreadBodies(parseByteSize(bodyLimit)));
   app.use(countRequests(metrics));
   // Access logs are info lines: below that level the middleware would only cost time per request.
   if (logger.isLevelEnabled('info')) app.use(pinoHttp({ logger, autoLogging: { ignore: (req) => QUIET_PATHS.has(req.url ?? '') } }));
-  // Nest's options type leaves `verify` out (Nest uses the hook for rawBody, which is off here);
-  // express's JSON parser, which Nest hands the options to, takes it.
-  const json = { limit: opts.bodyLimit ?? '1mb', verify: refuseMalformedUtf8 };
   if (opts.authenticateBodies) app.use(authenticateBeforeBody(opts.authenticateBodies(app)));
-  if (opts.parseJsonBodies !== false) app.useBodyParser('json', json as NestExpressBodyParserOptionsFor<'json'>);
+  if (opts.parseJsonBodies !== false) {
+    app.use(withinBodyLimit(express.json({ limit: bodyLimit, verify: refuseMalformedUtf8 }), parseByteSize(bodyLimit)));
+  }
   await opts.configure?.(app);
   const server = app.getHttpServer() as Server;
+  deferContinue(server);
   server.headersTimeout = HEADERS_TIMEOUT_MS;
   server.requestTimeout = REQUEST_TIMEOUT_MS;
   if (app.getMicroservices().length > 0) {

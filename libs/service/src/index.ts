@@ -1,13 +1,14 @@
 export { runMain } from './run-main.js';
 export { type HealthProbe, ServiceLifecycle, HealthModule } from './health.js';
+export { authenticateBeforeBody, countRequests, startHttpService, type BodyAuthentication, type RoutePrefix } from './http-service.js';
 export {
-  authenticateBeforeBody,
-  countRequests,
+  closeUnreadBodies,
+  declaredLength,
+  deferContinue,
   hasBody,
+  parseByteSize,
   refuseMalformedUtf8,
-  startHttpService,
-  type BodyAuthentication,
-  type RoutePrefix,
-} from './http-service.js';
+  withinBodyLimit,
+} from './request-body.js';
 export { PeriodicTask } from './periodic-task.js';
 export { CLUSTER_STOP_MESSAGE, runClusterPrimary, type ClusterPrimary, type ClusterPrimaryOptions } from './cluster-primary.js';

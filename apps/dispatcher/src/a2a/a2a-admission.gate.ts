@@ -1,10 +1,10 @@
 import type { Request, RequestHandler, Response } from 'express';
 import type { AgentRecord } from '@mesh/contract';
 import type { BodyCharge, Refusal } from '../admission/admission.js';
-import { parseByteSize } from '../config/dispatcher.config.js';
+import { declaredLength, hasBody, parseByteSize } from '@mesh/service';
 import { routeOf } from './a2a.routes.js';
 import { sendRefusal } from './a2a-errors.responder.js';
-import { hasBody, isJsonRpc, localsOf } from './a2a-request.context.js';
+import { isJsonRpc, localsOf } from './a2a-request.context.js';
 
 /** The edge's admission control: what it may refuse, each undefined = never refused. */
 export interface A2aAdmission {
@@ -53,23 +53,21 @@ export function effectOf(req: Request): RequestEffect | undefined {
 
 /**
  * The byte budget, charged from the headers before the body is read: a refused body is never
- * parsed. One within the body limit is drained unread (the connection stays usable); one larger or
- * of unannounced length closes the connection instead of being read at all.
+ * parsed (what becomes of its bytes is the service's rule for unread bodies: drained within the
+ * body limit, the connection closed otherwise). A declared length over the body limit is not
+ * charged: the body reader refuses it (413) unread.
  */
 export function chargeBody(admission: A2aAdmission, bodyLimit: string): RequestHandler {
   const maxBodyBytes = parseByteSize(bodyLimit);
   return (req, res, next) => {
     const locals = localsOf(res);
     if (!admission.chargeBody || !locals.principal || !hasBody(req)) return next();
-    const declared = req.headers['transfer-encoding'] === undefined ? Number(req.headers['content-length']) : undefined;
+    const declared = declaredLength(req);
+    if (declared !== undefined && !(declared <= maxBodyBytes)) return next();
     const charge = admission.chargeBody(locals.principal.tenant, declared, String((req.params as Record<string, string>).agentId));
-    if ('settle' in charge) {
-      locals.bodyCharge = charge;
-      return next();
-    }
-    if (declared !== undefined && declared <= maxBodyBytes) req.resume();
-    else res.setHeader('Connection', 'close');
-    sendRefusal(req, res, charge);
+    if (!('settle' in charge)) return sendRefusal(req, res, charge);
+    locals.bodyCharge = charge;
+    next();
   };
 }
 

@@ -3,18 +3,20 @@ import { A2A_ERROR_CODE } from '@a2a-js/sdk/errors';
 import type { Authenticator } from '@mesh/auth';
 import { CARD_PATH } from './a2a.routes.js';
 import { sendError } from './a2a-errors.responder.js';
-import { hasBody, isJsonRpc, localsOf } from './a2a-request.context.js';
+import { hasBody } from '@mesh/service';
+import { isJsonRpc, localsOf } from './a2a-request.context.js';
 
 /**
  * Authenticates the caller from the headers, before any body is read: a caller without a
  * credential is answered 401 at once and never makes the dispatcher buffer a body. The one request
- * served without a credential, the public card, needs none.
+ * served without a credential, the public card (a request without a body), needs none.
  */
 export function authenticate(authenticator: Authenticator): RequestHandler {
   return (req, res, next) => {
     const locals = localsOf(res);
-    // The card of a public agent is discoverable without a token; everything else needs one.
-    if (req.path === CARD_PATH && req.header('authorization') === undefined) return next();
+    // The card of a public agent is discoverable without a token; everything else needs one, and
+    // so does any request with a body (the SDK's own parsers behind the card would read it).
+    if (req.path === CARD_PATH && req.header('authorization') === undefined && !hasBody(req)) return next();
     // Node keeps the first of repeated Authorization headers and drops the rest; a proxy in front
     // may check another one. A request with two credentials is refused, whichever would win.
     let credentials = 0;

@@ -1,7 +1,7 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { A2A_ERROR_CODE, ContentTypeNotSupportedError, RequestMalformedError } from '@a2a-js/sdk/errors';
 import { silentLogger, type Logger } from '@mesh/telemetry';
-import { refuseMalformedUtf8 } from '@mesh/service';
+import { parseByteSize, refuseMalformedUtf8, withinBodyLimit } from '@mesh/service';
 import { sendError } from './a2a-errors.responder.js';
 import { localsOf } from './a2a-request.context.js';
 
@@ -9,7 +9,8 @@ import { localsOf } from './a2a-request.context.js';
  * Reads an authenticated caller's JSON body (application/json as the service parsers read it
  * everywhere, objects and arrays; A2A's own media type leniently), up to `bodyLimit`. The bytes
  * read settle the body's charge to the tenant's byte budget. Bodies are read only once the caller
- * is authenticated; the dispatcher has no app-wide body parser.
+ * is authenticated; the dispatcher has no app-wide body parser. A body over the limit is refused
+ * as it arrives (its declared length, or the bytes counted so far), never read to its end.
  */
 export function readBody(bodyLimit: string): RequestHandler {
   const verify = (req: Request, res: Response, buf: Buffer) => {
@@ -18,16 +19,18 @@ export function readBody(bodyLimit: string): RequestHandler {
   };
   const parseJson = express.json({ limit: bodyLimit, verify });
   const parseA2aJson = express.json({ type: 'application/a2a+json', limit: bodyLimit, strict: false, verify });
+  const maxBodyBytes = parseByteSize(bodyLimit);
+  const parse = withinBodyLimit((req, res, next) => {
+    parseJson(req, res, (err?: unknown) => (err ? next(err) : parseA2aJson(req, res, next)));
+  }, maxBodyBytes);
   return (req, res, next) => {
     const locals = localsOf(res);
     if (!locals.principal) return next();
-    parseJson(req, res, (err?: unknown) => {
-      if (err) return next(err);
-      parseA2aJson(req, res, (err2?: unknown) => {
-        if (err2) return next(err2);
-        locals.bodyCharge?.settle(locals.bodyBytes ?? 0);
-        next();
-      });
+    parse(req, res, (err?: unknown) => {
+      // A body refused for its size cost up to the limit to read.
+      const tooLarge = (err as { type?: string } | undefined)?.type === 'entity.too.large';
+      locals.bodyCharge?.settle(tooLarge ? maxBodyBytes : (locals.bodyBytes ?? 0));
+      next(err);
     });
   };
 }
@@ -41,6 +44,8 @@ export function readBody(bodyLimit: string): RequestHandler {
 export function a2aBodyErrorHandler(bodyLimit: string, logger: Logger = silentLogger) {
   const log = logger.child({ src: 'a2a' });
   return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
+    // The parser's late report of a body already refused (its connection closing): answered once.
+    if (res.headersSent) return;
     const e = err as { type?: string; status?: number; message?: string };
     // Relative to `/a2a`: a JSON-RPC request is a POST to `/{agentId}`.
     const jsonRpc = req.method === 'POST' && /^\/[^/]+\/?$/.test(req.path);

@@ -23,8 +23,5 @@ export const localsOf = (res: Response): A2aLocals => res.locals as A2aLocals;
 /** The authenticated caller's tenant, if any. */
 export const callerTenant = (req: Request) => (req.res ? localsOf(req.res).principal?.tenant : undefined);
 
-/** Whether a request announces a body (a length above 0, or chunks). */
-export const hasBody = (req: Request) => req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
-
 /** JSON-RPC is a POST to the agent's base URL; everything else under it is HTTP+JSON or the card. */
 export const isJsonRpc = (req: Request) => req.method === 'POST' && (req.path === '/' || req.path === '');

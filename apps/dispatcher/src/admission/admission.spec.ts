@@ -44,7 +44,7 @@ test('admission: rate first, then health, then backlog; an unknown backlog never
   assert.equal((await limited.check('t', agent))?.httpStatus, 429);
 });
 
-test('a token bucket charged by cost: a cost above the bucket waits for a full one; tokens given back never exceed it', () => {
+test('a token bucket charged by cost: a cost above the bucket waits for a full one; settling never fills it over its size', () => {
   let now = 0;
   const bytes = new TenantRateLimiter(1000, 4000, () => now);
   assert.equal(bytes.take('a', 3000), undefined);
@@ -55,9 +55,22 @@ test('a token bucket charged by cost: a cost above the bucket waits for a full o
   now += 10_000;
   assert.equal(bytes.take('a', 9000), undefined, 'a cost above the bucket takes a full bucket');
   assert.equal(bytes.take('a', 1), 1);
-  bytes.giveBack('a', 1_000_000);
+  bytes.settle('a', 1_000_000, 0);
   assert.equal(bytes.take('a', 4000), undefined, 'given back up to the bucket size');
   assert.equal(bytes.take('a', 1), 1);
+});
+
+test('a token bucket settled above what was taken owes the rest: the tenant waits until the refill paid it', () => {
+  let now = 0;
+  const bytes = new TenantRateLimiter(1000, 4000, () => now);
+  const took = bytes.takeUpTo('a', 9000);
+  assert.deepEqual(took, { taken: 4000 }, 'a cost above the bucket takes the bucket');
+  bytes.settle('a', 4000, 9000);
+  assert.deepEqual(bytes.takeUpTo('a', 1), { waitSeconds: 6 }, '5,000 owed at 1,000/s: 5 s to zero, 1 ms more for a token');
+  now += 5000;
+  assert.equal(bytes.take('a', 1), 1);
+  now += 1000;
+  assert.equal(bytes.take('a', 1000), undefined);
 });
 
 const byteAdmission = (bytesPerSecond: number) =>
@@ -95,6 +108,36 @@ test('the byte budget: a body of unannounced length is charged the body limit, t
   assert.ok(!('settle' in admission.chargeBody('t', 2000)), '3,000 charged of 4,000: 2,000 more is over');
   chunked.settle(100);
   assert.ok('settle' in admission.chargeBody('t', 2000), '2,900 given back');
+});
+
+test('the byte budget: a body read beyond what it took up front is charged in full (a small bucket is no way around it)', () => {
+  const admission = new Admission(
+    { healthy: () => true, backlog: async () => 0 },
+    {
+      ratePerSecond: 1000,
+      burst: 1000,
+      bytesPerSecond: 1000,
+      bytesBurst: 1000,
+      maxBodyBytes: 10_000,
+      requireHealthyWorker: false,
+      maxBacklog: 1,
+      retryAfterSeconds: 9,
+    },
+  );
+  // A chunked body takes the whole 1,000-byte bucket, then is read at 8,500 bytes: 7,500 owed.
+  const chunked = admission.chargeBody('t', undefined);
+  assert.ok('settle' in chunked);
+  chunked.settle(8500);
+  const refused = admission.chargeBody('t', 10);
+  assert.ok(!('settle' in refused));
+  assert.equal(refused.retryAfterSeconds, 8, '7,500 owed + 10 at 1,000 bytes/s');
+  // A declared body above the bucket pays its declared length, not the bucket.
+  const declared = admission.chargeBody('u', 5500);
+  assert.ok('settle' in declared);
+  declared.settle(5500);
+  const after = admission.chargeBody('u', 10);
+  assert.ok(!('settle' in after));
+  assert.equal(after.retryAfterSeconds, 5);
 });
 
 test('the byte budget is off at 0 bytes/s', () => {

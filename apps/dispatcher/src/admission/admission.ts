@@ -27,19 +27,29 @@ export class TenantRateLimiter {
    * is never refused for good); returns the seconds to wait when too few are left (none are taken).
    */
   take(tenant: string, cost = 1): number | undefined {
+    const r = this.takeUpTo(tenant, cost);
+    return 'waitSeconds' in r ? r.waitSeconds : undefined;
+  }
+
+  /** {@link take}, saying how many tokens were taken. */
+  takeUpTo(tenant: string, cost: number): { taken: number } | { waitSeconds: number } {
     const b = this.refilled(tenant);
     const need = Math.min(cost, this.burst);
     if (b.tokens >= need) {
       b.tokens -= need;
-      return undefined;
+      return { taken: need };
     }
-    return Math.max(1, Math.ceil((need - b.tokens) / this.perSecond));
+    return { waitSeconds: Math.max(1, Math.ceil((need - b.tokens) / this.perSecond)) };
   }
 
-  /** Gives back tokens taken for more than was used (never above the bucket's size). */
-  giveBack(tenant: string, tokens: number): void {
+  /**
+   * Settles `taken` tokens against what was `used`: the unused part is given back (never above the
+   * bucket's size), use beyond what was taken is owed: the bucket goes below zero and the tenant
+   * waits until the refill has paid it.
+   */
+  settle(tenant: string, taken: number, used: number): void {
     const b = this.refilled(tenant);
-    b.tokens = Math.min(this.burst, b.tokens + tokens);
+    b.tokens = Math.min(this.burst, b.tokens + taken - used);
   }
 
   private refilled(tenant: string): { tokens: number; at: number } {
@@ -103,25 +113,23 @@ export class Admission {
    * Charges a request body to the tenant's byte budget before it is read: the event loop's time
    * goes with the bytes it parses, stores and produces, which the request rate does not bound.
    * `declaredBytes` is the Content-Length; a body without one (chunked) is charged the most it may
-   * be, and the difference is given back once it was read.
+   * be, and settled at what was read. A body larger than the bucket takes the whole bucket up front
+   * and owes the rest once settled.
    */
   chargeBody(tenant: string, declaredBytes: number | undefined): Refusal | BodyCharge {
     const bucket = this.bytes;
     if (!bucket) return { settle: () => undefined };
-    const charged = declaredBytes ?? this.opts.maxBodyBytes;
-    const wait = bucket.take(tenant, charged);
-    if (wait !== undefined)
+    const took = bucket.takeUpTo(tenant, declaredBytes ?? this.opts.maxBodyBytes);
+    if ('waitSeconds' in took)
       return {
         httpStatus: 429,
         reason: 'TENANT_BYTES_EXCEEDED',
         message: `tenant "${tenant}" exceeded its request body budget of ${this.opts.bytesPerSecond} bytes/s`,
-        retryAfterSeconds: wait,
+        retryAfterSeconds: took.waitSeconds,
       };
-    return {
-      settle: (bytesRead) => {
-        if (declaredBytes === undefined && bytesRead < charged) bucket.giveBack(tenant, charged - bytesRead);
-      },
-    };
+    // A body costs its bytes, whatever was taken up front (at most the bucket's size): a declared
+    // one its declared length, a chunked one what was read.
+    return { settle: (bytesRead) => bucket.settle(tenant, took.taken, declaredBytes ?? bytesRead) };
   }
 
   async check(tenant: string, agent: AgentRecord): Promise<Refusal | undefined> {

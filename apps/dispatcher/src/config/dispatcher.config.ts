@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { databaseSpec, flag, httpSpec, kafkaSpec, loadConfig, port, positiveInt, type ConfigOf } from '@mesh/config';
-import { usableCpus } from './usable-cpus.js';
 import { isAgentId } from '@mesh/contract';
+import { parseByteSize } from '@mesh/service';
+import { usableCpus } from './usable-cpus.js';
 
 /** Most processes DISPATCHER_PROCESSES may ask for: each holds its own Kafka and Postgres connections. */
 export const MAX_DISPATCHER_PROCESSES = 64;
@@ -21,14 +22,6 @@ function dispatcherProcesses() {
       }
       return n;
     });
-}
-
-const SIZE_UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
-
-/** A size as body-parser reads it (`512kb`, `1mb`: units of 1024) or a bare count, in bytes; NaN when it is none. */
-export function parseByteSize(raw: string): number {
-  const m = /^\s*(\d{1,12})\s*(b|kb|mb|gb)?\s*$/i.exec(raw);
-  return m ? Number(m[1]) * SIZE_UNITS[(m[2] ?? 'b').toLowerCase()]! : NaN;
 }
 
 function byteSize(fallback: string) {
