@@ -1,5 +1,6 @@
 // What bench:dispatch and bench:dispatch-load send, and how they wait for the work behind it.
 import { randomUUID } from 'node:crypto';
+import autocannon from 'autocannon';
 import pg from 'pg';
 
 /** The headers of every benchmark request: JSON-RPC, A2A 1.0, the demo API key of tenant acme. */
@@ -12,6 +13,21 @@ export const sendMessageBody = (returnImmediately) =>
     id: 1,
     method: 'SendMessage',
     params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'bench' }] }, configuration: { returnImmediately } },
+  });
+
+/**
+ * autocannon sending SendMessage (a fresh messageId each) to `url` for `seconds` at its fastest;
+ * `onAnswer` sees every answer's body.
+ */
+export const sendMessageLoad = (url, seconds, { connections, returnImmediately, onAnswer }) =>
+  autocannon({
+    url,
+    method: 'POST',
+    headers: A2A_HEADERS,
+    connections,
+    duration: seconds,
+    requests: [{ setupRequest: (req) => ({ ...req, body: sendMessageBody(returnImmediately) }) }],
+    ...(onAnswer ? { setupClient: (client) => client.on('body', onAnswer) } : {}),
   });
 
 /** How a result file names the load autocannon put on the dispatcher. */

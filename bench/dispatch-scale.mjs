@@ -9,11 +9,10 @@
 // what a process duplicates shows there). The ratio is N processes / one, total CPU per request,
 // median over the rounds (target ≤ 1.15). Writes bench/results/dispatch-scale.json.
 import { writeFileSync } from 'node:fs';
-import autocannon from 'autocannon';
 import pg from 'pg';
 import { startDispatchStack } from './dispatch-stack.mjs';
 import { cpuMs, infraCpuMs } from './process-cpu.mjs';
-import { A2A_HEADERS, sendMessageBody } from './dispatch-requests.mjs';
+import { sendMessageLoad } from './dispatch-requests.mjs';
 import { machine } from './run-facts.mjs';
 import { median, round3 } from './stats.mjs';
 import { integer, text } from './settings.mjs';
@@ -26,15 +25,7 @@ const rounds = integer('BENCH_ROUNDS', 3);
 const processes = integer('BENCH_DISPATCHER_PROCESSES', 2, { min: 2 });
 const resultFile = text('BENCH_SCALE_FILE', `${root}bench/results/dispatch-scale.json`);
 
-const load = (url, seconds) =>
-  autocannon({
-    url,
-    method: 'POST',
-    headers: A2A_HEADERS,
-    connections,
-    duration: seconds,
-    requests: [{ setupRequest: (r) => ({ ...r, body: sendMessageBody(true) }) }],
-  });
+const load = (url, seconds) => sendMessageLoad(url, seconds, { connections, returnImmediately: true });
 
 /** One measured run against a fresh stack of `count` dispatcher processes. */
 async function measure(count) {

@@ -14,14 +14,13 @@
 // bench/results/dispatch-stages.json (dispatch-stages-c<N>.json with other than 32 connections).
 // Not part of `npm run bench`. Needs the local Kafka and Postgres (see README).
 import { writeFileSync } from 'node:fs';
-import autocannon from 'autocannon';
 import pg from 'pg';
 import { createKafka } from '@mesh/bus';
 import { decodeEnvelope, TopicNames } from '@mesh/contract';
-import { A2A_HEADERS, describeLoad, drained, sendMessageBody } from './dispatch-requests.mjs';
+import { describeLoad, drained, sendMessageLoad } from './dispatch-requests.mjs';
 import { startDispatchStack } from './dispatch-stack.mjs';
 import { machineCpuMs } from './process-cpu.mjs';
-import { median, round3, spread } from './stats.mjs';
+import { median, quantile, round3, spread } from './stats.mjs';
 import { machine, measuredCommit } from './run-facts.mjs';
 import { integer } from './settings.mjs';
 
@@ -33,24 +32,10 @@ const warmupS = integer('BENCH_WARMUP_S', 3);
 const rounds = integer('BENCH_ROUNDS', 3);
 const commit = measuredCommit();
 
-/** The `q`-quantile of `xs` (nearest rank). */
-const quantile = (xs, q) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
-};
 const summary = (xs) => ({ p50: round3(quantile(xs, 0.5)), p90: round3(quantile(xs, 0.9)), p99: round3(quantile(xs, 0.99)) });
 
 /** (b) for `seconds`; `onAnswer` sees every answer's body. */
-const load = (url, seconds, onAnswer = () => undefined) =>
-  autocannon({
-    url,
-    method: 'POST',
-    headers: A2A_HEADERS,
-    connections,
-    duration: seconds,
-    requests: [{ setupRequest: (req) => ({ ...req, body: sendMessageBody(false) }) }],
-    setupClient: (client) => client.on('body', onAnswer),
-  });
+const load = (url, seconds, onAnswer) => sendMessageLoad(url, seconds, { connections, returnImmediately: false, onAnswer });
 
 /** Every task id's command and final-event timestamps (ms), read from the start of both topics. */
 async function recordTimes(brokers, topics, wanted) {

@@ -19,7 +19,7 @@ import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'n
 import { loadavg } from 'node:os';
 import autocannon from 'autocannon';
 import { startDispatchStack } from './dispatch-stack.mjs';
-import { median } from './stats.mjs';
+import { median, quantile } from './stats.mjs';
 import { A2A_HEADERS, sendMessageBody } from './dispatch-requests.mjs';
 import { machine } from './run-facts.mjs';
 import { integer, number, text } from './settings.mjs';
@@ -73,13 +73,6 @@ function windows(samples, key, of) {
   const [a, b] = [of(first), of(last)];
   return { first: a, last: b, growthPercent: percentGrowth(a, b) };
 }
-
-/** The p-th percentile (0–100) of `xs`, nearest rank. */
-const percentile = (xs, p) => {
-  if (xs.length === 0) return undefined;
-  const sorted = Float64Array.from(xs).sort();
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
-};
 
 /** Writes a heap snapshot of the dispatcher (SIGUSR2) and resolves with its path once written. */
 async function heapSnapshot(pid) {
@@ -155,10 +148,10 @@ try {
   clearInterval(sampler);
   await sample();
   if (heapSnapshotDir) heapSnapshots.end = await heapSnapshot(procs.dispatcher);
-  const minutes = perMinute.map((xs = [], i) => ({ minute: i + 1, answers: xs.length, p50: percentile(xs, 50), p99: percentile(xs, 99) }));
+  const minutes = perMinute.map((xs = [], i) => ({ minute: i + 1, answers: xs.length, p50: quantile(xs, 0.5), p99: quantile(xs, 0.99) }));
   const windowMinutes = Math.max(1, Math.round(latencyWindowS / 60));
   const fullMinutes = Math.floor(duration / 60);
-  const p99Of = (from, to) => percentile(perMinute.slice(from, to).flat(), 99);
+  const p99Of = (from, to) => quantile(perMinute.slice(from, to).flat(), 0.99);
   const latencyWindows = {
     minutes: windowMinutes,
     firstP99: p99Of(0, windowMinutes),
@@ -166,7 +159,8 @@ try {
   };
   // Every answer's latency as measured: autocannon's own percentiles (`result.latencyMs`) add
   // coordinated-omission fill-ins at a 1 ms interval under a fixed rate, which pulls them down.
-  latencyWindows.all = { p50: p99Of(0, perMinute.length) && percentile(perMinute.flat(), 50), p99: p99Of(0, perMinute.length) };
+  const answers = perMinute.flat();
+  latencyWindows.all = { p50: quantile(answers, 0.5), p99: quantile(answers, 0.99) };
   latencyWindows.ratio = Math.round((latencyWindows.lastP99 / latencyWindows.firstP99) * 100) / 100;
   const rssEnd = Object.fromEntries(Object.entries(procs).map(([k, pid]) => [k, rssMiB(pid)]));
   const pointGrowth = Object.fromEntries(Object.keys(procs).map((k) => [k, percentGrowth(rssStart[k], rssEnd[k])]));
