@@ -19,13 +19,14 @@ export const sendMessageBody = (returnImmediately) =>
  * autocannon sending SendMessage (a fresh messageId each) to `url` for `seconds` at its fastest;
  * `onAnswer` sees every answer's body.
  */
-export const sendMessageLoad = (url, seconds, { connections, returnImmediately, onAnswer }) =>
+export const sendMessageLoad = (url, seconds, { connections, returnImmediately, onAnswer, rate }) =>
   autocannon({
     url,
     method: 'POST',
     headers: A2A_HEADERS,
     connections,
     duration: seconds,
+    ...(rate ? { overallRate: rate } : {}),
     requests: [{ setupRequest: (req) => ({ ...req, body: sendMessageBody(returnImmediately) }) }],
     ...(onAnswer ? { setupClient: (client) => client.on('body', onAnswer) } : {}),
   });

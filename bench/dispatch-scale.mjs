@@ -25,7 +25,8 @@ const rounds = integer('BENCH_ROUNDS', 3);
 const processes = integer('BENCH_DISPATCHER_PROCESSES', 2, { min: 2 });
 const resultFile = text('BENCH_SCALE_FILE', `${root}bench/results/dispatch-scale.json`);
 
-const load = (url, seconds) => sendMessageLoad(url, seconds, { connections, returnImmediately: true });
+const rate = integer('BENCH_RATE', 0);
+const load = (url, seconds) => sendMessageLoad(url, seconds, { connections, returnImmediately: true, rate });
 
 /** One measured run against a fresh stack of `count` dispatcher processes. */
 async function measure(count) {

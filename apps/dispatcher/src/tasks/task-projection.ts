@@ -1,7 +1,7 @@
 import { Task, TaskState } from '@a2a-js/sdk';
 import type { DataSource } from 'typeorm';
 import { Envelopes, newId, type TaskEvent } from '@mesh/contract';
-import { preparedQuery, StatementBatcher } from '@mesh/database';
+import { batchKeys, preparedQuery, StatementBatcher } from '@mesh/database';
 import type { Json, TaskRow } from './task.repository.js';
 import { isInterrupted, isTerminal, parseState, stateName, stateRank } from './task-state.js';
 import { streamEventOf } from './stream-updates.js';
@@ -75,7 +75,7 @@ async function readProjected(ds: DataSource, keys: ProjectionKey[]): Promise<Arr
     `SELECT v.ord, t.id, t.tenant, t.agent_id, t.context_id, t.state, t.turn, t.version, t.status_timestamp, t.task,
             t.deadline_at, t.start_by_at, e.turn AS e_turn, e.last_seq, e.artifact_count, e.closed, e.ended_by
      FROM jsonb_to_recordset($1::jsonb) AS v(task_id text, execution_id text, tenant text, ord int)
-     JOIN dispatcher.tasks t ON t.id = v.task_id AND t.tenant = v.tenant
+     JOIN dispatcher.tasks t ON t.id = v.task_id AND t.tenant = v.tenant AND t.id = ANY (${batchKeys('$1', 'task_id')})
      LEFT JOIN dispatcher.executions e ON e.execution_id = v.execution_id AND e.task_id = t.id`,
     [JSON.stringify(keys.map((k, ord) => ({ ...k, ord })))],
   );
@@ -104,7 +104,8 @@ async function writeProjected(ds: DataSource, writes: ProjectionWrite[], kept: n
        UPDATE dispatcher.tasks x SET state = v.state, task = v.task, version = x.version + 1, updated_at = now(),
          status_timestamp = CASE WHEN v.status_changed THEN coalesce(v.status_timestamp, now()) ELSE x.status_timestamp END,
          event_seq = x.event_seq + jsonb_array_length(v.events)
-       FROM v WHERE x.id = v.id AND x.version = v.version RETURNING x.id, x.event_seq - jsonb_array_length(v.events) AS base),
+       FROM v WHERE x.id = v.id AND x.version = v.version AND x.id = ANY (${batchKeys('$1', 'id')})
+       RETURNING x.id, x.event_seq - jsonb_array_length(v.events) AS base),
      l AS (
        -- The stream's events, numbered on from the task's counter in the same statement: gap-free per task.
        INSERT INTO dispatcher.task_events (task_id, seq, event)
@@ -117,7 +118,8 @@ async function writeProjected(ds: DataSource, writes: ProjectionWrite[], kept: n
        WHERE d.task_id = v.id AND d.seq <= t.base + jsonb_array_length(v.events) - $2::bigint RETURNING 1),
      e AS (
        UPDATE dispatcher.executions e SET last_seq = v.seq, artifact_count = v.artifact_count, closed = v.closed
-       FROM v JOIN t ON t.id = v.id WHERE e.execution_id = v.execution_id RETURNING v.id),
+       FROM v JOIN t ON t.id = v.id WHERE e.execution_id = v.execution_id AND e.execution_id = ANY (${batchKeys('$1', 'execution_id')})
+       RETURNING v.id),
      p AS (
        -- In event order: a task's deliveries go out in id order.
        INSERT INTO dispatcher.push_deliveries (event_id, tenant, task_id, config_id, body, stream_seq)
