@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent, request as httpRequest } from 'node:http';
+import { gzipSync } from 'node:zlib';
 import { loadAuthOptions } from '@mesh/auth';
 import { eventually } from '../support/infra.js';
 import { agentRecord, publishAgents, rawRequest, startTestDispatcher } from '../support/dispatcher-harness.js';
@@ -15,7 +16,7 @@ const env = await startTestDispatcher(
   {
     auth: loadAuthOptions({
       AUTH_API_KEYS:
-        'demo-acme=acme:alice,demo-globex=globex:bob,demo-initech=initech:carol,demo-umbrella=umbrella:dan,demo-hooli=hooli:erin,demo-stark=stark:tony',
+        'demo-acme=acme:alice,demo-globex=globex:bob,demo-initech=initech:carol,demo-umbrella=umbrella:dan,demo-hooli=hooli:erin,demo-stark=stark:tony,demo-wayne=wayne:bruce',
     }),
   },
   {
@@ -75,7 +76,7 @@ test('a tenant over its byte budget is refused 429 TENANT_BYTES_EXCEEDED before 
   assert.match(metrics, /^mesh_admission_refusals_total\{tenant="acme",agent="edge",reason="TENANT_BYTES_EXCEEDED"\} 3$/m);
 });
 
-test('a refused body within the body limit is drained unread: the kept-alive connection serves the next request', async () => {
+test('a body refused by the budget is not read: its connection closes, and the next request opens another', async () => {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   try {
     const send = (path: string, method: string, body?: string) =>
@@ -95,10 +96,10 @@ test('a refused body within the body limit is drained unread: the kept-alive con
     const refused = await send('/a2a/edge/message:send', 'POST', sendBody(BIG));
     assert.equal(refused.status, 429);
     assert.ok(refused.reused);
-    assert.equal(refused.connection, 'keep-alive');
+    assert.equal(refused.connection, 'close', 'drained, an over-budget tenant would keep the dispatcher reading');
     const next = await send('/a2a/edge/tasks', 'GET');
     assert.equal(next.status, 200);
-    assert.ok(next.reused, 'the same connection');
+    assert.equal(next.reused, false, 'a new connection');
   } finally {
     agent.destroy();
   }
@@ -137,6 +138,21 @@ test('a chunked body larger than the bucket costs what was read: the tenant owes
   assert.equal(refused.status, 429, refused.body.slice(0, 300));
   const retryAfter = Number(refused.headers['retry-after']);
   assert.ok(retryAfter >= 20, `the debt is waited out: Retry-After ${retryAfter} s`);
+});
+
+test('a compressed body is charged what it decodes to, not its bytes on the wire', async () => {
+  // 600 KiB of text gzips to about 1 KiB: charged 600 KiB against the 256 KiB bucket, 344 KiB owed.
+  const gz = gzipSync(sendBody('x'.repeat(600 * 1024)));
+  assert.ok(gz.length < 4096);
+  const sent = await rawRequest(`${env.url}/a2a/edge/message:send`, {
+    method: 'POST',
+    headers: { ...HEADERS, authorization: 'Bearer demo-wayne', 'content-encoding': 'gzip' },
+    body: gz,
+  });
+  assert.equal(sent.status, 200, sent.body.slice(0, 300));
+  const refused = await restSend('demo-wayne', sendBody('small'));
+  assert.equal(refused.status, 429, refused.body.slice(0, 300));
+  assert.ok(Number(refused.headers['retry-after']) >= 20, `Retry-After ${refused.headers['retry-after']}`);
 });
 
 test('a JSON-RPC notification (no id) takes no admission token: it is answered 204 and starts nothing', async () => {

@@ -16,6 +16,7 @@ import { Client as NextClient, StreamableHTTPClientTransport as NextHttpTranspor
 import { HmacToolTokenMinter, ToolMeta } from '@mesh/tool-gateway';
 import { eventually, freshDatabase, sql } from '../support/infra.js';
 import { freePort, repoRoot, spawnNode } from '../support/processes.js';
+import { holdBody, pushBody } from '../support/raw-http.js';
 import { TEST_TOOL_TOKEN_SECRET } from '../support/agents-runtime.js';
 import type { RunningBillingTools } from '@mesh/app-billing-tools';
 import { refundCount, startTestBillingTools } from '../agents/agents-fixtures.js';
@@ -316,8 +317,18 @@ test('malformed JSON, an oversized body, an unknown route and a wrong method get
     400,
   );
   assert.equal(unsupported.error.code, -32022);
-  // Without a token the body is never parsed: 401 first.
+  // Without a token the body is never parsed: 401 first, and a body still coming is not waited
+  // for (the connection closes); a slow client cannot hold a socket past the request timeout.
   await assertJsonError(await post(billing.mcpUrl, '{"jsonrpc":"2.0",'), 401);
+  assert.deepEqual(await holdBody(billing.mcpUrl, '/mcp', {}, { contentLength: 100_000, waitMs: 3000 }), { status: 401, closed: true });
+  const over = await pushBody(
+    billing.mcpUrl,
+    '/mcp',
+    { authorization: `Bearer ${await callToken('acme')}`, accept: 'application/json, text/event-stream' },
+    { chunked: true },
+  );
+  assert.equal(over.status, 413, over.answer.slice(0, 200));
+  assert.ok(over.closedByServer && over.bodyBytesSent < 8 * 1024 * 1024, `closed after ${over.bodyBytesSent} bytes`);
   await assertJsonError(await fetch(new URL('/nope', billing.mcpUrl)), 404);
   await assertJsonError(await post(new URL('/', billing.mcpUrl).toString(), '{"jsonrpc":'), 404);
   await assertJsonError(await fetch(billing.mcpUrl, { method: 'PUT', headers: auth }), 404);

@@ -11,7 +11,15 @@ import {
 import { bearerToken } from '@mesh/contract';
 import { openServiceDatabase } from '@mesh/database';
 import { verifyToolTokenClaims } from '@mesh/tool-gateway';
-import { closeUnreadBodies, countRequests, deferContinue, refuseMalformedUtf8, withinBodyLimit } from '@mesh/service';
+import {
+  closeUnreadBodies,
+  countRequests,
+  deferContinue,
+  hasBody,
+  limitRequestTimes,
+  refuseMalformedUtf8,
+  withinBodyLimit,
+} from '@mesh/service';
 import { MeshMetrics } from '@mesh/telemetry';
 import { BillingHooks } from './billing-hooks.js';
 import type { BillingToolsConfig } from './billing-tools.config.js';
@@ -108,14 +116,19 @@ export async function startBillingTools(config: BillingToolsConfig): Promise<Run
 
   // Authentication first: no session, no body parsing, nothing stored for a request without a valid token.
   app.use('/mcp', async (req: Request, res: Response, next: NextFunction) => {
+    // A refused request's body is never read: its connection closes after the answer.
+    const refuse = (message: string) => {
+      if (hasBody(req)) res.setHeader('Connection', 'close');
+      rpcError(res, 401, -32001, message);
+    };
     const bearer = bearerToken(req.header('authorization'));
-    if (!bearer) return void rpcError(res, 401, -32001, `a tool token is required: Authorization: Bearer <token for ${token.audience}>`);
+    if (!bearer) return refuse(`a tool token is required: Authorization: Bearer <token for ${token.audience}>`);
     try {
       const claims = await verifyToolTokenClaims(bearer, token.secret, token.audience);
       const auth: AuthInfo = { token: bearer, clientId: claims.subject, scopes: [], extra: { ...claims } };
       (req as AuthedRequest).auth = auth;
     } catch {
-      return void rpcError(res, 401, -32001, `invalid tool token (signature, issuer, audience ${token.audience} or expiry)`);
+      return refuse(`invalid tool token (signature, issuer, audience ${token.audience} or expiry)`);
     }
     next();
   });
@@ -208,6 +221,7 @@ export async function startBillingTools(config: BillingToolsConfig): Promise<Run
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(config.BILLING_TOOLS_PORT, config.HTTP_HOST, () => resolve(s));
     deferContinue(s);
+    limitRequestTimes(s);
     s.once('error', reject);
   });
   const address = server.address();

@@ -137,8 +137,8 @@ export interface ChildResult {
   /** Its artifacts; empty when `truncated`. */
   artifacts: ArtifactInput[];
   /**
-   * Its artifacts were left out: with them the results would pass the platform's byte bound
-   * (`DISPATCHER_DELEGATION_RESULTS_MAX_BYTES`). Read them with GetTask on `taskId`.
+   * Its artifacts or its message (or both) were left out: with them the results would pass the
+   * platform's byte bound (`DISPATCHER_DELEGATION_RESULTS_MAX_BYTES`). Read them with GetTask on `taskId`.
    */
   truncated?: true;
   /** Its last status message. */

@@ -92,8 +92,8 @@ export interface ChildOutcome {
   /** The child's artifacts as A2A JSON; empty when `truncated`. */
   artifacts: JsonObject[];
   /**
-   * The child's artifacts were left out: with them the results would pass the platform's byte
-   * bound (`DISPATCHER_DELEGATION_RESULTS_MAX_BYTES`). GetTask `taskId` has them.
+   * The child's artifacts or its message (or both) were left out: with them the results would pass
+   * the platform's byte bound (`DISPATCHER_DELEGATION_RESULTS_MAX_BYTES`). GetTask `taskId` has them.
    */
   truncated?: true;
   /** The child's last status message as A2A JSON. */

@@ -53,6 +53,12 @@ const QUIET_PATHS = new Set(['/healthz', '/livez', '/metrics']);
 const HEADERS_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 30_000;
 
+/** Bounds how long a client may take over its request (Node's defaults: 60 s for headers, 300 s in all). */
+export function limitRequestTimes(server: Server): void {
+  server.headersTimeout = HEADERS_TIMEOUT_MS;
+  server.requestTimeout = REQUEST_TIMEOUT_MS;
+}
+
 /**
  * How an app authenticates a request from its headers alone. Nest's guards run after the body parser,
  * so without this a caller with no credential makes the service buffer a body up to the limit, and
@@ -154,13 +160,15 @@ export async function startHttpService(opts: HttpServiceOptions): Promise<INestA
   if (logger.isLevelEnabled('info')) app.use(pinoHttp({ logger, autoLogging: { ignore: (req) => QUIET_PATHS.has(req.url ?? '') } }));
   if (opts.authenticateBodies) app.use(authenticateBeforeBody(opts.authenticateBodies(app)));
   if (opts.parseJsonBodies !== false) {
-    app.use(withinBodyLimit(express.json({ limit: bodyLimit, verify: refuseMalformedUtf8 }), parseByteSize(bodyLimit)));
+    // No Content-Encoding: bodies this small gain nothing from it, and a few bytes of brotli that
+    // decode to the limit cost milliseconds of CPU each, which no budget here bounds.
+    const parse = express.json({ limit: bodyLimit, verify: refuseMalformedUtf8, inflate: false });
+    app.use(withinBodyLimit(parse, parseByteSize(bodyLimit)));
   }
   await opts.configure?.(app);
   const server = app.getHttpServer() as Server;
   deferContinue(server);
-  server.headersTimeout = HEADERS_TIMEOUT_MS;
-  server.requestTimeout = REQUEST_TIMEOUT_MS;
+  limitRequestTimes(server);
   if (app.getMicroservices().length > 0) {
     // Their handlers may rely on what the bootstrap hooks start; requests may rely on them.
     await app.init();

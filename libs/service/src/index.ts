@@ -1,6 +1,13 @@
 export { runMain } from './run-main.js';
 export { type HealthProbe, ServiceLifecycle, HealthModule } from './health.js';
-export { authenticateBeforeBody, countRequests, startHttpService, type BodyAuthentication, type RoutePrefix } from './http-service.js';
+export {
+  authenticateBeforeBody,
+  countRequests,
+  limitRequestTimes,
+  startHttpService,
+  type BodyAuthentication,
+  type RoutePrefix,
+} from './http-service.js';
 export {
   closeUnreadBodies,
   declaredLength,

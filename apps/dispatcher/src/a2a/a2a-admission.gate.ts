@@ -52,9 +52,9 @@ export function effectOf(req: Request): RequestEffect | undefined {
 }
 
 /**
- * The byte budget, charged from the headers before the body is read: a refused body is never
- * parsed (what becomes of its bytes is the service's rule for unread bodies: drained within the
- * body limit, the connection closed otherwise). A declared length over the body limit is not
+ * The byte budget, charged from the headers before the body is read: a refused body is never read
+ * and its connection closes (drained, a tenant over its budget would keep the dispatcher reading
+ * at wire speed, the budget bounding nothing). A declared length over the body limit is not
  * charged: the body reader refuses it (413) unread.
  */
 export function chargeBody(admission: A2aAdmission, bodyLimit: string): RequestHandler {
@@ -65,7 +65,10 @@ export function chargeBody(admission: A2aAdmission, bodyLimit: string): RequestH
     const declared = declaredLength(req);
     if (declared !== undefined && !(declared <= maxBodyBytes)) return next();
     const charge = admission.chargeBody(locals.principal.tenant, declared, String((req.params as Record<string, string>).agentId));
-    if (!('settle' in charge)) return sendRefusal(req, res, charge);
+    if (!('settle' in charge)) {
+      res.setHeader('Connection', 'close');
+      return sendRefusal(req, res, charge);
+    }
     locals.bodyCharge = charge;
     next();
   };

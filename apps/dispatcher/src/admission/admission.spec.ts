@@ -138,6 +138,13 @@ test('the byte budget: a body read beyond what it took up front is charged in fu
   const after = admission.chargeBody('u', 10);
   assert.ok(!('settle' in after));
   assert.equal(after.retryAfterSeconds, 5);
+  // A compressed body declares its wire bytes and is settled at what it decoded to.
+  const compressed = admission.chargeBody('v', 100);
+  assert.ok('settle' in compressed);
+  compressed.settle(5600);
+  const owed = admission.chargeBody('v', 10);
+  assert.ok(!('settle' in owed));
+  assert.equal(owed.retryAfterSeconds, 5, '4,600 owed + 10 at 1,000 bytes/s');
 });
 
 test('the byte budget is off at 0 bytes/s', () => {

@@ -113,8 +113,8 @@ export class Admission {
    * Charges a request body to the tenant's byte budget before it is read: the event loop's time
    * goes with the bytes it parses, stores and produces, which the request rate does not bound.
    * `declaredBytes` is the Content-Length; a body without one (chunked) is charged the most it may
-   * be, and settled at what was read. A body larger than the bucket takes the whole bucket up front
-   * and owes the rest once settled.
+   * be. Either is settled at what was read when that is more (a compressed body's decoded bytes).
+   * A body larger than the bucket takes the whole bucket up front and owes the rest once settled.
    */
   chargeBody(tenant: string, declaredBytes: number | undefined): Refusal | BodyCharge {
     const bucket = this.bytes;
@@ -127,9 +127,9 @@ export class Admission {
         message: `tenant "${tenant}" exceeded its request body budget of ${this.opts.bytesPerSecond} bytes/s`,
         retryAfterSeconds: took.waitSeconds,
       };
-    // A body costs its bytes, whatever was taken up front (at most the bucket's size): a declared
-    // one its declared length, a chunked one what was read.
-    return { settle: (bytesRead) => bucket.settle(tenant, took.taken, declaredBytes ?? bytesRead) };
+    // A body costs its bytes, whatever was taken up front (at most the bucket's size): its declared
+    // length, or what was read when more (a compressed body is charged decoded).
+    return { settle: (bytesRead) => bucket.settle(tenant, took.taken, Math.max(declaredBytes ?? 0, bytesRead)) };
   }
 
   async check(tenant: string, agent: AgentRecord): Promise<Refusal | undefined> {

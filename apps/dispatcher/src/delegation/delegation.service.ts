@@ -21,7 +21,7 @@ import { silentLogger, type Logger, type MeshMetrics } from '@mesh/telemetry';
 import { isSettled, parseState, stateName } from '../tasks/task-state.js';
 import type { AcceptInput, TaskRow, TaskService, TaskTransaction } from '../tasks/task.service.js';
 import type { ChangedTask, TaskCommit } from '../tasks/task-commits.js';
-import { boundArtifacts } from './delegation-results.js';
+import { boundChildResults } from './delegation-results.js';
 
 /** Where delegated work can go: agents the tenant may use, by id or by skill. */
 export interface DelegationTargets {
@@ -40,7 +40,7 @@ export interface DelegationServiceOptions {
   treeBudget: number;
   /** Pause between sweeps for waits that are over but were not resumed (a lost wake-up, a deadline). */
   sweepMs: number;
-  /** Most bytes of children's artifacts a resumed turn's message carries (the rest: `truncated`). */
+  /** Most bytes of children's artifacts and messages a resumed turn's message carries (the rest: `truncated`). */
   resultsMaxBytes: number;
   /**
    * A delegating turn whose wait is still not recorded this long after its end is failed by the
@@ -310,7 +310,7 @@ export class DelegationService {
     const results: DelegationResults = {
       reason,
       unfinished,
-      children: boundArtifacts(
+      children: boundChildResults(
         wait.children.map((c): ChildOutcome => {
           const r = byId.get(c.taskId);
           const message = r?.task.status?.message;
