@@ -296,6 +296,13 @@ test('Expect: 100-continue is answered only once the caller is authenticated and
   const oversized = await pushBody(env.url, '/a2a/echo/message:send', expect, { ...held, contentLength: 2 ** 40 });
   assert.equal(oversized.status, 413, oversized.answer.slice(0, 200));
   assert.doesNotMatch(oversized.answer, /100 Continue/);
+  // An unknown agent or a misspelled route is refused before the body is charged or invited
+  // (HTTP+JSON; a JSON-RPC answer needs the request's id, so its body is read first).
+  for (const path of ['/a2a/nobody/message:send', '/a2a/echo/MESSAGE:SEND', '/a2a/echo/tasks/x:SUBSCRIBE/']) {
+    const r = await pushBody(env.url, path, expect, { ...held, contentLength: 100 });
+    assert.equal(r.status, 404, `${path}: ${r.answer.slice(0, 200)}`);
+    assert.doesNotMatch(r.answer, /100 Continue/, path);
+  }
 });
 
 test('unknown, retired and unrouted: 404 in the binding format', async () => {

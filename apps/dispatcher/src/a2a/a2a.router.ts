@@ -13,7 +13,7 @@ import { DispatcherRequestHandler } from './dispatcher-request-handler.js';
 import { PrincipalUser } from './principal-user.js';
 import { jsonRpcValidator, legacyRestValidator, restValidator } from './a2a-request.validator.js';
 import { hideFaults } from './a2a-fault.guard.js';
-import { A2A_MOUNT, CARD_PATH } from './a2a.routes.js';
+import { A2A_MOUNT, CARD_PATH, routeOf } from './a2a.routes.js';
 import { LAST_EVENT_ID_HEADER, LAST_EVENT_ID_PARAM, resumePointOf, StreamEventIds } from './stream-event-ids.js';
 import { admitWork, chargeBody, effectOf, reserveStreamSlot, type A2aAdmission } from './a2a-admission.gate.js';
 import { authenticate } from './a2a-auth.guard.js';
@@ -47,8 +47,8 @@ interface AgentEdge {
 }
 
 /**
- * `/a2a/:agentId/...`: version normalisation, authentication, the byte budget, the body, agent
- * resolution and admission in front of the SDK's own express handlers (JSON-RPC at the base URL,
+ * `/a2a/:agentId/...`: version normalisation, authentication, agent resolution, the byte budget,
+ * the body and admission in front of the SDK's own express handlers (JSON-RPC at the base URL,
  * HTTP+JSON routes, the card), one set per agent, rebuilt when the agent's record changes. Failures
  * before the SDK (bad token, unknown agent, unparsable or oversized body) are answered in the
  * binding's own error format. Which request starts work or opens a stream is the route table's
@@ -59,6 +59,15 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
   const router = express.Router();
   const log = (opts.logger ?? silentLogger).child({ src: 'a2a' });
   const logFault = (err: unknown) => log.error({ err: String(err).slice(0, 2000) }, 'request failed');
+
+  const misspelled = (req: Request, res: Response) =>
+    sendError(
+      req,
+      res,
+      404,
+      A2A_ERROR_CODE.METHOD_NOT_FOUND,
+      new Error(`no A2A route ${req.method} ${req.path.slice(0, 128)} (routes are case-sensitive, without a trailing slash)`),
+    );
 
   const edgeFor = (record: AgentRecord): AgentEdge => {
     const key = `${record.version}:${record.updatedAt}`;
@@ -108,34 +117,42 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
     return edge;
   };
 
-  const resolveAgent: RequestHandler = (req, res, next) => {
+  /** The agent the path names, as the caller may see it; undefined (answered 404) when none. */
+  const agentOf = (req: Request, res: Response): AgentRecord | undefined => {
     const locals = localsOf(res);
     const agentId = String((req.params as Record<string, string>).agentId);
-    const record = opts.catalog.resolve(agentId, locals.principal?.tenant);
-    if (!record) {
-      sendError(
-        req,
-        res,
-        404,
-        A2A_ERROR_CODE.METHOD_NOT_FOUND,
-        Object.assign(new Error(`agent "${agentId}" not found`), { name: 'AgentNotFound' }),
-      );
-      return;
-    }
+    locals.agent ??= opts.catalog.resolve(agentId, locals.principal?.tenant);
+    if (locals.agent) return locals.agent;
+    sendError(
+      req,
+      res,
+      404,
+      A2A_ERROR_CODE.METHOD_NOT_FOUND,
+      Object.assign(new Error(`agent "${agentId}" not found`), { name: 'AgentNotFound' }),
+    );
+    return undefined;
+  };
+
+  /**
+   * An HTTP+JSON request's agent and route (spelled as the table has it), refused before a body
+   * is charged or read (no 100 Continue invites one). A JSON-RPC request's agent is resolved once
+   * its body is read, so that the answer carries the request's id.
+   */
+  const findAgent: RequestHandler = (req, res, next) => {
+    if (isJsonRpc(req)) return next();
+    if (!agentOf(req, res)) return;
     // Express would serve `/MESSAGE:SEND` or `/tasks/x:SUBSCRIBE/` as the route; admission and the
     // stream cap decide by the route table, so only exact spellings go on.
+    if (routeOf(req).kind === 'misspelled') return misspelled(req, res);
+    next();
+  };
+
+  const resolveAgent: RequestHandler = (req, res, next) => {
+    const locals = localsOf(res);
+    const record = agentOf(req, res);
+    if (!record) return;
     const effect = effectOf(req);
-    if (!effect) {
-      sendError(
-        req,
-        res,
-        404,
-        A2A_ERROR_CODE.METHOD_NOT_FOUND,
-        new Error(`no A2A route ${req.method} ${req.path.slice(0, 128)} (routes are case-sensitive, without a trailing slash)`),
-      );
-      return;
-    }
-    locals.agent = record;
+    if (!effect) return misspelled(req, res);
     // The metrics' route label: the pattern, never the agent id (libs/service countRequests), and
     // the mount as the route table spells it (express matched `/A2A` too).
     (res.locals as { routePrefix?: RoutePrefix }).routePrefix = { actual: req.baseUrl, pattern: `${A2A_MOUNT}/:agentId` };
@@ -162,6 +179,7 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
     '/:agentId',
     normaliseVersion,
     authenticate(opts.authenticator),
+    findAgent,
     chargeBody(opts, opts.bodyLimit),
     readBody(opts.bodyLimit),
     resolveAgent,
