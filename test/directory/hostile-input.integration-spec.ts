@@ -315,6 +315,9 @@ test('a body without a valid credential is answered 401 before it is read, and i
   assert.equal(refused.headers['www-authenticate'], 'Bearer');
   assert.match(String(refused.headers['content-type']), /^application\/problem\+json/);
   assert.equal((JSON.parse(refused.body) as { code: string }).code, 'UNAUTHENTICATED');
+  // Marked as the routes' answers are: it depends on the credential, no shared cache keeps it.
+  assert.equal(refused.headers['cache-control'], 'private, no-cache');
+  assert.match(String(refused.headers.vary), /\bAuthorization\b/);
   assert.deepEqual(await sql(databaseUrl, 'SELECT id FROM directory.agent WHERE id = $1', ['hi-stranger']), [], 'no row');
 });
 

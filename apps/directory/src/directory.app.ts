@@ -115,7 +115,8 @@ export async function startDirectory(config: DirectoryConfig, overrides: Directo
         const authenticator = a.get(Authenticator);
         return {
           authenticate: (req) => authenticateBody(authenticator, req),
-          refuse: (_req, res, reason) => sendProblem(res, reason, logger),
+          // Refused before the routes' middleware: marked private here as their answers are.
+          refuse: (req, res, reason) => privateAnswers(req, res, () => sendProblem(res, reason, logger)),
         };
       },
       configure: (a) => {
