@@ -16,4 +16,4 @@ COPY --from=build /app /app
 USER node
 # The image's own default is the dispatcher, with the Node flags npm start gives it
 # (scripts/node-flags.mjs); compose and the chart name each app's command themselves.
-CMD ["node", "--max-semi-space-size=64", "apps/dispatcher/dist/main.js"]
+CMD ["node", "--min-semi-space-size=64", "--max-semi-space-size=64", "apps/dispatcher/dist/main.js"]

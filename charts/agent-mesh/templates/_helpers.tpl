@@ -210,7 +210,7 @@ spec:
         - name: {{ .app }}
           image: {{ include "agent-mesh.image" $root }}
           imagePullPolicy: {{ $v.image.pullPolicy }}
-          command: ["node", "apps/{{ .app }}/dist/main.js"]
+          command: ["node", {{ range .spec.nodeFlags }}{{ . | quote }}, {{ end }}"apps/{{ .app }}/dist/main.js"]
           ports:
             - name: http
               containerPort: {{ int .spec.port }}
