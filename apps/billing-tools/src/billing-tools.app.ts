@@ -98,7 +98,7 @@ export async function startBillingTools(config: BillingToolsConfig): Promise<Run
   const metrics = new MeshMetrics();
   const app = express();
   app.disable('x-powered-by');
-  app.use(closeUnreadBodies(BODY_LIMIT_BYTES));
+  app.use(closeUnreadBodies());
   app.use(countRequests(metrics));
   // The same probes and metrics as every service: liveness answers while the process runs.
   app.get('/livez', (_req, res) => void res.json({ status: 'alive' }));

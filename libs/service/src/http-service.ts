@@ -154,7 +154,7 @@ export async function startHttpService(opts: HttpServiceOptions): Promise<INestA
     abortOnError: false,
   });
   const bodyLimit = opts.bodyLimit ?? '1mb';
-  app.use(closeUnreadBodies(parseByteSize(bodyLimit)));
+  app.use(closeUnreadBodies());
   app.use(countRequests(metrics));
   // Access logs are info lines: below that level the middleware would only cost time per request.
   if (logger.isLevelEnabled('info')) app.use(pinoHttp({ logger, autoLogging: { ignore: (req) => QUIET_PATHS.has(req.url ?? '') } }));

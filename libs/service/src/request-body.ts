@@ -5,8 +5,9 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 /**
  * How a service treats request bodies before any parser sees them. A body is read only by a
  * parser wrapped in {@link withinBodyLimit}; every answer given while a body is still unread either
- * drains it (a declared length within the limit: the connection stays usable) or closes the
- * connection ({@link closeUnreadBodies}). No route, matched or not, reads more than the limit.
+ * drains it (a small declared length: the connection stays usable) or closes the connection
+ * ({@link closeUnreadBodies}). No route, matched or not, reads more than the limit, nor more than
+ * a small body it did not ask for.
  */
 
 const SIZE_UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
@@ -104,6 +105,7 @@ export function withinBodyLimit(parse: RequestHandler, limitBytes: number): Requ
       received += chunk.length;
       if (received <= limitBytes) return;
       res.setHeader('Connection', 'close');
+      stopReading(req);
       finish(entityTooLarge(limitBytes));
     };
     req.on('data', count);
@@ -113,20 +115,38 @@ export function withinBodyLimit(parse: RequestHandler, limitBytes: number): Requ
 }
 
 /**
- * First middleware of a service: when an answer's head is written while the request's body has not
- * arrived in full, a declared length within the limit is drained (what Node does anyway, and the
- * kept-alive connection stays usable) and anything else (over the limit, chunked) closes the
- * connection. Without it, a route that reads no body (`POST /healthz`, an unknown path, a refusal)
- * keeps reading whatever a caller sends on a kept-alive connection.
+ * Reads no more of a refused body. The connection closes once its answer is written, but that may
+ * be long after: on a pipelined connection the answer waits for the earlier requests' answers, and
+ * meanwhile the parser's error path (body-parser reads a failed body to its end before reporting)
+ * would read whatever the caller sends. Paused, the request buffers a few KiB and Node stops
+ * reading the socket.
  */
-export function closeUnreadBodies(limitBytes: number): RequestHandler {
+function stopReading(req: IncomingMessage): void {
+  req.pause();
+  req.resume = function (this: IncomingMessage) {
+    return this;
+  };
+}
+
+/** An unread body up to this size is drained and the connection kept: it costs no more than its headers. */
+const DRAIN_AT_MOST = 16 * 1024;
+
+/**
+ * First middleware of a service: when an answer's head is written while the request's body has not
+ * arrived in full, a small declared body (at most 16 KiB) is drained (what Node does anyway, and
+ * the kept-alive connection stays usable) and anything else (larger, chunked) closes the
+ * connection. Without it, a route that reads no body (`POST /healthz`, an unknown path, a refusal,
+ * a caller without a credential) would read whatever a caller sends on a kept-alive connection,
+ * body after pipelined body, at wire speed.
+ */
+export function closeUnreadBodies(): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
     if (!hasBody(req)) return next();
     const writeHead = res.writeHead;
     res.writeHead = function (this: Response, ...args: unknown[]) {
       if (!req.complete && !this.headersSent) {
         const declared = declaredLength(req);
-        if (declared === undefined || !(declared <= limitBytes)) this.setHeader('Connection', 'close');
+        if (declared === undefined || !(declared <= DRAIN_AT_MOST)) this.setHeader('Connection', 'close');
       }
       return (writeHead as (...a: unknown[]) => Response).apply(this, args);
     } as Response['writeHead'];
