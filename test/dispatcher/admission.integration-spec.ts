@@ -51,6 +51,16 @@ test('admission cannot be passed by spelling the route otherwise: only the exact
     assert.equal(r.status, 404, `${path} → ${r.status} ${r.body.slice(0, 200)}`);
     assert.match(r.body, /case-sensitive/);
   }
+  // JSON-RPC: express serves `/a2a/lazy/` and `/a2a/lazy//` as `/a2a/lazy`; admission sees them alike.
+  for (const path of ['', '/', '//']) {
+    const r = await rawRequest(`${env.url}/a2a/lazy${path}`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer demo-acme', 'a2a-version': '1.0', 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: jsonMessage('spelled') } }),
+    });
+    assert.equal(r.status, 503, `JSON-RPC at /a2a/lazy${path} → ${r.status} ${r.body.slice(0, 200)}`);
+    assert.equal((JSON.parse(r.body) as { id: unknown }).id, 1, 'refused in the JSON-RPC envelope');
+  }
   const list = await rawRequest(`${env.url}/a2a/lazy/tasks`, { headers: { authorization: 'Bearer demo-acme', 'a2a-version': '1.0' } });
   assert.equal((JSON.parse(list.body) as { totalSize: number }).totalSize, 0, 'no spelling started work');
 });

@@ -16,7 +16,7 @@ const env = await startTestDispatcher(
   {
     auth: loadAuthOptions({
       AUTH_API_KEYS:
-        'demo-acme=acme:alice,demo-globex=globex:bob,demo-initech=initech:carol,demo-umbrella=umbrella:dan,demo-hooli=hooli:erin,demo-stark=stark:tony,demo-wayne=wayne:bruce',
+        'demo-acme=acme:alice,demo-globex=globex:bob,demo-initech=initech:carol,demo-umbrella=umbrella:dan,demo-hooli=hooli:erin,demo-stark=stark:tony,demo-wayne=wayne:bruce,demo-oscorp=oscorp:norman',
     }),
   },
   {
@@ -153,6 +153,25 @@ test('a compressed body is charged what it decodes to, not its bytes on the wire
   const refused = await restSend('demo-wayne', sendBody('small'));
   assert.equal(refused.status, 429, refused.body.slice(0, 300));
   assert.ok(Number(refused.headers['retry-after']) >= 20, `Retry-After ${refused.headers['retry-after']}`);
+});
+
+test('compressed bodies sent at once are each charged the most they may decode to, not their bytes on the wire', async () => {
+  // Six 200 KiB bodies that gzip to about 1 KiB each, at once, against a 256 KiB bucket: charged
+  // their wire size up front, all six would pass (1.2 MiB against 256 KiB).
+  const gz = gzipSync(sendBody(BIG));
+  assert.ok(gz.length < 4096);
+  const answers = await Promise.all(
+    Array.from({ length: 6 }, () =>
+      rawRequest(`${env.url}/a2a/edge/message:send`, {
+        method: 'POST',
+        headers: { ...HEADERS, authorization: 'Bearer demo-oscorp', 'content-encoding': 'gzip' },
+        body: gz,
+      }),
+    ),
+  );
+  // (The tenant rate, burst 2, would refuse some too: the byte budget refuses them first.)
+  const overBudget = answers.filter((a) => a.status === 429 && a.body.includes('TENANT_BYTES_EXCEEDED')).length;
+  assert.ok(overBudget >= 4, `refused by the byte budget: ${answers.map((a) => `${a.status} ${a.body.slice(0, 80)}`).join(' | ')}`);
 });
 
 test('a JSON-RPC notification (no id) takes no admission token: it is answered 204 and starts nothing', async () => {

@@ -43,8 +43,8 @@ async function subscribe(taskId: string, token = 'demo-acme'): Promise<RawSse> {
 }
 
 /** SubscribeToTask on JSON-RPC, kept open. */
-async function subscribeRpc(taskId: string, token = 'demo-acme'): Promise<RawSse> {
-  const s = await openRawSse(`${env.url}/a2a/capped`, {
+async function subscribeRpc(taskId: string, token = 'demo-acme', path = ''): Promise<RawSse> {
+  const s = await openRawSse(`${env.url}/a2a/capped${path}`, {
     method: 'POST',
     headers: { ...headers(token), 'content-type': 'application/json' },
     body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'SubscribeToTask', params: { id: taskId } }),
@@ -78,6 +78,13 @@ test('the stream over the cap is refused with 429 on both bindings; other tenant
   assert.equal(rpcBody.error.code, -32029);
   assert.equal(rpcBody.error.data[0].reason, 'TOO_MANY_STREAMS');
   assert.equal(rpcBody.error.data[0].metadata.retryAfterSeconds, '2');
+  // express serves `/a2a/capped/` and `/a2a/capped//` as JSON-RPC too: capped alike.
+  for (const path of ['/', '//']) {
+    const odd = await subscribeRpc(a.id, 'demo-acme', path);
+    assert.equal(odd.status, 429, `JSON-RPC at /a2a/capped${path} → ${odd.status}`);
+    await odd.ended;
+    assert.equal((JSON.parse(odd.body()) as RpcError).error.code, -32029);
+  }
 
   // Spelled otherwise, the route is not served at all: the cap cannot be passed that way.
   for (const path of [`tasks/${a.id}:SUBSCRIBE`, `tasks/${a.id}:subscribe/`, `TASKS/${a.id}:subscribe`, `v1/tasks/${a.id}:Subscribe`]) {

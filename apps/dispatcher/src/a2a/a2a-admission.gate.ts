@@ -64,7 +64,15 @@ export function chargeBody(admission: A2aAdmission, bodyLimit: string): RequestH
     if (!admission.chargeBody || !locals.principal || !hasBody(req)) return next();
     const declared = declaredLength(req);
     if (declared !== undefined && !(declared <= maxBodyBytes)) return next();
-    const charge = admission.chargeBody(locals.principal.tenant, declared, String((req.params as Record<string, string>).agentId));
+    // A compressed body costs what it decodes to, up to the limit: charged as one of unknown length
+    // (the limit, the unused part given back once read), so concurrent small encoded bodies that
+    // decode large cannot pass on their wire size.
+    const encoded = String(req.headers['content-encoding'] ?? 'identity').toLowerCase() !== 'identity';
+    const charge = admission.chargeBody(
+      locals.principal.tenant,
+      encoded ? undefined : declared,
+      String((req.params as Record<string, string>).agentId),
+    );
     if (!('settle' in charge)) {
       res.setHeader('Connection', 'close');
       return sendRefusal(req, res, charge);

@@ -47,8 +47,8 @@ export function a2aBodyErrorHandler(bodyLimit: string, logger: Logger = silentLo
     // The parser's late report of a body already refused (its connection closing): answered once.
     if (res.headersSent) return;
     const e = err as { type?: string; status?: number; message?: string };
-    // Relative to `/a2a`: a JSON-RPC request is a POST to `/{agentId}`.
-    const jsonRpc = req.method === 'POST' && /^\/[^/]+\/?$/.test(req.path);
+    // Relative to `/a2a`: a JSON-RPC request is a POST to `/{agentId}` (with one or two slashes after it, as isJsonRpc).
+    const jsonRpc = req.method === 'POST' && /^\/[^/]+\/{0,2}$/.test(req.path);
     const fail = (httpStatus: number, jsonRpcCode: number, error: Error) => sendError(req, res, httpStatus, jsonRpcCode, error, jsonRpc);
     if (e.type === 'entity.too.large') {
       return fail(413, A2A_ERROR_CODE.INVALID_REQUEST, new RequestMalformedError(`request body exceeds the limit of ${bodyLimit}`));

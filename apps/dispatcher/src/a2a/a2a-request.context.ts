@@ -23,5 +23,11 @@ export const localsOf = (res: Response): A2aLocals => res.locals as A2aLocals;
 /** The authenticated caller's tenant, if any. */
 export const callerTenant = (req: Request) => (req.res ? localsOf(req.res).principal?.tenant : undefined);
 
+/**
+ * The paths below `/a2a/:agentId` the JSON-RPC route (`post('/')`) serves: express's loose `/` is
+ * `^\/\/?$`, so `/a2a/x//` is served as `/a2a/x` is, and must be admitted as it is.
+ */
+const JSON_RPC_PATH = /^\/{0,2}$/;
+
 /** JSON-RPC is a POST to the agent's base URL; everything else under it is HTTP+JSON or the card. */
-export const isJsonRpc = (req: Request) => req.method === 'POST' && (req.path === '/' || req.path === '');
+export const isJsonRpc = (req: Pick<Request, 'method' | 'path'>) => req.method === 'POST' && JSON_RPC_PATH.test(req.path);
