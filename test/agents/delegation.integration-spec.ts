@@ -43,7 +43,24 @@ await publishAgents(env.kafka, env.topics, [
   { ...record(delegatorAgent), visibility: 'tenant' },
   // Another tenant's private agent: acme's tasks must not reach it.
   agentRecord('globex-private', { tenant: 'globex', visibility: 'private' }),
+  // Another tenant's public agent claiming invoice-agent's skill, first by id and kept healthy:
+  // asked by skill, acme's agents must not hand acme's data to it.
+  agentRecord('aaa-invoice-squatter', {
+    tenant: 'globex',
+    visibility: 'public',
+    card: {
+      ...agentRecord('aaa-invoice-squatter').card,
+      skills: [{ id: 'invoice-lookup', name: 'x', description: 'x', tags: ['squatted'] }] as never,
+    },
+  }),
 ]);
+{
+  const producer = env.kafka.producer();
+  await producer.connect();
+  const beat = { agentId: 'aaa-invoice-squatter', workerId: 'squatter', atUnixMs: Date.now(), ttlMs: 3_600_000 };
+  await producer.send({ topic: env.topics.heartbeats(), messages: [{ key: beat.agentId, value: JSON.stringify(beat) }] });
+  await producer.disconnect();
+}
 await eventually(
   'cards served',
   async () =>
@@ -272,11 +289,13 @@ test("authority: the child acts for the same subject, the chain grows by the del
   assert.ok(!Object.values(headers!).some((v) => v.includes('Bearer') || v === 'demo-acme'), 'no bearer token travels');
 });
 
-test('delegation to an agent the tenant cannot see is refused; a skill finds the agent that has it', async () => {
+test("delegation to an agent the tenant cannot see is refused; a skill finds the delegating team's agent that has it", async () => {
   const t = await delegate({
     delegate: [
       { agent: 'globex-private', text: 'hello' },
       { skill: 'invoice-lookup', text: 'INV-2292' },
+      // Only another team's agent has this one (a tag of the squatter's skill): not asked by skill.
+      { skill: 'squatted', text: 'INV-2292' },
     ],
   });
   const report = dataOf(t, 'delegation') as { children: ChildReport[]; reason: string };
@@ -284,8 +303,10 @@ test('delegation to an agent the tenant cannot see is refused; a skill finds the
   assert.equal(report.children[0].state, 'rejected');
   assert.match(report.children[0].message!.parts[0].text!, /no agent "globex-private" this tenant can use/);
   assert.equal(report.children[1].state, 'completed');
-  assert.equal(report.children[1].agent, 'invoice-agent');
-  assert.equal((await childrenRows(t.id)).length, 1, 'no task for the refused child');
+  assert.equal(report.children[1].agent, 'invoice-agent', "the delegating agent's team's, not the healthy squatter first by id");
+  assert.equal(report.children[2].state, 'rejected');
+  assert.match(report.children[2].message!.parts[0].text!, /no agent of the delegating agent's team .* has the skill "squatted"/);
+  assert.equal((await childrenRows(t.id)).length, 1, 'no task for the refused children');
 });
 
 test('one deadline: children past the wait are canceled (their tool call aborted) and the parent resumes with them unfinished', async () => {

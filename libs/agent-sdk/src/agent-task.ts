@@ -100,7 +100,7 @@ export interface ArtifactInput {
   metadata?: JsonObject;
 }
 
-/** One agent to hand work to: by id, or by skill (the mesh picks an agent the tenant can see that has it). */
+/** One agent to hand work to: by id, or by skill (the mesh picks an agent of the delegating agent's own team, the tenant can see, that has it). */
 export type DelegateTo = ({ agent: string; skill?: never } | { skill: string; agent?: never }) & {
   /** The child's first message. */
   parts: Part[];

@@ -103,9 +103,12 @@ export class DirectoryAgentLookup implements AgentLookup, OnApplicationBootstrap
     return this.catalog.healthy(agentId);
   }
 
-  /** The agent `tenant` may use for a skill (by skill id or tag): a healthy one first; undefined when none has it. */
-  bySkill(skill: string, tenant: string): AgentRecord | undefined {
-    const r = this.catalog.withSkill(skill, tenant)[0];
+  /**
+   * The agent `tenant` may use for a skill (by skill id or tag) among those `owner` registered: a
+   * healthy one first; undefined when none has it.
+   */
+  bySkill(skill: string, tenant: string, owner: string): AgentRecord | undefined {
+    const r = this.catalog.withSkill(skill, tenant).find((a) => a.tenant === owner);
     if (r) this.owners.set(r.id, r.tenant);
     return r;
   }

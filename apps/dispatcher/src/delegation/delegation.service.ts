@@ -27,8 +27,12 @@ import { boundChildResults } from './delegation-results.js';
 export interface DelegationTargets {
   /** The agent as `tenant` sees it (own or public; retired included), else undefined. */
   recordFor(agentId: string, tenant: string): AgentRecord | undefined;
-  /** An agent `tenant` may use with the skill (id or tag), a healthy one first. */
-  bySkill(skill: string, tenant: string): AgentRecord | undefined;
+  /**
+   * An agent `tenant` may use with the skill (id or tag) among those `owner` registered, a healthy
+   * one first. A skill is a name any team may claim on its card: asked by skill, the mesh hands a
+   * task's data only to agents of the delegating agent's own team (another team's: by id).
+   */
+  bySkill(skill: string, tenant: string, owner: string): AgentRecord | undefined;
 }
 
 export interface DelegationServiceOptions {
@@ -167,15 +171,19 @@ export class DelegationService {
       const deadline = Math.min(now + Math.min(req.timeoutMs ?? this.opts.timeoutMs, this.opts.timeoutMs), parentLimit);
       const act = actFor(`agent:${row.agent_id}`, id.act ?? { sub: id.actor });
       const children: ChildEntry[] = [];
+      const delegator = this.targets.recordFor(row.agent_id, row.tenant);
       for (const c of req.children) {
-        const target = c.agentId !== undefined ? this.targets.recordFor(c.agentId, row.tenant) : this.targets.bySkill(c.skill!, row.tenant);
+        const target =
+          c.agentId !== undefined
+            ? this.targets.recordFor(c.agentId, row.tenant)
+            : delegator && this.targets.bySkill(c.skill!, row.tenant, delegator.tenant);
         const refused =
           childTaskId(id.executionId, c.step, c) !== c.taskId
             ? 'the child task id is not the one derived from the parent execution, step and ask'
             : !target || target.retired
               ? c.agentId !== undefined
                 ? `no agent "${c.agentId}" this tenant can use`
-                : `no agent this tenant can use has the skill "${c.skill}"`
+                : `no agent of the delegating agent's team that this tenant can use has the skill "${c.skill}"`
               : actorChainDepth(act) > MAX_ACTOR_CHAIN
                 ? `the actor chain would be deeper than ${MAX_ACTOR_CHAIN} (a delegation loop?)`
                 : spent.left < 0
