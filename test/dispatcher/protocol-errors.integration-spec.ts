@@ -298,7 +298,15 @@ test('Expect: 100-continue is answered only once the caller is authenticated and
   assert.doesNotMatch(oversized.answer, /100 Continue/);
   // An unknown agent or a misspelled route is refused before the body is charged or invited
   // (HTTP+JSON; a JSON-RPC answer needs the request's id, so its body is read first).
-  for (const path of ['/a2a/nobody/message:send', '/a2a/echo/MESSAGE:SEND', '/a2a/echo/tasks/x:SUBSCRIBE/']) {
+  // A path of no route at all is refused alike: the routers behind would answer 404 without it.
+  for (const path of [
+    '/a2a/nobody/message:send',
+    '/a2a/echo/MESSAGE:SEND',
+    '/a2a/echo/tasks/x:SUBSCRIBE/',
+    '/a2a/echo/message:sendx',
+    '/a2a/echo/tasks/x:bogus',
+    '/a2a/echo/nothing',
+  ]) {
     const r = await pushBody(env.url, path, expect, { ...held, contentLength: 100 });
     assert.equal(r.status, 404, `${path}: ${r.answer.slice(0, 200)}`);
     assert.doesNotMatch(r.answer, /100 Continue/, path);

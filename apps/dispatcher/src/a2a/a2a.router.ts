@@ -6,7 +6,7 @@ import { A2A_ERROR_CODE, RequestMalformedError } from '@a2a-js/sdk/errors';
 import type { Authenticator } from '@mesh/auth';
 import { silentLogger, type Logger } from '@mesh/telemetry';
 import { MeshError, type AgentRecord } from '@mesh/contract';
-import type { RoutePrefix } from '@mesh/service';
+import { hasBody, type RoutePrefix } from '@mesh/service';
 import { buildServedCard } from '../catalog/agent-card.builder.js';
 import type { AgentLookup } from '../catalog/agent-catalog.js';
 import { DispatcherRequestHandler } from './dispatcher-request-handler.js';
@@ -69,6 +69,9 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
       new Error(`no A2A route ${req.method} ${req.path.slice(0, 128)} (routes are case-sensitive, without a trailing slash)`),
     );
 
+  const noRoute = (req: Request, res: Response) =>
+    sendError(req, res, 404, A2A_ERROR_CODE.METHOD_NOT_FOUND, new Error(`no A2A route ${req.method} ${req.path.slice(0, 128)}`));
+
   const edgeFor = (record: AgentRecord): AgentEdge => {
     const key = `${record.version}:${record.updatedAt}`;
     const cached = edges.get(record.id);
@@ -109,9 +112,7 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
       restValidator(refuseInvalid, callerTenant),
       restHandler({ requestHandler: handler, userBuilder }),
     );
-    agentRouter.use((req: Request, res: Response) =>
-      sendError(req, res, 404, A2A_ERROR_CODE.METHOD_NOT_FOUND, new Error(`no A2A route ${req.method} ${req.path}`)),
-    );
+    agentRouter.use(noRoute);
     const edge = { key, router: agentRouter };
     edges.set(record.id, edge);
     return edge;
@@ -141,9 +142,12 @@ export function a2aRouter(opts: A2aRouterOptions): express.Router {
   const findAgent: RequestHandler = (req, res, next) => {
     if (isJsonRpc(req)) return next();
     if (!agentOf(req, res)) return;
+    const match = routeOf(req);
     // Express would serve `/MESSAGE:SEND` or `/tasks/x:SUBSCRIBE/` as the route; admission and the
     // stream cap decide by the route table, so only exact spellings go on.
-    if (routeOf(req).kind === 'misspelled') return misspelled(req, res);
+    if (match.kind === 'misspelled') return misspelled(req, res);
+    // No route at all: answered as the routers behind would, before a body is charged or invited.
+    if (match.kind === 'other' && hasBody(req)) return noRoute(req, res);
     next();
   };
 
