@@ -54,6 +54,13 @@ export interface WatchOptions {
    * its answer soon and does not wake the fan-out that would say when events are on their way.
    */
   eager?: boolean;
+  /**
+   * `after` is the task's last event as the caller just read or committed it: no catch-up read.
+   * A later change committed here that does not follow on reads then, and the poll reads on its
+   * interval. A blocking send's wait starts so: one read of the log per send was most of what
+   * Postgres spent on it.
+   */
+  caughtUp?: boolean;
 }
 
 /** How a blocking send waits (see {@link TaskChangeNotifier.waitSettled}). */
@@ -210,7 +217,8 @@ export class TaskChangeNotifier {
     own.positions.set(entry, after);
     if (opts.eager) own.eager += 1;
     // Whatever was logged between the caller's read and now reaches it without waiting for the poll.
-    this.readSoon(own);
+    if (!opts.caughtUp) this.readSoon(own);
+    else if (!own.timer && !own.reading) this.schedule(own);
     let closed = false;
     return {
       hurry: () => {
@@ -268,7 +276,7 @@ export class TaskChangeNotifier {
             },
           );
         };
-        watcher = this.watch(task.id, tenant, agentId, after, onEvents, { eager: true });
+        watcher = this.watch(task.id, tenant, agentId, after, onEvents, { eager: true, caughtUp: true });
         timer = setTimeout(() => resolve(task), Math.max(0, wait.deadline - Date.now()));
         // The answer goes nowhere once the caller left: stop waiting (and polling) at once.
         onClosed = () => resolve(task);

@@ -118,7 +118,9 @@ async function writeProjected(ds: DataSource, writes: ProjectionWrite[], kept: n
        WHERE d.task_id = v.id AND d.seq <= t.base + jsonb_array_length(v.events) - $2::bigint RETURNING 1),
      e AS (
        UPDATE dispatcher.executions e SET last_seq = v.seq, artifact_count = v.artifact_count, closed = v.closed
-       FROM v JOIN t ON t.id = v.id WHERE e.execution_id = v.execution_id AND e.execution_id = ANY (${batchKeys('$1', 'execution_id')})
+       -- Driven by t (the rows just updated, each joined by its key): an ANY of the batch's keys here
+       -- became the index condition of every row's lookup, the batch's keys scanned once per row.
+       FROM v JOIN t ON t.id = v.id WHERE e.execution_id = v.execution_id
        RETURNING v.id),
      p AS (
        -- In event order: a task's deliveries go out in id order.
