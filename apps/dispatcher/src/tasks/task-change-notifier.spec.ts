@@ -148,6 +148,27 @@ test('an eager watcher (a blocking send) reads at the hurried interval for as lo
   assert.equal(watch.polled, 0);
 });
 
+test('a caught-up watcher (a blocking wait) reads nothing at once: a local run that follows on needs no read, one that does not reads', async () => {
+  const stored = [1].map(ev);
+  const reads: Array<{ tenant: string; after: number }> = [];
+  const watch = new TaskChangeNotifier(memoryLog(stored, reads), { pollMs: 10_000, hurriedPollMs: 10_000, hurryMs: 10 });
+  const seen: number[] = [];
+  const w = watch.watch('t', 'acme', 'agent', 1, (es) => seen.push(...es.map((e) => e.seq)), { eager: true, caughtUp: true });
+  await sleep(50);
+  assert.equal(reads.length, 0, 'no catch-up read');
+  stored.push(ev(2));
+  watch.committed('t', [ev(2)]);
+  assert.deepEqual(seen, [2], 'handed over as committed');
+  assert.equal(reads.length, 0);
+  // 3 was logged elsewhere; 4 committed here does not follow on from 2: the log is read.
+  stored.push(ev(3), ev(4));
+  watch.committed('t', [ev(4)]);
+  await until('the gap is read', () => seen.length === 3);
+  assert.deepEqual(seen, [2, 3, 4]);
+  assert.equal(reads.length, 1);
+  w.close();
+});
+
 test('the first follower wakes the feed before it resolves; signals reach the followers of their task; the last to leave lets it rest', async () => {
   const watch = new TaskChangeNotifier(memoryLog([]), { pollMs: 10_000, hurriedPollMs: 5, hurryMs: 100 });
   const calls: string[] = [];
