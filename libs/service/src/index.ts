@@ -13,6 +13,7 @@ export {
   declaredLength,
   deferContinue,
   hasBody,
+  isEncoded,
   parseByteSize,
   refuseMalformedUtf8,
   withinBodyLimit,

@@ -22,6 +22,10 @@ export function parseByteSize(raw: string): number {
 export const hasBody = (req: IncomingMessage): boolean =>
   req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 
+/** The body is compressed (any Content-Encoding but identity): what it decodes to is known once read. */
+export const isEncoded = (req: IncomingMessage): boolean =>
+  String(req.headers['content-encoding'] ?? 'identity').toLowerCase() !== 'identity';
+
 /** The body's declared length; undefined for a chunked body (its length is known once read). */
 export const declaredLength = (req: IncomingMessage): number | undefined =>
   req.headers['transfer-encoding'] === undefined ? Number(req.headers['content-length'] ?? 0) : undefined;
@@ -85,8 +89,7 @@ export function withinBodyLimit(parse: RequestHandler, limitBytes: number): Requ
       res.setHeader('Connection', 'close');
       return next(entityTooLarge(limitBytes));
     }
-    const encoded = String(req.headers['content-encoding'] ?? 'identity').toLowerCase() !== 'identity';
-    if (declared !== undefined && !encoded) {
+    if (declared !== undefined && !isEncoded(req)) {
       sendContinue(req, res);
       return parse(req, res, next);
     }

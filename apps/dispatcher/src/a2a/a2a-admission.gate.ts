@@ -1,7 +1,7 @@
 import type { Request, RequestHandler, Response } from 'express';
 import type { AgentRecord } from '@mesh/contract';
 import type { BodyCharge, Refusal } from '../admission/admission.js';
-import { declaredLength, hasBody, parseByteSize } from '@mesh/service';
+import { declaredLength, hasBody, isEncoded, parseByteSize } from '@mesh/service';
 import { routeOf } from './a2a.routes.js';
 import { sendRefusal } from './a2a-errors.responder.js';
 import { isJsonRpc, localsOf } from './a2a-request.context.js';
@@ -67,10 +67,9 @@ export function chargeBody(admission: A2aAdmission, bodyLimit: string): RequestH
     // A compressed body costs what it decodes to, up to the limit: charged as one of unknown length
     // (the limit, the unused part given back once read), so concurrent small encoded bodies that
     // decode large cannot pass on their wire size.
-    const encoded = String(req.headers['content-encoding'] ?? 'identity').toLowerCase() !== 'identity';
     const charge = admission.chargeBody(
       locals.principal.tenant,
-      encoded ? undefined : declared,
+      isEncoded(req) ? undefined : declared,
       String((req.params as Record<string, string>).agentId),
     );
     if (!('settle' in charge)) {

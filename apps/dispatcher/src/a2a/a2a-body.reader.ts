@@ -3,7 +3,7 @@ import { A2A_ERROR_CODE, ContentTypeNotSupportedError, RequestMalformedError } f
 import { silentLogger, type Logger } from '@mesh/telemetry';
 import { parseByteSize, refuseMalformedUtf8, withinBodyLimit } from '@mesh/service';
 import { sendError } from './a2a-errors.responder.js';
-import { localsOf } from './a2a-request.context.js';
+import { isJsonRpc, localsOf } from './a2a-request.context.js';
 
 /**
  * Reads an authenticated caller's JSON body (application/json as the service parsers read it
@@ -47,8 +47,8 @@ export function a2aBodyErrorHandler(bodyLimit: string, logger: Logger = silentLo
     // The parser's late report of a body already refused (its connection closing): answered once.
     if (res.headersSent) return;
     const e = err as { type?: string; status?: number; message?: string };
-    // Relative to `/a2a`: a JSON-RPC request is a POST to `/{agentId}` (with one or two slashes after it, as isJsonRpc).
-    const jsonRpc = req.method === 'POST' && /^\/[^/]+\/{0,2}$/.test(req.path);
+    // Relative to `/a2a`: the path below `/{agentId}` decides, as everywhere else.
+    const jsonRpc = isJsonRpc({ method: req.method, path: req.path.replace(/^\/[^/]+/, '') });
     const fail = (httpStatus: number, jsonRpcCode: number, error: Error) => sendError(req, res, httpStatus, jsonRpcCode, error, jsonRpc);
     if (e.type === 'entity.too.large') {
       return fail(413, A2A_ERROR_CODE.INVALID_REQUEST, new RequestMalformedError(`request body exceeds the limit of ${bodyLimit}`));

@@ -193,6 +193,7 @@ export class TaskChangeNotifier {
   ): TaskChangeWatcher {
     const key = `${tenant}\u0000${agentId}\u0000${taskId}`;
     let poll = this.polls.get(key);
+    const started = poll === undefined;
     if (!poll) {
       poll = {
         key,
@@ -217,8 +218,9 @@ export class TaskChangeNotifier {
     own.positions.set(entry, after);
     if (opts.eager) own.eager += 1;
     // Whatever was logged between the caller's read and now reaches it without waiting for the poll.
+    // A caught-up watcher of a task polled already waits for that poll's next read.
     if (!opts.caughtUp) this.readSoon(own);
-    else if (!own.timer && !own.reading) this.schedule(own);
+    else if (started) this.schedule(own);
     let closed = false;
     return {
       hurry: () => {
