@@ -179,8 +179,6 @@ export async function workLag(kafka, prefix, timeoutMs = 60000) {
             groupLag += Math.max(0, Number(end?.offset ?? 0) - Number(p.offset));
           }
         }
-        const restingFeed = g.groupId.startsWith(groups.dispatcherFanoutPrefix()) && g.members.length > 0;
-        if (restingFeed) continue;
         if (g.members.length > 0 || workGroup(g.groupId)) total += groupLag;
         else if (groupLag > 0) dead[g.groupId] = groupLag;
       }

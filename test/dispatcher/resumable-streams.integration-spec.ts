@@ -19,7 +19,7 @@ const KEPT = 6;
 const env = await startTestDispatcher(
   'resume',
   {},
-  { DISPATCHER_STREAM_EVENTS_KEPT: String(KEPT), DISPATCHER_FANOUT_IDLE_MS: '200', PUSH_EGRESS_ALLOW_CIDRS: '127.0.0.0/8' },
+  { DISPATCHER_STREAM_EVENTS_KEPT: String(KEPT), PUSH_EGRESS_ALLOW_CIDRS: '127.0.0.0/8' },
 );
 await publishAgents(env.kafka, env.topics, [agentRecord('resume')]);
 const worker = await startManualWorker(env.kafka, env.topics, 'resume');

@@ -8,8 +8,10 @@ import { startManualWorker } from '../support/manual-worker.js';
 import { collect, describe, streamingClient } from '../support/streaming.js';
 import { freePort, spawnNode } from '../support/processes.js';
 
-// Replica B runs in-process; replica A is a separate process so it can be SIGKILLed.
-const env = await startTestDispatcher('stream');
+// Replica B runs in-process; replica A is a separate process so it can be SIGKILLed. Their polls
+// are too slow to matter here: what one replica stores reaches the other's streams because it
+// tells it (TaskCommitFeed), whichever of them projects the task.
+const env = await startTestDispatcher('stream', {}, { DISPATCHER_STREAM_POLL_MS: '600000', DISPATCHER_WAIT_POLL_MS: '600000' });
 await publishAgents(env.kafka, env.topics, [agentRecord('slow')]);
 const worker = await startManualWorker(env.kafka, env.topics, 'slow');
 after(() => worker.stop());

@@ -37,7 +37,7 @@ export interface DispatcherOverrides {
 /**
  * Starts the dispatcher as a Nest application of feature modules (see AppModule for the order of
  * start and drain): Kafka check and database (created and migrated), agent catalog, outbox relay,
- * push, event fan-out, task lifecycle, then the projector's transport, then the HTTP server with
+ * push, task commit feed, task lifecycle, then the projector's transport, then the HTTP server with
  * `/a2a/:agentId` mounted. `stop` is `app.close()`; a failed start closes what it started.
  */
 export async function startDispatcher(config: DispatcherConfig, overrides: DispatcherOverrides = {}): Promise<RunningDispatcher> {

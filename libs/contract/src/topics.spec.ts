@@ -7,8 +7,6 @@ test('group names stay what running deployments already committed offsets under'
   assert.equal(g.agentWorkers('refund-agent'), 'p.agents.refund-agent');
   assert.ok(g.agentWorkers('refund-agent').startsWith(g.agentWorkersPrefix()));
   assert.equal(g.dispatcherProjector(), 'p.mesh.dispatcher.projector');
-  assert.equal(g.dispatcherFanout('r1'), 'p.mesh.dispatcher.fanout.r1');
-  assert.ok(g.dispatcherFanout('r1').startsWith(g.dispatcherFanoutPrefix()));
   assert.equal(g.dispatcherCatalog(), 'p.dispatcher-catalog');
   assert.equal(g.directoryHeartbeats('agent-mesh'), 'p.agent-mesh-directory-heartbeats');
   assert.throws(() => g.agentWorkers('Bad Id'), /invalid agent id/);

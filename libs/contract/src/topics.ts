@@ -77,16 +77,6 @@ export class ConsumerGroups {
     return `${this.prefix}mesh.dispatcher.projector`;
   }
 
-  /** One dispatcher replica's live feed of the events topic (a group per replica, deleted on stop). */
-  dispatcherFanout(replicaId: string): string {
-    return `${this.dispatcherFanoutPrefix()}${replicaId}`;
-  }
-
-  /** What every replica's fan-out group name starts with (tools that watch them match on it). */
-  dispatcherFanoutPrefix(): string {
-    return `${this.prefix}mesh.dispatcher.fanout.`;
-  }
-
   /** One dispatcher replica's catalog reader; the catalog adds `-cards` / `-heartbeats` and its own id. */
   dispatcherCatalog(): string {
     return `${this.prefix}dispatcher-catalog`;

@@ -163,8 +163,10 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
       ...(duplicate
         ? {}
         : {
-            // A follow-up turn logged the task's resubmission: a stream resumed on it reads it.
+            // A follow-up turn logged the task's resubmission: a stream resumed on it reads it,
+            // here or on another replica. A new task has no watcher to tell.
             changed: [{ taskId: task.id }],
+            told: eventSeq === 0,
             outcomes: [{ tenant: principal.tenant, agent: this.agent.id, outcome: 'accepted' }],
           }),
     });
@@ -227,7 +229,7 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
    * ends after the first settled status (terminal or interrupted), as stored: the projection is the
    * authority (cancel won, COMPLETED without artifact is FAILED). Events reach it through the
    * replica's TaskChangeNotifier (those logged here as they are committed, one shared poll per task for
-   * those logged elsewhere, hurried while the fan-out sees the task's events on the topic). It
+   * those logged elsewhere, read at once when the replica that stored them says so). It
    * stops as soon as the caller's connection closes, releasing its subscription and its share of
    * the poll.
    */
@@ -246,12 +248,8 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     let wake: (() => void) | undefined;
     const poke = () => wake?.();
     closed?.addEventListener('abort', poke);
-    let unsubscribe: (() => void) | undefined;
     let watcher: TaskChangeWatcher | undefined;
     try {
-      // The fan-out's signals say the task's next events are on their way: read the log sooner.
-      unsubscribe = await this.opts.changes.follow(taskId, () => watcher?.hurry());
-      if (closed?.aborted) return;
       let after: number;
       /** A terminal task's last event: a resumed stream ends there. */
       let endAt: number | undefined;
@@ -306,7 +304,6 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     } finally {
       closed?.removeEventListener('abort', poke);
       watcher?.close();
-      unsubscribe?.();
     }
   }
 

@@ -74,16 +74,12 @@ export const dispatcherConfigSpec = {
   DISPATCHER_CARD_MAX_AGE_S: z.coerce.number().int().min(0).default(60),
   /**
    * SSE: a followed task is re-read this often, once per replica however many streams follow it
-   * (covers changes committed on another replica: a cancel, a deadline, lost events).
+   * (covers changes committed on another replica that it did not tell: a cancel, a deadline, a
+   * notification missed while the replica was not listening).
    */
   DISPATCHER_STREAM_POLL_MS: positiveInt(1000),
   /** SSE: open streams (SendStreamingMessage, SubscribeToTask) per tenant and replica; over it: 429 TOO_MANY_STREAMS. */
   DISPATCHER_MAX_STREAMS_PER_TENANT: positiveInt(100),
-  /**
-   * How long the event fan-out reads on after the last stream or subscription on this replica
-   * closed; then it rests (reads nothing) until the next one.
-   */
-  DISPATCHER_FANOUT_IDLE_MS: positiveInt(5000),
   /** SSE: longest a stream stays open. */
   DISPATCHER_STREAM_MAX_MS: positiveInt(3_600_000),
   /**

@@ -87,6 +87,8 @@ export class EventProjector {
     // the logged events and the task as committed (no read back).
     if (committed) {
       this.commits.committed({
+        // The projection's statement told the other replicas (TaskCommitSignal).
+        told: true,
         deliveries: deliveries > 0,
         changed: [{ taskId: committed.id, logged, task: committed }],
         outcomes: settled,

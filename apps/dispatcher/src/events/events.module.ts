@@ -2,16 +2,13 @@ import { Module } from '@nestjs/common';
 import { KafkaBusTransport, type Kafka } from '@mesh/bus';
 import { ConsumerGroups, TopicDefinitions } from '@mesh/contract';
 import { MeshMetrics, type Logger } from '@mesh/telemetry';
-import type { DispatcherConfig } from '../config/dispatcher.config.js';
-import { DISPATCHER_CONFIG, KAFKA, LOGGER } from '../core.module.js';
+import { KAFKA, LOGGER } from '../core.module.js';
 import { DelegationModule } from '../delegation/delegation.module.js';
 import { DelegationService } from '../delegation/delegation.service.js';
 import { TasksModule } from '../tasks/tasks.module.js';
 import { TaskProjection } from '../tasks/task-projection.js';
 import { TaskCommits } from '../tasks/task-commits.js';
-import { TaskChangeNotifier } from '../tasks/task-change-notifier.js';
 import { TaskChangesModule } from '../tasks/task-changes.module.js';
-import { EventFanout } from './event-fanout.js';
 import { EventProjector, projectorConsumerOptions } from './event-projector.js';
 import { EventsTopic } from './events-topic.js';
 import { TaskEventsController } from './task-events.controller.js';
@@ -21,7 +18,8 @@ export const PROJECTOR_TRANSPORT = Symbol('dispatcher.projector-transport');
 
 /**
  * The agents' events: projected into the store (one consumer group over all replicas, through
- * {@link PROJECTOR_TRANSPORT}); their task ids signalled to this replica's followers (EventFanout).
+ * {@link PROJECTOR_TRANSPORT}); the other replicas hear which tasks changed from the projection's
+ * own statement (TaskCommitFeed), not from the topic.
  */
 @Module({
   imports: [TasksModule, TaskChangesModule, DelegationModule],
@@ -43,33 +41,6 @@ export const PROJECTOR_TRANSPORT = Symbol('dispatcher.projector-transport');
       useFactory: (tasks: TaskProjection, commits: TaskCommits, delegation: DelegationService, logger: Logger) =>
         new EventProjector({ tasks, commits, delegation, logger }),
       inject: [TaskProjection, TaskCommits, DelegationService, LOGGER],
-    },
-    {
-      // Every replica reads the whole topic under a group of its own and commits nothing that the
-      // projector relies on: a plain kafkajs consumer that seeks, pauses and resumes, which the
-      // keyed transport (shared group, committed offsets) is not meant for.
-      provide: EventFanout,
-      useFactory: (
-        kafka: Kafka,
-        topics: TopicDefinitions,
-        groups: ConsumerGroups,
-        changes: TaskChangeNotifier,
-        config: DispatcherConfig,
-        logger: Logger,
-        _created: EventsTopic,
-      ) => {
-        const fanout = new EventFanout(kafka, changes, {
-          topic: topics.names.events(),
-          groupName: (replicaId) => groups.dispatcherFanout(replicaId),
-          projectorGroup: groups.dispatcherProjector(),
-          idleMs: config.DISPATCHER_FANOUT_IDLE_MS,
-          logger,
-        });
-        changes.feedFrom(fanout);
-        return fanout;
-      },
-      // After EventsTopic: it subscribes to the topic.
-      inject: [KAFKA, TopicDefinitions, ConsumerGroups, TaskChangeNotifier, DISPATCHER_CONFIG, LOGGER, EventsTopic],
     },
   ],
   exports: [PROJECTOR_TRANSPORT],

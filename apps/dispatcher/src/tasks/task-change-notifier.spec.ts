@@ -24,7 +24,7 @@ function memoryLog(stored: LoggedEvent[], reads: Array<{ tenant: string; after: 
 
 test('each watcher gets the events after its own position, in order, each once', async () => {
   const stored = [1, 2, 3].map(ev);
-  const watch = new TaskChangeNotifier(memoryLog(stored), { pollMs: 10_000, hurriedPollMs: 5, hurryMs: 100 });
+  const watch = new TaskChangeNotifier(memoryLog(stored), { pollMs: 10_000, eagerPollMs: 5 });
   const a: number[] = [];
   const b: number[] = [];
   const wa = watch.watch('t', 'acme', 'agent', 0, (es) => a.push(...es.map((e) => e.seq)));
@@ -44,7 +44,7 @@ test('each watcher gets the events after its own position, in order, each once',
 test('a local run that does not follow on (another replica logged the ones between) is read from the log, never skipped', async () => {
   const stored = [1].map(ev);
   const reads: Array<{ tenant: string; after: number }> = [];
-  const watch = new TaskChangeNotifier(memoryLog(stored, reads), { pollMs: 10_000, hurriedPollMs: 5, hurryMs: 100 });
+  const watch = new TaskChangeNotifier(memoryLog(stored, reads), { pollMs: 10_000, eagerPollMs: 5 });
   const seen: number[] = [];
   const w = watch.watch('t', 'acme', 'agent', 1, (es) => seen.push(...es.map((e) => e.seq)));
   await until('the first read is done', () => reads.length === 1);
@@ -55,7 +55,7 @@ test('a local run that does not follow on (another replica logged the ones betwe
   w.close();
 });
 
-test('hurry reads at the short interval; tenants read apart; a failed read is retried', async () => {
+test('a change stored elsewhere is read at once, in every tenant polling the task; a failed read is retried', async () => {
   const stored = [1].map(ev);
   let fail = true;
   const reads: Array<{ tenant: string; after: number }> = [];
@@ -68,25 +68,37 @@ test('hurry reads at the short interval; tenants read apart; a failed read is re
     }
     return inner(...args);
   };
-  const watch = new TaskChangeNotifier(reader, { pollMs: 10_000, hurriedPollMs: 20, hurryMs: 1000 });
+  const watch = new TaskChangeNotifier(reader, { pollMs: 60_000, eagerPollMs: 60_000 });
   const acme: number[] = [];
   const other: number[] = [];
-  const wa = watch.watch('t', 'acme', 'agent', 0, (es) => acme.push(...es.map((e) => e.seq)));
-  const wo = watch.watch('t', 'other', 'agent', 0, (es) => other.push(...es.map((e) => e.seq)));
-  assert.equal(watch.polled, 2, 'one poll per tenant');
-  wa.hurry();
+  const wa = watch.watch('t', 'acme', 'agent', 0, (es) => acme.push(...es.map((e) => e.seq)), { caughtUp: true });
+  const wo = watch.watch('t', 'other', 'agent', 0, (es) => other.push(...es.map((e) => e.seq)), { caughtUp: true });
+  const wu = watch.watch('u', 'acme', 'agent', 0, () => undefined, { caughtUp: true });
+  assert.equal(watch.polled, 3, 'one poll per task and tenant');
+  watch.storedElsewhere('t');
+  // The first read fails; the retry waits for the poll, which the next change stored elsewhere brings forward.
+  await until('the failed read', () => reads.length === 2);
+  watch.storedElsewhere('t');
   await until('read after the failure', () => acme.length === 1);
-  stored.push(ev(2)); // logged by another replica: only the hurried poll brings it
-  await until('the hurried poll reads it', () => acme.length === 2);
+  stored.push(ev(2)); // logged by another replica, which says so
+  watch.storedElsewhere('t');
+  await until('read at once', () => acme.length === 2);
   assert.deepEqual(acme, [1, 2]);
   assert.deepEqual(other, [], "another tenant's read finds no task");
+  const before = reads.length;
+  watch.storedElsewhere('x'); // nobody here watches it
+  await sleep(20);
+  assert.equal(reads.length, before, 'a task not watched here reads nothing');
+  watch.readAll(); // the feed listens again: every poll reads
+  await until('every poll reads', () => reads.length === before + 3);
   wa.close();
   wo.close();
+  wu.close();
 });
 
 test('a backlog longer than a page is read page after page', async () => {
   const stored = Array.from({ length: 25 }, (_, i) => ev(i + 1));
-  const watch = new TaskChangeNotifier(memoryLog(stored), { pollMs: 10_000, hurriedPollMs: 5, hurryMs: 100, pageSize: 10 });
+  const watch = new TaskChangeNotifier(memoryLog(stored), { pollMs: 10_000, eagerPollMs: 5, pageSize: 10 });
   const seen: number[] = [];
   const w = watch.watch('t', 'acme', 'agent', 0, (es) => seen.push(...es.map((e) => e.seq)));
   await until('all pages', () => seen.length === 25);
@@ -97,24 +109,10 @@ test('a backlog longer than a page is read page after page', async () => {
   w.close();
 });
 
-test('hurrying stops once two hurried reads find nothing new (the events are logged here, or not at all)', async () => {
-  const reads: Array<{ tenant: string; after: number }> = [];
-  const watch = new TaskChangeNotifier(memoryLog([ev(1)], reads), { pollMs: 10_000, hurriedPollMs: 5, hurryMs: 10_000 });
-  const w = watch.watch('t', 'acme', 'agent', 1, () => undefined);
-  await until('the first read', () => reads.length === 1);
-  w.hurry();
-  await sleep(100);
-  assert.equal(reads.length, 3, 'the first read and two hurried ones');
-  w.hurry();
-  await sleep(50);
-  assert.equal(reads.length, 3, 'a later hurry is ignored');
-  w.close();
-});
-
 test('a local commit hands the task as committed to the watchers handed the end of its run; one with no events read now', async () => {
   const stored = [1, 2].map(ev);
   const reads: Array<{ tenant: string; after: number }> = [];
-  const watch = new TaskChangeNotifier(memoryLog(stored, reads), { pollMs: 10_000, hurriedPollMs: 5, hurryMs: 100 });
+  const watch = new TaskChangeNotifier(memoryLog(stored, reads), { pollMs: 10_000, eagerPollMs: 5 });
   const got: Array<{ seqs: number[]; task?: string }> = [];
   const w = watch.watch('t', 'acme', 'agent', 2, (es, task) => got.push({ seqs: es.map((e) => e.seq), task: task?.id }));
   await until('the first read', () => reads.length === 1);
@@ -131,10 +129,10 @@ test('a local commit hands the task as committed to the watchers handed the end 
   w.close();
 });
 
-test('an eager watcher (a blocking send) reads at the hurried interval for as long as it is open', async () => {
+test('an eager watcher (a blocking send) reads at the eager interval for as long as it is open', async () => {
   const stored = [1].map(ev);
   const reads: Array<{ tenant: string; after: number }> = [];
-  const watch = new TaskChangeNotifier(memoryLog(stored, reads), { pollMs: 10_000, hurriedPollMs: 10, hurryMs: 10 });
+  const watch = new TaskChangeNotifier(memoryLog(stored, reads), { pollMs: 10_000, eagerPollMs: 10 });
   const seen: number[] = [];
   const w = watch.watch('t', 'acme', 'agent', 1, (es) => seen.push(...es.map((e) => e.seq)), { eager: true });
   await sleep(120);
@@ -151,7 +149,7 @@ test('an eager watcher (a blocking send) reads at the hurried interval for as lo
 test('a caught-up watcher (a blocking wait) reads nothing at once: a local run that follows on needs no read, one that does not reads', async () => {
   const stored = [1].map(ev);
   const reads: Array<{ tenant: string; after: number }> = [];
-  const watch = new TaskChangeNotifier(memoryLog(stored, reads), { pollMs: 10_000, hurriedPollMs: 10_000, hurryMs: 10 });
+  const watch = new TaskChangeNotifier(memoryLog(stored, reads), { pollMs: 10_000, eagerPollMs: 10_000 });
   const seen: number[] = [];
   const w = watch.watch('t', 'acme', 'agent', 1, (es) => seen.push(...es.map((e) => e.seq)), { eager: true, caughtUp: true });
   await sleep(50);
@@ -169,45 +167,6 @@ test('a caught-up watcher (a blocking wait) reads nothing at once: a local run t
   w.close();
 });
 
-test('the first follower wakes the feed before it resolves; signals reach the followers of their task; the last to leave lets it rest', async () => {
-  const watch = new TaskChangeNotifier(memoryLog([]), { pollMs: 10_000, hurriedPollMs: 5, hurryMs: 100 });
-  const calls: string[] = [];
-  let release!: () => void;
-  watch.feedFrom({
-    wake: () => {
-      calls.push('wake');
-      // The first wake takes a while (the feed resumes); later ones find it awake.
-      return calls.length === 1 ? new Promise<void>((r) => (release = r)) : Promise.resolve();
-    },
-    idle: () => void calls.push('idle'),
-  });
-  const signalled: string[] = [];
-  let followed = false;
-  const pending = watch
-    .follow('t1', () => signalled.push('t1'))
-    .then((off) => {
-      followed = true;
-      return off;
-    });
-  await new Promise((r) => setImmediate(r));
-  assert.equal(followed, false, 'a follower must not read its snapshot before the feed is awake');
-  release();
-  const offA = await pending;
-  const offB = await watch.follow('t2', () => signalled.push('t2'));
-  assert.deepEqual(calls, ['wake', 'wake']);
-  assert.equal(watch.isFollowed('t1'), true);
-  assert.equal(watch.isFollowed('t3'), false, 'the fan-out skips events of tasks nobody follows');
-  watch.signal('t1');
-  watch.signal('t3');
-  assert.deepEqual(signalled, ['t1']);
-  offA();
-  offA(); // idempotent
-  assert.equal(watch.isFollowed('t1'), false);
-  assert.deepEqual(calls, ['wake', 'wake'], 'another task is still followed');
-  offB();
-  assert.deepEqual(calls, ['wake', 'wake', 'idle']);
-});
-
 const status = (seq: number, state: TaskState): LoggedEvent => ({
   seq,
   event: statusChangeEventOf('t', 'c', { state, timestamp: undefined, message: undefined }),
@@ -222,7 +181,7 @@ test('a blocking send follows the log after its accept: a settled status logged 
     status(3, TaskState.TASK_STATE_SUBMITTED),
   ];
   const reads: Array<{ tenant: string; after: number }> = [];
-  const changes = new TaskChangeNotifier(memoryLog(stored, reads), { pollMs: 10_000, hurriedPollMs: 10, hurryMs: 0 });
+  const changes = new TaskChangeNotifier(memoryLog(stored, reads), { pollMs: 10_000, eagerPollMs: 10 });
   let loads = 0;
   const waiting = changes.waitSettled(taskIn(TaskState.TASK_STATE_SUBMITTED), 'acme', 'agent', 3, {
     deadline: Date.now() + 5000,
@@ -243,7 +202,7 @@ test('a blocking send follows the log after its accept: a settled status logged 
 
 test('a blocking send answers with the task as a commit here left it, without reading it', async () => {
   const stored: LoggedEvent[] = [];
-  const changes = new TaskChangeNotifier(memoryLog(stored), { pollMs: 10_000, hurriedPollMs: 10, hurryMs: 0 });
+  const changes = new TaskChangeNotifier(memoryLog(stored), { pollMs: 10_000, eagerPollMs: 10 });
   const committed = { ...taskIn(TaskState.TASK_STATE_CANCELED), metadata: { committed: true } } as Task;
   const waiting = changes.waitSettled(taskIn(TaskState.TASK_STATE_SUBMITTED), 'acme', 'agent', 0, {
     deadline: Date.now() + 5000,
@@ -256,7 +215,7 @@ test('a blocking send answers with the task as a commit here left it, without re
 });
 
 test('a blocking send gives up at its deadline, at once when its caller leaves, and answers a failed read with the task as accepted', async () => {
-  const changes = new TaskChangeNotifier(memoryLog([]), { pollMs: 10_000, hurriedPollMs: 10, hurryMs: 0 });
+  const changes = new TaskChangeNotifier(memoryLog([]), { pollMs: 10_000, eagerPollMs: 10 });
   const accepted = taskIn(TaskState.TASK_STATE_SUBMITTED);
   const started = Date.now();
   assert.equal(await changes.waitSettled(accepted, 'acme', 'agent', 0, { deadline: started + 50, load: async () => undefined }), accepted);
@@ -273,8 +232,7 @@ test('a blocking send gives up at its deadline, at once when its caller leaves, 
 
   const failing = new TaskChangeNotifier(memoryLog([status(1, TaskState.TASK_STATE_FAILED)]), {
     pollMs: 10_000,
-    hurriedPollMs: 10,
-    hurryMs: 0,
+    eagerPollMs: 10,
   });
   const answer = await failing.waitSettled(accepted, 'acme', 'agent', 0, {
     deadline: Date.now() + 5000,

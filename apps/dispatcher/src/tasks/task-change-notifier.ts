@@ -13,21 +13,11 @@ export type TaskEventReader = (
   limit: number,
 ) => Promise<TaskEventPage | undefined>;
 
-/** Where a replica learns that a followed task's events are on their way (its EventFanout); it may rest while nobody here follows a task. */
-export interface EventFeed {
-  /** Resolves once every event not stored when it was called will be signalled; never rejects. */
-  wake(): Promise<void>;
-  /** Nobody here follows a task any more. */
-  idle(): void;
-}
-
 export interface TaskChangeNotifierOptions {
-  /** Re-read interval of a watched task's log (covers events logged by another replica). */
+  /** Re-read interval of a watched task's log: what another replica logged and was not told (TaskCommitFeed down). */
   pollMs: number;
-  /** Re-read interval while events of the task are on their way (the fan-out saw them), and for eager watchers. */
-  hurriedPollMs: number;
-  /** How long a `hurry` keeps the hurried interval (the events may never be logged: a duplicate). */
-  hurryMs: number;
+  /** Re-read interval while an eager watcher (a blocking send) is open. */
+  eagerPollMs: number;
   /** Most events one read returns (a longer backlog is read page after page). */
   pageSize?: number;
   /** The service's logger (lines carry `src: task-change-notifier`). */
@@ -42,16 +32,14 @@ export type TaskChangeListener = (events: LoggedEvent[], committed?: Task) => vo
 
 /** One watcher's handle on a task's logged events. */
 export interface TaskChangeWatcher {
-  /** Events of the task are on their way (seen on the topic): re-read at the hurried interval for a while. */
-  hurry(): void;
   /** Stops listening; the task's poll stops with its last watcher. Idempotent. */
   close(): void;
 }
 
 export interface WatchOptions {
   /**
-   * Re-read at the hurried interval for as long as this watcher is open: a blocking send expects
-   * its answer soon and does not wake the fan-out that would say when events are on their way.
+   * Re-read at the eager interval for as long as this watcher is open: a blocking send expects
+   * its answer soon, even while another replica's changes are not told (TaskCommitFeed down).
    */
   eager?: boolean;
   /**
@@ -80,15 +68,9 @@ interface Poll {
   agentId: string;
   /** Each watcher with the number of the last event handed to it. */
   positions: Map<TaskChangeListener, number>;
-  /** Open eager watchers: while there is one, every read is at the hurried interval. */
+  /** Open eager watchers: while there is one, every read is at the eager interval. */
   eager: number;
   timer?: NodeJS.Timeout;
-  hurriedUntil: number;
-  /**
-   * Hurried reads in a row that found nothing new. At two, hurrying stops until a read finds
-   * something: the task's events are logged here (handed over as committed), or not at all.
-   */
-  idleHurries: number;
   /** A read is in flight (it schedules the next one itself). */
   reading: boolean;
   /** Read again as soon as the read in flight is done (a gap was seen meanwhile). */
@@ -102,23 +84,18 @@ interface Poll {
  * - changes committed in this process (the projector, CancelTask, a deadline, delegation — all
  *   through TaskCommits) are handed over as they commit (`committed`), with the task as committed;
  * - ONE poll per watched task — shared by every watcher of the task, stopped with its last one —
- *   reads what was logged elsewhere (another replica's projector, a cancel or deadline there).
- *   It reads every `pollMs`, every `hurriedPollMs` while the fan-out says the task's events are
- *   on their way (`signal`) or while an eager watcher (a blocking send) is open.
+ *   reads what was logged elsewhere: at once when another replica's projection says it changed the
+ *   task (`storedElsewhere`, from TaskCommitFeed), else every `pollMs` (a cancel or deadline
+ *   there, a notification missed), every `eagerPollMs` while an eager watcher (a blocking send) is open.
  * A run that does not follow on from where a watcher is (it joined late, a local run overtook a
  * remote one), or a local change whose events are not known here, makes the poll read at once, so
  * numbers are never skipped. Polls are keyed by tenant, agent and task id: a poll reads only
- * within the tenant that asked. Followers (`follow`) are keyed by task id alone: a caller follows a
- * task only after its tenant was checked, and all it gets from it is a hurry.
+ * within the tenant that asked; what another replica says (a task id) only makes it read sooner.
  */
 export class TaskChangeNotifier {
   private readonly polls = new Map<string, Poll>();
   /** Polls of each task id (any tenant), for local commits keyed by task id. */
   private readonly pollsOf = new Map<string, Set<Poll>>();
-  /** Per followed task id, what to call when the fan-out sees its events. */
-  private readonly followers = new Map<string, Set<() => void>>();
-  private following = 0;
-  private feed?: EventFeed;
   private readonly log: Logger;
   private readonly pageSize: number;
 
@@ -130,45 +107,14 @@ export class TaskChangeNotifier {
     this.pageSize = opts.pageSize ?? 500;
   }
 
-  /** Connects the fan-out: woken by the first follower, told when the last one leaves. */
-  feedFrom(feed: EventFeed): void {
-    this.feed = feed;
+  /** Another replica committed a change of the task: its polls here (any tenant) read now. */
+  storedElsewhere(taskId: string): void {
+    for (const poll of [...(this.pollsOf.get(taskId) ?? [])]) this.readSoon(poll);
   }
 
-  /**
-   * Follows a task's raw events on the topic (`onTheWay` is called when the fan-out sees one).
-   * Resolves once the feed signals every event not stored yet, so a snapshot read afterwards
-   * misses nothing; the returned function stops following.
-   */
-  async follow(taskId: string, onTheWay: () => void): Promise<() => void> {
-    let set = this.followers.get(taskId);
-    if (!set) this.followers.set(taskId, (set = new Set()));
-    const own = set;
-    // Wrapped, so one callback given twice still counts as two followers.
-    const entry = () => onTheWay();
-    own.add(entry);
-    this.following += 1;
-    let done = false;
-    const unfollow = () => {
-      if (done) return;
-      done = true;
-      own.delete(entry);
-      if (own.size === 0 && this.followers.get(taskId) === own) this.followers.delete(taskId);
-      this.following -= 1;
-      if (this.following === 0) this.feed?.idle();
-    };
-    await this.feed?.wake();
-    return unfollow;
-  }
-
-  /** Whether a task is followed here (the fan-out skips the others' events unread). */
-  isFollowed(taskId: string): boolean {
-    return this.followers.has(taskId);
-  }
-
-  /** The fan-out saw an event of the task on the topic: its followers look sooner. */
-  signal(taskId: string): void {
-    for (const f of [...(this.followers.get(taskId) ?? [])]) f();
+  /** Changes stored elsewhere may have gone untold: every poll reads now. */
+  readAll(): void {
+    for (const poll of [...this.polls.values()]) this.readSoon(poll);
   }
 
   /**
@@ -202,8 +148,6 @@ export class TaskChangeNotifier {
         agentId,
         positions: new Map(),
         eager: 0,
-        hurriedUntil: 0,
-        idleHurries: 0,
         reading: false,
         again: false,
       };
@@ -223,14 +167,6 @@ export class TaskChangeNotifier {
     else if (started) this.schedule(own);
     let closed = false;
     return {
-      hurry: () => {
-        if (closed || own.idleHurries >= 2) return;
-        const wasHurried = Date.now() < own.hurriedUntil;
-        own.hurriedUntil = Date.now() + this.opts.hurryMs;
-        if (wasHurried || own.eager > 0 || own.reading) return; // the next read is hurried already
-        clearTimeout(own.timer);
-        this.schedule(own);
-      },
       close: () => {
         if (closed) return;
         closed = true;
@@ -251,7 +187,7 @@ export class TaskChangeNotifier {
    * a settled status (terminal or interrupted), the deadline or the caller leaving; never throws.
    * It answers with the task as committed when the settling change was committed here, else with
    * the task read once (`load`); at the deadline, or if that read fails, with `task` as it was: a
-   * handle, never an error. Its watcher is eager: the poll reads at the hurried interval meanwhile.
+   * handle, never an error. Its watcher is eager: the poll reads at the eager interval meanwhile.
    */
   async waitSettled(task: Task, tenant: string, agentId: string, after: number, wait: SettledWait): Promise<Task> {
     if (task.status && isSettled(task.status.state)) return task;
@@ -331,8 +267,7 @@ export class TaskChangeNotifier {
   }
 
   private schedule(poll: Poll, delay?: number): void {
-    const hurried = poll.eager > 0 || Date.now() < poll.hurriedUntil;
-    const ms = delay ?? (hurried ? this.opts.hurriedPollMs : this.opts.pollMs);
+    const ms = delay ?? (poll.eager > 0 ? this.opts.eagerPollMs : this.opts.pollMs);
     const { key, taskId, tenant, agentId } = poll;
     poll.timer = setTimeout(() => {
       poll.reading = true;
@@ -343,9 +278,7 @@ export class TaskChangeNotifier {
           poll.reading = false;
           if (this.polls.get(key) !== poll) return; // its last watcher left while reading
           const events = page?.events ?? [];
-          const wasHurried = Date.now() < poll.hurriedUntil;
-          if (this.deliver(poll, events).delivered) poll.idleHurries = 0;
-          else if (wasHurried && ++poll.idleHurries >= 2) poll.hurriedUntil = 0;
+          this.deliver(poll, events);
           // A full page: more are waiting. A gap reported while reading: look again now.
           const more = events.length >= this.pageSize || poll.again;
           this.schedule(poll, more ? 0 : undefined);

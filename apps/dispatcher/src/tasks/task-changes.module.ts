@@ -1,7 +1,8 @@
 import { Module } from '@nestjs/common';
 import { MeshMetrics, type Logger } from '@mesh/telemetry';
 import type { DispatcherConfig } from '../config/dispatcher.config.js';
-import { DISPATCHER_CONFIG, LOGGER } from '../core.module.js';
+import { DATA_SOURCE, DISPATCHER_CONFIG, LOGGER } from '../core.module.js';
+import type { DataSource } from 'typeorm';
 import { OutboxModule } from '../outbox/outbox.module.js';
 import { OutboxRelay } from '../outbox/outbox.relay.js';
 import { PushModule } from '../push/push.module.js';
@@ -10,10 +11,12 @@ import { TaskCommits } from './task-commits.js';
 import { TasksModule } from './tasks.module.js';
 import { TaskService } from './task.service.js';
 import { TaskChangeNotifier } from './task-change-notifier.js';
+import { TaskCommitFeed, TaskCommitSignal, TaskCommitTeller } from './task-commit-feed.js';
 
 /**
  * How a committed task change reaches whoever waits on it: the replica's one TaskChangeNotifier
- * (streams and blocking sends) and the post-commit hook every committing path calls (TaskCommits).
+ * (streams and blocking sends), told of other replicas' projections by its TaskCommitFeed, and the
+ * post-commit hook every committing path calls (TaskCommits).
  */
 @Module({
   imports: [TasksModule, OutboxModule, PushModule],
@@ -23,17 +26,29 @@ import { TaskChangeNotifier } from './task-change-notifier.js';
       useFactory: (tasks: TaskService, config: DispatcherConfig, logger: Logger) =>
         new TaskChangeNotifier((taskId, tenant, agentId, after, limit) => tasks.readEvents(taskId, tenant, agentId, after, limit), {
           pollMs: config.DISPATCHER_STREAM_POLL_MS,
-          hurriedPollMs: config.DISPATCHER_WAIT_POLL_MS,
-          hurryMs: config.DISPATCHER_STREAM_POLL_MS * 5,
+          eagerPollMs: config.DISPATCHER_WAIT_POLL_MS,
           logger,
         }),
       inject: [TaskService, DISPATCHER_CONFIG, LOGGER],
     },
     {
+      provide: TaskCommitFeed,
+      useFactory: (signal: TaskCommitSignal, changes: TaskChangeNotifier, config: DispatcherConfig, logger: Logger) =>
+        new TaskCommitFeed(signal, changes, { url: config.DATABASE_URL, logger }),
+      inject: [TaskCommitSignal, TaskChangeNotifier, DISPATCHER_CONFIG, LOGGER],
+    },
+    {
       provide: TaskCommits,
-      useFactory: (relay: OutboxRelay, push: PushService, changes: TaskChangeNotifier, metrics: MeshMetrics) =>
-        new TaskCommits({ relay, push, changes, metrics }),
-      inject: [OutboxRelay, PushService, TaskChangeNotifier, MeshMetrics],
+      useFactory: (
+        relay: OutboxRelay,
+        push: PushService,
+        changes: TaskChangeNotifier,
+        ds: DataSource,
+        signal: TaskCommitSignal,
+        metrics: MeshMetrics,
+        logger: Logger,
+      ) => new TaskCommits({ relay, push, changes, elsewhere: new TaskCommitTeller(ds, signal, logger), metrics }),
+      inject: [OutboxRelay, PushService, TaskChangeNotifier, DATA_SOURCE, TaskCommitSignal, MeshMetrics, LOGGER],
     },
   ],
   exports: [TaskChangeNotifier, TaskCommits],

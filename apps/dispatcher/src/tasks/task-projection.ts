@@ -5,6 +5,7 @@ import { batchKeys, preparedQuery, StatementBatcher } from '@mesh/database';
 import type { Json, TaskRow } from './task.repository.js';
 import { isInterrupted, isTerminal, parseState, stateName, stateRank } from './task-state.js';
 import { streamEventOf } from './stream-updates.js';
+import { TaskCommitSignal } from './task-commit-feed.js';
 
 /*
  * The projection keeps its two statements (readProjected, writeProjected) beside the decisions
@@ -90,7 +91,12 @@ async function readProjected(ds: DataSource, keys: ProjectionKey[]): Promise<Arr
  * always has its deliveries). Per write: undefined when a concurrent writer won (decide again),
  * else how many deliveries were recorded.
  */
-async function writeProjected(ds: DataSource, writes: ProjectionWrite[], kept: number): Promise<Array<WriteResult | undefined>> {
+async function writeProjected(
+  ds: DataSource,
+  writes: ProjectionWrite[],
+  kept: number,
+  signal: Pick<TaskCommitSignal, 'channel' | 'sender'>,
+): Promise<Array<WriteResult | undefined>> {
   // Two writes of one task in one statement could both pass the version check.
   if (new Set(writes.map((w) => w.id)).size !== writes.length) throw new Error('one task twice in a projection batch');
   const done = await preparedQuery<{ id: string; deliveries: number; base: string }>(
@@ -130,9 +136,16 @@ async function writeProjected(ds: DataSource, writes: ProjectionWrite[], kept: n
        CROSS JOIN LATERAL jsonb_array_elements(v.pushes) WITH ORDINALITY AS n(push, ord)
        JOIN dispatcher.push_configs c ON c.tenant = v.tenant AND c.task_id = v.id
        ORDER BY n.ord, c.created_at, c.id
-       ON CONFLICT DO NOTHING RETURNING task_id)
-     SELECT e.id, (SELECT count(*)::int FROM p WHERE p.task_id = e.id) AS deliveries, t.base FROM e JOIN t ON t.id = e.id`,
-    [JSON.stringify(writes), kept],
+       ON CONFLICT DO NOTHING RETURNING task_id),
+     s AS (
+       -- The other replicas' watchers of these tasks read their logs once this commits
+       -- (TaskCommitFeed): the ids in chunks well under NOTIFY's 8000-byte payload.
+       SELECT pg_notify($3, $4 || ' ' || string_agg(c.id, ',')) FROM (
+         SELECT t.id, (row_number() OVER () - 1) / 50 AS chunk FROM t WHERE length(t.id) <= 128) c
+       GROUP BY c.chunk)
+     SELECT e.id, (SELECT count(*)::int FROM p WHERE p.task_id = e.id) AS deliveries, t.base
+     FROM e JOIN t ON t.id = e.id CROSS JOIN (SELECT count(*) FROM s) AS told`,
+    [JSON.stringify(writes), kept, signal.channel, signal.sender],
   );
   const written = new Map(done.map((d) => [d.id, { deliveries: d.deliveries, base: Number(d.base) }]));
   return writes.map((w) => written.get(w.id));
@@ -169,10 +182,11 @@ export class TaskProjection {
     private readonly pushEventIdOf: (event: TaskEvent) => string | undefined = () => undefined,
     private readonly cacheSize = 10_000,
     eventsKept = DEFAULT_EVENTS_KEPT,
+    signal: Pick<TaskCommitSignal, 'channel' | 'sender'> = new TaskCommitSignal(),
   ) {
     const opts = { maxBatch: 256, maxInFlight: 4 };
     this.reads = new StatementBatcher((keys) => readProjected(ds, keys), opts);
-    this.writes = new StatementBatcher((writes) => writeProjected(ds, writes, eventsKept), opts);
+    this.writes = new StatementBatcher((writes) => writeProjected(ds, writes, eventsKept, signal), opts);
   }
 
   private remember(executionId: string, row: ProjectedRow): void {

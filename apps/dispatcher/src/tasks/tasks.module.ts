@@ -7,17 +7,20 @@ import { CatalogModule } from '../catalog/catalog.module.js';
 import { DirectoryAgentLookup } from '../catalog/agent-catalog.js';
 import { pushEventIdOf } from '../push/push-config.js';
 import { TaskProjection } from './task-projection.js';
+import { TaskCommitSignal } from './task-commit-feed.js';
 import { TaskService } from './task.service.js';
 
 /** The task store: accepts and reads (TaskService), projected events (TaskProjection). */
 @Module({
   imports: [CatalogModule],
   providers: [
+    // One per process: what its projection notifies, and what its TaskCommitFeed skips as its own.
+    { provide: TaskCommitSignal, useValue: new TaskCommitSignal() },
     {
       provide: TaskProjection,
-      useFactory: (ds: DataSource, config: DispatcherConfig) =>
-        new TaskProjection(ds, pushEventIdOf, undefined, config.DISPATCHER_STREAM_EVENTS_KEPT),
-      inject: [DATA_SOURCE, DISPATCHER_CONFIG],
+      useFactory: (ds: DataSource, config: DispatcherConfig, signal: TaskCommitSignal) =>
+        new TaskProjection(ds, pushEventIdOf, undefined, config.DISPATCHER_STREAM_EVENTS_KEPT, signal),
+      inject: [DATA_SOURCE, DISPATCHER_CONFIG, TaskCommitSignal],
     },
     {
       provide: TaskService,
@@ -36,6 +39,6 @@ import { TaskService } from './task.service.js';
       inject: [DATA_SOURCE, TopicDefinitions, TaskProjection, DISPATCHER_CONFIG, DirectoryAgentLookup],
     },
   ],
-  exports: [TaskProjection, TaskService],
+  exports: [TaskProjection, TaskService, TaskCommitSignal],
 })
 export class TasksModule {}
