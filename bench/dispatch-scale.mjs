@@ -4,7 +4,7 @@
 // with N (BENCH_DISPATCHER_PROCESSES, 2), each on a stack of its own (database, topics, echo
 // worker), JSON-RPC SendMessage with returnImmediately, autocannon at BENCH_CONNECTIONS (32),
 // unlimited rate, BENCH_DURATION_S (10) after BENCH_WARMUP_S (3), BENCH_ROUNDS (3) rounds in
-// alternating order. Per request: CPU of every process (the primary and each worker, the echo
+// alternating order (BENCH_SCALE_SCENARIO=blocking: blocking sends instead). Per request: CPU of every process (the primary and each worker, the echo
 // worker, Postgres, Kafka) and what Postgres did for it (transactions, rows written and read:
 // what a process duplicates shows there). The ratio is N processes / one, total CPU per request,
 // median over the rounds (target ≤ 1.15). Writes bench/results/dispatch-scale.json.
@@ -15,7 +15,7 @@ import { cpuMs, infraCpuMs } from './process-cpu.mjs';
 import { sendMessageLoad } from './dispatch-requests.mjs';
 import { machine } from './run-facts.mjs';
 import { median, round3 } from './stats.mjs';
-import { integer, text } from './settings.mjs';
+import { integer, oneOf, text } from './settings.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const connections = integer('BENCH_CONNECTIONS', 32);
@@ -26,7 +26,9 @@ const processes = integer('BENCH_DISPATCHER_PROCESSES', 2, { min: 2 });
 const resultFile = text('BENCH_SCALE_FILE', `${root}bench/results/dispatch-scale.json`);
 
 const rate = integer('BENCH_RATE', 0);
-const load = (url, seconds) => sendMessageLoad(url, seconds, { connections, returnImmediately: true, rate });
+// accept: (a) returnImmediately; blocking: (b), each answer waits for the echo worker's COMPLETED.
+const scenario = oneOf('BENCH_SCALE_SCENARIO', 'accept', ['accept', 'blocking']);
+const load = (url, seconds) => sendMessageLoad(url, seconds, { connections, returnImmediately: scenario === 'accept', rate });
 
 /** One measured run against a fresh stack of `count` dispatcher processes. */
 async function measure(count) {
@@ -68,6 +70,7 @@ async function measure(count) {
       requests: n,
       reqPerSec: result.requests.average,
       errors: result.errors + result.non2xx,
+      latencyMs: { p50: result.latency.p50, p99: result.latency.p99 },
       // The primary first (with one process, there is none: the process serves itself).
       cpuMsPerRequestByServerProcess: byProcess,
       cpuMsPerRequest: cpu,
@@ -95,7 +98,8 @@ const summary = {
   date: new Date().toISOString(),
   machine: machine(),
   command: 'npm run bench:dispatch-scale',
-  load: { tool: 'autocannon', connections, durationSeconds: duration, warmupSeconds: warmupS, rounds, processes },
+  scenario,
+  load: { tool: 'autocannon', connections, durationSeconds: duration, warmupSeconds: warmupS, rounds, processes, rate: rate || 'unlimited' },
   cpuPerRequestRatio: median(runs.map((r) => r.cpuPerRequestRatio)),
   target: 1.15,
   rounds: runs,

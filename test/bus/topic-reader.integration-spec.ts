@@ -73,36 +73,3 @@ test('interval commits: a shared reader commits what it handled, and the next re
   await b.stop();
 });
 
-test("a paused reader reads nothing; seekToCommitted moves it to another group's commits before it resumes", async () => {
-  const { topic, producer } = await topicWith('reader-seek', 0, 1);
-  const send = (from: number, to: number) =>
-    Promise.all(Array.from({ length: to - from }, (_, i) => producer.sendRecord(topic, 'k', `r-${from + i}`)));
-  // Another group (a projector, say) has handled the first 2 records.
-  await send(0, 2);
-  const ahead = new TopicReader(kafka, { topic, group: `${topic}.ahead`, fromBeginning: true, commits: { everyMs: 3_600_000 } });
-  cleanup(() => ahead.stop());
-  const aheadSeen: string[] = [];
-  await ahead.start({ eachMessage: async ({ message }) => void aheadSeen.push(String(message.value)) });
-  await eventually('the other group read 2', () => aheadSeen.length === 2);
-  await ahead.stop();
-  await send(2, 5);
-
-  const seen: string[] = [];
-  const reader = new TopicReader(kafka, {
-    topic,
-    group: (id) => `${topic}.${id}`,
-    commits: 'none',
-    consumerConfig: { maxWaitTimeInMs: 50 },
-  });
-  cleanup(() => reader.stop());
-  // Joins at the end (offset 5), then rests.
-  await reader.start({ eachMessage: async ({ message }) => void seen.push(String(message.value)) }, 'joined');
-  reader.pause();
-  await send(5, 8);
-  await new Promise((r) => setTimeout(r, 500));
-  assert.deepEqual(seen, [], 'paused: nothing read');
-  await reader.seekToCommitted(`${topic}.ahead`);
-  reader.resume();
-  await eventually("everything after the other group's commit", () => seen.length === 6);
-  assert.deepEqual(seen, ['r-2', 'r-3', 'r-4', 'r-5', 'r-6', 'r-7']);
-});

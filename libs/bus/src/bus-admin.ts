@@ -125,6 +125,13 @@ export class BusAdmin {
     }
   }
 
+  /** How many partitions the topic has now. */
+  async partitionCount(name: string): Promise<number> {
+    await this.connect();
+    const meta = await this.admin.fetchTopicMetadata({ topics: [name] });
+    return meta.topics[0]?.partitions.length ?? 0;
+  }
+
   /**
    * Waits for a topic another service owns (creates) — this one only reads or writes it — until
    * it exists and its partitions have leaders. `onWait` is called once if it is missing at first.

@@ -514,6 +514,7 @@ export class BusConsumer {
     this.rejoining = false;
     // The group's assignment, not the partitions that have delivered a record since (an idle one has none).
     this.assigned = Object.values(assignment).reduce((n, partitions) => n + partitions.length, 0);
+    this.opts.onAssigned?.(assignment);
     if (this.states.size > 0) {
       this.counters.rebalances++;
       const current = [...this.states.values()];

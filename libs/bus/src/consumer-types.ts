@@ -48,6 +48,8 @@ export interface RetryOptions {
 export interface BusConsumerOptions {
   groupId: string;
   topics: string[];
+  /** Told this member's partitions, by topic, each time the group is joined (every rebalance). */
+  onAssigned?: (assignment: Readonly<Record<string, number[]>>) => void;
   /** Handlers running at once over all partitions (default 64). */
   maxInFlight?: number;
   /** Received messages not yet started; above it partitions are paused (default max(4 × maxInFlight, 1024)). */

@@ -52,3 +52,4 @@ export {
   type KafkaBusTransportOptions,
 } from './bus-transport.js';
 export { isTransientKafkaError } from './transient-errors.js';
+export { partitionOfKey } from './key-partitioner.js';

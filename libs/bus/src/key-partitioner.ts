@@ -12,8 +12,13 @@ export function keyPartitioner(): (args: PartitionerArgs) => number {
   return (args) => {
     const { message, partitionMetadata } = args;
     if (message.partition != null || message.key == null || partitionMetadata.length === 0) return fallback(args);
-    return (murmur2(message.key) & 0x7fffffff) % partitionMetadata.length;
+    return partitionOfKey(message.key, partitionMetadata.length);
   };
+}
+
+/** The partition a record keyed by `key` goes to among `partitions`: Kafka's default partitioning. */
+export function partitionOfKey(key: NonNullable<Message['key']>, partitions: number): number {
+  return (murmur2(key) & 0x7fffffff) % partitions;
 }
 
 const M = 0x5bd1e995;

@@ -135,34 +135,6 @@ export class TopicReader {
     return this.joinedOnce;
   }
 
-  /** Stops fetching (the group membership stays). */
-  pause(): void {
-    this.consumer.pause([{ topic: this.opts.topic }]);
-  }
-
-  resume(): void {
-    this.consumer.resume([{ topic: this.opts.topic }]);
-  }
-
-  /**
-   * Moves every partition to the offset `groupId` (another group) committed, or to the low
-   * watermark where it committed none: what that group has handled is skipped. Rejects when the
-   * offsets cannot be read; the position is then unchanged.
-   */
-  async seekToCommitted(groupId: string): Promise<void> {
-    const { topic } = this.opts;
-    const admin = await this.adminClient();
-    const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
-    const partitions = committed?.partitions ?? [];
-    const low = partitions.some((p) => BigInt(p.offset) < 0n)
-      ? new Map((await admin.fetchTopicOffsets(topic)).map((o) => [o.partition, o.low]))
-      : undefined;
-    for (const p of partitions) {
-      const offset = BigInt(p.offset) >= 0n ? p.offset : (low?.get(p.partition) ?? '0');
-      this.consumer.seek({ topic, partition: p.partition, offset });
-    }
-  }
-
   /** Commits what was handled (interval commits), leaves the group, and deletes a per-replica group. */
   async stop(): Promise<void> {
     if (this.stopped) return;

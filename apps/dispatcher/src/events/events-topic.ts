@@ -1,6 +1,7 @@
 import type { OnApplicationBootstrap } from '@nestjs/common';
 import { BusAdmin, type Kafka } from '@mesh/bus';
 import type { TopicDefinitions } from '@mesh/contract';
+import type { TaskAffinity } from '../tasks/task-affinity.js';
 
 /**
  * The agents' events topic, created at bootstrap if missing. Providers that read it inject this
@@ -10,6 +11,7 @@ export class EventsTopic implements OnApplicationBootstrap {
   constructor(
     private readonly kafka: Kafka,
     private readonly topics: TopicDefinitions,
+    private readonly affinity?: Pick<TaskAffinity, 'partitions'>,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -17,6 +19,12 @@ export class EventsTopic implements OnApplicationBootstrap {
     // Never grown: the topic is keyed by task, and growing it under running workers can split one
     // task's events over two partitions (a COMPLETED projected before its artifact reads as FAILED).
     const events = this.topics.events();
-    await admin.ensureTopic(events.name, events).finally(() => admin.close());
+    try {
+      await admin.ensureTopic(events.name, events);
+      // As it is (created elsewhere, it may have another count): new task ids are drawn for it.
+      this.affinity?.partitions(await admin.partitionCount(events.name));
+    } finally {
+      await admin.close();
+    }
   }
 }

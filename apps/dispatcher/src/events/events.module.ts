@@ -7,6 +7,7 @@ import { DelegationModule } from '../delegation/delegation.module.js';
 import { DelegationService } from '../delegation/delegation.service.js';
 import { TasksModule } from '../tasks/tasks.module.js';
 import { TaskProjection } from '../tasks/task-projection.js';
+import { TaskAffinity } from '../tasks/task-affinity.js';
 import { TaskCommits } from '../tasks/task-commits.js';
 import { TaskChangesModule } from '../tasks/task-changes.module.js';
 import { EventProjector, projectorConsumerOptions } from './event-projector.js';
@@ -27,14 +28,27 @@ export const PROJECTOR_TRANSPORT = Symbol('dispatcher.projector-transport');
   providers: [
     {
       provide: EventsTopic,
-      useFactory: (kafka: Kafka, topics: TopicDefinitions) => new EventsTopic(kafka, topics),
-      inject: [KAFKA, TopicDefinitions],
+      useFactory: (kafka: Kafka, topics: TopicDefinitions, affinity: TaskAffinity) => new EventsTopic(kafka, topics, affinity),
+      inject: [KAFKA, TopicDefinitions, TaskAffinity],
     },
     {
       provide: PROJECTOR_TRANSPORT,
-      useFactory: (kafka: Kafka, topics: TopicDefinitions, groups: ConsumerGroups, logger: Logger, metrics: MeshMetrics) =>
-        new KafkaBusTransport(kafka, projectorConsumerOptions(topics, groups, logger, metrics)),
-      inject: [KAFKA, TopicDefinitions, ConsumerGroups, LOGGER, MeshMetrics],
+      useFactory: (
+        kafka: Kafka,
+        topics: TopicDefinitions,
+        groups: ConsumerGroups,
+        affinity: TaskAffinity,
+        logger: Logger,
+        metrics: MeshMetrics,
+      ) => {
+        const events = topics.events().name;
+        return new KafkaBusTransport(kafka, {
+          ...projectorConsumerOptions(topics, groups, logger, metrics),
+          // New tasks here get ids of the partitions projected here (TaskAffinity).
+          onAssigned: (assignment) => affinity.assigned(assignment[events] ?? []),
+        });
+      },
+      inject: [KAFKA, TopicDefinitions, ConsumerGroups, TaskAffinity, LOGGER, MeshMetrics],
     },
     {
       provide: EventProjector,

@@ -89,6 +89,8 @@ const PLATFORM_PRINCIPAL = 'mesh:dispatcher';
 export interface TaskServiceOptions {
   /** Told of each task created here, as stored (the projection primes its cache with it). */
   created?: (row: TaskRow, executionId: string) => void;
+  /** A new task's id (TaskAffinity: one whose events are projected here); a random UUID by default. */
+  newTaskId?: () => string;
   /** A turn no worker started this long after its accept is failed (0, the default: never); see failOverdue. */
   startTimeoutMs?: number;
   /** An agent's record as its task's tenant sees it (the channel of a delegated task canceled with its parent). */
@@ -114,6 +116,7 @@ export class TaskService {
   private readonly startTimeoutMs: number;
   private readonly agentRecord: (agentId: string, tenant: string) => AgentRecord | undefined;
   private readonly childSettledListeners: Array<(c: SettledChild) => void> = [];
+  private readonly newTaskId: () => string;
 
   constructor(
     ds: DataSource,
@@ -124,6 +127,7 @@ export class TaskService {
     this.created = opts.created;
     this.startTimeoutMs = opts.startTimeoutMs ?? 0;
     this.agentRecord = opts.agentRecord ?? (() => undefined);
+    this.newTaskId = opts.newTaskId ?? newId;
   }
 
   /** Told, after the commit, of each delegated task this service settled (its parent's wait may be over). */
@@ -200,7 +204,7 @@ export class TaskService {
    */
   private async acceptNew(input: AcceptInput, incoming: Json, hash: string, work?: string): Promise<Task | undefined> {
     const { principal, agent } = input;
-    const taskId = newId();
+    const taskId = this.newTaskId();
     const contextId = input.message.contextId || newId();
     const now = new Date();
     const status = { state: stateName(TaskState.TASK_STATE_SUBMITTED), timestamp: now.toISOString() };

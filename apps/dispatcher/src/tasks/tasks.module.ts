@@ -8,6 +8,7 @@ import { DirectoryAgentLookup } from '../catalog/agent-catalog.js';
 import { pushEventIdOf } from '../push/push-config.js';
 import { TaskProjection } from './task-projection.js';
 import { TaskCommitSignal } from './task-commit-feed.js';
+import { TaskAffinity } from './task-affinity.js';
 import { TaskService } from './task.service.js';
 
 /** The task store: accepts and reads (TaskService), projected events (TaskProjection). */
@@ -16,6 +17,8 @@ import { TaskService } from './task.service.js';
   providers: [
     // One per process: what its projection notifies, and what its TaskCommitFeed skips as its own.
     { provide: TaskCommitSignal, useValue: new TaskCommitSignal() },
+    // Which events partitions this process projects (told by the projector's consumer): new task ids land there.
+    { provide: TaskAffinity, useValue: new TaskAffinity() },
     {
       provide: TaskProjection,
       useFactory: (ds: DataSource, config: DispatcherConfig, signal: TaskCommitSignal) =>
@@ -30,15 +33,17 @@ import { TaskService } from './task.service.js';
         projection: TaskProjection,
         config: DispatcherConfig,
         catalog: DirectoryAgentLookup,
+        affinity: TaskAffinity,
       ) =>
         new TaskService(ds, topics.names, {
           created: (row, executionId) => projection.primeNew(row, executionId),
+          newTaskId: () => affinity.newTaskId(),
           startTimeoutMs: config.DISPATCHER_START_TIMEOUT_MS,
           agentRecord: (agentId, tenant) => catalog.recordFor(agentId, tenant),
         }),
-      inject: [DATA_SOURCE, TopicDefinitions, TaskProjection, DISPATCHER_CONFIG, DirectoryAgentLookup],
+      inject: [DATA_SOURCE, TopicDefinitions, TaskProjection, DISPATCHER_CONFIG, DirectoryAgentLookup, TaskAffinity],
     },
   ],
-  exports: [TaskProjection, TaskService, TaskCommitSignal],
+  exports: [TaskProjection, TaskService, TaskCommitSignal, TaskAffinity],
 })
 export class TasksModule {}
