@@ -1,21 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Partitioners } from 'kafkajs';
+import { partitionOfKey } from '@mesh/bus';
 import { TaskAffinity } from './task-affinity.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-/** Where kafkajs' own default partitioner (what the agents' producers use) sends a task's events. */
-function kafkaPartition(taskId: string, partitions: number): number {
-  const partitionMetadata = Array.from({ length: partitions }, (_, partitionId) => ({
-    partitionId,
-    leader: 0,
-    partitionErrorCode: 0,
-    replicas: [0],
-    isr: [0],
-  }));
-  return Partitioners.DefaultPartitioner()({ topic: 'events', partitionMetadata, message: { key: taskId, value: null } });
-}
+/** Where the agents' producers send a task's events (equal to kafkajs' DefaultPartitioner: key-partitioner.spec in @mesh/bus). */
+const kafkaPartition = (taskId: string, partitions: number) => partitionOfKey(taskId, partitions);
 
 test('new task ids land on the partitions projected here, as the producers partition them; they stay random UUIDs', () => {
   const affinity = new TaskAffinity();
