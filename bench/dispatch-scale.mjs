@@ -2,11 +2,12 @@
 // npm run bench:dispatch-scale — what a second dispatcher process costs per request: the
 // dispatcher as `npm start` runs it (apps/dispatcher/dist/main.js) with DISPATCHER_PROCESSES=1 and
 // with N (BENCH_DISPATCHER_PROCESSES, 2), each on a stack of its own (database, topics, echo
-// worker), JSON-RPC SendMessage with returnImmediately, autocannon at BENCH_CONNECTIONS (32),
-// unlimited rate, BENCH_DURATION_S (10) after BENCH_WARMUP_S (3), BENCH_ROUNDS (3) rounds in
-// alternating order (BENCH_SCALE_SCENARIO=blocking: blocking sends instead). Per request: CPU of every process (the primary and each worker, the echo
-// worker, Postgres, Kafka) and what Postgres did for it (transactions, rows written and read:
-// what a process duplicates shows there). The ratio is N processes / one, total CPU per request,
+// worker), JSON-RPC SendMessage with returnImmediately (BENCH_SCALE_SCENARIO=blocking: blocking
+// sends), autocannon at BENCH_CONNECTIONS (32), unlimited rate (BENCH_RATE: a set one),
+// BENCH_DURATION_S (10) after BENCH_WARMUP_S (3), BENCH_ROUNDS (3) rounds in alternating order.
+// Per request: CPU of every process (the primary and each worker, the echo worker, Postgres,
+// Kafka), what Postgres did for it (transactions, rows written and read: what a process
+// duplicates shows there) and the latency. The ratio is N processes / one, total CPU per request,
 // median over the rounds (target ≤ 1.15). Writes bench/results/dispatch-scale.json.
 import { writeFileSync } from 'node:fs';
 import pg from 'pg';
@@ -99,7 +100,15 @@ const summary = {
   machine: machine(),
   command: 'npm run bench:dispatch-scale',
   scenario,
-  load: { tool: 'autocannon', connections, durationSeconds: duration, warmupSeconds: warmupS, rounds, processes, rate: rate || 'unlimited' },
+  load: {
+    tool: 'autocannon',
+    connections,
+    durationSeconds: duration,
+    warmupSeconds: warmupS,
+    rounds,
+    processes,
+    rate: rate || 'unlimited',
+  },
   cpuPerRequestRatio: median(runs.map((r) => r.cpuPerRequestRatio)),
   target: 1.15,
   rounds: runs,

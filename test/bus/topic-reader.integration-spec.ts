@@ -72,4 +72,3 @@ test('interval commits: a shared reader commits what it handled, and the next re
   assert.deepEqual(second, ['r-new'], 'nothing committed is read again');
   await b.stop();
 });
-
