@@ -133,8 +133,12 @@ export class TaskCommitFeed implements OnApplicationBootstrap, OnApplicationShut
   }
 }
 
-/** Most task ids in one notification: well under NOTIFY's 8000-byte payload for ids up to 128 characters. */
-const IDS_PER_NOTIFICATION = 50;
+/**
+ * What one notification carries, wherever it is sent (the projection's statement, the teller): at
+ * most this many ids of at most this many characters, well under NOTIFY's 8000-byte payload. A
+ * longer id is not told: its watchers read it on their polls.
+ */
+export const NOTIFIED_IDS = { perNotification: 50, maxLength: 128 } as const;
 
 /**
  * Tells the other replicas which tasks a commit here changed, for the paths whose statement does
@@ -155,7 +159,7 @@ export class TaskCommitTeller {
   }
 
   tell(taskIds: Iterable<string>): void {
-    for (const id of taskIds) if (id.length <= 128) this.pending.add(id);
+    for (const id of taskIds) if (id.length <= NOTIFIED_IDS.maxLength) this.pending.add(id);
     if (this.scheduled || this.pending.size === 0) return;
     this.scheduled = true;
     setImmediate(() => void this.flush());
@@ -165,8 +169,8 @@ export class TaskCommitTeller {
     this.scheduled = false;
     const ids = [...this.pending];
     this.pending = new Set();
-    for (let i = 0; i < ids.length; i += IDS_PER_NOTIFICATION) {
-      const payload = `${this.signal.sender} ${ids.slice(i, i + IDS_PER_NOTIFICATION).join(',')}`;
+    for (let i = 0; i < ids.length; i += NOTIFIED_IDS.perNotification) {
+      const payload = `${this.signal.sender} ${ids.slice(i, i + NOTIFIED_IDS.perNotification).join(',')}`;
       await this.ds.query('SELECT pg_notify($1, $2)', [this.signal.channel, payload]).catch((err: unknown) => {
         this.log.warn({ err: String(err) }, 'cannot tell the other replicas of a change; their watchers read it on their polls');
       });

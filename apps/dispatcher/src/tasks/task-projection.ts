@@ -5,7 +5,7 @@ import { batchKeys, preparedQuery, StatementBatcher } from '@mesh/database';
 import type { Json, TaskRow } from './task.repository.js';
 import { isInterrupted, isTerminal, parseState, stateName, stateRank } from './task-state.js';
 import { streamEventOf } from './stream-updates.js';
-import { TaskCommitSignal } from './task-commit-feed.js';
+import { NOTIFIED_IDS, TaskCommitSignal } from './task-commit-feed.js';
 
 /*
  * The projection keeps its two statements (readProjected, writeProjected) beside the decisions
@@ -139,9 +139,10 @@ async function writeProjected(
        ON CONFLICT DO NOTHING RETURNING task_id),
      s AS (
        -- The other replicas' watchers of these tasks read their logs once this commits
-       -- (TaskCommitFeed): the ids in chunks well under NOTIFY's 8000-byte payload.
+       -- (TaskCommitFeed): the ids in chunks well under NOTIFY's 8000-byte payload (NOTIFIED_IDS).
        SELECT pg_notify($3, $4 || ' ' || string_agg(c.id, ',')) FROM (
-         SELECT t.id, (row_number() OVER () - 1) / 50 AS chunk FROM t WHERE length(t.id) <= 128) c
+         SELECT t.id, (row_number() OVER () - 1) / ${NOTIFIED_IDS.perNotification} AS chunk
+         FROM t WHERE length(t.id) <= ${NOTIFIED_IDS.maxLength}) c
        GROUP BY c.chunk)
      SELECT e.id, (SELECT count(*)::int FROM p WHERE p.task_id = e.id) AS deliveries, t.base
      FROM e JOIN t ON t.id = e.id CROSS JOIN (SELECT count(*) FROM s) AS told`,
