@@ -14,8 +14,7 @@ const MAX_TRIES = 64;
  * tasks are projected elsewhere, as without affinity: nothing depends on it but cost.
  */
 export class TaskAffinity {
-  private local: readonly number[] = [];
-  private localSet: ReadonlySet<number> = new Set();
+  private local: ReadonlySet<number> = new Set();
   private total = 0;
 
   /** The events topic's partition count. */
@@ -25,16 +24,15 @@ export class TaskAffinity {
 
   /** The events partitions this replica's projector was assigned (at each rebalance; none after it left). */
   assigned(partitions: readonly number[]): void {
-    this.local = [...partitions];
-    this.localSet = new Set(partitions);
+    this.local = new Set(partitions);
   }
 
   /** A fresh task id: of a partition projected here when that is known and not every partition, else any. */
   newTaskId(): string {
-    if (this.local.length === 0 || this.total === 0 || this.local.length >= this.total) return newId();
+    if (this.local.size === 0 || this.total === 0 || this.local.size >= this.total) return newId();
     for (let i = 0; i < MAX_TRIES; i++) {
       const id = newId();
-      if (this.localSet.has(partitionOfKey(id, this.total))) return id;
+      if (this.local.has(partitionOfKey(id, this.total))) return id;
     }
     return newId();
   }
