@@ -2,16 +2,23 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, request as httpRequest, type Server, type ServerResponse } from 'node:http';
 import { TaskState, type StreamResponse, type Task } from '@a2a-js/sdk';
-import { DEMO_API_KEYS } from '@mesh/auth';
 import { eventually } from '../support/infra.js';
-import { a2aClient, a2aClientWith, agentRecord, publishAgents, startTestDispatcher, type Binding } from '../support/dispatcher-harness.js';
+import {
+  a2aClient,
+  a2aClientWith,
+  agentRecord,
+  publishAgents,
+  startReplicaProcess,
+  startTestDispatcher,
+  type Binding,
+} from '../support/dispatcher-harness.js';
 import { artifactText, sendRequest, userMessage } from '../support/a2a-fixtures.js';
 import { startManualWorker } from '../support/manual-worker.js';
 import { openRawSse, type RawSse } from '../support/raw-sse.js';
 import { collect, describe, streamingFetch } from '../support/streaming.js';
 import { followTaskStream, StreamResumption } from '@mesh/agent-sdk';
 import type { TaskRunCommand } from '@mesh/contract';
-import { freePort, spawnNode } from '../support/processes.js';
+import { freePort } from '../support/processes.js';
 
 // Two replicas on one database and topic prefix: B in-process, A a separate process (SIGKILLed by
 // the last test). Each task's newest 6 stream events are kept, so an expired id is easy to reach.
@@ -24,12 +31,9 @@ const env = await startTestDispatcher(
 await publishAgents(env.kafka, env.topics, [agentRecord('resume')]);
 const worker = await startManualWorker(env.kafka, env.topics, 'resume');
 after(() => worker.stop());
-const portA = await freePort();
-const procA = spawnNode('apps/dispatcher/dist/main.js', { ...env.env, DISPATCHER_PORT: String(portA), AUTH_API_KEYS: DEMO_API_KEYS });
-const urlA = `http://localhost:${portA}`;
+const { url: urlA, proc: procA } = await startReplicaProcess(env, 'resume');
 const urlB = env.url;
 const cardPath = '/a2a/resume/.well-known/agent-card.json';
-await eventually('replica A up', async () => (await fetch(`${urlA}${cardPath}`).catch(() => undefined))?.ok, 60000, 200);
 await eventually('replica B serves the agent', async () => (await fetch(`${urlB}${cardPath}`)).ok);
 
 const AUTH = { authorization: 'Bearer demo-acme', 'a2a-version': '1.0' };

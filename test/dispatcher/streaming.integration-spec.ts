@@ -1,12 +1,10 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { DEMO_API_KEYS } from '@mesh/auth';
 import { eventually } from '../support/infra.js';
-import { agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
+import { agentRecord, publishAgents, startReplicaProcess, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { sendRequest, userMessage } from '../support/a2a-fixtures.js';
 import { startManualWorker } from '../support/manual-worker.js';
 import { collect, describe, streamingClient } from '../support/streaming.js';
-import { freePort, spawnNode } from '../support/processes.js';
 
 // Replica B runs in-process; replica A is a separate process so it can be SIGKILLed. Their polls
 // are too slow to matter here: what one replica stores reaches the other's streams because it
@@ -16,15 +14,7 @@ await publishAgents(env.kafka, env.topics, [agentRecord('slow')]);
 const worker = await startManualWorker(env.kafka, env.topics, 'slow');
 after(() => worker.stop());
 
-const portA = await freePort();
-const procA = spawnNode('apps/dispatcher/dist/main.js', { ...env.env, DISPATCHER_PORT: String(portA), AUTH_API_KEYS: DEMO_API_KEYS });
-const urlA = `http://localhost:${portA}`;
-await eventually(
-  'replica A up',
-  async () => (await fetch(`${urlA}/a2a/slow/.well-known/agent-card.json`).catch(() => undefined))?.ok,
-  60000,
-  200,
-);
+const { url: urlA, proc: procA } = await startReplicaProcess(env, 'slow');
 await eventually('replica B serves the agent', async () => (await fetch(`${env.url}/a2a/slow/.well-known/agent-card.json`)).ok);
 
 test('the card claims streaming', async () => {

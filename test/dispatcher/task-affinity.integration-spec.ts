@@ -2,13 +2,11 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import type { Task } from '@a2a-js/sdk';
-import { DEMO_API_KEYS } from '@mesh/auth';
 import { ConsumerGroups } from '@mesh/contract';
 import { eventually } from '../support/infra.js';
-import { a2aClient, agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
+import { a2aClient, agentRecord, publishAgents, startReplicaProcess, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { sendRequest, userMessage } from '../support/a2a-fixtures.js';
 import { startManualWorker } from '../support/manual-worker.js';
-import { freePort, spawnNode } from '../support/processes.js';
 
 // Two replicas, B in-process and A a separate process, share the projector group; each names its
 // new tasks so that their events land on partitions it projects (TaskAffinity). Which replica
@@ -18,19 +16,8 @@ await publishAgents(env.kafka, env.topics, [agentRecord('steps')]);
 const worker = await startManualWorker(env.kafka, env.topics, 'steps');
 after(() => worker.stop());
 
-const portA = await freePort();
-const procA = spawnNode('apps/dispatcher/dist/main.js', { ...env.env, DISPATCHER_PORT: String(portA), AUTH_API_KEYS: DEMO_API_KEYS });
-after(async () => {
-  procA.child.kill('SIGTERM');
-  await procA.exited;
-});
-const urlA = `http://localhost:${portA}`;
-await eventually(
-  'replica A up',
-  async () => (await fetch(`${urlA}/a2a/steps/.well-known/agent-card.json`).catch(() => undefined))?.ok,
-  60000,
-  200,
-);
+// Killed at the end of the spec, as every spawned process.
+const { url: urlA } = await startReplicaProcess(env, 'steps');
 
 const admin = env.kafka.admin();
 await admin.connect();

@@ -13,7 +13,8 @@ import { topicDefinitions } from '@mesh/config';
 import { TopicNames, type AgentRecord, type TopicDefinitions } from '@mesh/contract';
 import { DEMO_API_KEYS, loadAuthOptions } from '@mesh/auth';
 import { loadDispatcherConfig, startDispatcher, type DispatcherOverrides, type RunningDispatcher } from '@mesh/app-dispatcher';
-import { freshDatabase, testRun, uniquePrefix } from './infra.js';
+import { eventually, freshDatabase, testRun, uniquePrefix } from './infra.js';
+import { freePort, spawnNode, type SpawnedProcess } from './processes.js';
 
 /** The two A2A bindings the dispatcher serves. */
 export type Binding = 'JSONRPC' | 'HTTP+JSON';
@@ -82,6 +83,19 @@ export async function startTestDispatcher(
       return d;
     },
   };
+}
+
+/**
+ * Another replica of `env` (same database and topics) in a process of its own, so a spec can
+ * SIGKILL it; resolves once it serves `agentId`'s card.
+ */
+export async function startReplicaProcess(env: DispatcherEnv, agentId: string): Promise<{ url: string; proc: SpawnedProcess }> {
+  const port = await freePort();
+  const proc = spawnNode('apps/dispatcher/dist/main.js', { ...env.env, DISPATCHER_PORT: String(port), AUTH_API_KEYS: DEMO_API_KEYS });
+  const url = `http://localhost:${port}`;
+  const card = `${url}/a2a/${agentId}/.well-known/agent-card.json`;
+  await eventually('the replica process is up', async () => (await fetch(card).catch(() => undefined))?.ok, 60000, 200);
+  return { url, proc };
 }
 
 /**
