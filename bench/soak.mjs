@@ -43,20 +43,35 @@ try {
   measured = 100;
 }
 const rate = fixedRate ?? Math.max(1, Math.round(measured / 2));
-/** Resident set size of a process in MiB, from /proc (Linux). */
-const rssMiB = (pid) => {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+/** A `kB` line of /proc/<pid>/status in MiB (Linux). */
+const statusMiB = (pid, field) => {
+  const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Math.round(Number(m[1]) / 102.4) / 10 : undefined;
 };
+/** Resident set size of a process in MiB. */
+const rssMiB = (pid) => statusMiB(pid, 'VmRSS');
 
-/** The dispatcher's V8 heap in use, MiB, from the default metrics on its /metrics. */
-const heapMiB = async (origin) => {
+/**
+ * Where the dispatcher's memory is: V8's heap in use and committed, memory V8 counts as external
+ * (Buffers), from the default metrics on its /metrics; and its RSS split into anonymous memory
+ * (heaps, malloc) and mapped files (code of node and its libraries).
+ */
+const dispatcherMemory = async (origin, pid) => {
+  const mib = (text, name) => {
+    const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+    return m ? Math.round(Number(m[1]) / 104857.6) / 10 : undefined;
+  };
+  const proc = { dispatcherRssAnonMiB: statusMiB(pid, 'RssAnon'), dispatcherRssFileMiB: statusMiB(pid, 'RssFile') };
   try {
     const text = await (await fetch(`${origin}/metrics`)).text();
-    const m = /^nodejs_heap_size_used_bytes (\S+)$/m.exec(text);
-    return m ? Math.round(Number(m[1]) / 104857.6) / 10 : undefined;
+    return {
+      dispatcherHeapMiB: mib(text, 'nodejs_heap_size_used_bytes'),
+      dispatcherHeapCommittedMiB: mib(text, 'nodejs_heap_size_total_bytes'),
+      dispatcherExternalMiB: mib(text, 'nodejs_external_memory_bytes'),
+      ...proc,
+    };
   } catch {
-    return undefined;
+    return proc;
   }
 };
 const percentGrowth = (from, to) => Math.round(((to - from) / from) * 1000) / 10;
@@ -125,7 +140,7 @@ try {
     samples.push({
       atS: Math.round((Date.now() - t0) / 1000),
       ...Object.fromEntries(Object.entries(procs).map(([k, pid]) => [`${k}RssMiB`, rssMiB(pid)])),
-      dispatcherHeapMiB: await heapMiB(origin),
+      ...(await dispatcherMemory(origin, procs.dispatcher)),
     });
   await sample();
   const sampler = setInterval(() => void sample(), sampleEvery);
@@ -191,6 +206,10 @@ try {
     rssMiB: rss,
     // The dispatcher's heap floor: the least heap in use seen in each window.
     dispatcherHeapFloorMiB: windows(samples, 'dispatcherHeapMiB', (xs) => Math.min(...xs)),
+    // Which part of the dispatcher's RSS moved: medians over the same windows.
+    dispatcherMemoryMiB: Object.fromEntries(
+      ['HeapCommitted', 'External', 'RssAnon', 'RssFile'].map((k) => [k, windows(samples, `dispatcher${k}MiB`, median)]),
+    ),
     pointRssMiB: { start: rssStart, end: rssEnd, growthPercent: pointGrowth },
     latencyWindows,
     flat: {

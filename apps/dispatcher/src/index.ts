@@ -6,3 +6,4 @@ export type { CommandProducer, OutboxCommand } from './outbox/command-producer.j
 /** The A2A 0.3 request shapes the dispatcher accepts (its fuzz spec walks them). */
 export { LEGACY_BODIES, LEGACY_PARAMS } from './a2a/a2a-legacy.schemas.js';
 export { TaskCommitFeed, TaskCommitSignal } from './tasks/task-commit-feed.js';
+export { SweepLease } from './fleet/sweep-lease.js';

@@ -54,7 +54,7 @@ export class MeshMetrics {
   );
   readonly delegationsInFlight = new Gauge({
     name: 'mesh_delegations_in_flight',
-    help: 'Delegating turns whose parent still waits for its children (every replica reports the same count)',
+    help: "Delegating turns whose parent still waits for its children (the fleet's count, from the replica that runs the sweeps; 0 on the others)",
     registers: [this.registry],
   });
   readonly delegations = new Counter({

@@ -133,6 +133,12 @@ export const dispatcherConfigSpec = {
     .default(30 * 86_400_000),
   /** Pause between the lifecycle sweeps (deadlines passed, retention). */
   DISPATCHER_LIFECYCLE_SWEEP_MS: positiveInt(5000),
+  /**
+   * One replica of the fleet runs the catch-up sweeps and idle polls (push retries, delegation
+   * waits, lifecycle, outbox); the others try to take the lease this often, so a replica's death
+   * delays them by at most this long.
+   */
+  DISPATCHER_SWEEP_LEASE_RETRY_MS: positiveInt(5000),
   /** New-work requests per second per tenant, per replica (token bucket). */
   DISPATCHER_TENANT_RATE_PER_S: positiveInt(50),
   /** Bucket size of the tenant rate limit. */

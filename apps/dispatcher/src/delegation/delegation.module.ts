@@ -9,11 +9,13 @@ import { TaskChangesModule } from '../tasks/task-changes.module.js';
 import { TaskCommits } from '../tasks/task-commits.js';
 import { TasksModule } from '../tasks/tasks.module.js';
 import { TaskService } from '../tasks/task.service.js';
+import { FleetModule } from '../fleet/fleet.module.js';
+import { SweepLease } from '../fleet/sweep-lease.js';
 import { DelegationService } from './delegation.service.js';
 
 /** Delegation through the mesh: children created, waited for without a worker, parents resumed. */
 @Module({
-  imports: [TasksModule, CatalogModule, TaskChangesModule],
+  imports: [TasksModule, CatalogModule, TaskChangesModule, FleetModule],
   providers: [
     {
       provide: DelegationService,
@@ -25,19 +27,21 @@ import { DelegationService } from './delegation.service.js';
         metrics: MeshMetrics,
         config: DispatcherConfig,
         logger: Logger,
+        sweeps: SweepLease,
       ) =>
         new DelegationService(ds, tasks, catalog, {
           timeoutMs: config.DISPATCHER_DELEGATION_TIMEOUT_MS,
           reserveMs: config.DISPATCHER_DELEGATION_RESERVE_MS,
           treeBudget: config.DISPATCHER_TREE_RETRY_BUDGET,
           sweepMs: config.DISPATCHER_DELEGATION_SWEEP_MS,
+          sweeps,
           resultsMaxBytes: config.DISPATCHER_DELEGATION_RESULTS_MAX_BYTES,
           openGraceMs: config.DISPATCHER_DELEGATION_OPEN_GRACE_MS,
           committed: (commit) => commits.committed(commit),
           metrics,
           logger,
         }),
-      inject: [DATA_SOURCE, TaskService, DirectoryAgentLookup, TaskCommits, MeshMetrics, DISPATCHER_CONFIG, LOGGER],
+      inject: [DATA_SOURCE, TaskService, DirectoryAgentLookup, TaskCommits, MeshMetrics, DISPATCHER_CONFIG, LOGGER, SweepLease],
     },
   ],
   exports: [DelegationService],

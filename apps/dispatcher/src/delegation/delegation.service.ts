@@ -18,6 +18,7 @@ import {
 } from '@mesh/contract';
 import { PeriodicTask } from '@mesh/service';
 import { silentLogger, type Logger, type MeshMetrics } from '@mesh/telemetry';
+import type { SweepTurn } from '../fleet/sweep-lease.js';
 import { isSettled, parseState, stateName } from '../tasks/task-state.js';
 import type { AcceptInput, TaskRow, TaskService, TaskTransaction } from '../tasks/task.service.js';
 import type { ChangedTask, TaskCommit } from '../tasks/task-commits.js';
@@ -44,6 +45,8 @@ export interface DelegationServiceOptions {
   treeBudget: number;
   /** Pause between sweeps for waits that are over but were not resumed (a lost wake-up, a deadline). */
   sweepMs: number;
+  /** Whether this replica sweeps (one replica of the fleet does). */
+  sweeps: SweepTurn;
   /** Most bytes of children's artifacts and messages a resumed turn's message carries (the rest: `truncated`). */
   resultsMaxBytes: number;
   /**
@@ -117,10 +120,17 @@ export class DelegationService {
         this.log.warn({ parentTaskId, err: String(err) }, 'resuming a parent failed; the sweep retries'),
       );
     });
-    this.schedule = new PeriodicTask(() => this.sweep(), {
-      intervalMs: opts.sweepMs,
-      onError: (err) => this.log.warn({ err: String(err) }, 'delegation sweep failed; will retry'),
-    });
+    this.schedule = new PeriodicTask(
+      async () => {
+        if (opts.sweeps.held) return this.sweep();
+        // The fleet's count is the sweeping replica's to report.
+        opts.metrics?.delegationsInFlight.set(0);
+      },
+      {
+        intervalMs: opts.sweepMs,
+        onError: (err) => this.log.warn({ err: String(err) }, 'delegation sweep failed; will retry'),
+      },
+    );
   }
 
   start(): void {

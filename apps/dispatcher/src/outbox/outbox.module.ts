@@ -7,6 +7,8 @@ import { CatalogModule } from '../catalog/catalog.module.js';
 import { DirectoryAgentLookup } from '../catalog/agent-catalog.js';
 import type { DispatcherConfig } from '../config/dispatcher.config.js';
 import { DATA_SOURCE, DISPATCHER_CONFIG, DISPATCHER_DEPS, KAFKA, LOGGER, type DispatcherDeps } from '../core.module.js';
+import { FleetModule } from '../fleet/fleet.module.js';
+import { SweepLease } from '../fleet/sweep-lease.js';
 import { BusCommandProducer, type CommandProducer } from './command-producer.js';
 import { OutboxRelay } from './outbox.relay.js';
 
@@ -14,7 +16,7 @@ const COMMAND_PRODUCER = Symbol('dispatcher.command-producer');
 
 /** Commands committed with their tasks, moved to the agents' command topics. */
 @Module({
-  imports: [CatalogModule],
+  imports: [CatalogModule, FleetModule],
   providers: [
     {
       provide: COMMAND_PRODUCER,
@@ -28,15 +30,16 @@ const COMMAND_PRODUCER = Symbol('dispatcher.command-producer');
     },
     {
       provide: OutboxRelay,
-      useFactory: (ds: DataSource, producer: CommandProducer, config: DispatcherConfig, logger: Logger) =>
+      useFactory: (ds: DataSource, producer: CommandProducer, config: DispatcherConfig, logger: Logger, sweeps: SweepLease) =>
         new OutboxRelay(ds, producer, {
           batchSize: config.OUTBOX_BATCH_SIZE,
           idleMs: config.OUTBOX_IDLE_MS,
+          sweeps,
           lingerMs: config.OUTBOX_LINGER_MS,
           maxBackoffMs: 5000,
           logger,
         }),
-      inject: [DATA_SOURCE, COMMAND_PRODUCER, DISPATCHER_CONFIG, LOGGER],
+      inject: [DATA_SOURCE, COMMAND_PRODUCER, DISPATCHER_CONFIG, LOGGER, SweepLease],
     },
   ],
   exports: [OutboxRelay],

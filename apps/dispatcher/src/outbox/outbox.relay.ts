@@ -2,12 +2,15 @@ import type { OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/comm
 import { sleep, wakeableSleep } from '@mesh/contract';
 import type { DataSource } from 'typeorm';
 import { silentLogger, type Logger } from '@mesh/telemetry';
+import type { SweepTurn } from '../fleet/sweep-lease.js';
 import type { CommandProducer } from './command-producer.js';
 
 export interface OutboxRelayOptions {
   batchSize: number;
   /** Poll interval when idle (accepts also wake the relay directly). */
   idleMs: number;
+  /** Whether this replica's idle polls claim rows (another replica's, left when it died). */
+  sweeps: SweepTurn;
   /** After a wake-up, wait this long so one batch carries the commands of concurrent accepts. */
   lingerMs?: number;
   maxBackoffMs: number;
@@ -63,8 +66,15 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
   }
 
   private async run(): Promise<void> {
+    // The first pass drains what this replica left when it last stopped; later ones drain what it
+    // was woken for, what is left of a full batch, and (under the sweep lease) anyone's rows.
+    let idle = false;
     while (this.running) {
       let moved: number;
+      if (idle && !this.kicked && this.failures === 0 && !this.opts.sweeps.held) {
+        await this.sleep(this.opts.idleMs);
+        continue;
+      }
       try {
         // After a failed send, claim nothing until Kafka answers again: a claim transaction stays
         // open for as long as its send takes, which during an outage is the client's whole retry.
@@ -81,7 +91,8 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
         await this.sleep(Math.min(this.opts.maxBackoffMs, 100 * 2 ** Math.min(this.failures, 10)));
         continue;
       }
-      if (moved === 0 && !this.kicked && this.running) await this.sleep(this.opts.idleMs);
+      idle = moved === 0 && !this.kicked;
+      if (idle && this.running) await this.sleep(this.opts.idleMs);
     }
   }
 

@@ -3,14 +3,17 @@ import type { DataSource } from 'typeorm';
 import { MeshMetrics, type Logger } from '@mesh/telemetry';
 import type { DispatcherConfig } from '../config/dispatcher.config.js';
 import { DATA_SOURCE, DISPATCHER_CONFIG, LOGGER } from '../core.module.js';
+import { FleetModule } from '../fleet/fleet.module.js';
+import { SweepLease } from '../fleet/sweep-lease.js';
 import { PushService } from './push.service.js';
 
 /** Push notification configs and their deliveries. */
 @Module({
+  imports: [FleetModule],
   providers: [
     {
       provide: PushService,
-      useFactory: (ds: DataSource, config: DispatcherConfig, logger: Logger, metrics: MeshMetrics) =>
+      useFactory: (ds: DataSource, config: DispatcherConfig, logger: Logger, metrics: MeshMetrics, sweeps: SweepLease) =>
         new PushService(
           ds,
           {
@@ -20,11 +23,12 @@ import { PushService } from './push.service.js';
             backoffMaxMs: config.PUSH_BACKOFF_MAX_MS,
             timeoutMs: config.PUSH_TIMEOUT_MS,
             pollMs: config.PUSH_POLL_MS,
+            sweeps,
             logger,
           },
           metrics,
         ),
-      inject: [DATA_SOURCE, DISPATCHER_CONFIG, LOGGER, MeshMetrics],
+      inject: [DATA_SOURCE, DISPATCHER_CONFIG, LOGGER, MeshMetrics, SweepLease],
     },
   ],
   exports: [PushService],

@@ -6,6 +6,7 @@ import type { DataSource } from 'typeorm';
 import { EgressPolicy, EgressRefused, PinnedHttpClient } from '@mesh/egress';
 import { newId } from '@mesh/contract';
 import { silentLogger, type Logger, type MeshMetrics } from '@mesh/telemetry';
+import type { SweepTurn } from '../fleet/sweep-lease.js';
 import { UPSERT_PUSH_CONFIG, type PushWireVersion, type ValidPushConfig } from './push-config.js';
 
 /** Header carrying the stable id of the event a push notification is about (receivers dedup on it). */
@@ -26,6 +27,8 @@ export interface PushOptions {
   backoffMaxMs: number;
   timeoutMs: number;
   pollMs: number;
+  /** Whether this replica polls for deliveries nobody woke it for (retries, another replica's rows). */
+  sweeps: SweepTurn;
   /** The service's logger (lines carry `src: push`). */
   logger?: Logger;
 }
@@ -78,6 +81,8 @@ export class PushService implements OnApplicationBootstrap, OnApplicationShutdow
   private timer?: NodeJS.Timeout;
   private running?: Promise<void>;
   private stopped = false;
+  /** A commit here woke the loop during a run: run again at once, whether this replica polls or not. */
+  private kickedWhileRunning = false;
 
   constructor(
     private readonly ds: DataSource,
@@ -167,24 +172,33 @@ export class PushService implements OnApplicationBootstrap, OnApplicationShutdow
     if (rows.length === 0) throw new TaskNotFoundError(`Task not found: ${taskId}`);
   }
 
+  /** Every replica looks once at start (what it left when it last stopped); then it polls under the lease. */
   start(): void {
-    this.schedule(0);
+    this.schedule(0, true);
   }
 
-  /** Wakes the delivery loop now. */
+  /** Wakes the delivery loop now (or right after the run in progress, which may have missed the rows). */
   kick(): void {
-    if (!this.running && !this.stopped) this.schedule(0);
+    if (this.running) this.kickedWhileRunning = true;
+    else if (!this.stopped) this.schedule(0, true);
   }
 
-  private schedule(ms: number): void {
+  /** `woken`: by a commit here or by a full batch; otherwise a poll, run where the sweep lease is held. */
+  private schedule(ms: number, woken = false): void {
     if (this.stopped) return;
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
+      if (!woken && !this.opts.sweeps.held) {
+        this.schedule(this.opts.pollMs);
+        return;
+      }
       this.running = this.deliverDue()
         .catch((err) => this.log.warn({ err: String(err) }, 'delivery loop'))
         .then((more) => {
           this.running = undefined;
-          this.schedule(more ? 0 : this.opts.pollMs);
+          const again = more === true || this.kickedWhileRunning;
+          this.kickedWhileRunning = false;
+          this.schedule(again ? 0 : this.opts.pollMs, again);
         });
     }, ms);
   }

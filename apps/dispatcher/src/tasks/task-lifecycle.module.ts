@@ -4,6 +4,8 @@ import { CatalogModule } from '../catalog/catalog.module.js';
 import { DirectoryAgentLookup } from '../catalog/agent-catalog.js';
 import type { DispatcherConfig } from '../config/dispatcher.config.js';
 import { DISPATCHER_CONFIG, LOGGER } from '../core.module.js';
+import { FleetModule } from '../fleet/fleet.module.js';
+import { SweepLease } from '../fleet/sweep-lease.js';
 import { TaskChangesModule } from './task-changes.module.js';
 import { TaskCommits } from './task-commits.js';
 import { TaskLifecycle } from './task-lifecycle.js';
@@ -15,11 +17,18 @@ import { TaskService } from './task.service.js';
  * relay, push, the task's watchers), so it starts after them and stops before them.
  */
 @Module({
-  imports: [TasksModule, CatalogModule, TaskChangesModule],
+  imports: [TasksModule, CatalogModule, TaskChangesModule, FleetModule],
   providers: [
     {
       provide: TaskLifecycle,
-      useFactory: (tasks: TaskService, catalog: DirectoryAgentLookup, commits: TaskCommits, config: DispatcherConfig, logger: Logger) =>
+      useFactory: (
+        tasks: TaskService,
+        catalog: DirectoryAgentLookup,
+        commits: TaskCommits,
+        config: DispatcherConfig,
+        logger: Logger,
+        sweeps: SweepLease,
+      ) =>
         new TaskLifecycle(
           tasks,
           (agentId, tenant) => catalog.recordFor(agentId, tenant),
@@ -27,6 +36,7 @@ import { TaskService } from './task.service.js';
             deadlineGraceMs: config.DISPATCHER_DEADLINE_GRACE_MS,
             retentionMs: config.DISPATCHER_TASK_RETENTION_MS,
             sweepMs: config.DISPATCHER_LIFECYCLE_SWEEP_MS,
+            sweeps,
             logger,
           },
           // Stored with its cancel command and push deliveries already: wake their senders and its watchers here.
@@ -38,7 +48,7 @@ import { TaskService } from './task.service.js';
               outcomes: [{ tenant, agent: agentId, outcome: reason === 'NOT_STARTED' ? 'not_started' : 'expired' }],
             }),
         ),
-      inject: [TaskService, DirectoryAgentLookup, TaskCommits, DISPATCHER_CONFIG, LOGGER],
+      inject: [TaskService, DirectoryAgentLookup, TaskCommits, DISPATCHER_CONFIG, LOGGER, SweepLease],
     },
   ],
 })

@@ -37,7 +37,7 @@ test('a sweep repeats while batches come back full, and tells of every task it f
   const lifecycle = new TaskLifecycle(
     tasks,
     () => undefined,
-    { deadlineGraceMs: 0, retentionMs: 1000, sweepMs: 60_000, batch: 2 },
+    { deadlineGraceMs: 0, retentionMs: 1000, sweepMs: 60_000, batch: 2, sweeps: { held: true } },
     (t) => told.push(t.task.id),
   );
   assert.deepEqual(await lifecycle.sweep(), { expired: 3, deleted: 5 });
@@ -50,7 +50,7 @@ test('retention 0 keeps settled tasks: nothing is deleted', async () => {
   const lifecycle = new TaskLifecycle(
     tasks,
     () => undefined,
-    { deadlineGraceMs: 0, retentionMs: 0, sweepMs: 60_000 },
+    { deadlineGraceMs: 0, retentionMs: 0, sweepMs: 60_000, sweeps: { held: true } },
     () => undefined,
   );
   assert.deepEqual(await lifecycle.sweep(), { expired: 0, deleted: 0 });
@@ -65,7 +65,7 @@ test('a failed sweep (database down) is logged and the next one runs; stop() end
   const lifecycle = new TaskLifecycle(
     tasks,
     () => undefined,
-    { deadlineGraceMs: 0, retentionMs: 0, sweepMs: 20, logger },
+    { deadlineGraceMs: 0, retentionMs: 0, sweepMs: 20, sweeps: { held: true }, logger },
     (t) => told.push(t.task.id),
   );
   lifecycle.start();
@@ -79,4 +79,26 @@ test('a failed sweep (database down) is logged and the next one runs; stop() end
   const after = calls.expire;
   await new Promise((r) => setTimeout(r, 100));
   assert.equal(calls.expire, after, 'no sweep after stop()');
+});
+
+test('a replica without the sweep lease does not sweep until it holds it', async () => {
+  const { tasks, calls } = fakeTasks([[expired('7')]], []);
+  const told: string[] = [];
+  const sweeps = { held: false };
+  const lifecycle = new TaskLifecycle(
+    tasks,
+    () => undefined,
+    { deadlineGraceMs: 0, retentionMs: 0, sweepMs: 10, sweeps },
+    (t) => told.push(t.task.id),
+  );
+  lifecycle.start();
+  try {
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(calls.expire, 0, 'no statement while another replica sweeps');
+    sweeps.held = true;
+    for (let i = 0; i < 100 && told.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual(told, ['7']);
+  } finally {
+    await lifecycle.stop();
+  }
 });

@@ -1,6 +1,7 @@
 import type { AgentRecord } from '@mesh/contract';
 import { PeriodicTask } from '@mesh/service';
 import { silentLogger, type Logger } from '@mesh/telemetry';
+import type { SweepTurn } from '../fleet/sweep-lease.js';
 import type { ExpiredTask, TaskService } from './task.service.js';
 
 export interface TaskLifecycleOptions {
@@ -10,6 +11,8 @@ export interface TaskLifecycleOptions {
   retentionMs: number;
   /** Pause between sweeps. */
   sweepMs: number;
+  /** Whether this replica sweeps (one replica of the fleet does). */
+  sweeps: SweepTurn;
   /** Tasks per statement (default 100); a sweep repeats while batches come back full. */
   batch?: number;
   /** The service's logger (lines carry `src: task-lifecycle`). */
@@ -19,7 +22,8 @@ export interface TaskLifecycleOptions {
 /**
  * The two ends of a task's life the API never touches (docs/contract.md §4, lifecycle): a task whose
  * deadline passed with no result from its worker is failed explicitly, and settled tasks leave
- * the store after the retention period. Runs on every replica; the statements share the work.
+ * the store after the retention period. Runs on the replica holding the sweep lease; the statements
+ * would share the work between replicas all the same.
  */
 export class TaskLifecycle {
   private readonly schedule: PeriodicTask;
@@ -35,7 +39,7 @@ export class TaskLifecycle {
   ) {
     this.batch = opts.batch ?? 100;
     this.log = (opts.logger ?? silentLogger).child({ src: 'task-lifecycle' });
-    this.schedule = new PeriodicTask(() => this.sweep(), {
+    this.schedule = new PeriodicTask(() => (opts.sweeps.held ? this.sweep() : Promise.resolve()), {
       intervalMs: opts.sweepMs,
       onError: (err) => this.log.warn({ err: String(err) }, 'lifecycle sweep failed; will retry'),
     });
