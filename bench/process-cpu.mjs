@@ -82,3 +82,15 @@ export function machineCpuMs() {
     return undefined;
   }
 }
+
+/** Context switches the whole machine has made so far (/proc/stat `ctxt`); undefined off Linux. */
+export function machineContextSwitches() {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('ctxt '));
+    return line ? Number(line.split(/\s+/)[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}

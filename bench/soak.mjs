@@ -12,7 +12,7 @@
 // SOAK_HEAP_SNAPSHOT_DIR=dir writes a heap snapshot of the dispatcher after the warm-up and at the
 // end (compare them with `node bench/heap-diff.mjs <start> <end>`). Writes bench/results/soak.json.
 // Env: SOAK_DURATION_S (600), SOAK_RATE (req/s; default half of bench/results/dispatch.json (b)),
-//      BENCH_CONNECTIONS (32), SOAK_WARMUP_S (60), SOAK_SAMPLE_S (5), SOAK_WINDOW_S (60),
+//      BENCH_CONNECTIONS (32), SOAK_WARMUP_S (600), SOAK_SAMPLE_S (5), SOAK_WINDOW_S (60),
 //      SOAK_LATENCY_WINDOW_S (300), SOAK_HEAP_SNAPSHOT_DIR, SOAK_RESULT_FILE (bench/results/soak.json).
 //      Flag: --short = 60 s.
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -28,7 +28,7 @@ const root = new URL('..', import.meta.url).pathname;
 const short = process.argv.includes('--short');
 const duration = integer('SOAK_DURATION_S', short ? 60 : 600, { min: 2 });
 const connections = integer('BENCH_CONNECTIONS', 32);
-const warmupS = integer('SOAK_WARMUP_S', short ? 10 : 60, { min: 0 });
+const warmupS = integer('SOAK_WARMUP_S', short ? 10 : 600, { min: 0 });
 const sampleEvery = number('SOAK_SAMPLE_S', 5, { min: 0.1 }) * 1000;
 const windowS = Math.min(integer('SOAK_WINDOW_S', 60), duration / 2);
 const latencyWindowS = Math.min(integer('SOAK_LATENCY_WINDOW_S', 300, { min: 1 }), duration / 2);
@@ -61,6 +61,10 @@ const dispatcherMemory = async (origin, pid) => {
     const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
     return m ? Math.round(Number(m[1]) / 104857.6) / 10 : undefined;
   };
+  const spaceMiB = (text, space) => {
+    const m = new RegExp(`^nodejs_heap_space_size_total_bytes\\{[^}]*space="${space}"[^}]*\\} (\\S+)$`, 'm').exec(text);
+    return m ? Math.round(Number(m[1]) / 104857.6) / 10 : undefined;
+  };
   const proc = { dispatcherRssAnonMiB: statusMiB(pid, 'RssAnon'), dispatcherRssFileMiB: statusMiB(pid, 'RssFile') };
   try {
     const text = await (await fetch(`${origin}/metrics`)).text();
@@ -68,6 +72,9 @@ const dispatcherMemory = async (origin, pid) => {
       dispatcherHeapMiB: mib(text, 'nodejs_heap_size_used_bytes'),
       dispatcherHeapCommittedMiB: mib(text, 'nodejs_heap_size_total_bytes'),
       dispatcherExternalMiB: mib(text, 'nodejs_external_memory_bytes'),
+      // V8's old generation and young generation (committed): which one a change of RSS is.
+      dispatcherOldSpaceCommittedMiB: spaceMiB(text, 'old'),
+      dispatcherNewSpaceCommittedMiB: spaceMiB(text, 'new'),
       ...proc,
     };
   } catch {
@@ -76,14 +83,14 @@ const dispatcherMemory = async (origin, pid) => {
 };
 const percentGrowth = (from, to) => Math.round(((to - from) / from) * 1000) / 10;
 /** `of` (median or min) of a series over the first and the last window, and the growth between them. */
-function windows(samples, key, of) {
+function windows(samples, key, of, span = duration) {
   const values = (keep) =>
     samples
       .filter(keep)
       .map((x) => x[key])
       .filter((v) => v !== undefined);
   const first = values((x) => x.atS <= windowS);
-  const last = values((x) => x.atS >= duration - windowS);
+  const last = values((x) => x.atS >= span - windowS);
   if (first.length === 0 || last.length === 0) return undefined;
   const [a, b] = [of(first), of(last)];
   return { first: a, last: b, growthPercent: percentGrowth(a, b) };
@@ -114,9 +121,29 @@ const headers = A2A_HEADERS;
 const body = () => sendMessageBody(false);
 let summary;
 try {
-  // Warm-up at the same rate. A process's memory grows over its first minute at a new load (V8
-  // sizes its heap to the allocation rate, code is compiled, pools and buffers fill), so growth is
-  // measured from a process that has reached its working set for this load.
+  const origin = new URL(urls.dispatcher).origin;
+  /** Samples memory into `into` every SOAK_SAMPLE_S, `atS` counted from now; returns its stop. */
+  const sampleInto = async (into) => {
+    const t = Date.now();
+    const sample = async () =>
+      into.push({
+        atS: Math.round((Date.now() - t) / 1000),
+        ...Object.fromEntries(Object.entries(procs).map(([k, pid]) => [`${k}RssMiB`, rssMiB(pid)])),
+        ...(await dispatcherMemory(origin, procs.dispatcher)),
+      });
+    await sample();
+    const timer = setInterval(() => void sample(), sampleEvery);
+    return async () => {
+      clearInterval(timer);
+      await sample();
+    };
+  };
+  // Warm-up at the same rate. A process's memory grows at a new load until V8 has sized its heap
+  // to it (the old generation's committed size settles over minutes, not seconds), code is
+  // compiled and pools and buffers fill, so growth is measured from a process that has reached its
+  // working set for this load. The warm-up's own samples are kept (`warmup`).
+  const warmupSamples = [];
+  const stopWarmupSampler = await sampleInto(warmupSamples);
   await autocannon({
     url: urls.dispatcher,
     method: 'POST',
@@ -126,24 +153,17 @@ try {
     duration: warmupS,
     requests: [{ setupRequest: (r) => ({ ...r, body: body() }) }],
   });
+  await stopWarmupSampler();
   const heapSnapshots = {};
   if (heapSnapshotDir) heapSnapshots.start = await heapSnapshot(procs.dispatcher);
   const rssStart = Object.fromEntries(Object.entries(procs).map(([k, pid]) => [k, rssMiB(pid)]));
   console.error(`soak: ${duration} s at ${rate} req/s (50% of ${measured}), RSS at start ${JSON.stringify(rssStart)}`);
   let wrong = 0;
-  const origin = new URL(urls.dispatcher).origin;
   const samples = [];
   const t0 = Date.now();
   /** Latencies (ms) of the answers of each minute of the run. */
   const perMinute = [];
-  const sample = async () =>
-    samples.push({
-      atS: Math.round((Date.now() - t0) / 1000),
-      ...Object.fromEntries(Object.entries(procs).map(([k, pid]) => [`${k}RssMiB`, rssMiB(pid)])),
-      ...(await dispatcherMemory(origin, procs.dispatcher)),
-    });
-  await sample();
-  const sampler = setInterval(() => void sample(), sampleEvery);
+  const stopSampler = await sampleInto(samples);
   const result = await autocannon({
     url: urls.dispatcher,
     method: 'POST',
@@ -160,8 +180,7 @@ try {
       });
     },
   });
-  clearInterval(sampler);
-  await sample();
+  await stopSampler();
   if (heapSnapshotDir) heapSnapshots.end = await heapSnapshot(procs.dispatcher);
   const minutes = perMinute.map((xs = [], i) => ({ minute: i + 1, answers: xs.length, p50: quantile(xs, 0.5), p99: quantile(xs, 0.99) }));
   const windowMinutes = Math.max(1, Math.round(latencyWindowS / 60));
@@ -208,8 +227,17 @@ try {
     dispatcherHeapFloorMiB: windows(samples, 'dispatcherHeapMiB', (xs) => Math.min(...xs)),
     // Which part of the dispatcher's RSS moved: medians over the same windows.
     dispatcherMemoryMiB: Object.fromEntries(
-      ['HeapCommitted', 'External', 'RssAnon', 'RssFile'].map((k) => [k, windows(samples, `dispatcher${k}MiB`, median)]),
+      ['HeapCommitted', 'OldSpaceCommitted', 'NewSpaceCommitted', 'External', 'RssAnon', 'RssFile'].map((k) => [
+        k,
+        windows(samples, `dispatcher${k}MiB`, median),
+      ]),
     ),
+    // The same over the warm-up's first and last window: what the warm-up kept out of the verdict.
+    warmup: {
+      rssMiB: Object.fromEntries(Object.keys(procs).map((k) => [k, windows(warmupSamples, `${k}RssMiB`, median, warmupS)])),
+      dispatcherOldSpaceCommittedMiB: windows(warmupSamples, 'dispatcherOldSpaceCommittedMiB', median, warmupS),
+      samples: warmupSamples,
+    },
     pointRssMiB: { start: rssStart, end: rssEnd, growthPercent: pointGrowth },
     latencyWindows,
     flat: {
