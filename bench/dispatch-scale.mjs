@@ -10,12 +10,13 @@
 // long-running replica pays (with 3 s, server CPU per request was 40–50% higher in both).
 // Per request: CPU of every process (the primary and each worker, the echo worker, Postgres,
 // Kafka), what Postgres did for it (transactions, rows written and read: what a process
-// duplicates shows there), the latency, how busy the cores were and the machine's context switches. The ratio is N processes / one, total CPU per request,
-// median over the rounds (target ≤ 1.15). Writes bench/results/dispatch-scale.json.
+// duplicates shows there), the latency, how busy the cores were and the machine's context
+// switches. The ratio is N processes / one, total CPU per request, median over the rounds
+// (target ≤ 1.15). Writes bench/results/dispatch-scale.json.
 import { writeFileSync } from 'node:fs';
 import pg from 'pg';
 import { startDispatchStack } from './dispatch-stack.mjs';
-import { cpuMs, infraCpuMs, machineContextSwitches, machineCpuMs } from './process-cpu.mjs';
+import { cpuMs, infraCpuMs, machineCpuMs } from './process-cpu.mjs';
 import { sendMessageLoad } from './dispatch-requests.mjs';
 import { machine } from './run-facts.mjs';
 import { median, round3 } from './stats.mjs';
@@ -55,7 +56,6 @@ async function measure(count) {
       worker: cpuMs(stack.worker.pid) ?? 0,
       infra: infraCpuMs(),
       machine: machineCpuMs(),
-      switches: machineContextSwitches(),
       db: await dbStat(),
     });
     const before = await snap();
@@ -87,7 +87,8 @@ async function measure(count) {
         after.machine && before.machine
           ? round3((after.machine.busy - before.machine.busy) / (after.machine.all - before.machine.all))
           : null,
-      contextSwitchesPerRequest: after.switches !== undefined ? per(after.switches, before.switches) : null,
+      contextSwitchesPerRequest:
+        after.machine?.contextSwitches !== undefined ? per(after.machine.contextSwitches, before.machine.contextSwitches) : null,
     };
   } finally {
     await db.end();

@@ -68,28 +68,22 @@ export function infraCpuMs({ kafkaPort = brokerPort() } = {}) {
 }
 
 /**
- * CPU time (ms) the whole machine has spent busy so far, and its elapsed CPU time (ms, all cores):
- * the difference of two readings gives how busy the cores were between them (/proc/stat; steal and
- * iowait count as not busy).
+ * CPU time (ms) the whole machine has spent busy so far, its elapsed CPU time (ms, all cores) and
+ * the context switches it has made: the difference of two readings gives how busy the cores were
+ * between them and how often they switched (/proc/stat; steal and iowait count as not busy).
  */
 export function machineCpuMs() {
   try {
-    const [, ...f] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).map(Number);
+    const lines = readFileSync('/proc/stat', 'utf8').split('\n');
+    const [, ...f] = lines[0].trim().split(/\s+/).map(Number);
     const [user, nice, system, idle, iowait, irq, softirq, steal] = f;
     const busy = user + nice + system + irq + softirq;
-    return { busy: (busy * 1000) / 100, all: ((busy + idle + iowait + steal) * 1000) / 100 };
-  } catch {
-    return undefined;
-  }
-}
-
-/** Context switches the whole machine has made so far (/proc/stat `ctxt`); undefined off Linux. */
-export function machineContextSwitches() {
-  try {
-    const line = readFileSync('/proc/stat', 'utf8')
-      .split('\n')
-      .find((l) => l.startsWith('ctxt '));
-    return line ? Number(line.split(/\s+/)[1]) : undefined;
+    const ctxt = lines.find((l) => l.startsWith('ctxt '));
+    return {
+      busy: (busy * 1000) / 100,
+      all: ((busy + idle + iowait + steal) * 1000) / 100,
+      contextSwitches: ctxt ? Number(ctxt.split(/\s+/)[1]) : undefined,
+    };
   } catch {
     return undefined;
   }

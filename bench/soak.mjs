@@ -57,14 +57,12 @@ const rssMiB = (pid) => statusMiB(pid, 'VmRSS');
  * (heaps, malloc) and mapped files (code of node and its libraries).
  */
 const dispatcherMemory = async (origin, pid) => {
-  const mib = (text, name) => {
-    const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+  // A sample line's value in MiB: `series` is the metric's name with its labels, as a pattern.
+  const mib = (text, series) => {
+    const m = new RegExp(`^${series} (\\S+)$`, 'm').exec(text);
     return m ? Math.round(Number(m[1]) / 104857.6) / 10 : undefined;
   };
-  const spaceMiB = (text, space) => {
-    const m = new RegExp(`^nodejs_heap_space_size_total_bytes\\{[^}]*space="${space}"[^}]*\\} (\\S+)$`, 'm').exec(text);
-    return m ? Math.round(Number(m[1]) / 104857.6) / 10 : undefined;
-  };
+  const spaceMiB = (text, space) => mib(text, `nodejs_heap_space_size_total_bytes\\{[^}]*space="${space}"[^}]*\\}`);
   const proc = { dispatcherRssAnonMiB: statusMiB(pid, 'RssAnon'), dispatcherRssFileMiB: statusMiB(pid, 'RssFile') };
   try {
     const text = await (await fetch(`${origin}/metrics`)).text();
