@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { DataSource, type MixedList, type EntitySchema } from 'typeorm';
 import { MeshError } from '@mesh/contract';
+import { REPLAN_AFTER_MS } from './prepared-query.js';
 
 function describe(url: string): string {
   const u = new URL(url);
@@ -59,6 +60,8 @@ export interface ServiceDataSourceOptions {
   entities: MixedList<Function | string | EntitySchema>;
   migrations: MixedList<Function | string>;
   poolSize?: number;
+  /** How long a connection reuses the plans of its named statements (preparedQuery); tests shorten it. */
+  replanAfterMs?: number;
 }
 
 /**
@@ -76,37 +79,11 @@ export class GuardedClient extends pg.Client {
   }
 }
 
-/**
- * Every connection plans a named prepared statement at each execution, with its parameters. By
- * default Postgres switches a statement to a generic plan after five executions and keeps it for
- * the connection's life (or until the next ANALYZE): a batched write first planned while its table
- * was small keeps a hash join over a sequential scan, reading the whole table each time as it grows.
- */
-const PLAN_EACH_EXECUTION = '-c plan_cache_mode=force_custom_plan';
-
-/**
- * The connection URL without its `options` parameter (pg would let it replace the config's) and
- * the options to connect with: the URL's own, then {@link PLAN_EACH_EXECUTION}.
- */
-function withPlanOptions(url: string): { url: string; options: string } {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return { url, options: PLAN_EACH_EXECUTION }; // not a URL: the connect reports it
-  }
-  const own = parsed.searchParams.get('options');
-  if (own === null) return { url, options: PLAN_EACH_EXECUTION };
-  parsed.searchParams.delete('options');
-  return { url: parsed.toString(), options: `${own} ${PLAN_EACH_EXECUTION}` };
-}
-
 /** A TypeORM data source for one service's schema. `synchronize` is always off: migrations only. */
 export function serviceDataSource(opts: ServiceDataSourceOptions): DataSource {
-  const connection = withPlanOptions(opts.url);
   return new DataSource({
     type: 'postgres',
-    url: connection.url,
+    url: opts.url,
     schema: opts.schema,
     entities: opts.entities,
     migrations: opts.migrations,
@@ -121,7 +98,7 @@ export function serviceDataSource(opts: ServiceDataSourceOptions): DataSource {
       idleTimeoutMillis: 60_000,
       connectionTimeoutMillis: 5000,
       Client: GuardedClient,
-      options: connection.options,
+      replanAfterMs: opts.replanAfterMs ?? REPLAN_AFTER_MS,
     },
   });
 }
