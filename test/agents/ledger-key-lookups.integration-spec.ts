@@ -12,9 +12,9 @@ import { freshDatabase } from '../support/infra.js';
 // preferred reading the whole table at every statement (see batchKeys in @mesh/database).
 
 const url = await freshDatabase('ledger-key-lookups');
-// The schema as the runtime migrates it; the ledgers then run on one connection, planning each
-// statement as the service's connections do, so that every statement runs on the backend whose
-// counters are read (flushed on demand).
+// The schema as the runtime migrates it; the ledgers then run on one connection (unnamed
+// statements, each planned with its values, as the service's connections run them), so that every
+// statement runs on the backend whose counters are read (flushed on demand).
 await (await openServiceDatabase({ url, schema: AGENTS_SCHEMA, entities: [], migrations: agentsMigrations })).destroy();
 const db = new pg.Client({ connectionString: url });
 
@@ -29,7 +29,6 @@ async function stats() {
 test('renewals, finishes and effect completions of a batch read no table whole', async (t) => {
   await db.connect();
   t.after(() => db.end());
-  await db.query('SET plan_cache_mode = force_custom_plan');
   // What a worker leaves behind after a while: 20,000 finished executions and settled effects.
   await db.query(
     `INSERT INTO agents.executions (execution_id, tenant, agent_id, task_id, context_id, turn, state, owner, lease_until, input_message, finished_at)
