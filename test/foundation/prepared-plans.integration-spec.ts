@@ -14,12 +14,21 @@ const UPDATE = {
 };
 const ids = (from: number, count: number) => JSON.stringify(Array.from({ length: count }, (_, i) => ({ id: `item-${from + i}` })));
 
+type Query = (text: string, values?: unknown[]) => Promise<Array<Record<string, unknown>>>;
+
+/** The plan the connection's next execution of the named statement would use. */
+async function planOfNext(query: Query): Promise<string> {
+  // EXPLAIN EXECUTE takes no bind parameters: the (generated, quote-free) batch is inlined.
+  const rows = await query(`EXPLAIN EXECUTE "${UPDATE.name}"('${ids(40000, 10)}')`);
+  return rows.map((r) => String(r['QUERY PLAN'])).join('\n');
+}
+
 /**
  * Runs the named statement on one connection while the table is small, grows the table (no
- * ANALYZE), and returns the plan of its next execution on that connection.
+ * ANALYZE), runs `afterGrowth`, and returns the plan of its next execution on that connection.
  */
 async function planAfterGrowth(
-  query: (text: string, values?: unknown[]) => Promise<Array<Record<string, unknown>>>,
+  query: Query,
   named: (values: unknown[]) => Promise<unknown>,
   afterGrowth: () => Promise<void> = async () => undefined,
 ) {
@@ -30,9 +39,7 @@ async function planAfterGrowth(
   for (let i = 0; i < 8; i++) await named([ids(i * 10, 10)]);
   await query(`INSERT INTO plans.items (id) SELECT 'item-' || g FROM generate_series(100, 49999) g`);
   await afterGrowth();
-  // EXPLAIN EXECUTE takes no bind parameters: the (generated, quote-free) batch is inlined.
-  const rows = await query(`EXPLAIN EXECUTE "${UPDATE.name}"('${ids(40000, 10)}')`);
-  return rows.map((r) => String(r['QUERY PLAN'])).join('\n');
+  return planOfNext(query);
 }
 
 test('a service connection plans a named statement anew for the table as it is now', async () => {
@@ -42,18 +49,14 @@ test('a service connection plans a named statement anew for the table as it is n
   await ds.initialize();
   try {
     const run = (values: unknown[]) => preparedQuery(ds, UPDATE.name, UPDATE.text, values);
-    const plan = await planAfterGrowth(
-      (text, values) => ds.query(text, values),
-      run,
-      async () => {
-        // Cached: the plan Postgres settled on while the table was small is still used.
-        const cached = await ds.query(`EXPLAIN EXECUTE "${UPDATE.name}"('${ids(40000, 10)}')`);
-        assert.match(cached.map((r: Record<string, unknown>) => String(r['QUERY PLAN'])).join('\n'), /Seq Scan on items/);
-        // Older than replanAfterMs: the next executions plan for 50,000 rows (from the sixth on, generic).
-        await new Promise((r) => setTimeout(r, replanAfterMs + 50));
-        for (let i = 0; i < 8; i++) await run([ids(1000 + i * 10, 10)]);
-      },
-    );
+    const query: Query = (text, values) => ds.query(text, values);
+    const plan = await planAfterGrowth(query, run, async () => {
+      // Cached: the plan Postgres settled on while the table was small is still used.
+      assert.match(await planOfNext(query), /Seq Scan on items/);
+      // Older than replanAfterMs: the next executions plan for 50,000 rows (from the sixth on, generic).
+      await new Promise((r) => setTimeout(r, replanAfterMs + 50));
+      for (let i = 0; i < 8; i++) await run([ids(1000 + i * 10, 10)]);
+    });
     assert.match(plan, /Index Scan using items_pkey/, plan);
     assert.doesNotMatch(plan, /Seq Scan on items/, plan);
   } finally {

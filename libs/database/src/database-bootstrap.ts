@@ -1,7 +1,6 @@
 import pg from 'pg';
 import { DataSource, type MixedList, type EntitySchema } from 'typeorm';
 import { MeshError } from '@mesh/contract';
-import { REPLAN_AFTER_MS } from './prepared-query.js';
 
 function describe(url: string): string {
   const u = new URL(url);
@@ -98,7 +97,8 @@ export function serviceDataSource(opts: ServiceDataSourceOptions): DataSource {
       idleTimeoutMillis: 60_000,
       connectionTimeoutMillis: 5000,
       Client: GuardedClient,
-      replanAfterMs: opts.replanAfterMs ?? REPLAN_AFTER_MS,
+      // Read by preparedQuery (its REPLAN_AFTER_MS when unset).
+      replanAfterMs: opts.replanAfterMs,
     },
   });
 }

@@ -19,7 +19,7 @@ interface NamedQueryClient {
 
 interface NamedQueryPool {
   connect(): Promise<NamedQueryClient>;
-  /** The pool's settings: `replanAfterMs` is set by serviceDataSource. */
+  /** The pool's settings: `replanAfterMs` as serviceDataSource passes it (unset: REPLAN_AFTER_MS). */
   options?: { replanAfterMs?: number };
 }
 
