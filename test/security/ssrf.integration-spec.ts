@@ -10,9 +10,9 @@ import { eventually } from '../support/infra.js';
 
 // SSRF: every URL the platform calls on a user's behalf goes through @mesh/egress. The same
 // table of hostile URLs is checked against the policy (real DNS, no allowlist), the pinned client
-// (nothing ever connects to the canary listener) and — once branch dispatch2's push notifications
-// are merged — the dispatcher's push-config API (the last test enables itself when the dispatcher
-// stops answering PushNotificationNotSupported).
+// (nothing ever connects to the canary listener) and the dispatcher's push-config API, in the A2A
+// 1.0 shape so that each URL passes the request schema and meets the egress rules; one allowed URL
+// on the same path tells a refusal by those rules from one by the schema.
 //
 // The directory fetches no user-given URL: agent card signatures are verified with keys from
 // DIRECTORY_TRUSTED_JWKS (inline), and AUTH_JWKS_URL is operator configuration read by jose.
@@ -66,9 +66,23 @@ const client = new PinnedHttpClient(policy);
 
 // All setup happens before the first test(): node:test may run the root `after` hooks (which drop
 // the databases) as soon as the tests declared so far have finished.
-// --- Push notification URLs (dispatcher; enabled by itself once push notifications exist) -----
+// --- Push notification URLs (dispatcher) --------------------------------------------------------
 
-const disp = await startTestDispatcher('sec-ssrf');
+/**
+ * A push receiver on 127.0.0.2, the one address the dispatcher's egress policy admits
+ * (PUSH_EGRESS_ALLOW_CIDRS): no hostile URL names it, so the refusals below are the policy's own.
+ */
+const allowedHits: string[] = [];
+const allowed = http.createServer((req, res) => {
+  allowedHits.push(req.url ?? '');
+  req.resume();
+  res.writeHead(200).end();
+});
+await new Promise<void>((r) => allowed.listen(0, '127.0.0.2', r));
+after(() => allowed.close());
+const allowedUrl = `http://127.0.0.2:${(allowed.address() as AddressInfo).port}/hook`;
+
+const disp = await startTestDispatcher('sec-ssrf', {}, { PUSH_EGRESS_ALLOW_CIDRS: '127.0.0.2/32' });
 await publishAgents(disp.kafka, disp.topics, [
   agentRecord('echo', { card: { ...agentRecord('echo').card, capabilities: { streaming: true, pushNotifications: true } } }),
 ]);
@@ -119,28 +133,35 @@ test('DNS is resolved once and pinned: a name cannot rebind between check and co
   assert.equal(hits, before + 1, 'connected to the address that was checked');
 });
 
-test('push notification configs with hostile URLs are refused and never called', async (t) => {
+/** An egress refusal names the address and its range, the host, or the rule (never a schema field). */
+const EGRESS_REFUSAL =
+  /^push URL refused: (\S+ \(\w+\) is not a public address|host \S+ does not resolve to public addresses only|credentials in the URL are not allowed)/;
+/** Schemes other than http(s) are refused by the request schema, before the egress rules. */
+const NOT_HTTP = new Set(HOSTILE_URLS.filter((u) => !/^https?:/.test(u)));
+
+test('push notification configs with hostile URLs are refused by the egress rules and never called', async () => {
   const task = await rpc('SendMessage', { message: jsonMessage('need-input please'), configuration: { returnImmediately: false } });
   const taskId = task.result?.id ?? (task.result as { task?: { id: string } } | undefined)?.task?.id;
   assert.ok(taskId, JSON.stringify(task));
-  const probe = await rpc('CreateTaskPushNotificationConfig', {
-    taskId,
-    pushNotificationConfig: { id: 'probe', url: 'https://hooks.example.com/a2a' },
-  });
-  if (probe.error?.code === -32003) {
-    t.skip('push notifications are not supported yet (branch dispatch2): enable by merging it');
-    return;
-  }
-  for (const url of HOSTILE_URLS) {
-    const r = await rpc('CreateTaskPushNotificationConfig', {
-      taskId,
-      pushNotificationConfig: { id: `c${HOSTILE_URLS.indexOf(url)}`, url },
-    });
+  // The same request with an admitted URL is created: the shape is right, only the URL decides.
+  const ok = await rpc('CreateTaskPushNotificationConfig', { taskId, id: 'allowed', url: allowedUrl });
+  assert.equal((ok.result as { url?: string } | undefined)?.url, allowedUrl, JSON.stringify(ok));
+  for (const [i, url] of HOSTILE_URLS.entries()) {
+    const r = await rpc('CreateTaskPushNotificationConfig', { taskId, id: `c${i}`, url });
     assert.ok(r.error, `refused: ${url} → ${JSON.stringify(r.result)}`);
     assert.equal(r.error.code, -32602, `${url}: invalid params (${r.error.message})`);
+    if (NOT_HTTP.has(url)) assert.equal(r.error.message, 'params.url: refused: not an absolute http or https URL', url);
+    else assert.match(r.error.message, EGRESS_REFUSAL, `${url}: refused by the egress rules, not the schema`);
   }
-  // Follow-ups would notify every registered config: none may reach the canary.
+  const configs = await rpc('ListTaskPushNotificationConfigs', { taskId });
+  assert.deepEqual(
+    (configs.result as { configs?: Array<{ id: string }> } | undefined)?.configs?.map((c) => c.id),
+    ['allowed'],
+    JSON.stringify(configs),
+  );
+  // The follow-up notifies every config of the task: the admitted receiver hears of it, the canary never.
   await rpc('SendMessage', { message: jsonMessage('again', { taskId }), configuration: { returnImmediately: false } });
+  await eventually('the admitted receiver was notified', () => allowedHits.length > 0);
   assert.equal(hits, 2, 'only the two deliberate requests of the tests above');
 });
 

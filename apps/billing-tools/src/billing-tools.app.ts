@@ -18,6 +18,7 @@ import {
   hasBody,
   limitRequestTimes,
   refuseMalformedUtf8,
+  serveInOrder,
   withinBodyLimit,
 } from '@mesh/service';
 import { MeshMetrics } from '@mesh/telemetry';
@@ -98,6 +99,7 @@ export async function startBillingTools(config: BillingToolsConfig): Promise<Run
   const metrics = new MeshMetrics();
   const app = express();
   app.disable('x-powered-by');
+  app.use(serveInOrder());
   app.use(closeUnreadBodies());
   app.use(countRequests(metrics));
   // The same probes and metrics as every service: liveness answers while the process runs.

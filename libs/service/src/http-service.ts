@@ -7,6 +7,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import { pinoHttp } from 'pino-http';
 import { createLogger, MeshMetrics, MetricsModule, PinoNestLogger, type Logger } from '@mesh/telemetry';
 import { ServiceLifecycle } from './health.js';
+import { serveInOrder } from './request-order.js';
 import { closeUnreadBodies, deferContinue, hasBody, parseByteSize, refuseMalformedUtf8, withinBodyLimit } from './request-body.js';
 
 export interface HttpServiceOptions {
@@ -154,6 +155,7 @@ export async function startHttpService(opts: HttpServiceOptions): Promise<INestA
     abortOnError: false,
   });
   const bodyLimit = opts.bodyLimit ?? '1mb';
+  app.use(serveInOrder());
   app.use(closeUnreadBodies());
   app.use(countRequests(metrics));
   // Access logs are info lines: below that level the middleware would only cost time per request.

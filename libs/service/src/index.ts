@@ -18,5 +18,6 @@ export {
   refuseMalformedUtf8,
   withinBodyLimit,
 } from './request-body.js';
+export { serveInOrder } from './request-order.js';
 export { PeriodicTask } from './periodic-task.js';
 export { CLUSTER_STOP_MESSAGE, runClusterPrimary, type ClusterPrimary, type ClusterPrimaryOptions } from './cluster-primary.js';
