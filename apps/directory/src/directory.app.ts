@@ -17,7 +17,7 @@ import { bodyParserErrors, ProblemFilter, sendProblem } from './common/problem.f
 import { privateAnswers } from './common/private-answers.js';
 import type { DirectoryConfig } from './config/directory.config.js';
 import { directoryMigrations, DIRECTORY_SCHEMA } from './database/migrations/index.js';
-import { HeartbeatConsumer } from './liveness/heartbeat-consumer.js';
+import { ensureHeartbeatsTopic, HeartbeatConsumer } from './liveness/heartbeat-consumer.js';
 import { LivenessService } from './liveness/liveness.service.js';
 import { AgentVersionEntity } from './registry/agent-version.entity.js';
 import { AgentEntity } from './registry/agent.entity.js';
@@ -76,18 +76,20 @@ export async function startDirectory(config: DirectoryConfig, overrides: Directo
     });
     cleanups.push(() => ds.destroy());
     const kafka = createKafka(kafkaOpts);
+    // Admin calls poll just-created topics: a quiet client keeps kafkajs' transient "unknown topic" errors out of the logs.
+    const adminKafka = createKafka(kafkaOpts, { logLevel: logLevel.NOTHING });
     let stream: CardStream;
     if (overrides.cardStream) {
       stream = overrides.cardStream;
     } else {
-      const kafkaStream = new KafkaCardStream(kafka, {
-        definitions,
-        adminKafka: createKafka(kafkaOpts, { logLevel: logLevel.NOTHING }),
-      });
+      const kafkaStream = new KafkaCardStream(kafka, { definitions, adminKafka });
       cleanups.push(() => kafkaStream.stop());
       await kafkaStream.start();
       stream = kafkaStream;
     }
+    // Before the HTTP API takes heartbeats (it forwards them to the topic), whichever card stream runs.
+    const ensureHeartbeats = () => ensureHeartbeatsTopic(adminKafka, definitions.heartbeats());
+    await ensureHeartbeats();
     const kafkaProbe = new KafkaProbe(kafka);
     cleanups.push(() => kafkaProbe.close());
     const outbox = new CardOutbox(ds, stream, { sweepMs: 2000, logger });
@@ -135,6 +137,7 @@ export async function startDirectory(config: DirectoryConfig, overrides: Directo
     const reconciler = new CardReconciler(ds, stream, outbox, {
       intervalMs: config.DIRECTORY_RECONCILE_INTERVAL_MS,
       logger,
+      ensureOtherTopics: ensureHeartbeats,
     });
     cleanups.push(() => reconciler.stop());
     await reconciler.start();

@@ -1,4 +1,4 @@
-import type { JsonObject } from './envelope.js';
+import type { JsonObject } from './json-types.js';
 
 /** Who may see a registered agent: its owner only, its tenant, or every tenant. */
 export type AgentVisibility = 'private' | 'tenant' | 'public';

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { canonicalJson } from './canonical-json.js';
 import { MeshError } from './errors.js';
-import type { JsonObject } from './envelope.js';
+import type { JsonObject } from './json-types.js';
 
 /*
  * Delegation through the mesh (docs/agents.md, "Delegation"): a turn may end by handing work to

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { MeshError } from './errors.js';
 import { Headers, REQUIRED_HEADERS } from './headers.js';
 import { TASK_STATES, type TaskState } from './task-state.js';
+import type { JsonObject } from './json-types.js';
 import {
   delegationRequestSchema,
   parseActorClaim,
@@ -46,14 +47,6 @@ export interface Identity {
   traceparent?: string;
   tracestate?: string;
 }
-
-export type JsonObject = { [key: string]: unknown };
-
-/** Any JSON value but null: what an A2A data part may hold (google.protobuf.Value, null aside). */
-export type JsonValue = string | number | boolean | JsonObject | unknown[];
-
-/** A JSON object: not null, not an array. */
-export const isJsonObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Dispatcher → worker: run one turn of a task. `message` is the A2A message as JSON. */
 export interface TaskRunCommand {

@@ -25,15 +25,13 @@ export {
   normalizeHeaders,
   decodeEnvelope,
   type Identity,
-  type JsonObject,
-  type JsonValue,
-  isJsonObject,
   type TaskRunCommand,
   type TaskCancelCommand,
   type Envelope,
   type TaskEvent,
   Envelopes,
 } from './envelope.js';
+export { type JsonObject, type JsonValue, isJsonObject } from './json-types.js';
 export { canSee, type AgentVisibility, type AgentRecord, type AgentHeartbeat } from './agent-record.js';
 export { clampTimerMs, deadlineTimerMs } from './timer-delay.js';
 export { sleep, wakeableSleep } from './sleep.js';

@@ -9,6 +9,11 @@ export interface CardReconcilerOptions {
   intervalMs: number;
   /** The service's logger (lines carry `src: card-reconciler`). */
   logger?: Logger;
+  /**
+   * Creates the directory's topics that are not the card stream's when missing (the heartbeats
+   * topic, its liveness module's): a cluster that lost the cards topic lost them too.
+   */
+  ensureOtherTopics?(): Promise<void>;
 }
 
 /** Why the topic is taken to be behind the database, or undefined when nothing says so. */
@@ -31,7 +36,7 @@ export function divergence(last: CardsTopicState | undefined, now: CardsTopicSta
  * Keeps Kafka in line with the directory's database, which owns the agents: the cards topic is a
  * copy (what every dispatcher's catalog is built from) and the command topics are where the
  * agents' work goes. At start, and whenever a periodic check finds the topic behind the database
- * (cluster replaced, topic missing, recreated or truncated), it recreates the shared topics and
+ * (cluster replaced, topic missing, recreated or truncated), it recreates the directory's topics and
  * every live agent's command topic and republishes every agent, live and retired, through the
  * outbox (records are keyed by id on a compacted topic: a republished one is harmless). Between
  * full republishes, a missing command topic is recreated on its own.
@@ -87,7 +92,8 @@ export class CardReconciler {
   /** Recreates what is missing and republishes every agent. */
   private async reconcile(why: string): Promise<void> {
     this.log[why === 'start' ? 'info' : 'warn']({ why }, 'republishing every agent to the cards topic');
-    await this.stream.ensureSharedTopics();
+    await this.stream.ensureCardsTopic();
+    await this.opts.ensureOtherTopics?.();
     await this.ensureCommandTopics(await this.stream.missingCommandTopics(await this.liveIds()));
     await this.ds.query(`UPDATE directory.agent SET published_revision = 0`);
     await this.outbox.flush();

@@ -11,8 +11,8 @@ export interface CardStream {
   publish(record: AgentRecord): Promise<void>;
   /** Forwards an HTTP heartbeat to the heartbeats topic, so live caches (dispatchers) see it too. */
   publishHeartbeat(heartbeat: AgentHeartbeat): Promise<void>;
-  /** Creates the cards and heartbeats topics when missing (never grown: both are keyed). */
-  ensureSharedTopics(): Promise<void>;
+  /** Creates the cards topic when missing (never grown: keyed). The heartbeats topic is the liveness module's. */
+  ensureCardsTopic(): Promise<void>;
   /** Of these agent ids, those whose command topic does not exist. */
   missingCommandTopics(agentIds: string[]): Promise<string[]>;
   /** What the cluster holds of the cards topic, to tell whether it lost records (see CardReconciler). */
@@ -52,7 +52,7 @@ export class InMemoryCardStream implements CardStream {
     this.heartbeats.push(heartbeat);
   }
 
-  async ensureSharedTopics(): Promise<void> {}
+  async ensureCardsTopic(): Promise<void> {}
 
   async missingCommandTopics(agentIds: string[]): Promise<string[]> {
     return agentIds.filter((id) => !this.topics.has(id));

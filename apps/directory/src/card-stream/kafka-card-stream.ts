@@ -36,10 +36,10 @@ export class KafkaCardStream implements CardStream {
     this.producer = new BusProducer(kafka);
   }
 
-  /** Connects and creates the shared topics (`TopicDefinitions` is the one definition every service uses). */
+  /** Connects and creates the cards topic (`TopicDefinitions` is the one definition every service uses). */
   async start(): Promise<void> {
     await this.producer.connect();
-    await this.ensureSharedTopics();
+    await this.ensureCardsTopic();
   }
 
   async stop(): Promise<void> {
@@ -48,9 +48,9 @@ export class KafkaCardStream implements CardStream {
     if (this.inspectorConnected) await this.inspector.disconnect().catch(() => undefined);
   }
 
-  async ensureSharedTopics(): Promise<void> {
-    for (const topic of [this.opts.definitions.cards(), this.opts.definitions.heartbeats()])
-      await this.admin.ensureTopic(topic.name, topic);
+  async ensureCardsTopic(): Promise<void> {
+    const topic = this.opts.definitions.cards();
+    await this.admin.ensureTopic(topic.name, topic);
   }
 
   async missingCommandTopics(agentIds: string[]): Promise<string[]> {

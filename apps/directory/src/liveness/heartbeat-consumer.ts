@@ -17,6 +17,16 @@ export function parseHeartbeat(value: Buffer | null): AgentHeartbeat | undefined
 }
 
 /**
+ * Creates the heartbeats topic when missing (never grown: keyed by agent). The directory alone
+ * creates it, here: workers and the directory's HTTP heartbeat forward write it, this module and
+ * the dispatchers' catalogs read it. Called at start, before the HTTP API takes heartbeats, and by
+ * the card reconciler when it finds the cluster lost the directory's topics.
+ */
+export function ensureHeartbeatsTopic(kafka: Kafka, topic: TopicDefinition): Promise<void> {
+  return ensureTopics(kafka, [topic]);
+}
+
+/**
  * Consumes the heartbeats topic in one consumer group shared by all directory replicas (the state
  * lives in Postgres, so each heartbeat needs applying once), a batch per database round trip.
  */
@@ -24,8 +34,8 @@ export class HeartbeatConsumer {
   private readonly reader: TopicReader;
 
   constructor(
-    private readonly kafka: Kafka,
-    private readonly topic: TopicDefinition,
+    kafka: Kafka,
+    topic: TopicDefinition,
     groupId: string,
     private readonly liveness: LivenessService,
     logger: Logger = silentLogger,
@@ -39,10 +49,8 @@ export class HeartbeatConsumer {
     });
   }
 
-  /** Creates the heartbeats topic when missing, joins the group and starts applying heartbeats. */
+  /** Joins the group and starts applying heartbeats; the topic exists ({@link ensureHeartbeatsTopic} at start). */
   async start(): Promise<void> {
-    // The directory owns the topic: its card stream created it at start, unless another stream was given.
-    await ensureTopics(this.kafka, [this.topic]);
     await this.reader.start({
       eachBatch: async ({ messages }) => {
         const beats = messages.map((m) => parseHeartbeat(m.value)).filter((b): b is AgentHeartbeat => b !== undefined);
