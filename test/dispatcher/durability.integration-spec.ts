@@ -1,7 +1,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { TaskState, type Task } from '@a2a-js/sdk';
-import type { CommandProducer, OutboxCommand } from '@mesh/app-dispatcher';
+import type { CommandProducer, OutboxCommand, SendOutcome } from '@mesh/app-dispatcher';
 import { eventually, sql } from '../support/infra.js';
 import { a2aClient, agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { sendRequest, userMessage } from '../support/a2a-fixtures.js';
@@ -17,10 +17,10 @@ class GatedProducer implements CommandProducer {
   attempts = 0;
   probes = 0;
   constructor(private readonly inner: CommandProducer) {}
-  async send(messages: OutboxCommand[]): Promise<void> {
+  async send(messages: OutboxCommand[]): Promise<SendOutcome[]> {
     this.attempts += 1;
     if (this.down) throw refused();
-    await this.inner.send(messages);
+    return this.inner.send(messages);
   }
   async ready(): Promise<void> {
     this.probes += 1;

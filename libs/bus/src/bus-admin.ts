@@ -233,6 +233,42 @@ export class BusAdmin {
     return Number(value);
   }
 
+  /**
+   * The largest record batch the topic accepts (`max.message.bytes`, the broker's default for a
+   * topic without its own); a topic that does not exist yet gets the broker's `message.max.bytes`,
+   * which it will inherit when created. The smallest value of any broker counts.
+   */
+  async maxMessageBytes(topic?: string): Promise<number> {
+    await this.connect();
+    if (topic !== undefined) {
+      try {
+        const { resources } = await this.admin.describeConfigs({
+          includeSynonyms: false,
+          resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topic, configNames: ['max.message.bytes'] }],
+        });
+        const value = resources[0]?.configEntries.find((e) => e.configName === 'max.message.bytes')?.configValue;
+        if (value !== undefined) return Number(value);
+      } catch (err) {
+        if (!/UNKNOWN_TOPIC|does not host this topic/i.test(errorText(err))) throw err;
+      }
+    }
+    const { brokers } = await this.admin.describeCluster();
+    const { resources } = await this.admin.describeConfigs({
+      includeSynonyms: false,
+      resources: brokers.map((b) => ({
+        type: kafkajs.ConfigResourceTypes.BROKER,
+        name: String(b.nodeId),
+        configNames: ['message.max.bytes'],
+      })),
+    });
+    const values = resources
+      .map((r) => r.configEntries.find((e) => e.configName === 'message.max.bytes')?.configValue)
+      .filter((v): v is string => v !== undefined)
+      .map(Number);
+    if (values.length === 0) throw new Error('the brokers did not say their message.max.bytes');
+    return Math.min(...values);
+  }
+
   /** Nest lifecycle hook, so an instance registered as a provider disconnects on shutdown. */
   onModuleDestroy(): Promise<void> {
     return this.close();

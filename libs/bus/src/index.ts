@@ -51,5 +51,6 @@ export {
   KEYED_BATCH_PATTERN,
   type KafkaBusTransportOptions,
 } from './bus-transport.js';
-export { isTransientKafkaError } from './transient-errors.js';
+export { isTransientKafkaError, isRecordRefusedError } from './transient-errors.js';
+export { recordBatchBytes, KAFKA_DEFAULT_MAX_MESSAGE_BYTES } from './record-size.js';
 export { partitionOfKey } from './key-partitioner.js';

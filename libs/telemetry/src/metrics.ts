@@ -142,6 +142,12 @@ export class MeshMetrics {
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
+  readonly undeliverableCommands = new Counter({
+    name: 'mesh_outbox_undeliverable_total',
+    help: 'Commands the broker refused for good (too large for their topic): dropped, their tasks failed; by envelope kind',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
 
   /** `labels`: how the tenant × agent series are bounded (docs/operations.md, "Label cardinality"). */
   constructor(opts: { defaultMetrics?: boolean; labels?: LabelBoundsOptions } = {}) {

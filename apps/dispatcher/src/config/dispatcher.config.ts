@@ -194,6 +194,13 @@ export const dispatcherConfigSpec = {
    * under load, the accepts committed while a batch was being sent already go together in the next.
    */
   OUTBOX_LINGER_MS: z.coerce.number().int().min(0).max(1000).default(0),
+  /**
+   * How often the broker's limit of each command topic (`max.message.bytes`) is read again; a
+   * message whose command would pass it is refused at accept (COMMAND_TOO_LARGE).
+   */
+  OUTBOX_LIMITS_REFRESH_MS: positiveInt(60_000),
+  /** Most bytes a task's JSON may reach through follow-up turns; a turn past it is refused (TASK_TOO_LARGE). */
+  DISPATCHER_MAX_TASK_BYTES: positiveInt(4 * 1024 * 1024),
 };
 
 export type DispatcherConfig = ConfigOf<typeof dispatcherConfigSpec>;

@@ -12,10 +12,12 @@ import { TaskService } from '../tasks/task.service.js';
 import { FleetModule } from '../fleet/fleet.module.js';
 import { SweepLease } from '../fleet/sweep-lease.js';
 import { DelegationService } from './delegation.service.js';
+import { AdmissionModule } from '../admission/admission.module.js';
+import { Admission } from '../admission/admission.js';
 
 /** Delegation through the mesh: children created, waited for without a worker, parents resumed. */
 @Module({
-  imports: [TasksModule, CatalogModule, TaskChangesModule, FleetModule],
+  imports: [TasksModule, CatalogModule, TaskChangesModule, FleetModule, AdmissionModule],
   providers: [
     {
       provide: DelegationService,
@@ -28,6 +30,7 @@ import { DelegationService } from './delegation.service.js';
         config: DispatcherConfig,
         logger: Logger,
         sweeps: SweepLease,
+        admission: Admission,
       ) =>
         new DelegationService(ds, tasks, catalog, {
           timeoutMs: config.DISPATCHER_DELEGATION_TIMEOUT_MS,
@@ -38,10 +41,16 @@ import { DelegationService } from './delegation.service.js';
           resultsMaxBytes: config.DISPATCHER_DELEGATION_RESULTS_MAX_BYTES,
           openGraceMs: config.DISPATCHER_DELEGATION_OPEN_GRACE_MS,
           committed: (commit) => commits.committed(commit),
+          admit: async (tenant, agent) => {
+            const refusal = await admission.check(tenant, agent);
+            if (!refusal) return undefined;
+            metrics.admissionRefusals.inc({ tenant, agent: agent.id, reason: refusal.reason });
+            return refusal.message;
+          },
           metrics,
           logger,
         }),
-      inject: [DATA_SOURCE, TaskService, DirectoryAgentLookup, TaskCommits, MeshMetrics, DISPATCHER_CONFIG, LOGGER, SweepLease],
+      inject: [DATA_SOURCE, TaskService, DirectoryAgentLookup, TaskCommits, MeshMetrics, DISPATCHER_CONFIG, LOGGER, SweepLease, Admission],
     },
   ],
   exports: [DelegationService],

@@ -23,6 +23,7 @@ import { isSettled, parseState, stateName } from '../tasks/task-state.js';
 import type { AcceptInput, TaskRow, TaskService, TaskTransaction } from '../tasks/task.service.js';
 import type { ChangedTask, TaskCommit } from '../tasks/task-commits.js';
 import { boundChildResults } from './delegation-results.js';
+import { CommandTooLargeError } from '../outbox/outbox-command.js';
 
 /** Where delegated work can go: agents the tenant may use, by id or by skill. */
 export interface DelegationTargets {
@@ -56,6 +57,11 @@ export interface DelegationServiceOptions {
   openGraceMs: number;
   /** After each commit (TaskCommits): wakes the relay, the push sender and the changed tasks' watchers. */
   committed: (commit: TaskCommit) => void;
+  /**
+   * The tenant's admission of one more task of `agent` (rate, a healthy worker, backlog), as a
+   * caller's SendMessage passes it: a child it refuses is not started (REJECTED, with the reason).
+   */
+  admit?: (tenant: string, agent: AgentRecord) => Promise<string | undefined>;
   metrics?: MeshMetrics;
   logger?: Logger;
 }
@@ -161,6 +167,8 @@ export class DelegationService {
     const id = e.identity;
     const req = e.body.delegation!;
     const turn = turnOf(id.executionId);
+    const admitted = await this.admitChildren(e);
+    if (!admitted) return;
     const opened = await this.tasks.transaction(async (tx) => {
       const row = await this.tasks.lock(tx, id.taskId, id.tenant);
       // Ended meanwhile (canceled, failed at its deadline) or moved on: nothing to start.
@@ -200,8 +208,9 @@ export class DelegationService {
                   ? 'the task tree spent its retry budget'
                   : deadline <= now
                     ? "no time is left before the parent's deadline"
-                    : null;
-        children.push({ step: c.step, taskId: c.taskId, agentId: target?.id ?? c.agentId ?? null, refused });
+                    : (admitted.get(c.step) ?? null);
+        const entry: ChildEntry = { step: c.step, taskId: c.taskId, agentId: target?.id ?? c.agentId ?? null, refused };
+        children.push(entry);
         if (refused) continue;
         const input: AcceptInput = {
           principal: {
@@ -224,7 +233,12 @@ export class DelegationService {
           ...(id.traceparent ? { traceparent: id.traceparent } : {}),
           tree: { rootTaskId, parentTaskId: row.id, act, retryBudget: spent.left },
         };
-        await this.tasks.createChild(tx, input, c.taskId, row.context_id, { taskId: row.id, agentId: row.agent_id });
+        try {
+          await this.tasks.createChild(tx, input, c.taskId, row.context_id, { taskId: row.id, agentId: row.agent_id });
+        } catch (err) {
+          if (!(err instanceof CommandTooLargeError)) throw err;
+          entry.refused = `the delegated message is larger than the agent's channel accepts (${err.message})`;
+        }
       }
       await this.tasks.recordChildren(
         tx,
@@ -268,6 +282,35 @@ export class DelegationService {
   }
 
   /**
+   * Passes each child of a delegating turn through its tenant's admission, as its own SendMessage
+   * would: the refusals by step (undefined: the wait is recorded already, a redelivered event —
+   * nothing is charged twice). A child is work of the tenant like any other, so a tree cannot
+   * start more than the tenant may.
+   */
+  private async admitChildren(e: Extract<TaskEvent, { kind: 'task.status' }>): Promise<Map<number, string> | undefined> {
+    const id = e.identity;
+    const known = await this.ds.query(`SELECT 1 FROM dispatcher.delegations WHERE parent_task_id = $1 AND turn = $2`, [
+      id.taskId,
+      turnOf(id.executionId),
+    ]);
+    if (known.length > 0) return undefined;
+    const refusals = new Map<number, string>();
+    const admit = this.opts.admit;
+    if (!admit) return refusals;
+    const delegator = this.targets.recordFor(id.agentId, id.tenant);
+    for (const c of e.body.delegation!.children) {
+      const target =
+        c.agentId !== undefined
+          ? this.targets.recordFor(c.agentId, id.tenant)
+          : delegator && this.targets.bySkill(c.skill!, id.tenant, delegator.tenant);
+      if (!target || target.retired) continue; // refused for that in open()
+      const refused = await admit(id.tenant, target);
+      if (refused) refusals.set(c.step, `the tenant's admission refused it (${refused})`);
+    }
+    return refusals;
+  }
+
+  /**
    * Ends the wait of `parentTaskId` when it is over — every child settled, the first completed
    * (`first`), or its deadline passed — canceling the children still open and starting the
    * parent's next turn with the outcomes. A wait whose parent ended or moved on is closed.
@@ -275,6 +318,7 @@ export class DelegationService {
   async resumeIfDone(parentTaskId: string, tenant: string): Promise<WaitEnd | undefined> {
     const changed: ChangedTask[] = [];
     const ended = await this.tasks.transaction(async (tx) => {
+      changed.length = 0; // a transaction run again after a lock race starts over
       const row = await this.tasks.lock(tx, parentTaskId, tenant);
       const waits: DelegationRow[] = await tx.runner.query(
         `SELECT * FROM dispatcher.delegations WHERE parent_task_id = $1 AND tenant = $2 AND resumed_at IS NULL`,
@@ -325,29 +369,22 @@ export class DelegationService {
       changed.push(...(await this.tasks.cancelChild(tx, c.taskId, row.tenant, why)));
       unfinished.push(c.step);
     }
-    const results: DelegationResults = {
-      reason,
-      unfinished,
-      children: boundChildResults(
-        wait.children.map((c): ChildOutcome => {
-          const r = byId.get(c.taskId);
-          const message = r?.task.status?.message;
-          return {
-            step: c.step,
-            taskId: c.taskId,
-            ...(c.agentId && !c.refused ? { agentId: c.agentId } : {}),
-            state: c.refused ? TaskStates.rejected : unfinished.includes(c.step) ? TaskStates.canceled : (r?.state ?? TaskStates.canceled),
-            artifacts: (r?.task.artifacts as ChildOutcome['artifacts'] | undefined) ?? [],
-            ...(c.refused
-              ? { message: { role: 'ROLE_AGENT', parts: [{ text: `Not started: ${c.refused}.` }] } }
-              : message
-                ? { message: message as ChildOutcome['message'] }
-                : {}),
-          };
-        }),
-        this.opts.resultsMaxBytes,
-      ),
-    };
+    const outcomes = wait.children.map((c): ChildOutcome => {
+      const r = byId.get(c.taskId);
+      const message = r?.task.status?.message;
+      return {
+        step: c.step,
+        taskId: c.taskId,
+        ...(c.agentId && !c.refused ? { agentId: c.agentId } : {}),
+        state: c.refused ? TaskStates.rejected : unfinished.includes(c.step) ? TaskStates.canceled : (r?.state ?? TaskStates.canceled),
+        artifacts: (r?.task.artifacts as ChildOutcome['artifacts'] | undefined) ?? [],
+        ...(c.refused
+          ? { message: { role: 'ROLE_AGENT', parts: [{ text: `Not started: ${c.refused}.` }] } }
+          : message
+            ? { message: message as ChildOutcome['message'] }
+            : {}),
+      };
+    });
     const agent = this.targets.recordFor(row.agent_id, row.tenant);
     if (!agent) {
       // The delegating agent is gone: nobody could run its next turn. The wait stays open for the sweep.
@@ -356,6 +393,50 @@ export class DelegationService {
     }
     const a = wait.authority;
     const spent = await this.spent(tx, wait.root_task_id);
+    // The results fit the parent's command: bounded by DISPATCHER_DELEGATION_RESULTS_MAX_BYTES, and
+    // more tightly when the command would still be larger than its topic takes (CommandTooLargeError).
+    let maxBytes = this.opts.resultsMaxBytes;
+    for (let attempt = 1; ; attempt++) {
+      const results: DelegationResults = { reason, unfinished, children: boundChildResults(outcomes, maxBytes) };
+      try {
+        await this.resume(tx, row, wait, reason, results, agent, a, spent.left, ids);
+        break;
+      } catch (err) {
+        if (!(err instanceof CommandTooLargeError)) throw err;
+        if (attempt >= 4) {
+          // Not even the outcomes without their artifacts fit: the parent cannot go on.
+          changed.push(...(await this.tasks.failDelegationResults(tx, row, err.message)));
+          await tx.runner.query(
+            `UPDATE dispatcher.delegations SET resumed_at = now(), reason = $3 WHERE parent_task_id = $1 AND turn = $2`,
+            [row.id, wait.turn, reason],
+          );
+          return reason;
+        }
+        maxBytes = attempt === 3 ? 0 : Math.floor((maxBytes * err.limitBytes) / err.commandBytes / 2);
+      }
+    }
+    // The resumed turn logged the parent's resubmission; its watchers here read it.
+    changed.push({ taskId: row.id });
+    await tx.runner.query(`UPDATE dispatcher.delegations SET resumed_at = now(), reason = $3 WHERE parent_task_id = $1 AND turn = $2`, [
+      row.id,
+      wait.turn,
+      reason,
+    ]);
+    return reason;
+  }
+
+  /** Starts the parent's next turn with its children's outcomes (the message delegation results carry). */
+  private async resume(
+    tx: TaskTransaction,
+    row: TaskRow,
+    wait: DelegationRow,
+    reason: WaitEnd,
+    results: DelegationResults,
+    agent: AgentRecord,
+    a: Authority,
+    left: number,
+    ids: string[],
+  ): Promise<void> {
     const summary = `Delegated work ${reason === 'deadline' ? 'stopped at its deadline' : reason === 'first' ? 'done (first completed)' : 'settled'}: ${results.children
       .map(
         (c) =>
@@ -379,18 +460,10 @@ export class DelegationService {
         rootTaskId: wait.root_task_id,
         ...(row.parent_task_id ? { parentTaskId: row.parent_task_id } : {}),
         ...(a.act ? { act: a.act } : {}),
-        retryBudget: Math.max(0, spent.left),
+        retryBudget: Math.max(0, left),
       },
     };
     await this.tasks.resumeTurn(tx, row, input);
-    // The resumed turn logged the parent's resubmission; its watchers here read it.
-    changed.push({ taskId: row.id });
-    await tx.runner.query(`UPDATE dispatcher.delegations SET resumed_at = now(), reason = $3 WHERE parent_task_id = $1 AND turn = $2`, [
-      row.id,
-      wait.turn,
-      reason,
-    ]);
-    return reason;
   }
 
   /** Charges one final event's usage to its tree; fails the tree the first time its budget is spent. */

@@ -1,20 +1,21 @@
-import { BusAdmin, BusProducer, type Kafka } from '@mesh/bus';
+import { BusAdmin, BusProducer, isRecordRefusedError, recordBatchBytes, type Kafka } from '@mesh/bus';
 import type { TopicDefinition } from '@mesh/contract';
+import type { OutboxCommand } from './outbox-command.js';
+export type { OutboxCommand } from './outbox-command.js';
 
-/** A command read from the outbox, on its way to its agent's command topic. */
-export interface OutboxCommand {
-  topic: string;
-  key: string;
-  headers: Record<string, string>;
-  value: string;
-  /** The agent whose channel `topic` is (sizes the topic when it does not exist yet). */
-  agentId: string;
-}
+/**
+ * What became of one command of a send: acknowledged, or refused by the broker for what it is
+ * (`refused`: sent again it would be refused again), or not sent for a passing reason.
+ */
+export type SendOutcome = { ok: true } | { ok: false; refused: boolean; error: string };
 
 /** Where the outbox relay delivers commands. */
 export interface CommandProducer {
-  /** Resolves only once Kafka acknowledged every command (acks from all in-sync replicas). */
-  send(commands: OutboxCommand[]): Promise<void>;
+  /**
+   * One outcome per command, in order; resolves once each is acknowledged (acks from all in-sync
+   * replicas) or failed. Rejects only when nothing could be tried (the broker unreachable).
+   */
+  send(commands: OutboxCommand[]): Promise<SendOutcome[]>;
   /** Resolves once Kafka answers a metadata request (nothing is produced); rejects while it does not. */
   ready(): Promise<void>;
   close(): Promise<void>;
@@ -23,23 +24,32 @@ export interface CommandProducer {
 /**
  * The relay's producer on `@mesh/bus`: creates a missing command topic before the first send to
  * it, sized by its agent's channel, and traces each command as part of the request that wrote it.
+ * A command its topic's limit (`limitOf`) rules out is refused here, unsent.
  */
 export class BusCommandProducer implements CommandProducer {
-  private readonly producer: BusProducer;
+  private producer: BusProducer;
   private readonly admin: BusAdmin;
   private readonly ensured = new Set<string>();
 
   constructor(
-    kafka: Kafka,
+    private readonly kafka: Kafka,
     /** The contract's definition of an agent's command topic (partitions, replication). */
     private readonly definitionOf: (agentId: string) => TopicDefinition,
+    /** The largest record batch a command topic takes (CommandLimits). */
+    private readonly limitOf: (topic: string) => number = () => Number.POSITIVE_INFINITY,
+    /** Told of a topic that refused a record its known limit allowed: the limit changed (CommandLimits.reread). */
+    private readonly refusedBy: (topic: string) => void = () => undefined,
   ) {
-    // The relay lingers before it claims a batch; the producer need not linger again.
-    this.producer = new BusProducer(kafka, { lingerMs: 0, spanPerRecord: true });
+    this.producer = this.newProducer();
     this.admin = new BusAdmin(kafka);
   }
 
-  async send(commands: OutboxCommand[]): Promise<void> {
+  private newProducer(): BusProducer {
+    // The relay lingers before it claims a batch; the producer need not linger again.
+    return new BusProducer(this.kafka, { lingerMs: 0, spanPerRecord: true });
+  }
+
+  async send(commands: OutboxCommand[]): Promise<SendOutcome[]> {
     for (const c of commands) {
       if (this.ensured.has(c.topic)) continue;
       // Keyed by the agent's channel key: created, never grown (growing would reorder keys).
@@ -47,11 +57,40 @@ export class BusCommandProducer implements CommandProducer {
       await this.admin.ensureTopic(c.topic, { ...settings, grow: false });
       this.ensured.add(c.topic);
     }
-    await Promise.all(commands.map((c) => this.producer.sendRecord(c.topic, c.key, c.value, c.headers)));
+    const producer = this.producer;
+    const outcomes = await Promise.all(
+      commands.map(async (c): Promise<SendOutcome> => {
+        const bytes = recordBatchBytes(c.key, c.value, c.headers);
+        const limit = this.limitOf(c.topic);
+        if (bytes > limit)
+          return { ok: false, refused: true, error: `the command takes ${bytes} bytes; its topic accepts at most ${limit}` };
+        try {
+          await producer.sendRecord(c.topic, c.key, c.value, c.headers);
+          return { ok: true };
+        } catch (err) {
+          const refused = isRecordRefusedError(err);
+          if (refused) this.refusedBy(c.topic);
+          return { ok: false, refused, error: String(err) };
+        }
+      }),
+    );
+    if (outcomes.some((o) => !o.ok) && producer === this.producer) {
+      // kafkajs (2.2.x) advances an idempotent producer's sequence numbers only for a request that
+      // fully succeeded: after a partly refused one the partitions that took their records answer
+      // every later send OUT_OF_ORDER_SEQUENCE_NUMBER. A new producer (a new producer id) starts clean.
+      this.producer = this.newProducer();
+      void producer.disconnect().catch(() => undefined);
+    }
+    return outcomes;
   }
 
   ready(): Promise<void> {
     return this.admin.ping();
+  }
+
+  /** The largest record batch `topic` takes (the broker's default for a topic not created yet). */
+  maxMessageBytes(topic?: string): Promise<number> {
+    return this.admin.maxMessageBytes(topic);
   }
 
   async close(): Promise<void> {

@@ -2,7 +2,7 @@ import { Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import type { Kafka } from '@mesh/bus';
 import { DEFAULT_COMMAND_PARTITIONS, TopicDefinitions } from '@mesh/contract';
-import type { Logger } from '@mesh/telemetry';
+import { MeshMetrics, type Logger } from '@mesh/telemetry';
 import { CatalogModule } from '../catalog/catalog.module.js';
 import { DirectoryAgentLookup } from '../catalog/agent-catalog.js';
 import type { DispatcherConfig } from '../config/dispatcher.config.js';
@@ -11,26 +11,44 @@ import { FleetModule } from '../fleet/fleet.module.js';
 import { SweepLease } from '../fleet/sweep-lease.js';
 import { BusCommandProducer, type CommandProducer } from './command-producer.js';
 import { OutboxRelay } from './outbox.relay.js';
+import { CommandLimits } from './command-limits.js';
+import { CommandsModule } from './commands.module.js';
 
 const COMMAND_PRODUCER = Symbol('dispatcher.command-producer');
 
 /** Commands committed with their tasks, moved to the agents' command topics. */
 @Module({
-  imports: [CatalogModule, FleetModule],
+  imports: [CatalogModule, FleetModule, CommandsModule],
   providers: [
     {
       provide: COMMAND_PRODUCER,
-      useFactory: (kafka: Kafka, topics: TopicDefinitions, catalog: DirectoryAgentLookup, deps: DispatcherDeps): CommandProducer => {
-        const producer = new BusCommandProducer(kafka, (agentId) =>
-          topics.commands(agentId, catalog.get(agentId)?.channel?.partitions || DEFAULT_COMMAND_PARTITIONS),
+      useFactory: (
+        kafka: Kafka,
+        topics: TopicDefinitions,
+        catalog: DirectoryAgentLookup,
+        limits: CommandLimits,
+        deps: DispatcherDeps,
+      ): CommandProducer => {
+        const producer = new BusCommandProducer(
+          kafka,
+          (agentId) => topics.commands(agentId, catalog.get(agentId)?.channel?.partitions || DEFAULT_COMMAND_PARTITIONS),
+          (topic) => limits.limitOf(topic),
+          (topic) => limits.reread(topic),
         );
         return deps.wrapProducer ? deps.wrapProducer(producer) : producer;
       },
-      inject: [KAFKA, TopicDefinitions, DirectoryAgentLookup, DISPATCHER_DEPS],
+      inject: [KAFKA, TopicDefinitions, DirectoryAgentLookup, CommandLimits, DISPATCHER_DEPS],
     },
     {
       provide: OutboxRelay,
-      useFactory: (ds: DataSource, producer: CommandProducer, config: DispatcherConfig, logger: Logger, sweeps: SweepLease) =>
+      useFactory: (
+        ds: DataSource,
+        producer: CommandProducer,
+        config: DispatcherConfig,
+        logger: Logger,
+        sweeps: SweepLease,
+        metrics: MeshMetrics,
+      ) =>
         new OutboxRelay(ds, producer, {
           batchSize: config.OUTBOX_BATCH_SIZE,
           idleMs: config.OUTBOX_IDLE_MS,
@@ -38,8 +56,9 @@ const COMMAND_PRODUCER = Symbol('dispatcher.command-producer');
           lingerMs: config.OUTBOX_LINGER_MS,
           maxBackoffMs: 5000,
           logger,
+          counted: (kind, n) => metrics.undeliverableCommands.inc({ kind }, n),
         }),
-      inject: [DATA_SOURCE, COMMAND_PRODUCER, DISPATCHER_CONFIG, LOGGER, SweepLease],
+      inject: [DATA_SOURCE, COMMAND_PRODUCER, DISPATCHER_CONFIG, LOGGER, SweepLease, MeshMetrics],
     },
   ],
   exports: [OutboxRelay],

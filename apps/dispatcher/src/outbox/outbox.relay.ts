@@ -1,9 +1,24 @@
 import type { OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { sleep, wakeableSleep } from '@mesh/contract';
-import type { DataSource } from 'typeorm';
+import type { DataSource, QueryRunner } from 'typeorm';
 import { silentLogger, type Logger } from '@mesh/telemetry';
 import type { SweepTurn } from '../fleet/sweep-lease.js';
-import type { CommandProducer } from './command-producer.js';
+import type { CommandProducer, OutboxCommand } from './command-producer.js';
+
+/** A claimed command the broker will never take (too large for its topic, refused as a record). */
+export interface UndeliverableCommand {
+  command: OutboxCommand;
+  /** What the broker or the size check said. */
+  error: string;
+}
+
+/**
+ * Ends what depends on commands that can never be produced, inside the relay's claim transaction
+ * (`q`), so the rows go only with their tasks' ends; `done` runs after the commit (TaskCommits).
+ */
+export interface UndeliverableHandler {
+  settle(q: QueryRunner, commands: UndeliverableCommand[]): Promise<{ done(): void }>;
+}
 
 export interface OutboxRelayOptions {
   batchSize: number;
@@ -16,6 +31,10 @@ export interface OutboxRelayOptions {
   maxBackoffMs: number;
   /** The service's logger (lines carry `src: outbox-relay`). */
   logger?: Logger;
+  /** Ends the tasks of commands the broker refuses for good (default: the rows are only dropped, and logged). */
+  undeliverable?: UndeliverableHandler;
+  /** Counts commands dropped as undeliverable, by envelope kind. */
+  counted?: (kind: string, n: number) => void;
 }
 
 /**
@@ -52,6 +71,11 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
   /** After the HTTP server and the projector closed: nothing commits commands any more. */
   onApplicationShutdown(): Promise<void> {
     return this.stop();
+  }
+
+  /** Who ends the tasks of undeliverable commands (set once the task side exists: it also wakes this relay). */
+  handleUndeliverable(handler: UndeliverableHandler): void {
+    this.opts.undeliverable = handler;
   }
 
   /** Something was committed: drain now instead of at the next poll. */
@@ -96,7 +120,13 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
     }
   }
 
-  /** One batch; returns how many commands were produced. */
+  /**
+   * One batch; returns how many commands were taken from the outbox. A command the broker refuses
+   * for what it is (too large for its topic) is sent once more alone — in a batch a neighbour may
+   * have been the one refused — and, refused again, leaves the outbox with its task ended FAILED
+   * (`undeliverable`): no row ever holds the others back. Any other failure rolls the claim back
+   * and the batch is retried (workers absorb the re-sent commands by execution id).
+   */
   async drainOnce(): Promise<number> {
     const q = this.ds.createQueryRunner();
     await q.connect();
@@ -119,14 +149,16 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
         value: string;
         agent_id: string;
       }>;
+      let after: { done(): void } | undefined;
       if (rows.length > 0) {
         // RETURNING does not promise the subquery's order; commands keep their accept order.
         rows.sort((a, b) => Number(BigInt(a.id) - BigInt(b.id)));
-        await this.producer.send(
-          rows.map((r) => ({ topic: r.topic, key: r.key, headers: r.headers, value: r.value, agentId: r.agent_id })),
-        );
+        const commands = rows.map((r) => ({ topic: r.topic, key: r.key, headers: r.headers, value: r.value, agentId: r.agent_id }));
+        const undeliverable = await this.produce(commands);
+        if (undeliverable.length > 0) after = await this.settle(q, undeliverable);
       }
       await q.commitTransaction();
+      after?.done();
       return rows.length;
     } catch (err) {
       await q.rollbackTransaction().catch(() => undefined);
@@ -134,6 +166,36 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
     } finally {
       await q.release();
     }
+  }
+
+  /** Produces `commands`; returns those refused for good, throws when any other failed. */
+  private async produce(commands: OutboxCommand[]): Promise<UndeliverableCommand[]> {
+    const outcomes = await this.producer.send(commands);
+    const failed = outcomes.flatMap((o, i) => (o.ok ? [] : [{ command: commands[i], ...o }]));
+    const passing = failed.find((f) => !f.refused);
+    if (passing) throw new Error(`${failed.length} of ${commands.length} commands were not acknowledged: ${passing.error}`);
+    if (failed.length === 0 || commands.length === 1) return failed.map(({ command, error }) => ({ command, error }));
+    const undeliverable: UndeliverableCommand[] = [];
+    for (const f of failed) undeliverable.push(...(await this.produce([f.command])));
+    return undeliverable;
+  }
+
+  private async settle(q: QueryRunner, undeliverable: UndeliverableCommand[]): Promise<{ done(): void } | undefined> {
+    for (const u of undeliverable)
+      this.log.error(
+        { topic: u.command.topic, taskId: u.command.headers.task_id, kind: u.command.headers.kind, err: u.error },
+        'a command can never be delivered: dropped, its task failed',
+      );
+    const kinds = new Map<string, number>();
+    for (const u of undeliverable)
+      kinds.set(u.command.headers.kind ?? 'unknown', (kinds.get(u.command.headers.kind ?? 'unknown') ?? 0) + 1);
+    const after = await this.opts.undeliverable?.settle(q, undeliverable);
+    return {
+      done: () => {
+        for (const [kind, n] of kinds) this.opts.counted?.(kind, n);
+        after?.done();
+      },
+    };
   }
 
   /** Stops after the current batch. */

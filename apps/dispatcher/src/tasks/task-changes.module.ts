@@ -10,6 +10,7 @@ import { PushService } from '../push/push.service.js';
 import { TaskCommits } from './task-commits.js';
 import { TasksModule } from './tasks.module.js';
 import { TaskService } from './task.service.js';
+import { TaskTransaction } from './task.repository.js';
 import { TaskChangeNotifier } from './task-change-notifier.js';
 import { TaskCommitFeed, TaskCommitSignal, TaskCommitTeller } from './task-commit-feed.js';
 
@@ -47,8 +48,19 @@ import { TaskCommitFeed, TaskCommitSignal, TaskCommitTeller } from './task-commi
         signal: TaskCommitSignal,
         metrics: MeshMetrics,
         logger: Logger,
-      ) => new TaskCommits({ relay, push, changes, elsewhere: new TaskCommitTeller(ds, signal, logger), metrics }),
-      inject: [OutboxRelay, PushService, TaskChangeNotifier, DATA_SOURCE, TaskCommitSignal, MeshMetrics, LOGGER],
+        tasks: TaskService,
+      ) => {
+        const commits = new TaskCommits({ relay, push, changes, elsewhere: new TaskCommitTeller(ds, signal, logger), metrics });
+        // A command the broker refuses for good ends its task in the relay's claim transaction.
+        relay.handleUndeliverable({
+          settle: async (q, commands) => {
+            const { changed, outcomes } = await tasks.failUndeliverable(new TaskTransaction(q), commands);
+            return { done: () => commits.committed({ commands: true, deliveries: true, changed, outcomes }) };
+          },
+        });
+        return commits;
+      },
+      inject: [OutboxRelay, PushService, TaskChangeNotifier, DATA_SOURCE, TaskCommitSignal, MeshMetrics, LOGGER, TaskService],
     },
   ],
   exports: [TaskChangeNotifier, TaskCommits],

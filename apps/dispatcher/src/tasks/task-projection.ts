@@ -106,11 +106,15 @@ async function writeProjected(
        SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(
          id text, state text, task jsonb, status_changed boolean, status_timestamp timestamptz, execution_id text, seq int, artifact_count int, closed boolean,
          version int, tenant text, pushes jsonb, events jsonb)),
+     lk AS (
+       -- The batch's rows locked in id order, the order of every writer of several tasks
+       -- (TaskRepository.lockTree): a batch and a cascade over the same tree never deadlock.
+       SELECT id FROM dispatcher.tasks WHERE id = ANY (${batchKeys('$1', 'id')}) ORDER BY id FOR UPDATE),
      t AS (
        UPDATE dispatcher.tasks x SET state = v.state, task = v.task, version = x.version + 1, updated_at = now(),
          status_timestamp = CASE WHEN v.status_changed THEN coalesce(v.status_timestamp, now()) ELSE x.status_timestamp END,
          event_seq = x.event_seq + jsonb_array_length(v.events)
-       FROM v WHERE x.id = v.id AND x.version = v.version AND x.id = ANY (${batchKeys('$1', 'id')})
+       FROM v JOIN lk ON lk.id = v.id WHERE x.id = v.id AND x.version = v.version AND x.id = ANY (${batchKeys('$1', 'id')})
        RETURNING x.id, x.event_seq - jsonb_array_length(v.events) AS base),
      l AS (
        -- The stream's events, numbered on from the task's counter in the same statement: gap-free per task.

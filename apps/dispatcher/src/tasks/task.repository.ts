@@ -1,7 +1,7 @@
 import type { DataSource, QueryRunner } from 'typeorm';
-import { FIRST_TURN, TaskStates, type TaskState as WireTaskState } from '@mesh/contract';
+import { anyCause, FIRST_TURN, TaskStates, type TaskState as WireTaskState } from '@mesh/contract';
 import { preparedQuery, StatementBatcher } from '@mesh/database';
-import type { OutboxCommand } from '../outbox/command-producer.js';
+import type { OutboxCommand } from '../outbox/outbox-command.js';
 import { INSERT_TASK_DELIVERIES } from '../push/push-config.js';
 import { OPEN_STATE_NAMES, TERMINAL_STATE_NAMES } from './task-state.js';
 
@@ -118,6 +118,12 @@ export class TaskTransaction {
   constructor(readonly runner: QueryRunner) {}
 }
 
+/** How often a transaction that lost a lock race (deadlock, serialization failure) is run again. */
+const LOCK_RACE_ATTEMPTS = 5;
+
+/** Postgres' deadlock_detected (40P01) and serialization_failure (40001): the transaction may simply be run again. */
+const isLockRace = (err: unknown) => anyCause(err, (e) => e.code === '40P01' || e.code === '40001');
+
 /** State names of `@mesh/contract` as an SQL list (constants, never input: safe to inline, and partial indexes still match). */
 const sqlList = (names: readonly WireTaskState[]) => names.map((n) => `'${n}'`).join(', ');
 
@@ -198,8 +204,24 @@ export class TaskRepository {
     );
   }
 
-  /** Runs `work` in one transaction (READ COMMITTED, the server default); rolls back on any error. */
+  /**
+   * Runs `work` in one transaction (READ COMMITTED, the server default); rolls back on any error.
+   * A transaction Postgres chose as a deadlock's victim (or a serialization failure) is run again
+   * from the start, up to {@link LOCK_RACE_ATTEMPTS} times: writers of a tree that race (a cancel
+   * and the projector, two cascades) end in one order or the other, never in an error for the
+   * caller. `work` must therefore keep its results in what it returns, not in outside state.
+   */
   async transaction<T>(work: (tx: TaskTransaction) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.transactionOnce(work);
+      } catch (err) {
+        if (attempt >= LOCK_RACE_ATTEMPTS || !isLockRace(err)) throw err;
+      }
+    }
+  }
+
+  private async transactionOnce<T>(work: (tx: TaskTransaction) => Promise<T>): Promise<T> {
     const q = this.ds.createQueryRunner();
     await q.connect();
     await q.startTransaction();
@@ -443,25 +465,72 @@ export class TaskRepository {
     return { messageId: closed[0]?.message_id, seq: Number(seq) };
   }
 
-  /** Adds a command to the outbox, sent after `tx` commits. */
   /** Replaces a task's JSON without a state change (metadata), under the row lock `tx` holds. */
   async updateTaskJson(tx: TaskTransaction, taskId: string, task: Json): Promise<void> {
     await tx.runner.query(`UPDATE dispatcher.tasks SET task = $2, version = version + 1, updated_at = now() WHERE id = $1`, [taskId, task]);
   }
 
-  /** Every open task delegated, directly or further down, by task `taskId`, locked (in id order: no deadlock between two cascades). */
-  async lockLiveDescendants(tx: TaskTransaction, taskId: string, tenant: string): Promise<TaskRow[]> {
-    return tx.runner.query(
-      `SELECT * FROM dispatcher.tasks WHERE tenant = $2 AND state IN (${sqlList(OPEN_STATE_NAMES)}) AND id IN (
-         WITH RECURSIVE d(id) AS (
-           SELECT id FROM dispatcher.tasks WHERE parent_task_id = $1 AND tenant = $2
-           UNION SELECT t.id FROM dispatcher.tasks t JOIN d ON t.parent_task_id = d.id)
-         SELECT id FROM d)
+  /**
+   * Locks a task of `tenant` and `agentId` and every open task below it in its tree, in one
+   * statement and in id order — the order every writer of several tasks takes their locks in (the
+   * projector's batches too), so ending a tree and projecting its tasks' events never deadlock.
+   * Undefined when there is no such task (nothing is locked then).
+   */
+  async lockTree(
+    tx: TaskTransaction,
+    taskId: string,
+    tenant: string,
+    agentId: string,
+  ): Promise<{ row: TaskRow; descendants: TaskRow[] } | undefined> {
+    const rows: TaskRow[] = await tx.runner.query(
+      `SELECT * FROM dispatcher.tasks WHERE tenant = $2 AND (
+         (id = $1 AND agent_id = $3)
+         OR (state IN (${sqlList(OPEN_STATE_NAMES)})
+             AND EXISTS (SELECT 1 FROM dispatcher.tasks r WHERE r.id = $1 AND r.tenant = $2 AND r.agent_id = $3)
+             AND id IN (
+               WITH RECURSIVE d(id) AS (
+                 SELECT id FROM dispatcher.tasks WHERE parent_task_id = $1 AND tenant = $2
+                 UNION SELECT t.id FROM dispatcher.tasks t JOIN d ON t.parent_task_id = d.id)
+               SELECT id FROM d)))
        ORDER BY id FOR UPDATE`,
-      [taskId, tenant],
+      [taskId, tenant, agentId],
     );
+    const row = rows.find((r) => r.id === taskId);
+    if (!row) return undefined;
+    // Children created before the locks were granted are in a later read (see lockLiveDescendants).
+    const descendants = await this.lockLiveDescendants(
+      tx,
+      taskId,
+      tenant,
+      rows.filter((r) => r !== row),
+    );
+    return { row, descendants };
   }
 
+  /**
+   * Every open task delegated, directly or further down, by task `taskId`, locked (each read in id
+   * order). Read again until a read finds none not yet locked: a child its parent created after
+   * this transaction's first read began shows in the next one, and once every descendant is
+   * locked none can be added below it (children are created under their parent's row lock).
+   */
+  async lockLiveDescendants(tx: TaskTransaction, taskId: string, tenant: string, known: readonly TaskRow[] = []): Promise<TaskRow[]> {
+    const locked = [...known];
+    for (;;) {
+      const rows: TaskRow[] = await tx.runner.query(
+        `SELECT * FROM dispatcher.tasks WHERE tenant = $2 AND state IN (${sqlList(OPEN_STATE_NAMES)}) AND NOT (id = ANY($3::text[])) AND id IN (
+           WITH RECURSIVE d(id) AS (
+             SELECT id FROM dispatcher.tasks WHERE parent_task_id = $1 AND tenant = $2
+             UNION SELECT t.id FROM dispatcher.tasks t JOIN d ON t.parent_task_id = d.id)
+           SELECT id FROM d)
+         ORDER BY id FOR UPDATE`,
+        [taskId, tenant, locked.map((r) => r.id)],
+      );
+      if (rows.length === 0) return locked;
+      locked.push(...rows);
+    }
+  }
+
+  /** Adds a command to the outbox, sent after `tx` commits. */
   async enqueue(tx: TaskTransaction, c: OutboxCommand): Promise<void> {
     await tx.runner.query(`INSERT INTO dispatcher.outbox (topic, key, headers, value, agent_id) VALUES ($1, $2, $3, $4, $5)`, [
       c.topic,

@@ -1,24 +1,22 @@
 import { createHash } from 'node:crypto';
 import { Message, Task, TaskState, type ListTasksRequest, type ListTasksResponse } from '@a2a-js/sdk';
-import { TaskNotCancelableError, TaskNotFoundError } from '@a2a-js/sdk/errors';
+import { RequestMalformedError, TaskNotCancelableError, TaskNotFoundError } from '@a2a-js/sdk/errors';
 import type { DataSource } from 'typeorm';
 import {
   argsHash,
   canonicalJson,
-  ChannelKey,
-  encodeEnvelope,
   Envelopes,
+  Headers,
   executionId,
   FIRST_TURN,
   newId,
   type AgentRecord,
-  type Envelope,
   type Identity,
-  type TopicNames,
 } from '@mesh/contract';
 import type { Principal } from '@mesh/auth';
 import { messageIdConflict } from './task.errors.js';
-import type { OutboxCommand } from '../outbox/command-producer.js';
+import { CommandTooLargeError, type OutboxCommands } from '../outbox/outbox-command.js';
+import type { UndeliverableCommand } from '../outbox/outbox.relay.js';
 import { TaskRepository, type Json, type TaskEventPage, type TaskRow, type TaskTransaction, type TurnRow } from './task.repository.js';
 export type { TaskRow, TaskTransaction } from './task.repository.js';
 import { listQuery, listResponse } from './task-list.js';
@@ -59,6 +57,13 @@ class DedupHit extends Error {}
 
 const isOpen = (state: string) => (OPEN_STATE_NAMES as readonly string[]).includes(state);
 
+/** A follow-up turn that would grow its task past DISPATCHER_MAX_TASK_BYTES: refused, nothing stored. */
+const taskTooLarge = (taskId: string, taskBytes: number, maxBytes: number) =>
+  new RequestMalformedError({
+    message: `task ${taskId} would grow to ${taskBytes} bytes with this message; a task may hold at most ${maxBytes}: start a new task`,
+    metadata: { reason: 'TASK_TOO_LARGE', taskBytes: String(taskBytes), maxBytes: String(maxBytes) },
+  });
+
 const hashMessage = (m: Json) => createHash('sha256').update(canonicalJson(m)).digest('hex');
 
 /** A task the platform failed because its deadline or its turn's start-by time passed (see {@link TaskService.failOverdue}). */
@@ -95,6 +100,8 @@ export interface TaskServiceOptions {
   startTimeoutMs?: number;
   /** An agent's record as its task's tenant sees it (the channel of a delegated task canceled with its parent). */
   agentRecord?: (agentId: string, tenant: string) => AgentRecord | undefined;
+  /** Most bytes a task's JSON may reach through follow-up turns (DISPATCHER_MAX_TASK_BYTES); unbounded by default. */
+  maxTaskBytes?: number;
 }
 
 /** A task of a tree that the dispatcher settled (CancelTask, a deadline): its parent may resume. */
@@ -117,13 +124,15 @@ export class TaskService {
   private readonly agentRecord: (agentId: string, tenant: string) => AgentRecord | undefined;
   private readonly childSettledListeners: Array<(c: SettledChild) => void> = [];
   private readonly newTaskId: () => string;
+  private readonly maxTaskBytes: number;
 
   constructor(
     ds: DataSource,
-    private readonly topics: TopicNames,
+    private readonly commands: OutboxCommands,
     opts: TaskServiceOptions = {},
   ) {
     this.repo = new TaskRepository(ds);
+    this.maxTaskBytes = opts.maxTaskBytes ?? Number.POSITIVE_INFINITY;
     this.created = opts.created;
     this.startTimeoutMs = opts.startTimeoutMs ?? 0;
     this.agentRecord = opts.agentRecord ?? (() => undefined);
@@ -145,6 +154,19 @@ export class TaskService {
    * a turn to an interrupted one, its execution and its command, all in one transaction.
    */
   async accept(input: AcceptInput): Promise<AcceptResult> {
+    try {
+      return await this.acceptMessage(input);
+    } catch (err) {
+      if (!(err instanceof CommandTooLargeError)) throw err;
+      // Refused before anything is stored: a command the broker would refuse never reaches the outbox.
+      throw new RequestMalformedError({
+        message: `message too large for the agent's channel: ${err.message}`,
+        metadata: { reason: 'COMMAND_TOO_LARGE', commandBytes: String(err.commandBytes), limitBytes: String(err.limitBytes) },
+      });
+    }
+  }
+
+  private async acceptMessage(input: AcceptInput): Promise<AcceptResult> {
     const { principal, agent } = input;
     const tenant = principal.tenant;
     const incoming = Message.toJSON(input.message) as Json;
@@ -182,6 +204,8 @@ export class TaskService {
         const turn = row.turn + 1;
         const message = { ...incoming, taskId: row.id, contextId: row.context_id };
         const task = resubmitted(row.task, message, new Date());
+        const taskBytes = Buffer.byteLength(JSON.stringify(task));
+        if (taskBytes > this.maxTaskBytes) throw taskTooLarge(row.id, taskBytes, this.maxTaskBytes);
         const deadlineUnixMs = turnDeadline(row.deadline_at, input.deadlineUnixMs);
         const identity = this.identity({ ...input, deadlineUnixMs }, row.id, row.context_id, turn);
         // The dedup claim comes first in the statement: a concurrent twin's makes it write nothing.
@@ -248,7 +272,7 @@ export class TaskService {
     task: Json,
     first: { workHash: string | null; deadlineAt: string | null } = { workHash: null, deadlineAt: null },
   ): TurnRow {
-    const cmd = this.commandFor(input.agent, Envelopes.run(identity, { turn, message }));
+    const cmd = this.commands.build(input.agent, Envelopes.run(identity, { turn, message }));
     const status = task.status as { state: string; timestamp: string };
     return {
       tenant: identity.tenant,
@@ -405,33 +429,6 @@ export class TaskService {
     return { task: Task.fromJSON(found.task), duplicate: 'message_id', eventSeq: found.eventSeq };
   }
 
-  /** Parsed channel-key templates: an accept renders its agent's without parsing it again. */
-  private readonly channelKeys = new Map<string | undefined, ChannelKey>();
-
-  private channelKey(template: string | undefined): ChannelKey {
-    let key = this.channelKeys.get(template);
-    if (!key) {
-      key = ChannelKey.parse(template);
-      // Templates come from agent records: few, but bounded anyway.
-      if (this.channelKeys.size >= 1024) this.channelKeys.clear();
-      this.channelKeys.set(template, key);
-    }
-    return key;
-  }
-
-  /** The outbox row of a command: the agent's command topic, keyed by its channel-key template. */
-  commandFor(agent: AgentRecord, env: Envelope): OutboxCommand {
-    const id = env.identity;
-    const key = this.channelKey(agent.channel?.keyTemplate).render({
-      tenant: id.tenant,
-      agent_id: id.agentId,
-      context_id: id.contextId,
-      task_id: id.taskId,
-    });
-    const wire = encodeEnvelope(env);
-    return { topic: this.topics.commands(agent.id), key, headers: wire.headers, value: wire.value.toString('utf8'), agentId: agent.id };
-  }
-
   /** A task as its tenant sees it (undefined for unknown ids and other tenants' tasks). */
   async load(taskId: string, tenant: string, agentId: string): Promise<Task | undefined> {
     const found = await this.repo.load(taskId, tenant, agentId);
@@ -481,6 +478,7 @@ export class TaskService {
   ): Promise<ExpiredTask[]> {
     const settled: TaskRow[] = [];
     const expired = await this.repo.transaction(async (tx) => {
+      settled.length = 0; // a transaction run again after a lock race starts over
       const rows = await this.repo.lockOverdue(tx, graceMs, limit);
       const expired: ExpiredTask[] = [];
       for (const row of rows) {
@@ -540,8 +538,11 @@ export class TaskService {
   ): Promise<{ task: Task; changed: boolean; ended: ChangedTask[] }> {
     let canceled: TaskRow | undefined;
     const result = await this.repo.transaction(async (tx) => {
-      const row = await this.repo.lock(tx, taskId, principal.tenant, agent.id);
-      if (!row) throw new TaskNotFoundError(`Task not found: ${taskId}`);
+      canceled = undefined;
+      // The task and its tree in one lock order (TaskRepository.lockTree): no deadlock with the projector.
+      const tree = await this.repo.lockTree(tx, taskId, principal.tenant, agent.id);
+      if (!tree) throw new TaskNotFoundError(`Task not found: ${taskId}`);
+      const { row } = tree;
       const state = parseState(row.state)!;
       if (state === TaskState.TASK_STATE_CANCELED) return { task: Task.fromJSON(row.task), changed: false, ended: [] };
       if (isTerminal(state)) throw new TaskNotCancelableError(`Task not cancelable: ${taskId} is ${row.state}`);
@@ -550,6 +551,7 @@ export class TaskService {
         row,
         { state: TaskState.TASK_STATE_CANCELED, event: 'cancel', by: { subject: principal.subject, actor: principal.actor }, reason },
         agent,
+        tree.descendants,
       );
       canceled = row;
       return { task: ended[0].task!, changed: true, ended };
@@ -608,6 +610,50 @@ export class TaskService {
     );
   }
 
+  /**
+   * Fails the turns whose run commands the broker refuses for good (OutboxRelay), under the relay's
+   * claim transaction `tx`: FAILED with `mesh/reason: COMMAND_UNDELIVERABLE` and what the broker
+   * said, the tree below canceled with it. A command of a turn that ended meanwhile (or a cancel
+   * command: its task has ended already) changes nothing. Returns the tasks ended and their outcomes.
+   */
+  async failUndeliverable(
+    tx: TaskTransaction,
+    commands: readonly UndeliverableCommand[],
+  ): Promise<{ changed: ChangedTask[]; outcomes: Array<{ tenant: string; agent: string; outcome: string }> }> {
+    const changed: ChangedTask[] = [];
+    const outcomes: Array<{ tenant: string; agent: string; outcome: string }> = [];
+    for (const { command, error } of commands) {
+      const h = command.headers;
+      if (h[Headers.kind] !== 'task.run' || !h[Headers.taskId] || !h[Headers.tenant]) continue;
+      const row = await this.repo.lock(tx, h[Headers.taskId], h[Headers.tenant]);
+      if (!row || !isOpen(row.state) || executionId(row.tenant, row.id, row.turn) !== h[Headers.executionId]) continue;
+      const ended = await this.failByPlatform(
+        tx,
+        row,
+        `The platform could not deliver this turn to the agent and failed the task: ${error}.`,
+        { 'mesh/reason': 'COMMAND_UNDELIVERABLE' },
+        { event: 'undeliverable', reason: 'command undeliverable' },
+      );
+      changed.push(...ended);
+      outcomes.push({ tenant: row.tenant, agent: row.agent_id, outcome: 'failed' });
+    }
+    return { changed, outcomes };
+  }
+
+  /**
+   * Fails a delegating task whose children's outcomes cannot reach it (its next turn's command
+   * would be larger than its channel takes, even without their artifacts), under `tx`.
+   */
+  async failDelegationResults(tx: TaskTransaction, row: TaskRow, why: string): Promise<ChangedTask[]> {
+    return this.failByPlatform(
+      tx,
+      row,
+      `The delegated work settled, but its outcomes cannot be handed to the agent (${why}); the platform failed the task.`,
+      { 'mesh/reason': 'DELEGATION_RESULTS_TOO_LARGE' },
+      { event: 'delegation-results-too-large', reason: 'delegation results too large' },
+    );
+  }
+
   /** Ends `row`'s turn FAILED by the platform itself, `text` and `metadata` its status message. */
   private failByPlatform(
     tx: TaskTransaction,
@@ -652,12 +698,21 @@ export class TaskService {
    * projected events) and, when the agent's channel is known, a cancel command so a worker still
    * running the turn stops. Returns every task it ended, `row`'s first, each with the event it logged.
    */
-  private async endTurn(tx: TaskTransaction, row: TaskRow, end: TurnEnd, agent: AgentRecord | undefined): Promise<ChangedTask[]> {
+  private async endTurn(
+    tx: TaskTransaction,
+    row: TaskRow,
+    end: TurnEnd,
+    agent: AgentRecord | undefined,
+    locked?: TaskRow[],
+  ): Promise<ChangedTask[]> {
+    // Cancel cascades: no delegated task outlives the end of the task it works for (docs/agents.md,
+    // "Delegation"). Every live descendant is locked first (`locked`: already, with `row`), and the
+    // moment they all end at is taken after that: one that settled while its lock was awaited
+    // settled before this end.
+    const descendants = locked ?? (await this.repo.lockLiveDescendants(tx, row.id, row.tenant));
     const now = new Date();
     const changed = [await this.endOneTurn(tx, row, end, agent, now)];
-    // Cancel cascades: no delegated task outlives the end of the task it works for (docs/agents.md,
-    // "Delegation"). They end at the same moment, however long their row locks took to get.
-    for (const child of await this.repo.lockLiveDescendants(tx, row.id, row.tenant)) {
+    for (const child of descendants) {
       changed.push(
         await this.endOneTurn(
           tx,
@@ -702,7 +757,7 @@ export class TaskService {
         executionId: exec,
         ...end.by,
       };
-      await this.repo.enqueue(tx, this.commandFor(agent, Envelopes.cancel(identity, end.reason ? { reason: end.reason } : {})));
+      await this.repo.enqueue(tx, this.commands.build(agent, Envelopes.cancel(identity, end.reason ? { reason: end.reason } : {})));
     }
     return { taskId: row.id, logged: [{ seq, event }], task };
   }

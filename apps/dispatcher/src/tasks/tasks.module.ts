@@ -1,6 +1,5 @@
 import { Module } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
-import { TopicDefinitions } from '@mesh/contract';
 import type { DispatcherConfig } from '../config/dispatcher.config.js';
 import { DATA_SOURCE, DISPATCHER_CONFIG } from '../core.module.js';
 import { CatalogModule } from '../catalog/catalog.module.js';
@@ -10,10 +9,12 @@ import { TaskProjection } from './task-projection.js';
 import { TaskCommitSignal } from './task-commit-feed.js';
 import { TaskAffinity } from './task-affinity.js';
 import { TaskService } from './task.service.js';
+import { CommandsModule } from '../outbox/commands.module.js';
+import { OutboxCommands } from '../outbox/outbox-command.js';
 
 /** The task store: accepts and reads (TaskService), projected events (TaskProjection). */
 @Module({
-  imports: [CatalogModule],
+  imports: [CatalogModule, CommandsModule],
   providers: [
     // One per process: what its projection notifies, and what its TaskCommitFeed skips as its own.
     { provide: TaskCommitSignal, useValue: new TaskCommitSignal() },
@@ -29,19 +30,20 @@ import { TaskService } from './task.service.js';
       provide: TaskService,
       useFactory: (
         ds: DataSource,
-        topics: TopicDefinitions,
+        commands: OutboxCommands,
         projection: TaskProjection,
         config: DispatcherConfig,
         catalog: DirectoryAgentLookup,
         affinity: TaskAffinity,
       ) =>
-        new TaskService(ds, topics.names, {
+        new TaskService(ds, commands, {
           created: (row, executionId) => projection.primeNew(row, executionId),
           newTaskId: () => affinity.newTaskId(),
           startTimeoutMs: config.DISPATCHER_START_TIMEOUT_MS,
           agentRecord: (agentId, tenant) => catalog.recordFor(agentId, tenant),
+          maxTaskBytes: config.DISPATCHER_MAX_TASK_BYTES,
         }),
-      inject: [DATA_SOURCE, TopicDefinitions, TaskProjection, DISPATCHER_CONFIG, DirectoryAgentLookup, TaskAffinity],
+      inject: [DATA_SOURCE, OutboxCommands, TaskProjection, DISPATCHER_CONFIG, DirectoryAgentLookup, TaskAffinity],
     },
   ],
   exports: [TaskProjection, TaskService, TaskCommitSignal, TaskAffinity],
