@@ -18,7 +18,10 @@ import { TaskCommits } from '../tasks/task-commits.js';
 import { PushModule } from '../push/push.module.js';
 import { PushService } from '../push/push.service.js';
 import { TasksModule } from '../tasks/tasks.module.js';
-import { TaskService } from '../tasks/task.service.js';
+import { TaskAcceptance } from '../tasks/task-acceptance.js';
+import { TaskEndings } from '../tasks/task-endings.js';
+import { TaskReads } from '../tasks/task-reads.js';
+import { a2aTasksOf, type A2aTasks } from './a2a-tasks.js';
 import { a2aRouter } from './a2a.router.js';
 import { DispatcherRequestHandler } from './dispatcher-request-handler.js';
 
@@ -28,7 +31,7 @@ export const A2A_ROUTER = Symbol('dispatcher.a2a-router');
 interface A2aServices {
   authenticator: Authenticator;
   catalog: DirectoryAgentLookup;
-  tasks: TaskService;
+  tasks: A2aTasks;
   changes: TaskChangeNotifier;
   commits: TaskCommits;
   push: PushService;
@@ -105,7 +108,9 @@ function a2aRouterOf(s: A2aServices, config: DispatcherConfig, logger: Logger): 
       useFactory: (
         authenticator: Authenticator,
         catalog: DirectoryAgentLookup,
-        tasks: TaskService,
+        acceptance: TaskAcceptance,
+        endings: TaskEndings,
+        reads: TaskReads,
         changes: TaskChangeNotifier,
         commits: TaskCommits,
         push: PushService,
@@ -114,11 +119,18 @@ function a2aRouterOf(s: A2aServices, config: DispatcherConfig, logger: Logger): 
         http: HttpAdapterHost,
         config: DispatcherConfig,
         logger: Logger,
-      ) => a2aRouterOf({ authenticator, catalog, tasks, changes, commits, push, admission, metrics, http }, config, logger),
+      ) =>
+        a2aRouterOf(
+          { authenticator, catalog, tasks: a2aTasksOf(acceptance, endings, reads), changes, commits, push, admission, metrics, http },
+          config,
+          logger,
+        ),
       inject: [
         AUTHENTICATOR,
         DirectoryAgentLookup,
-        TaskService,
+        TaskAcceptance,
+        TaskEndings,
+        TaskReads,
         TaskChangeNotifier,
         TaskCommits,
         PushService,

@@ -28,7 +28,7 @@ import {
 } from '@a2a-js/sdk/server';
 import { RequestMalformedError, TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { reservedNameIn, wakeableSleep, type AgentRecord } from '@mesh/contract';
-import type { TaskService } from '../tasks/task.service.js';
+import type { A2aTasks } from './a2a-tasks.js';
 import { PostgresTaskStore } from '../tasks/postgres-task.store.js';
 import { isSettled, isTerminal, parseState } from '../tasks/task-state.js';
 import type { TaskEventPage } from '../tasks/task.repository.js';
@@ -59,7 +59,7 @@ export interface DispatcherHandlerOptions {
 
 /** The dispatcher's services every agent's handler shares. */
 export interface DispatcherHandlerServices {
-  tasks: TaskService;
+  tasks: A2aTasks;
   /** The post-commit hook: wakes the relay, the push sender and the task's watchers; counts the turn. */
   commits: Pick<TaskCommits, 'committed'>;
   push: PushService;
@@ -84,7 +84,7 @@ const noExecutionBuses: ExecutionEventBusManager = {
 export class DispatcherRequestHandler implements A2ARequestHandler {
   private readonly reads: DefaultRequestHandler;
 
-  private readonly tasks: TaskService;
+  private readonly tasks: A2aTasks;
   private readonly commits: Pick<TaskCommits, 'committed'>;
   private readonly push: PushService;
 

@@ -1,14 +1,16 @@
 import { Inject, Module, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import type { DataSource } from 'typeorm';
 import { MeshMetrics, type Logger } from '@mesh/telemetry';
 import { CatalogModule } from '../catalog/catalog.module.js';
 import { DirectoryAgentLookup } from '../catalog/agent-catalog.js';
 import type { DispatcherConfig } from '../config/dispatcher.config.js';
-import { DATA_SOURCE, DISPATCHER_CONFIG, LOGGER } from '../core.module.js';
+import { DISPATCHER_CONFIG, LOGGER } from '../core.module.js';
 import { TaskChangesModule } from '../tasks/task-changes.module.js';
 import { TaskCommits } from '../tasks/task-commits.js';
 import { TasksModule } from '../tasks/tasks.module.js';
-import { TaskService } from '../tasks/task.service.js';
+import { TaskRepository } from '../tasks/task.repository.js';
+import { TaskEndings } from '../tasks/task-endings.js';
+import { TurnRows } from '../tasks/turn-rows.js';
+import { TaskTree } from './task-tree.js';
 import { FleetModule } from '../fleet/fleet.module.js';
 import { SweepLease } from '../fleet/sweep-lease.js';
 import { DelegationService } from './delegation.service.js';
@@ -22,8 +24,9 @@ import { Admission } from '../admission/admission.js';
     {
       provide: DelegationService,
       useFactory: (
-        ds: DataSource,
-        tasks: TaskService,
+        repo: TaskRepository,
+        turns: TurnRows,
+        endings: TaskEndings,
         catalog: DirectoryAgentLookup,
         commits: TaskCommits,
         metrics: MeshMetrics,
@@ -32,7 +35,7 @@ import { Admission } from '../admission/admission.js';
         sweeps: SweepLease,
         admission: Admission,
       ) =>
-        new DelegationService(ds, tasks, catalog, {
+        new DelegationService(repo, new TaskTree(repo, turns), endings, catalog, {
           timeoutMs: config.DISPATCHER_DELEGATION_TIMEOUT_MS,
           reserveMs: config.DISPATCHER_DELEGATION_RESERVE_MS,
           treeBudget: config.DISPATCHER_TREE_RETRY_BUDGET,
@@ -50,7 +53,18 @@ import { Admission } from '../admission/admission.js';
           metrics,
           logger,
         }),
-      inject: [DATA_SOURCE, TaskService, DirectoryAgentLookup, TaskCommits, MeshMetrics, DISPATCHER_CONFIG, LOGGER, SweepLease, Admission],
+      inject: [
+        TaskRepository,
+        TurnRows,
+        TaskEndings,
+        DirectoryAgentLookup,
+        TaskCommits,
+        MeshMetrics,
+        DISPATCHER_CONFIG,
+        LOGGER,
+        SweepLease,
+        Admission,
+      ],
     },
   ],
   exports: [DelegationService],

@@ -1,5 +1,4 @@
 import { Message, TaskState } from '@a2a-js/sdk';
-import type { DataSource } from 'typeorm';
 import {
   actFor,
   actorChainDepth,
@@ -20,7 +19,11 @@ import { PeriodicTask } from '@mesh/service';
 import { silentLogger, type Logger, type MeshMetrics } from '@mesh/telemetry';
 import type { SweepTurn } from '../fleet/sweep-lease.js';
 import { isSettled, parseState, stateName } from '../tasks/task-state.js';
-import type { AcceptInput, TaskRow, TaskService, TaskTransaction } from '../tasks/task.service.js';
+import type { DelegationWait, TaskRepository, TaskRow, TaskTransaction, WaitChild } from '../tasks/task.repository.js';
+import type { TaskEndings } from '../tasks/task-endings.js';
+import type { AcceptInput } from '../tasks/turn-rows.js';
+import type { TaskTree } from './task-tree.js';
+import { TreeBudget } from './tree-budget.js';
 import type { ChangedTask, TaskCommit } from '../tasks/task-commits.js';
 import { boundChildResults } from './delegation-results.js';
 import { CommandTooLargeError } from '../outbox/outbox-command.js';
@@ -66,14 +69,6 @@ export interface DelegationServiceOptions {
   logger?: Logger;
 }
 
-/** A child as the wait records it: refused ones have no task. */
-interface ChildEntry {
-  step: number;
-  taskId: string;
-  agentId: string | null;
-  refused: string | null;
-}
-
 /** Who the delegating turn acted for: its next turn acts for the same. */
 interface Authority {
   subject: string;
@@ -83,16 +78,8 @@ interface Authority {
   traceparent?: string;
 }
 
-interface DelegationRow {
-  parent_task_id: string;
-  turn: number;
-  tenant: string;
-  root_task_id: string;
-  join_mode: 'all' | 'first';
-  deadline_at: Date;
-  children: ChildEntry[];
-  authority: Authority;
-}
+/** A wait as this service reads it: its authority in its own shape. */
+type DelegationRow = DelegationWait & { authority: Authority };
 
 type WaitEnd = DelegationResults['reason'];
 
@@ -112,16 +99,19 @@ const turnOf = (executionId: string) => Number(executionId.slice(executionId.las
 export class DelegationService {
   private readonly schedule: PeriodicTask;
   private readonly log: Logger;
+  private readonly budget: TreeBudget;
 
   constructor(
-    private readonly ds: DataSource,
-    private readonly tasks: TaskService,
+    private readonly repo: TaskRepository,
+    private readonly tree: TaskTree,
+    private readonly endings: TaskEndings,
     private readonly targets: DelegationTargets,
     private readonly opts: DelegationServiceOptions,
   ) {
     this.log = (opts.logger ?? silentLogger).child({ src: 'delegation' });
+    this.budget = new TreeBudget(repo, opts.treeBudget);
     // A child CancelTask or a deadline settled: its parent may resume.
-    tasks.onChildSettled(({ parentTaskId, tenant }) => {
+    endings.onChildSettled(({ parentTaskId, tenant }) => {
       this.resumeIfDone(parentTaskId, tenant).catch((err: unknown) =>
         this.log.warn({ parentTaskId, err: String(err) }, 'resuming a parent failed; the sweep retries'),
       );
@@ -169,18 +159,14 @@ export class DelegationService {
     const turn = turnOf(id.executionId);
     const admitted = await this.admitChildren(e);
     if (!admitted) return;
-    const opened = await this.tasks.transaction(async (tx) => {
-      const row = await this.tasks.lock(tx, id.taskId, id.tenant);
+    const opened = await this.repo.transaction(async (tx) => {
+      const row = await this.repo.lock(tx, id.taskId, id.tenant);
       // Ended meanwhile (canceled, failed at its deadline) or moved on: nothing to start.
       if (!row || row.turn !== turn || row.state !== WORKING || row.agent_id !== id.agentId) return undefined;
-      const known = await tx.runner.query(`SELECT 1 FROM dispatcher.delegations WHERE parent_task_id = $1 AND turn = $2`, [row.id, turn]);
-      if (known.length > 0) return undefined;
+      if (await this.repo.waitRecorded(row.id, turn, tx)) return undefined;
       const rootTaskId = row.root_task_id ?? row.id;
-      await tx.runner.query(
-        `INSERT INTO dispatcher.task_trees (root_task_id, tenant, budget) VALUES ($1, $2, $3) ON CONFLICT (root_task_id) DO NOTHING`,
-        [rootTaskId, row.tenant, this.opts.treeBudget],
-      );
-      const spent = await this.chargeIn(tx, rootTaskId, id.executionId, e.body.usage);
+      await this.budget.open(tx, rootTaskId, row.tenant);
+      const spent = await this.budget.charge(tx, rootTaskId, id.executionId, e.body.usage);
       const now = Date.now();
       // The child's deadline (the wait's plus one sweep) stays the reserve short of the parent's.
       const parentLimit = row.deadline_at
@@ -188,7 +174,7 @@ export class DelegationService {
         : Number.POSITIVE_INFINITY;
       const deadline = Math.min(now + Math.min(req.timeoutMs ?? this.opts.timeoutMs, this.opts.timeoutMs), parentLimit);
       const act = actFor(`agent:${row.agent_id}`, id.act ?? { sub: id.actor });
-      const children: ChildEntry[] = [];
+      const children: WaitChild[] = [];
       const delegator = this.targets.recordFor(row.agent_id, row.tenant);
       for (const c of req.children) {
         const target =
@@ -209,7 +195,7 @@ export class DelegationService {
                   : deadline <= now
                     ? "no time is left before the parent's deadline"
                     : (admitted.get(c.step) ?? null);
-        const entry: ChildEntry = { step: c.step, taskId: c.taskId, agentId: target?.id ?? c.agentId ?? null, refused };
+        const entry: WaitChild = { step: c.step, taskId: c.taskId, agentId: target?.id ?? c.agentId ?? null, refused };
         children.push(entry);
         if (refused) continue;
         const input: AcceptInput = {
@@ -234,13 +220,13 @@ export class DelegationService {
           tree: { rootTaskId, parentTaskId: row.id, act, retryBudget: spent.left },
         };
         try {
-          await this.tasks.createChild(tx, input, c.taskId, row.context_id, { taskId: row.id, agentId: row.agent_id });
+          await this.tree.createChild(tx, input, c.taskId, row.context_id, { taskId: row.id, agentId: row.agent_id });
         } catch (err) {
           if (!(err instanceof CommandTooLargeError)) throw err;
           entry.refused = `the delegated message is larger than the agent's channel accepts (${err.message})`;
         }
       }
-      await this.tasks.recordChildren(
+      await this.tree.recordChildren(
         tx,
         row,
         children.filter((c) => !c.refused).map((c) => ({ taskId: c.taskId, agentId: c.agentId, step: c.step })),
@@ -252,21 +238,17 @@ export class DelegationService {
         ...(id.act ? { act: id.act } : {}),
         ...(id.traceparent ? { traceparent: id.traceparent } : {}),
       };
-      await tx.runner.query(
-        `INSERT INTO dispatcher.delegations (parent_task_id, turn, tenant, agent_id, root_task_id, join_mode, deadline_at, children, authority)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-        [
-          row.id,
-          turn,
-          row.tenant,
-          row.agent_id,
-          rootTaskId,
-          req.join,
-          new Date(deadline),
-          JSON.stringify(children),
-          JSON.stringify(authority),
-        ],
-      );
+      await this.repo.insertWait(tx, {
+        parent_task_id: row.id,
+        turn,
+        tenant: row.tenant,
+        agent_id: row.agent_id,
+        root_task_id: rootTaskId,
+        join_mode: req.join,
+        deadline_at: new Date(deadline),
+        children,
+        authority,
+      });
       return { children, rootTaskId, exhausted: spent.exhausted };
     });
     if (!opened) return;
@@ -289,11 +271,7 @@ export class DelegationService {
    */
   private async admitChildren(e: Extract<TaskEvent, { kind: 'task.status' }>): Promise<Map<number, string> | undefined> {
     const id = e.identity;
-    const known = await this.ds.query(`SELECT 1 FROM dispatcher.delegations WHERE parent_task_id = $1 AND turn = $2`, [
-      id.taskId,
-      turnOf(id.executionId),
-    ]);
-    if (known.length > 0) return undefined;
+    if (await this.repo.waitRecorded(id.taskId, turnOf(id.executionId))) return undefined;
     const refusals = new Map<number, string>();
     const admit = this.opts.admit;
     if (!admit) return refusals;
@@ -317,20 +295,19 @@ export class DelegationService {
    */
   async resumeIfDone(parentTaskId: string, tenant: string): Promise<WaitEnd | undefined> {
     const changed: ChangedTask[] = [];
-    const ended = await this.tasks.transaction(async (tx) => {
+    const ended = await this.repo.transaction(async (tx) => {
       changed.length = 0; // a transaction run again after a lock race starts over
-      const row = await this.tasks.lock(tx, parentTaskId, tenant);
-      const waits: DelegationRow[] = await tx.runner.query(
-        `SELECT * FROM dispatcher.delegations WHERE parent_task_id = $1 AND tenant = $2 AND resumed_at IS NULL`,
-        [parentTaskId, tenant],
-      );
+      const row = await this.repo.lock(tx, parentTaskId, tenant);
+      const waits = (await this.repo.openWaits(tx, parentTaskId, tenant)) as DelegationRow[];
       const wait = waits.find((w) => row && w.turn === row.turn);
       // Waits of a parent that ended (its children were canceled with it) or of an older turn.
       const stale = waits.filter((w) => w !== wait || row?.state !== WORKING);
       if (stale.length > 0)
-        await tx.runner.query(
-          `UPDATE dispatcher.delegations SET resumed_at = now(), reason = 'parent-ended' WHERE parent_task_id = $1 AND turn = ANY($2::int[])`,
-          [parentTaskId, stale.map((w) => w.turn)],
+        await this.repo.endWaits(
+          tx,
+          parentTaskId,
+          stale.map((w) => w.turn),
+          'parent-ended',
         );
       if (!row || !wait || row.state !== WORKING) return undefined;
       return this.endWait(tx, row, wait, changed);
@@ -345,14 +322,10 @@ export class DelegationService {
   /** Ends a wait that is over under `tx`; the tasks it changed are added to `changed`. */
   private async endWait(tx: TaskTransaction, row: TaskRow, wait: DelegationRow, changed: ChangedTask[]): Promise<WaitEnd | undefined> {
     const ids = wait.children.filter((c) => !c.refused).map((c) => c.taskId);
-    const rows: Array<{ id: string; agent_id: string; state: string; task: { artifacts?: unknown[]; status?: { message?: unknown } } }> =
-      await tx.runner.query(`SELECT id, agent_id, state, task FROM dispatcher.tasks WHERE id = ANY($1::text[]) AND tenant = $2`, [
-        ids,
-        row.tenant,
-      ]);
+    const rows = await this.repo.childRows(tx, ids, row.tenant);
     const byId = new Map(rows.map((r) => [r.id, r]));
     // A child whose row is gone (retention) is over too.
-    const settled = (c: ChildEntry) => c.refused !== null || !byId.has(c.taskId) || isSettled(parseState(byId.get(c.taskId)!.state)!);
+    const settled = (c: WaitChild) => c.refused !== null || !byId.has(c.taskId) || isSettled(parseState(byId.get(c.taskId)!.state)!);
     const firstDone = wait.join_mode === 'first' && rows.some((r) => r.state === TaskStates.completed);
     const reason: WaitEnd | undefined = firstDone
       ? 'first'
@@ -366,7 +339,7 @@ export class DelegationService {
     for (const c of wait.children) {
       if (settled(c)) continue;
       const why = reason === 'first' ? 'another child of its parent completed first' : 'its delegation deadline passed';
-      changed.push(...(await this.tasks.cancelChild(tx, c.taskId, row.tenant, why)));
+      changed.push(...(await this.endings.cancelChild(tx, c.taskId, row.tenant, why)));
       unfinished.push(c.step);
     }
     const outcomes = wait.children.map((c): ChildOutcome => {
@@ -392,7 +365,7 @@ export class DelegationService {
       return undefined;
     }
     const a = wait.authority;
-    const spent = await this.spent(tx, wait.root_task_id);
+    const spent = await this.budget.spent(tx, wait.root_task_id);
     // The results fit the parent's command: bounded by DISPATCHER_DELEGATION_RESULTS_MAX_BYTES, and
     // more tightly when the command would still be larger than its topic takes (CommandTooLargeError).
     let maxBytes = this.opts.resultsMaxBytes;
@@ -405,11 +378,8 @@ export class DelegationService {
         if (!(err instanceof CommandTooLargeError)) throw err;
         if (attempt >= 4) {
           // Not even the outcomes without their artifacts fit: the parent cannot go on.
-          changed.push(...(await this.tasks.failDelegationResults(tx, row, err.message)));
-          await tx.runner.query(
-            `UPDATE dispatcher.delegations SET resumed_at = now(), reason = $3 WHERE parent_task_id = $1 AND turn = $2`,
-            [row.id, wait.turn, reason],
-          );
+          changed.push(...(await this.endings.failDelegationResults(tx, row, err.message)));
+          await this.repo.endWaits(tx, row.id, [wait.turn], reason);
           return reason;
         }
         maxBytes = attempt === 3 ? 0 : Math.floor((maxBytes * err.limitBytes) / err.commandBytes / 2);
@@ -417,11 +387,7 @@ export class DelegationService {
     }
     // The resumed turn logged the parent's resubmission; its watchers here read it.
     changed.push({ taskId: row.id });
-    await tx.runner.query(`UPDATE dispatcher.delegations SET resumed_at = now(), reason = $3 WHERE parent_task_id = $1 AND turn = $2`, [
-      row.id,
-      wait.turn,
-      reason,
-    ]);
+    await this.repo.endWaits(tx, row.id, [wait.turn], reason);
     return reason;
   }
 
@@ -463,64 +429,20 @@ export class DelegationService {
         retryBudget: Math.max(0, left),
       },
     };
-    await this.tasks.resumeTurn(tx, row, input);
+    await this.tree.resumeTurn(tx, row, input);
   }
 
   /** Charges one final event's usage to its tree; fails the tree the first time its budget is spent. */
   private async charge(rootTaskId: string, tenant: string, executionId: string, usage: TurnUsage): Promise<void> {
-    const spent = await this.tasks.transaction((tx) => this.chargeIn(tx, rootTaskId, executionId, usage));
+    const spent = await this.repo.transaction((tx) => this.budget.charge(tx, rootTaskId, executionId, usage));
     if (spent.exhausted) await this.failTree(rootTaskId, tenant);
-  }
-
-  /**
-   * Records what an execution used (once per execution id) and returns what its tree has left;
-   * `exhausted` is true for the one charge that first took the tree past its budget.
-   */
-  private async chargeIn(
-    tx: TaskTransaction,
-    rootTaskId: string,
-    executionId: string,
-    usage: TurnUsage | undefined,
-  ): Promise<{ left: number; exhausted: boolean }> {
-    if (usage && (usage.attempt > 1 || usage.retries > 0)) {
-      await tx.runner.query(
-        `INSERT INTO dispatcher.tree_usage (execution_id, root_task_id, redeliveries, retries) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (execution_id) DO NOTHING`,
-        [executionId, rootTaskId, usage.attempt - 1, usage.retries],
-      );
-    }
-    const spent = await this.spent(tx, rootTaskId);
-    if (spent.left >= 0) return { left: spent.left, exhausted: false };
-    const first = await tx.runner.query(
-      `UPDATE dispatcher.task_trees SET exhausted_at = now() WHERE root_task_id = $1 AND exhausted_at IS NULL RETURNING 1`,
-      [rootTaskId],
-      true,
-    );
-    return { left: spent.left, exhausted: (first.records as unknown[]).length > 0 };
-  }
-
-  /** The tree's budget, what its executions used, and what is left (negative: overspent). */
-  private async spent(
-    tx: TaskTransaction,
-    rootTaskId: string,
-  ): Promise<{ budget: number; redeliveries: number; retries: number; left: number }> {
-    const [r]: Array<{ budget: number; redeliveries: string; retries: string }> = await tx.runner.query(
-      `SELECT t.budget, coalesce(sum(u.redeliveries), 0) AS redeliveries, coalesce(sum(u.retries), 0) AS retries
-       FROM dispatcher.task_trees t LEFT JOIN dispatcher.tree_usage u ON u.root_task_id = t.root_task_id
-       WHERE t.root_task_id = $1 GROUP BY t.budget`,
-      [rootTaskId],
-    );
-    if (!r) return { budget: this.opts.treeBudget, redeliveries: 0, retries: 0, left: this.opts.treeBudget };
-    const redeliveries = Number(r.redeliveries);
-    const retries = Number(r.retries);
-    return { budget: r.budget, redeliveries, retries, left: r.budget - redeliveries - retries };
   }
 
   /** Fails the tree's root (its live descendants are canceled with it), the counts on its status. */
   private async failTree(rootTaskId: string, tenant: string): Promise<void> {
-    const failed = await this.tasks.transaction(async (tx) => {
-      const spent = await this.spent(tx, rootTaskId);
-      return this.tasks.failTree(tx, rootTaskId, tenant, {
+    const failed = await this.repo.transaction(async (tx) => {
+      const spent = await this.budget.spent(tx, rootTaskId);
+      return this.endings.failTree(tx, rootTaskId, tenant, {
         budget: spent.budget,
         redeliveries: spent.redeliveries,
         retries: spent.retries,
@@ -538,34 +460,13 @@ export class DelegationService {
    * was never recorded, failed (see {@link failUnopened}); also the in-flight gauge.
    */
   async sweep(limit = 100): Promise<number> {
-    const due: Array<{ parent_task_id: string; tenant: string }> = await this.ds.query(
-      `SELECT d.parent_task_id, d.tenant FROM dispatcher.delegations d
-       WHERE d.resumed_at IS NULL AND (
-         d.deadline_at <= now()
-         OR NOT EXISTS (SELECT 1 FROM dispatcher.tasks p WHERE p.id = d.parent_task_id AND p.state = '${WORKING}' AND p.turn = d.turn)
-         OR NOT EXISTS (
-           SELECT 1 FROM jsonb_array_elements(d.children) c JOIN dispatcher.tasks t ON t.id = c->>'taskId'
-           WHERE c->>'refused' IS NULL AND t.state IN ('${TaskStates.submitted}', '${TaskStates.working}'))
-         OR (d.join_mode = 'first' AND EXISTS (
-           SELECT 1 FROM jsonb_array_elements(d.children) c JOIN dispatcher.tasks t ON t.id = c->>'taskId'
-           WHERE t.state = '${TaskStates.completed}')))
-       ORDER BY d.deadline_at LIMIT $1`,
-      [limit],
-    );
+    const due = await this.repo.dueWaits(limit);
     for (const d of due) await this.resumeIfDone(d.parent_task_id, d.tenant);
     // Delegating turns that ended (execution closed, task WORKING) with no wait recorded, past the
     // grace: their open() kept failing and the event was dead-lettered. Nothing else would end them.
-    const unopened: Array<{ id: string; tenant: string; turn: number }> = await this.ds.query(
-      `SELECT t.id, t.tenant, t.turn FROM dispatcher.tasks t
-       JOIN dispatcher.executions e ON e.task_id = t.id AND e.turn = t.turn AND e.closed
-       WHERE t.state = '${WORKING}' AND t.updated_at < now() - make_interval(secs => $1::double precision / 1000)
-         AND NOT EXISTS (SELECT 1 FROM dispatcher.delegations d WHERE d.parent_task_id = t.id AND d.turn = t.turn)
-       ORDER BY t.updated_at LIMIT $2`,
-      [this.opts.openGraceMs, limit],
-    );
+    const unopened = await this.repo.unopenedDelegations(this.opts.openGraceMs, limit);
     for (const u of unopened) await this.failUnopened(u.id, u.tenant, u.turn);
-    const [{ n }]: Array<{ n: string }> = await this.ds.query(`SELECT count(*) AS n FROM dispatcher.delegations WHERE resumed_at IS NULL`);
-    this.opts.metrics?.delegationsInFlight.set(Number(n));
+    this.opts.metrics?.delegationsInFlight.set(await this.repo.openWaitCount());
     return due.length + unopened.length;
   }
 
@@ -574,16 +475,11 @@ export class DelegationService {
    * re-checked there: an open() that commits first wins, and this one then changes nothing.
    */
   async failUnopened(taskId: string, tenant: string, turn: number): Promise<boolean> {
-    const failed = await this.tasks.transaction(async (tx) => {
-      const row = await this.tasks.lock(tx, taskId, tenant);
+    const failed = await this.repo.transaction(async (tx) => {
+      const row = await this.repo.lock(tx, taskId, tenant);
       if (!row || row.state !== WORKING || row.turn !== turn) return undefined;
-      const stranded = await tx.runner.query(
-        `SELECT 1 FROM dispatcher.executions e WHERE e.task_id = $1 AND e.turn = $2 AND e.closed
-           AND NOT EXISTS (SELECT 1 FROM dispatcher.delegations d WHERE d.parent_task_id = $1 AND d.turn = $2)`,
-        [taskId, turn],
-      );
-      if (stranded.length === 0) return undefined;
-      return { row, changed: await this.tasks.failUnopenedDelegation(tx, row) };
+      if (!(await this.repo.isUnopened(tx, taskId, turn))) return undefined;
+      return { row, changed: await this.endings.failUnopenedDelegation(tx, row) };
     });
     if (!failed) return false;
     this.opts.committed({

@@ -1,17 +1,17 @@
 import type { ListTasksRequest, ListTasksResponse, Task } from '@a2a-js/sdk';
 import type { ServerCallContext, TaskStore } from '@a2a-js/sdk/server';
 import { principalOf } from '../a2a/principal-user.js';
-import type { TaskService } from './task.service.js';
+import type { TaskReads } from './task-reads.js';
 
 /**
  * The SDK's TaskStore over the dispatcher's Postgres tables, scoped to one agent and to the
  * caller's tenant (another tenant's task is simply not found). Reads go straight to Postgres;
- * writes are refused here because tasks change only through TaskService, the single writer that
- * also keeps the outbox and the state guards.
+ * writes are refused here because tasks change only through the task store's writers
+ * (TaskAcceptance, TaskEndings, the tree, the projection), which keep the outbox and the state guards.
  */
 export class PostgresTaskStore implements TaskStore {
   constructor(
-    private readonly tasks: TaskService,
+    private readonly tasks: Pick<TaskReads, 'load' | 'list'>,
     private readonly agentId: string,
   ) {}
 
@@ -24,6 +24,6 @@ export class PostgresTaskStore implements TaskStore {
   }
 
   async save(task: Task, _context: ServerCallContext): Promise<void> {
-    throw new Error(`PostgresTaskStore.save(${task.id}): tasks are written by TaskService only`);
+    throw new Error(`PostgresTaskStore.save(${task.id}): tasks are written by the task store's writers only`);
   }
 }

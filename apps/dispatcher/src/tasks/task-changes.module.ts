@@ -9,7 +9,8 @@ import { PushModule } from '../push/push.module.js';
 import { PushService } from '../push/push.service.js';
 import { TaskCommits } from './task-commits.js';
 import { TasksModule } from './tasks.module.js';
-import { TaskService } from './task.service.js';
+import { TaskReads } from './task-reads.js';
+import { TaskEndings } from './task-endings.js';
 import { TaskTransaction } from './task.repository.js';
 import { TaskChangeNotifier } from './task-change-notifier.js';
 import { TaskCommitFeed, TaskCommitSignal, TaskCommitTeller } from './task-commit-feed.js';
@@ -24,13 +25,13 @@ import { TaskCommitFeed, TaskCommitSignal, TaskCommitTeller } from './task-commi
   providers: [
     {
       provide: TaskChangeNotifier,
-      useFactory: (tasks: TaskService, config: DispatcherConfig, logger: Logger) =>
+      useFactory: (tasks: TaskReads, config: DispatcherConfig, logger: Logger) =>
         new TaskChangeNotifier((taskId, tenant, agentId, after, limit) => tasks.readEvents(taskId, tenant, agentId, after, limit), {
           pollMs: config.DISPATCHER_STREAM_POLL_MS,
           eagerPollMs: config.DISPATCHER_WAIT_POLL_MS,
           logger,
         }),
-      inject: [TaskService, DISPATCHER_CONFIG, LOGGER],
+      inject: [TaskReads, DISPATCHER_CONFIG, LOGGER],
     },
     {
       provide: TaskCommitFeed,
@@ -48,19 +49,19 @@ import { TaskCommitFeed, TaskCommitSignal, TaskCommitTeller } from './task-commi
         signal: TaskCommitSignal,
         metrics: MeshMetrics,
         logger: Logger,
-        tasks: TaskService,
+        endings: TaskEndings,
       ) => {
         const commits = new TaskCommits({ relay, push, changes, elsewhere: new TaskCommitTeller(ds, signal, logger), metrics });
         // A command the broker refuses for good ends its task in the relay's claim transaction.
         relay.handleUndeliverable({
           settle: async (q, commands) => {
-            const { changed, outcomes } = await tasks.failUndeliverable(new TaskTransaction(q), commands);
+            const { changed, outcomes } = await endings.failUndeliverable(new TaskTransaction(q), commands);
             return { done: () => commits.committed({ commands: true, deliveries: true, changed, outcomes }) };
           },
         });
         return commits;
       },
-      inject: [OutboxRelay, PushService, TaskChangeNotifier, DATA_SOURCE, TaskCommitSignal, MeshMetrics, LOGGER, TaskService],
+      inject: [OutboxRelay, PushService, TaskChangeNotifier, DATA_SOURCE, TaskCommitSignal, MeshMetrics, LOGGER, TaskEndings],
     },
   ],
   exports: [TaskChangeNotifier, TaskCommits],

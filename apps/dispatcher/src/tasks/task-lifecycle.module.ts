@@ -10,7 +10,7 @@ import { TaskChangesModule } from './task-changes.module.js';
 import { TaskCommits } from './task-commits.js';
 import { TaskLifecycle } from './task-lifecycle.js';
 import { TasksModule } from './tasks.module.js';
-import { TaskService } from './task.service.js';
+import { TaskEndings } from './task-endings.js';
 
 /**
  * Deadlines and retention of stored tasks. Imports what a failed task wakes (TaskChangesModule:
@@ -22,7 +22,7 @@ import { TaskService } from './task.service.js';
     {
       provide: TaskLifecycle,
       useFactory: (
-        tasks: TaskService,
+        tasks: TaskEndings,
         catalog: DirectoryAgentLookup,
         commits: TaskCommits,
         config: DispatcherConfig,
@@ -48,7 +48,7 @@ import { TaskService } from './task.service.js';
               outcomes: [{ tenant, agent: agentId, outcome: reason === 'NOT_STARTED' ? 'not_started' : 'expired' }],
             }),
         ),
-      inject: [TaskService, DirectoryAgentLookup, TaskCommits, DISPATCHER_CONFIG, LOGGER, SweepLease],
+      inject: [TaskEndings, DirectoryAgentLookup, TaskCommits, DISPATCHER_CONFIG, LOGGER, SweepLease],
     },
   ],
 })

@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import type { Task } from '@a2a-js/sdk';
 import { createLogger } from '@mesh/telemetry';
 import { TaskLifecycle } from './task-lifecycle.js';
-import type { ExpiredTask, TaskService } from './task.service.js';
+import type { ExpiredTask, TaskEndings } from './task-endings.js';
 
-/** The two TaskService calls the sweeps make, answered from scripted lists (a throw: the database is down). */
+/** The two TaskEndings calls the sweeps make, answered from scripted lists (a throw: the database is down). */
 function fakeTasks(expiredBatches: Array<ExpiredTask[] | Error>, deletedBatches: number[]) {
   const calls = { expire: 0, delete: 0 };
   const tasks = {
@@ -20,7 +20,7 @@ function fakeTasks(expiredBatches: Array<ExpiredTask[] | Error>, deletedBatches:
       return deletedBatches.shift() ?? 0;
     },
   };
-  return { tasks: tasks as unknown as TaskService, calls };
+  return { tasks: tasks as unknown as TaskEndings, calls };
 }
 
 const expired = (id: string): ExpiredTask => ({

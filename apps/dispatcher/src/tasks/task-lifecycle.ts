@@ -2,7 +2,7 @@ import type { AgentRecord } from '@mesh/contract';
 import { PeriodicTask } from '@mesh/service';
 import { silentLogger, type Logger } from '@mesh/telemetry';
 import type { SweepTurn } from '../fleet/sweep-lease.js';
-import type { ExpiredTask, TaskService } from './task.service.js';
+import type { ExpiredTask, TaskEndings } from './task-endings.js';
 
 export interface TaskLifecycleOptions {
   /** How long after a task's deadline its worker's own report may still arrive before the platform fails it. */
@@ -31,7 +31,7 @@ export class TaskLifecycle {
   private readonly log: Logger;
 
   constructor(
-    private readonly tasks: TaskService,
+    private readonly tasks: Pick<TaskEndings, 'failOverdue' | 'deleteSettled'>,
     private readonly agentOf: (agentId: string, tenant: string) => AgentRecord | undefined,
     private readonly opts: TaskLifecycleOptions,
     /** Told of each task failed here, after the commit (streams, metrics; waking the relay and push). */

@@ -160,7 +160,7 @@ async function writeProjected(
 type WriteResult = { deliveries: number; base: number };
 
 /**
- * Applies worker events to tasks: the event-stream side of the single writer (see TaskService).
+ * Applies worker events to tasks: the event-stream side of the single writer (see TaskRepository).
  * The events of one task reach it in order, one batch at a time (the keyed consumer, and one
  * consumer per partition across replicas); API writes to the same task are detected by the
  * version check.

@@ -5,7 +5,7 @@ import { isInterrupted, isTerminal, parseState, stateName } from './task-state.j
 
 /*
  * How a turn changes a task's stored JSON, and which follow-up messages a task takes: the pure
- * part of TaskService's writes.
+ * part of the task store's writes (TaskAcceptance, TaskEndings, TaskTree).
  */
 
 /** Why `row` takes no follow-up message (with `contextId`, when the message names one); undefined when it takes it. */

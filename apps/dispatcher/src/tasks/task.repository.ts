@@ -22,7 +22,7 @@ export interface TaskRow {
   task: Json;
   /** The task's deadline budget: every turn and retry draws from it. */
   deadline_at?: Date | null;
-  /** The current turn is failed if no worker has started it by then (see TaskService.failOverdue). */
+  /** The current turn is failed if no worker has started it by then (see TaskEndings.failOverdue). */
   start_by_at?: Date | null;
   /** On a delegated task: the task that delegated it, and its tree's root. */
   parent_task_id?: string | null;
@@ -69,6 +69,36 @@ export interface TurnRow {
   /** First turn of a delegated task: its parent and tree root (a later turn keeps the task's). */
   parent_task_id?: string | null;
   root_task_id?: string | null;
+}
+
+/** A child as a delegation wait records it: refused ones have no task. */
+export interface WaitChild {
+  step: number;
+  taskId: string;
+  agentId: string | null;
+  refused: string | null;
+}
+
+/** A row of `dispatcher.delegations`: a delegating turn's wait for its children. */
+export interface DelegationWait {
+  parent_task_id: string;
+  turn: number;
+  tenant: string;
+  root_task_id: string;
+  join_mode: 'all' | 'first';
+  deadline_at: Date;
+  children: WaitChild[];
+  /** Who the delegating turn acted for (its next turn acts for the same); DelegationService's shape. */
+  authority: object;
+}
+
+/** What a tree's executions used of its retry budget (`dispatcher.task_trees`, `tree_usage`). */
+export interface TreeSpending {
+  budget: number;
+  redeliveries: number;
+  retries: number;
+  /** What is left (negative: overspent). */
+  left: number;
 }
 
 /** Who first sent a message id to an agent: the hash of what was sent and the task it went to. */
@@ -187,10 +217,12 @@ const writtenOf = (rows: readonly TurnRow[], won: Array<{ task_id: string }>) =>
 };
 
 /**
- * The dispatcher's task SQL for TaskService: accepting turns, dedup lookups, reads, and the
- * changes the dispatcher makes itself (cancel, deadlines, retention). Event projection writes
- * through its own compare-and-set statements (TaskProjection). A change of an existing task runs
- * in a {@link transaction} that first locks its row.
+ * Every statement of the dispatcher's tasks but the projection's (TaskProjection keeps its
+ * compare-and-set pair beside its decisions): accepting turns, dedup lookups, reads, the ends the
+ * dispatcher decides (cancel, deadlines, retention), and delegation's waits and tree budgets. A
+ * change of an existing task runs in a {@link transaction} that first locks its row; several rows
+ * of a tree are locked in id order ({@link lockTree}), the projector's batches too, and a
+ * transaction that loses a lock race anyway is run again.
  */
 export class TaskRepository {
   /** First turns of concurrent requests share one statement and one commit (see {@link insertTurn}). */
@@ -539,6 +571,154 @@ export class TaskRepository {
       c.value,
       c.agentId,
     ]);
+  }
+
+  // --- Delegation: waits of delegating turns, and task trees' budgets -----------------------
+
+  /** Whether the wait of the delegating turn `turn` of `parentTaskId` is recorded (in `tx` when given). */
+  async waitRecorded(parentTaskId: string, turn: number, tx?: TaskTransaction): Promise<boolean> {
+    const rows: unknown[] = await (tx?.runner ?? this.ds).query(
+      `SELECT 1 FROM dispatcher.delegations WHERE parent_task_id = $1 AND turn = $2`,
+      [parentTaskId, turn],
+    );
+    return rows.length > 0;
+  }
+
+  /** Records a delegating turn's wait, under its task's row lock. */
+  async insertWait(tx: TaskTransaction, wait: DelegationWait & { agent_id: string }): Promise<void> {
+    await tx.runner.query(
+      `INSERT INTO dispatcher.delegations (parent_task_id, turn, tenant, agent_id, root_task_id, join_mode, deadline_at, children, authority)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+      [
+        wait.parent_task_id,
+        wait.turn,
+        wait.tenant,
+        wait.agent_id,
+        wait.root_task_id,
+        wait.join_mode,
+        wait.deadline_at,
+        JSON.stringify(wait.children),
+        JSON.stringify(wait.authority),
+      ],
+    );
+  }
+
+  /** The waits of `parentTaskId` not yet ended, under its row lock. */
+  async openWaits(tx: TaskTransaction, parentTaskId: string, tenant: string): Promise<DelegationWait[]> {
+    return tx.runner.query(`SELECT * FROM dispatcher.delegations WHERE parent_task_id = $1 AND tenant = $2 AND resumed_at IS NULL`, [
+      parentTaskId,
+      tenant,
+    ]);
+  }
+
+  /** Ends the waits of these turns of `parentTaskId`, saying why (`parent-ended`, or how the wait ended). */
+  async endWaits(tx: TaskTransaction, parentTaskId: string, turns: number[], reason: string): Promise<void> {
+    await tx.runner.query(
+      `UPDATE dispatcher.delegations SET resumed_at = now(), reason = $3 WHERE parent_task_id = $1 AND turn = ANY($2::int[])`,
+      [parentTaskId, turns, reason],
+    );
+  }
+
+  /** The children of a wait as they stand (state, agent, task JSON), under the parent's lock; rows gone to retention are absent. */
+  async childRows(
+    tx: TaskTransaction,
+    ids: string[],
+    tenant: string,
+  ): Promise<Array<{ id: string; agent_id: string; state: string; task: { artifacts?: unknown[]; status?: { message?: unknown } } }>> {
+    return tx.runner.query(`SELECT id, agent_id, state, task FROM dispatcher.tasks WHERE id = ANY($1::text[]) AND tenant = $2`, [
+      ids,
+      tenant,
+    ]);
+  }
+
+  /**
+   * Up to `limit` waits that are over but were not ended: deadline passed, parent no longer
+   * waiting in that turn, every child settled, or (`first`) one completed.
+   */
+  async dueWaits(limit: number): Promise<Array<{ parent_task_id: string; tenant: string }>> {
+    return this.ds.query(
+      `SELECT d.parent_task_id, d.tenant FROM dispatcher.delegations d
+       WHERE d.resumed_at IS NULL AND (
+         d.deadline_at <= now()
+         OR NOT EXISTS (SELECT 1 FROM dispatcher.tasks p WHERE p.id = d.parent_task_id AND p.state = '${TaskStates.working}' AND p.turn = d.turn)
+         OR NOT EXISTS (
+           SELECT 1 FROM jsonb_array_elements(d.children) c JOIN dispatcher.tasks t ON t.id = c->>'taskId'
+           WHERE c->>'refused' IS NULL AND t.state IN ('${TaskStates.submitted}', '${TaskStates.working}'))
+         OR (d.join_mode = 'first' AND EXISTS (
+           SELECT 1 FROM jsonb_array_elements(d.children) c JOIN dispatcher.tasks t ON t.id = c->>'taskId'
+           WHERE t.state = '${TaskStates.completed}')))
+       ORDER BY d.deadline_at LIMIT $1`,
+      [limit],
+    );
+  }
+
+  /** Delegating turns that ended (execution closed, task WORKING) more than `graceMs` ago with no wait recorded. */
+  async unopenedDelegations(graceMs: number, limit: number): Promise<Array<{ id: string; tenant: string; turn: number }>> {
+    return this.ds.query(
+      `SELECT t.id, t.tenant, t.turn FROM dispatcher.tasks t
+       JOIN dispatcher.executions e ON e.task_id = t.id AND e.turn = t.turn AND e.closed
+       WHERE t.state = '${TaskStates.working}' AND t.updated_at < now() - make_interval(secs => $1::double precision / 1000)
+         AND NOT EXISTS (SELECT 1 FROM dispatcher.delegations d WHERE d.parent_task_id = t.id AND d.turn = t.turn)
+       ORDER BY t.updated_at LIMIT $2`,
+      [graceMs, limit],
+    );
+  }
+
+  /** Whether turn `turn` of `taskId` ended with no wait recorded (re-checked under its row lock). */
+  async isUnopened(tx: TaskTransaction, taskId: string, turn: number): Promise<boolean> {
+    const rows: unknown[] = await tx.runner.query(
+      `SELECT 1 FROM dispatcher.executions e WHERE e.task_id = $1 AND e.turn = $2 AND e.closed
+         AND NOT EXISTS (SELECT 1 FROM dispatcher.delegations d WHERE d.parent_task_id = $1 AND d.turn = $2)`,
+      [taskId, turn],
+    );
+    return rows.length > 0;
+  }
+
+  /** How many waits are open (the in-flight gauge). */
+  async openWaitCount(): Promise<number> {
+    const [{ n }]: Array<{ n: string }> = await this.ds.query(`SELECT count(*) AS n FROM dispatcher.delegations WHERE resumed_at IS NULL`);
+    return Number(n);
+  }
+
+  /** Creates a tree's budget row once (its first delegation). */
+  async ensureTree(tx: TaskTransaction, rootTaskId: string, tenant: string, budget: number): Promise<void> {
+    await tx.runner.query(
+      `INSERT INTO dispatcher.task_trees (root_task_id, tenant, budget) VALUES ($1, $2, $3) ON CONFLICT (root_task_id) DO NOTHING`,
+      [rootTaskId, tenant, budget],
+    );
+  }
+
+  /** Records what one execution used of its tree's budget, once per execution id. */
+  async recordUsage(tx: TaskTransaction, executionId: string, rootTaskId: string, redeliveries: number, retries: number): Promise<void> {
+    await tx.runner.query(
+      `INSERT INTO dispatcher.tree_usage (execution_id, root_task_id, redeliveries, retries) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (execution_id) DO NOTHING`,
+      [executionId, rootTaskId, redeliveries, retries],
+    );
+  }
+
+  /** The tree's budget and what its executions used; undefined for a tree without a budget row yet. */
+  async treeSpending(tx: TaskTransaction, rootTaskId: string): Promise<TreeSpending | undefined> {
+    const [r]: Array<{ budget: number; redeliveries: string; retries: string }> = await tx.runner.query(
+      `SELECT t.budget, coalesce(sum(u.redeliveries), 0) AS redeliveries, coalesce(sum(u.retries), 0) AS retries
+       FROM dispatcher.task_trees t LEFT JOIN dispatcher.tree_usage u ON u.root_task_id = t.root_task_id
+       WHERE t.root_task_id = $1 GROUP BY t.budget`,
+      [rootTaskId],
+    );
+    if (!r) return undefined;
+    const redeliveries = Number(r.redeliveries);
+    const retries = Number(r.retries);
+    return { budget: r.budget, redeliveries, retries, left: r.budget - redeliveries - retries };
+  }
+
+  /** Marks the tree exhausted; true only for the call that marked it (the first). */
+  async markTreeExhausted(tx: TaskTransaction, rootTaskId: string): Promise<boolean> {
+    const first = await tx.runner.query(
+      `UPDATE dispatcher.task_trees SET exhausted_at = now() WHERE root_task_id = $1 AND exhausted_at IS NULL RETURNING 1`,
+      [rootTaskId],
+      true,
+    );
+    return (first.records as unknown[]).length > 0;
   }
 
   /**

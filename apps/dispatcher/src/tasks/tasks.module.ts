@@ -8,11 +8,18 @@ import { pushEventIdOf } from '../push/push-config.js';
 import { TaskProjection } from './task-projection.js';
 import { TaskCommitSignal } from './task-commit-feed.js';
 import { TaskAffinity } from './task-affinity.js';
-import { TaskService } from './task.service.js';
+import { TaskRepository } from './task.repository.js';
+import { TaskAcceptance } from './task-acceptance.js';
+import { TaskEndings } from './task-endings.js';
+import { TaskReads } from './task-reads.js';
+import { TurnRows } from './turn-rows.js';
 import { CommandsModule } from '../outbox/commands.module.js';
 import { OutboxCommands } from '../outbox/outbox-command.js';
 
-/** The task store: accepts and reads (TaskService), projected events (TaskProjection). */
+/**
+ * The task store, by role over one repository: accepting messages, the ends the dispatcher
+ * decides, reads, and projected events (TaskProjection).
+ */
 @Module({
   imports: [CatalogModule, CommandsModule],
   providers: [
@@ -26,26 +33,31 @@ import { OutboxCommands } from '../outbox/outbox-command.js';
         new TaskProjection(ds, pushEventIdOf, undefined, config.DISPATCHER_STREAM_EVENTS_KEPT, signal),
       inject: [DATA_SOURCE, DISPATCHER_CONFIG, TaskCommitSignal],
     },
+    // One per process: the first turns of concurrent accepts share its statements.
+    { provide: TaskRepository, useFactory: (ds: DataSource) => new TaskRepository(ds), inject: [DATA_SOURCE] },
     {
-      provide: TaskService,
-      useFactory: (
-        ds: DataSource,
-        commands: OutboxCommands,
-        projection: TaskProjection,
-        config: DispatcherConfig,
-        catalog: DirectoryAgentLookup,
-        affinity: TaskAffinity,
-      ) =>
-        new TaskService(ds, commands, {
+      provide: TurnRows,
+      useFactory: (commands: OutboxCommands, config: DispatcherConfig) => new TurnRows(commands, config.DISPATCHER_START_TIMEOUT_MS),
+      inject: [OutboxCommands, DISPATCHER_CONFIG],
+    },
+    {
+      provide: TaskAcceptance,
+      useFactory: (repo: TaskRepository, turns: TurnRows, projection: TaskProjection, config: DispatcherConfig, affinity: TaskAffinity) =>
+        new TaskAcceptance(repo, turns, {
           created: (row, executionId) => projection.primeNew(row, executionId),
           newTaskId: () => affinity.newTaskId(),
-          startTimeoutMs: config.DISPATCHER_START_TIMEOUT_MS,
-          agentRecord: (agentId, tenant) => catalog.recordFor(agentId, tenant),
           maxTaskBytes: config.DISPATCHER_MAX_TASK_BYTES,
         }),
-      inject: [DATA_SOURCE, OutboxCommands, TaskProjection, DISPATCHER_CONFIG, DirectoryAgentLookup, TaskAffinity],
+      inject: [TaskRepository, TurnRows, TaskProjection, DISPATCHER_CONFIG, TaskAffinity],
     },
+    {
+      provide: TaskEndings,
+      useFactory: (repo: TaskRepository, commands: OutboxCommands, catalog: DirectoryAgentLookup) =>
+        new TaskEndings(repo, commands, (agentId, tenant) => catalog.recordFor(agentId, tenant)),
+      inject: [TaskRepository, OutboxCommands, DirectoryAgentLookup],
+    },
+    { provide: TaskReads, useFactory: (repo: TaskRepository) => new TaskReads(repo), inject: [TaskRepository] },
   ],
-  exports: [TaskProjection, TaskService, TaskCommitSignal, TaskAffinity],
+  exports: [TaskProjection, TaskRepository, TurnRows, TaskAcceptance, TaskEndings, TaskReads, TaskCommitSignal, TaskAffinity],
 })
 export class TasksModule {}
