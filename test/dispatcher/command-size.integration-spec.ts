@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import kafkajs from 'kafkajs';
 import { eventually, sql } from '../support/infra.js';
 import { agentRecord, publishAgents, startTestDispatcher, type DispatcherEnv } from '../support/dispatcher-harness.js';
+import { ensureTopics } from '@mesh/bus';
 import { startEchoWorker } from '../support/echo-worker.js';
 import { jsonMessage } from '../support/a2a-fixtures.js';
 import { metricSample } from '../support/metrics.js';
@@ -140,4 +141,30 @@ test('a follow-up turn that would grow its task past the bound is refused, and t
   // A small answer still continues the task.
   const answered = await send('echo', jsonMessage('fine', { taskId: task!.id }), 'demo-acme', true);
   assert.equal(answered.result?.task?.status.state, 'TASK_STATE_COMPLETED', JSON.stringify(answered).slice(0, 300));
+});
+
+test("a command whose topic does not exist waits in the outbox, holds no other back, and goes once the topic's owner creates it", async () => {
+  // Published to the cards topic without its command topic (a cluster that lost it, say): the
+  // dispatcher does not create it, the directory does.
+  const producer = env.kafka.producer();
+  await producer.connect();
+  await producer.send({ topic: env.topics.cards(), messages: [{ key: 'ghost', value: JSON.stringify(agentRecord('ghost')) }] });
+  await producer.disconnect();
+  await eventually('ghost card served', async () => (await fetch(`${env.url}/a2a/ghost/.well-known/agent-card.json`)).ok);
+  const [ghost, ...others] = await Promise.all([
+    send('ghost', jsonMessage('waiting')),
+    ...Array.from({ length: 5 }, (_, i) => send('echo', jsonMessage(`beside the ghost ${i}`))),
+  ]).then((answers) => answers.map((a) => a.result!.task!.id));
+  for (const id of others) await eventually(`${id} completed`, async () => (await stateOf(id)) === 'TASK_STATE_COMPLETED', 30_000);
+  const waiting = await sql(env.databaseUrl, `SELECT 1 FROM dispatcher.outbox WHERE topic = $1`, [env.topics.commands('ghost')]);
+  assert.equal(waiting.length, 1, 'the command waits in the outbox');
+  assert.equal(await stateOf(ghost), 'TASK_STATE_SUBMITTED');
+  // Its owner creates the topic; a worker picks the command up.
+  await ensureTopics(env.kafka, [{ name: env.topics.commands('ghost'), partitions: 2 }]);
+  const worker = await startEchoWorker(env.kafka, env.topics, 'ghost');
+  try {
+    await eventually('the waiting command delivered', async () => (await stateOf(ghost)) === 'TASK_STATE_COMPLETED', 30_000);
+  } finally {
+    await worker.stop();
+  }
 });

@@ -47,12 +47,14 @@ export function demoAgentRecord(): AgentRecord {
 
 /** Publishes the demo record to the cards topic (what the directory does for registered agents). */
 export async function registerDemoAgent(kafka: Kafka, topics: TopicNames): Promise<void> {
-  // Standing in for the directory, the owner of both topics (a dispatcher waits for them).
-  await ensureTopics(kafka, [new TopicDefinitions(topics).cards(), new TopicDefinitions(topics).heartbeats()]);
+  // Standing in for the directory, the owner of these topics (a dispatcher waits for the first two;
+  // the agent's command topic is created when it registers).
+  const record = demoAgentRecord();
+  const definitions = new TopicDefinitions(topics);
+  await ensureTopics(kafka, [definitions.cards(), definitions.heartbeats(), definitions.commands(record.id, record.channel.partitions)]);
   const producer = kafka.producer();
   await producer.connect();
   try {
-    const record = demoAgentRecord();
     await producer.send({ topic: topics.cards(), messages: [{ key: record.id, value: JSON.stringify(record) }] });
   } finally {
     await producer.disconnect();

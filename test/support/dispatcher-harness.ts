@@ -10,7 +10,7 @@ import {
 } from '@a2a-js/sdk/client';
 import { createKafka, ensureTopics } from '@mesh/bus';
 import { topicDefinitions } from '@mesh/config';
-import { TopicNames, type AgentRecord, type TopicDefinitions } from '@mesh/contract';
+import { DEFAULT_COMMAND_PARTITIONS, TopicNames, type AgentRecord, type TopicDefinitions } from '@mesh/contract';
 import { DEMO_API_KEYS, loadAuthOptions } from '@mesh/auth';
 import { loadDispatcherConfig, startDispatcher, type DispatcherOverrides, type RunningDispatcher } from '@mesh/app-dispatcher';
 import { eventually, freshDatabase, testRun, uniquePrefix } from './infra.js';
@@ -130,8 +130,15 @@ export function agentRecord(id: string, patch: Partial<AgentRecord> = {}): Agent
   };
 }
 
-/** Publishes records to the cards topic, as the directory does. */
+/**
+ * Registers agents as the directory does: creates each one's command topic (the directory owns
+ * them; the dispatcher never creates one) and publishes the records to the cards topic.
+ */
 export async function publishAgents(kafka: Kafka, topics: TopicNames, records: AgentRecord[]): Promise<void> {
+  await ensureTopics(
+    kafka,
+    records.map((r) => ({ name: topics.commands(r.id), partitions: r.channel?.partitions || DEFAULT_COMMAND_PARTITIONS, grow: false })),
+  );
   const producer = kafka.producer();
   await producer.connect();
   try {

@@ -199,6 +199,12 @@ export class BusAdmin {
   }
 
   /** Whether the topic exists on the broker. */
+  /** Every topic's name, as the cluster's metadata has them now. */
+  async listTopics(): Promise<string[]> {
+    await this.connect();
+    return this.admin.listTopics();
+  }
+
   async topicExists(topic: string): Promise<boolean> {
     await this.connect();
     return (await this.admin.listTopics()).includes(topic);

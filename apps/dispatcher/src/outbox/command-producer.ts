@@ -1,5 +1,4 @@
 import { BusAdmin, BusProducer, isRecordRefusedError, recordBatchBytes, type Kafka } from '@mesh/bus';
-import type { TopicDefinition } from '@mesh/contract';
 import type { OutboxCommand } from './outbox-command.js';
 export type { OutboxCommand } from './outbox-command.js';
 
@@ -7,7 +6,11 @@ export type { OutboxCommand } from './outbox-command.js';
  * What became of one command of a send: acknowledged, or refused by the broker for what it is
  * (`refused`: sent again it would be refused again), or not sent for a passing reason.
  */
-export type SendOutcome = { ok: true } | { ok: false; refused: boolean; error: string };
+export type SendOutcome =
+  | { ok: true }
+  | { ok: false; refused: boolean; error: string }
+  /** Its topic does not exist (yet): the command waits in the outbox for the topic's owner, the directory. */
+  | { ok: false; refused: false; absentTopic: true; error: string };
 
 /** Where the outbox relay delivers commands. */
 export interface CommandProducer {
@@ -22,19 +25,19 @@ export interface CommandProducer {
 }
 
 /**
- * The relay's producer on `@mesh/bus`: creates a missing command topic before the first send to
- * it, sized by its agent's channel, and traces each command as part of the request that wrote it.
- * A command its topic's limit (`limitOf`) rules out is refused here, unsent.
+ * The relay's producer on `@mesh/bus`: traces each command as part of the request that wrote it.
+ * A command its topic's limit (`limitOf`) rules out is refused here, unsent; one whose topic does
+ * not exist is not sent (`absentTopic`): command topics are the directory's, created when an agent
+ * registers and again by its reconciler when the cluster lost them, never here.
  */
 export class BusCommandProducer implements CommandProducer {
   private producer: BusProducer;
   private readonly admin: BusAdmin;
-  private readonly ensured = new Set<string>();
+  /** Topics seen to exist: a command topic is deleted only with its agent. */
+  private readonly existing = new Set<string>();
 
   constructor(
     private readonly kafka: Kafka,
-    /** The contract's definition of an agent's command topic (partitions, replication). */
-    private readonly definitionOf: (agentId: string) => TopicDefinition,
     /** The largest record batch a command topic takes (CommandLimits). */
     private readonly limitOf: (topic: string) => number = () => Number.POSITIVE_INFINITY,
     /** Told of a topic that refused a record its known limit allowed: the limit changed (CommandLimits.reread). */
@@ -50,16 +53,15 @@ export class BusCommandProducer implements CommandProducer {
   }
 
   async send(commands: OutboxCommand[]): Promise<SendOutcome[]> {
-    for (const c of commands) {
-      if (this.ensured.has(c.topic)) continue;
-      // Keyed by the agent's channel key: created, never grown (growing would reorder keys).
-      const { name: _name, ...settings } = this.definitionOf(c.agentId);
-      await this.admin.ensureTopic(c.topic, { ...settings, grow: false });
-      this.ensured.add(c.topic);
+    if (commands.some((c) => !this.existing.has(c.topic))) {
+      // Sent to a missing topic, a record would be retried by the client for its whole retry
+      // budget, holding up every other command of the batch.
+      for (const t of await this.admin.listTopics()) this.existing.add(t);
     }
     const producer = this.producer;
     const outcomes = await Promise.all(
       commands.map(async (c): Promise<SendOutcome> => {
+        if (!this.existing.has(c.topic)) return { ok: false, refused: false, absentTopic: true, error: `topic ${c.topic} does not exist` };
         const bytes = recordBatchBytes(c.key, c.value, c.headers);
         const limit = this.limitOf(c.topic);
         if (bytes > limit)

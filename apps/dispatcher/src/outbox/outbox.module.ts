@@ -1,10 +1,7 @@
 import { Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import type { Kafka } from '@mesh/bus';
-import { DEFAULT_COMMAND_PARTITIONS, TopicDefinitions } from '@mesh/contract';
 import { MeshMetrics, type Logger } from '@mesh/telemetry';
-import { CatalogModule } from '../catalog/catalog.module.js';
-import { DirectoryAgentLookup } from '../catalog/agent-catalog.js';
 import type { DispatcherConfig } from '../config/dispatcher.config.js';
 import { DATA_SOURCE, DISPATCHER_CONFIG, DISPATCHER_DEPS, KAFKA, LOGGER, type DispatcherDeps } from '../core.module.js';
 import { FleetModule } from '../fleet/fleet.module.js';
@@ -18,26 +15,19 @@ const COMMAND_PRODUCER = Symbol('dispatcher.command-producer');
 
 /** Commands committed with their tasks, moved to the agents' command topics. */
 @Module({
-  imports: [CatalogModule, FleetModule, CommandsModule],
+  imports: [FleetModule, CommandsModule],
   providers: [
     {
       provide: COMMAND_PRODUCER,
-      useFactory: (
-        kafka: Kafka,
-        topics: TopicDefinitions,
-        catalog: DirectoryAgentLookup,
-        limits: CommandLimits,
-        deps: DispatcherDeps,
-      ): CommandProducer => {
+      useFactory: (kafka: Kafka, limits: CommandLimits, deps: DispatcherDeps): CommandProducer => {
         const producer = new BusCommandProducer(
           kafka,
-          (agentId) => topics.commands(agentId, catalog.get(agentId)?.channel?.partitions || DEFAULT_COMMAND_PARTITIONS),
           (topic) => limits.limitOf(topic),
           (topic) => limits.reread(topic),
         );
         return deps.wrapProducer ? deps.wrapProducer(producer) : producer;
       },
-      inject: [KAFKA, TopicDefinitions, DirectoryAgentLookup, CommandLimits, DISPATCHER_DEPS],
+      inject: [KAFKA, CommandLimits, DISPATCHER_DEPS],
     },
     {
       provide: OutboxRelay,

@@ -35,6 +35,8 @@ export interface OutboxRelayOptions {
   undeliverable?: UndeliverableHandler;
   /** Counts commands dropped as undeliverable, by envelope kind. */
   counted?: (kind: string, n: number) => void;
+  /** How long the commands of a topic that does not exist are left out of claims before it is looked for again (default 5 s). */
+  absentTopicRetryMs?: number;
 }
 
 /**
@@ -50,6 +52,8 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
   private kicked = false;
   private failures = 0;
   private readonly log: Logger;
+  /** Topics that did not exist at the last send, and until when their commands stay out of claims. */
+  private readonly absent = new Map<string, number>();
 
   constructor(
     private readonly ds: DataSource,
@@ -134,11 +138,12 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
     try {
       // Claimed and deleted in one statement; the delete only counts if the produce succeeds
       // (otherwise the transaction rolls back and the rows stay).
+      // Commands of a topic that does not exist wait for it without holding the others back.
       const claimed = await q.query(
         `DELETE FROM dispatcher.outbox WHERE id IN (
-           SELECT id FROM dispatcher.outbox ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
-         RETURNING id, topic, key, headers, value, agent_id`,
-        [this.opts.batchSize],
+           SELECT id FROM dispatcher.outbox WHERE NOT (topic = ANY($2::text[])) ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
+         RETURNING id, topic, key, headers, value, agent_id, created_at`,
+        [this.opts.batchSize, this.absentTopics()],
         true, // a structured result: TypeORM answers a bare DELETE with [rows, count]
       );
       const rows = claimed.records as Array<{
@@ -148,18 +153,21 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
         headers: Record<string, string>;
         value: string;
         agent_id: string;
+        created_at: Date;
       }>;
       let after: { done(): void } | undefined;
+      let waiting = 0;
       if (rows.length > 0) {
         // RETURNING does not promise the subquery's order; commands keep their accept order.
         rows.sort((a, b) => Number(BigInt(a.id) - BigInt(b.id)));
         const commands = rows.map((r) => ({ topic: r.topic, key: r.key, headers: r.headers, value: r.value, agentId: r.agent_id }));
-        const undeliverable = await this.produce(commands);
+        const { undeliverable, absent } = await this.produce(commands);
+        if (absent.size > 0) waiting = await this.putBack(q, rows, absent);
         if (undeliverable.length > 0) after = await this.settle(q, undeliverable);
       }
       await q.commitTransaction();
       after?.done();
-      return rows.length;
+      return rows.length - waiting;
     } catch (err) {
       await q.rollbackTransaction().catch(() => undefined);
       throw err;
@@ -168,16 +176,68 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
     }
   }
 
-  /** Produces `commands`; returns those refused for good, throws when any other failed. */
-  private async produce(commands: OutboxCommand[]): Promise<UndeliverableCommand[]> {
+  /**
+   * Produces `commands`; returns those refused for good and the topics that do not exist (their
+   * commands were not sent); throws when any other failed.
+   */
+  private async produce(commands: OutboxCommand[]): Promise<{ undeliverable: UndeliverableCommand[]; absent: Set<string> }> {
     const outcomes = await this.producer.send(commands);
-    const failed = outcomes.flatMap((o, i) => (o.ok ? [] : [{ command: commands[i], ...o }]));
-    const passing = failed.find((f) => !f.refused);
-    if (passing) throw new Error(`${failed.length} of ${commands.length} commands were not acknowledged: ${passing.error}`);
-    if (failed.length === 0 || commands.length === 1) return failed.map(({ command, error }) => ({ command, error }));
+    const absent = new Set<string>();
+    const failed: Array<{ command: OutboxCommand; error: string }> = [];
+    for (const [i, o] of outcomes.entries()) {
+      if (o.ok) continue;
+      if ('absentTopic' in o) absent.add(commands[i].topic);
+      else if (!o.refused) throw new Error(`commands were not acknowledged: ${o.error}`);
+      else failed.push({ command: commands[i], error: o.error });
+    }
+    if (failed.length === 0 || commands.length === 1) return { undeliverable: failed, absent };
     const undeliverable: UndeliverableCommand[] = [];
-    for (const f of failed) undeliverable.push(...(await this.produce([f.command])));
-    return undeliverable;
+    for (const f of failed) undeliverable.push(...(await this.produce([f.command])).undeliverable);
+    return { undeliverable, absent };
+  }
+
+  /** Topics whose commands stay out of claims for now (see {@link putBack}). */
+  private absentTopics(): string[] {
+    const now = Date.now();
+    for (const [topic, until] of this.absent) if (until <= now) this.absent.delete(topic);
+    return [...this.absent.keys()];
+  }
+
+  /**
+   * Returns the claimed commands of topics that do not exist to the outbox, under their own ids
+   * (their order stays), and leaves those topics out of claims for a while: an agent's topic is
+   * created by the directory when it registers, and again by its reconciler if the cluster lost it.
+   */
+  private async putBack(
+    q: QueryRunner,
+    rows: Array<{
+      id: string;
+      topic: string;
+      key: string;
+      headers: Record<string, string>;
+      value: string;
+      agent_id: string;
+      created_at: Date;
+    }>,
+    absent: Set<string>,
+  ): Promise<number> {
+    const back = rows.filter((r) => absent.has(r.topic));
+    await q.query(
+      `INSERT INTO dispatcher.outbox (id, topic, key, headers, value, agent_id, created_at)
+       SELECT id, topic, key, headers, value, agent_id, created_at FROM jsonb_to_recordset($1::jsonb)
+         AS r(id bigint, topic text, key text, headers jsonb, value text, agent_id text, created_at timestamptz)`,
+      [JSON.stringify(back)],
+    );
+    const until = Date.now() + (this.opts.absentTopicRetryMs ?? 5000);
+    for (const topic of absent) {
+      if (!this.absent.has(topic))
+        this.log.warn(
+          { topic, commands: back.filter((r) => r.topic === topic).length },
+          'command topic does not exist: its commands wait for it',
+        );
+      this.absent.set(topic, until);
+    }
+    return back.length;
   }
 
   private async settle(q: QueryRunner, undeliverable: UndeliverableCommand[]): Promise<{ done(): void } | undefined> {
