@@ -45,8 +45,6 @@ import { KafkaWorkerSignals } from './worker-signals.js';
       ) =>
         new BacklogGauges(new BusAdmin(kafka), metrics, {
           agents: () => catalog.activeIds(),
-          // What an anonymous caller sees is public.
-          isPublic: (agentId) => catalog.resolve(agentId, undefined) !== undefined,
           maxAgents: config.METRICS_MAX_TENANT_AGENT_PAIRS,
           groupOf: (agentId) => groups.agentWorkers(agentId),
           topicOf: (agentId) => topics.names.commands(agentId),
