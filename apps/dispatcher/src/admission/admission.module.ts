@@ -28,6 +28,7 @@ import { KafkaWorkerSignals } from './worker-signals.js';
           groupOf: (agentId) => groups.agentWorkers(agentId),
           topicOf: (agentId) => topics.names.commands(agentId),
           healthy: (agentId) => catalog.healthy(agentId),
+          countMembers: config.DISPATCHER_REQUIRE_HEALTHY_WORKER,
           ttlMs: config.DISPATCHER_BACKLOG_CHECK_MS,
           waitMs: config.DISPATCHER_BACKLOG_WAIT_MS,
         }),
