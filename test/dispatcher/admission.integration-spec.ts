@@ -2,11 +2,14 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { ConsumerGroups } from '@mesh/contract';
 import { eventually } from '../support/infra.js';
+import { metricSample } from '../support/metrics.js';
+import { startEchoWorker } from '../support/echo-worker.js';
 import { agentRecord, publishAgents, rawRequest, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { jsonMessage } from '../support/a2a-fixtures.js';
 
-// Strict admission: 5 new tasks per second per tenant (burst 20), a healthy worker required,
-// backlog limit 2 commands, backlog re-measured every 100 ms. Reads are never refused.
+// Strict admission: 5 new tasks per second per tenant (burst 20), a healthy worker required (a
+// heartbeat and a member in the agent's workers' group), backlog limit 2 commands, the group
+// re-measured every 100 ms. Reads are never refused.
 const env = await startTestDispatcher(
   'admission',
   {},
@@ -19,7 +22,7 @@ const env = await startTestDispatcher(
     DISPATCHER_RETRY_AFTER_S: '7',
   },
 );
-await publishAgents(env.kafka, env.topics, [agentRecord('adm'), agentRecord('lazy'), agentRecord('full')]);
+await publishAgents(env.kafka, env.topics, [agentRecord('adm'), agentRecord('lazy'), agentRecord('full'), agentRecord('ghost')]);
 
 const producer = env.kafka.producer();
 await producer.connect();
@@ -35,7 +38,29 @@ const post = (agentId: string, body: unknown, token = 'demo-acme', headers: Reco
     headers: { authorization: `Bearer ${token}`, 'a2a-version': '1.0', 'content-type': 'application/json', ...headers },
     body: JSON.stringify(body),
   });
-await eventually('agents served', async () => (await fetch(`${env.url}/a2a/full/.well-known/agent-card.json`)).ok);
+const groups = new ConsumerGroups(env.prefix);
+/** Resolves once the agent's workers' group has a member (kafkajs joins after the broker's rebalance delay). */
+const joined = async (agentId: string) => {
+  const admin = env.kafka.admin();
+  await admin.connect();
+  try {
+    await eventually(`${agentId}'s group has a member`, async () => {
+      const {
+        groups: [g],
+      } = await admin.describeGroups([groups.agentWorkers(agentId)]);
+      return g?.state === 'Stable' && g.members.length > 0;
+    });
+  } finally {
+    await admin.disconnect();
+  }
+};
+/** A worker reading the agent's commands in its workers' group (echoes them). */
+const startWorker = async (agentId: string) => {
+  const worker = await startEchoWorker(env.kafka, env.topics, agentId, 2, { groupId: groups.agentWorkers(agentId) });
+  after(() => worker.stop());
+  await joined(agentId);
+};
+await eventually('agents served', async () => (await fetch(`${env.url}/a2a/ghost/.well-known/agent-card.json`)).ok);
 
 test('admission cannot be passed by spelling the route otherwise: only the exact route is served', async () => {
   const send = (path: string) =>
@@ -85,6 +110,7 @@ test('an agent without a healthy worker refuses new work with 503 + Retry-After;
   // Both refusals are counted on /metrics (they never became tasks).
   const metrics = await (await fetch(`${env.url}/metrics`)).text();
   assert.match(metrics, /^mesh_admission_refusals_total\{tenant="globex",agent="adm",reason="NO_HEALTHY_WORKER"\} 2$/m);
+  await startWorker('adm');
   await heartbeat('adm');
   const ok = await eventually('accepted once a worker beats', async () => {
     const res = await post('adm', { message: jsonMessage('hi'), configuration: { returnImmediately: true } }, 'demo-globex');
@@ -105,6 +131,18 @@ test('a backlog over the limit (consumer lag of the agent workers group) refuses
     partitions: [0, 1].map((p) => ({ partition: p, offset: '0' })),
   });
   await admin.disconnect();
+  // A member of the group (a healthy worker) that never finishes a command: nothing is committed.
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  const stuck = env.kafka.consumer({ groupId: groups.agentWorkers('full'), maxWaitTimeInMs: 100 });
+  await stuck.connect();
+  await stuck.subscribe({ topic: env.topics.commands('full') });
+  await stuck.run({ eachMessage: () => released });
+  after(async () => {
+    release();
+    await stuck.disconnect();
+  });
+  await joined('full');
   const sent: string[] = [];
   const refusal = await eventually(
     'backlog refusal',
@@ -125,7 +163,45 @@ test('a backlog over the limit (consumer lag of the agent workers group) refuses
   assert.equal(list.status, 200);
 });
 
+test('heartbeats without a member in the workers group: refused NO_HEALTHY_WORKER, counted; accepted once a worker joins', async () => {
+  // A process that beats for the agent but reads nothing: accepted tasks would wait until their deadline.
+  await heartbeat('ghost');
+  const send = () => post('ghost', { message: jsonMessage('anyone?'), configuration: { returnImmediately: true } }, 'demo-globex');
+  const refused = await eventually(
+    'refused for want of a reader, once the heartbeat is heard',
+    async () => {
+      const r = await send();
+      return r.status === 503 && /none is reading its commands/.test(r.body) ? r : undefined;
+    },
+    20000,
+    300,
+  );
+  assert.equal(refused.headers['retry-after'], '7');
+  const body = JSON.parse(refused.body) as { error: { status: string; message: string; details: Array<{ reason: string }> } };
+  assert.equal(body.error.status, 'UNAVAILABLE');
+  assert.equal(body.error.details[0].reason, 'NO_HEALTHY_WORKER');
+  assert.match(body.error.message, /^agent "ghost" has no healthy worker: /);
+  const counted = await metricSample(env.url, 'mesh_admission_refusals_total', {
+    tenant: 'globex',
+    agent: 'ghost',
+    reason: 'NO_HEALTHY_WORKER',
+  });
+  assert.ok((counted ?? 0) >= 1, 'the refusal is counted');
+  const list = await rawRequest(`${env.url}/a2a/ghost/tasks`, { headers: { authorization: 'Bearer demo-globex', 'a2a-version': '1.0' } });
+  assert.equal((JSON.parse(list.body) as { totalSize: number }).totalSize, 0, 'nothing was accepted');
+
+  await startWorker('ghost');
+  const ok = await eventually(
+    'accepted once a worker reads the commands',
+    async () => ((await send()).status === 200 ? true : undefined),
+    10000,
+    300,
+  );
+  assert.ok(ok);
+});
+
 test('a tenant over its rate gets 429 + Retry-After (runs last: it empties the bucket)', async () => {
+  await startWorker('lazy');
   await heartbeat('lazy');
   await eventually(
     'lazy healthy',

@@ -4,7 +4,7 @@ import { TaskState, type Task } from '@a2a-js/sdk';
 import { logLevel, type Producer } from 'kafkajs';
 import { DEMO_API_KEYS } from '@mesh/auth';
 import { createKafka } from '@mesh/bus';
-import { decodeEnvelope, TopicDefinitions, TopicNames, type Envelope } from '@mesh/contract';
+import { ConsumerGroups, decodeEnvelope, TopicDefinitions, TopicNames, type Envelope } from '@mesh/contract';
 import { eventually, freshDatabase, sql, uniquePrefix } from '../support/infra.js';
 import { a2aClient, agentRecord, publishAgents, standInForDirectory } from '../support/dispatcher-harness.js';
 import { artifactText, sendRequest, userMessage } from '../support/a2a-fixtures.js';
@@ -74,8 +74,13 @@ await eventually(
   200,
 );
 await publishAgents(kafka, topics, [agentRecord('echo')]);
-// A short session, so the worker's group rebalances soon after the broker is back (kafkajs default: 30 s).
-started.worker = await startEchoWorker(kafka, topics, 'echo', 2, { sessionTimeout: 6000, heartbeatInterval: 1000 });
+// In the agent's workers' group, which admission requires a member of. A short session, so the
+// group rebalances soon after the broker is back (kafkajs default: 30 s).
+started.worker = await startEchoWorker(kafka, topics, 'echo', 2, {
+  groupId: new ConsumerGroups(topics.prefix).agentWorkers('echo'),
+  sessionTimeout: 6000,
+  heartbeatInterval: 1000,
+});
 await eventually('agent served', async () => (await fetch(`${url}/a2a/echo/.well-known/agent-card.json`)).ok, 30000, 100);
 // The worker's heartbeats: every 500 ms, TTL 1.5 s. During the outage they cannot be produced
 // (the sends fail and are dropped, as a real worker's would be).

@@ -1,9 +1,11 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import type { Task } from '@a2a-js/sdk';
+import { ConsumerGroups } from '@mesh/contract';
 import { eventually } from '../support/infra.js';
-import { a2aClient, agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
-import { sendRequest, userMessage } from '../support/a2a-fixtures.js';
+import { a2aClient, agentRecord, publishAgents, rawRequest, startTestDispatcher } from '../support/dispatcher-harness.js';
+import { jsonMessage, sendRequest, userMessage } from '../support/a2a-fixtures.js';
 import { startEchoWorker } from '../support/echo-worker.js';
 import { metricSample } from '../support/metrics.js';
 
@@ -77,4 +79,72 @@ test('/metrics: tenant × agent series are bounded by METRICS_MAX_TENANT_AGENT_P
   assert.equal(await accepted('_all', 'first'), 1, 'the first pair keeps its agent, without the tenant');
   assert.equal(await accepted('_other', '_other'), 1, 'the second pair goes to the overflow series');
   assert.doesNotMatch(await (await fetch(`${bounded.url}/metrics`)).text(), /mesh_tasks_total\{[^}]*(tenant="acme"|agent="second")/);
+});
+
+test('/metrics names no agent that is not public: its tasks, refusals, dedup hits and backlog go by its alias', async () => {
+  // `/metrics` needs no token. Admission is on, so refusals can be counted for both agents.
+  const strict = await startTestDispatcher(
+    'metrics-private',
+    {},
+    { DISPATCHER_REQUIRE_HEALTHY_WORKER: 'true', DISPATCHER_BACKLOG_CHECK_MS: '100', DISPATCHER_METRICS_INTERVAL_MS: '200' },
+  );
+  const hidden = 'hidden-ledger';
+  const shown = 'shown-ledger';
+  const alias = `private-${createHash('sha256').update(hidden).digest('hex').slice(0, 12)}`;
+  await publishAgents(strict.kafka, strict.topics, [agentRecord(hidden, { visibility: 'private' }), agentRecord(shown)]);
+  const send = (agentId: string, text: string, messageId?: string) =>
+    rawRequest(`${strict.url}/a2a/${agentId}/message:send`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer demo-acme', 'a2a-version': '1.0', 'content-type': 'application/json' },
+      body: JSON.stringify({ message: jsonMessage(text, messageId ? { messageId } : {}) }),
+    });
+  // No worker yet: both refused by admission.
+  for (const id of [hidden, shown]) {
+    await eventually(`${id} served`, async () => (await send(id, 'early')).status === 503);
+  }
+  // Then a worker reading each agent's commands in its workers' group, and its heartbeats.
+  const groups = new ConsumerGroups(strict.prefix);
+  for (const id of [hidden, shown]) {
+    const w = await startEchoWorker(strict.kafka, strict.topics, id, 2, { groupId: groups.agentWorkers(id) });
+    after(() => w.stop());
+  }
+  // Dead-letter topics too: the backlog sampler's read of a missing one waits out the client's retries.
+  const admin = strict.kafka.admin();
+  await admin.connect();
+  await admin.createTopics({
+    topics: [hidden, shown].map((id) => ({ topic: strict.topics.deadLetters(strict.topics.commands(id)), numPartitions: 1 })),
+  });
+  await admin.disconnect();
+  const producer = strict.kafka.producer();
+  await producer.connect();
+  after(() => producer.disconnect());
+  await producer.send({
+    topic: strict.topics.heartbeats(),
+    messages: [hidden, shown].map((agentId) => ({
+      key: agentId,
+      value: JSON.stringify({ agentId, workerId: 'w', atUnixMs: Date.now(), ttlMs: 600000 }),
+    })),
+  });
+  for (const id of [hidden, shown]) {
+    const messageId = `${id}-once`;
+    await eventually(`${id} accepts`, async () => (await send(id, 'counted', messageId)).status === 200);
+    assert.equal((await send(id, 'counted', messageId)).status, 200, 'a retry: a dedup hit');
+  }
+  const tasks = (agent: string, outcome: string) => metricSample(strict.url, 'mesh_tasks_total', { tenant: 'acme', agent, outcome });
+  const text = await eventually('every series sampled', async () => {
+    const t = await (await fetch(`${strict.url}/metrics`)).text();
+    const ready =
+      (await tasks(alias, 'completed')) === 1 &&
+      (await tasks(shown, 'completed')) === 1 &&
+      [alias, shown].every((agent) => t.includes(`mesh_agent_backlog{agent="${agent}"}`));
+    return ready ? t : undefined;
+  });
+  assert.doesNotMatch(text, new RegExp(hidden), 'the non-public agent id is on no series');
+  for (const agent of [alias, shown]) {
+    assert.equal(await tasks(agent, 'accepted'), 1, `${agent}: accepted`);
+    assert.ok(
+      ((await metricSample(strict.url, 'mesh_admission_refusals_total', { tenant: 'acme', agent, reason: 'NO_HEALTHY_WORKER' })) ?? 0) >= 1,
+    );
+    assert.equal(await metricSample(strict.url, 'mesh_dedup_hits_total', { kind: 'message_id', agent }), 1, `${agent}: dedup hit`);
+  }
 });

@@ -69,7 +69,8 @@ export async function startDemoEchoWorker(kafka: Kafka, topics: TopicNames): Pro
   await ensureTopics(kafka, [new TopicDefinitions(topics).commands(DEMO_AGENT_ID, demoAgentRecord().channel.partitions)]);
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
-  const consumer = kafka.consumer({ groupId: new ConsumerGroups(topics.prefix).demoEchoWorker(), maxWaitTimeInMs: 100 });
+  // The agent's workers' group, as the agents runtime's: admission requires a member in it.
+  const consumer = kafka.consumer({ groupId: new ConsumerGroups(topics.prefix).agentWorkers(DEMO_AGENT_ID), maxWaitTimeInMs: 100 });
   await consumer.connect();
   await consumer.subscribe({ topic: topics.commands(DEMO_AGENT_ID), fromBeginning: true });
   const committer = new IntervalCommitter(consumer, 1000);

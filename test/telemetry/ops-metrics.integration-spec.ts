@@ -2,6 +2,7 @@
 // workers are scaled to zero) grows with a backlog and drains back to 0; an unknown tool outcome
 // shows as open on the agents and goes back to 0 when resolved (here through /ops).
 import { test, after } from 'node:test';
+import { createHash } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { defineAgent } from '@mesh/agent-sdk';
 import { loadAgentsConfig, startAgents } from '@mesh/app-agents';
@@ -34,6 +35,15 @@ const gateAgent = defineAgent({
   },
 });
 
+// Visible to its tenant only: the agents' /metrics (no token) must not name it.
+const hushAgent = defineAgent({
+  id: 'hush-agent',
+  card: { ...gateAgent.card, name: 'Hush Agent', description: 'Answers at once; not public.' },
+  channel: { visibility: 'tenant', partitions: 1 },
+  mcpServers: {},
+  handler: async (_task, ctx) => ctx.complete('done'),
+});
+
 const dispatcher = await startTestDispatcher('opsm', {}, { DISPATCHER_METRICS_INTERVAL_MS: '200' });
 const prefix = dispatcher.prefix;
 await publishAgents(dispatcher.kafka, dispatcher.topics, [
@@ -48,7 +58,7 @@ const agents = await startAgents(
       KAFKA_BROKERS: testRun().brokers.join(','),
       TOPIC_PREFIX: prefix,
       DATABASE_URL: db.url,
-      AGENTS_AGENT_IDS: 'gate-agent',
+      AGENTS_AGENT_IDS: 'gate-agent,hush-agent',
       AGENTS_METRICS_INTERVAL_MS: '200',
       AGENTS_RECONCILE_INTERVAL_MS: '200',
       AGENTS_OPS_TOKEN: TOKEN,
@@ -56,7 +66,7 @@ const agents = await startAgents(
     }),
     AGENTS_PORT: 0,
   },
-  { 'gate-agent': gateAgent },
+  { 'gate-agent': gateAgent, 'hush-agent': hushAgent },
 );
 after(async () => {
   open();
@@ -147,4 +157,26 @@ test('mesh_dead_letters_total: series at 0 for every reason from the start; an u
   // The dispatcher reports what the dead-letter topic holds.
   const depth = () => metricSample(dispatcher.url, 'mesh_dead_letter_depth', { topic: topics.deadLetters(topic) });
   await eventually('dead-letter depth 1', async () => (await depth()) === 1);
+});
+
+test("an agent that is not public goes by its alias on the agents' /metrics: turns, in-flight, group, topic, dedup hits", async () => {
+  const alias = `private-${createHash('sha256').update('hush-agent').digest('hex').slice(0, 12)}`;
+  const cmd = runTask('hush-agent', 'acme', 'hello');
+  await sendCommand(producer, topics, cmd);
+  await eventually(
+    'the turn counted',
+    async () => ((await sample('mesh_agent_turns_total', { agent: alias, state: 'completed' })) ?? 0) >= 1,
+  );
+  // The same command again: answered from the execution ledger.
+  await sendCommand(producer, topics, cmd);
+  await eventually(
+    'the redelivery counted',
+    async () => (await sample('mesh_dedup_hits_total', { kind: 'execution_id', agent: alias })) === 1,
+  );
+  await eventually('in-flight sampled', async () => (await sample('mesh_in_flight', { group: alias })) !== undefined);
+  const text = await (await fetch(`${agents.url}/metrics`)).text();
+  assert.doesNotMatch(text, /hush-agent/, 'the agent id is on no series');
+  assert.notEqual(await sample('mesh_agent_turns_in_flight', { agent: alias }), undefined);
+  assert.equal(await sample('mesh_dead_letters_total', { topic: alias, reason: 'undecodable' }), 0);
+  assert.notEqual(await sample('mesh_agent_turns_in_flight', { agent: 'gate-agent' }), undefined, 'a public agent keeps its id');
 });

@@ -86,11 +86,6 @@ export class ConsumerGroups {
   directoryHeartbeats(clientId: string): string {
     return `${this.prefix}${clientId}-directory-heartbeats`;
   }
-
-  /** The demo echo worker. */
-  demoEchoWorker(): string {
-    return `${this.prefix}demo-echo-worker`;
-  }
 }
 
 /** How a topic is created. Every service that may create a topic first uses these settings. */

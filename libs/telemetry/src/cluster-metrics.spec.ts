@@ -46,7 +46,7 @@ test('an answer to another request is not taken for this one', async () => {
 test("the primary's aggregate sums what each process counted and takes the broker's values once", async () => {
   const { AggregatorRegistry } = await import('prom-client');
   const { MeshMetrics } = await import('./metrics.js');
-  const processes = [new MeshMetrics(), new MeshMetrics()];
+  const processes = [new MeshMetrics({ publicAgents: () => true }), new MeshMetrics({ publicAgents: () => true })];
   for (const m of processes) {
     m.tasks.inc({ tenant: 'acme', agent: 'a', outcome: 'accepted' });
     // Every replica samples the same broker offsets.

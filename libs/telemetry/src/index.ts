@@ -5,3 +5,4 @@ export { CLUSTER_METRICS_ENV, serveClusterMetrics } from './cluster-metrics.js';
 export { createLogger, routeConsoleTo, type Logger, silentLogger, PinoNestLogger } from './logging.js';
 export { untracedProducer, untracedConsumer, startProducerSpans, withConsumerSpan } from './messaging.js';
 export { LabelBounds, type LabelBoundsOptions } from './label-bounds.js';
+export { agentLabel, privateAgentAlias, type PublicAgents } from './agent-labels.js';

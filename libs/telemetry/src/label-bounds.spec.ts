@@ -25,7 +25,7 @@ test('samples without tenant or agent labels pass unchanged', () => {
 });
 
 test('MeshMetrics bounds mesh_tasks_total and mesh_admission_refusals_total', async () => {
-  const m = new MeshMetrics({ defaultMetrics: false, labels: { maxTenantAgentPairs: 1 } });
+  const m = new MeshMetrics({ defaultMetrics: false, labels: { maxTenantAgentPairs: 1 }, publicAgents: () => true });
   m.tasks.inc({ tenant: 'acme', agent: 'a', outcome: 'accepted' });
   m.tasks.inc({ tenant: 'evil', agent: 'x1', outcome: 'accepted' });
   m.tasks.inc({ tenant: 'evil', agent: 'x2', outcome: 'accepted' }, 2);

@@ -1,35 +1,47 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type CounterConfiguration, type LabelValues } from 'prom-client';
+import { agentLabel, type PublicAgents } from './agent-labels.js';
 import { LabelBounds, type LabelBoundsOptions } from './label-bounds.js';
 
+type Labels = Partial<Record<string, string | number>>;
+
 /**
- * A counter whose `tenant` and `agent` labels go through LabelBounds (series stay bounded).
- * prom-client assigns `inc` per instance in its constructor, so the bound wraps that function.
+ * A counter whose label set goes through `relabel` before it is counted (agents named by alias,
+ * tenant × agent pairs bounded). prom-client assigns `inc` per instance in its constructor, so the
+ * relabelling wraps that function.
  */
-class TenantAgentCounter<T extends string> extends Counter<T> {
-  constructor(config: CounterConfiguration<T>, bounds: () => LabelBounds) {
+class RelabelledCounter<T extends string> extends Counter<T> {
+  constructor(config: CounterConfiguration<T>, relabel: (labels: LabelValues<T>) => LabelValues<T>) {
     super(config);
     const inc = this.inc.bind(this) as (labels?: LabelValues<T> | number, value?: number) => void;
     // Exemplars are not enabled on these counters, so an object is always a label set.
     this.inc = ((labels?: LabelValues<T> | number, value?: number) =>
-      labels === undefined || typeof labels === 'number' ? inc(labels) : inc(bounds().apply(labels), value)) as Counter<T>['inc'];
+      labels === undefined || typeof labels === 'number' ? inc(labels) : inc(relabel(labels), value)) as Counter<T>['inc'];
   }
 }
 
 /**
  * The platform's Prometheus metrics, one catalog per process so names and labels are defined in
- * one place. Apps record into it and expose `registry` on `GET /metrics`.
+ * one place. Apps record into it and expose `registry` on `GET /metrics`. Callers pass agent ids:
+ * the counters labelled by agent name a non-public one by its alias ({@link agentLabel}), and
+ * bound their tenant × agent pairs.
  */
 export class MeshMetrics {
   readonly registry = new Registry();
   private labelBounds = new LabelBounds();
-  readonly tasks = new TenantAgentCounter(
+  /** Until the app says which agents are public, none is named (`/metrics` needs no token). */
+  private publicAgents: PublicAgents = () => false;
+  /** Aliases non-public agents, then bounds the tenant × agent pairs. */
+  private readonly tenantAgent = <L extends Labels>(labels: L): L => this.labelBounds.apply(this.named(labels));
+  private readonly named = <L extends Labels>(labels: L): L =>
+    labels.agent === undefined ? labels : { ...labels, agent: this.agentLabel(String(labels.agent)) };
+  readonly tasks = new RelabelledCounter(
     {
       name: 'mesh_tasks_total',
       help: 'Tasks (turns) by outcome: accepted, then completed, failed, canceled, rejected, input_required, auth_required',
       labelNames: ['tenant', 'agent', 'outcome'] as const,
       registers: [this.registry],
     },
-    () => this.labelBounds,
+    (labels) => this.tenantAgent(labels),
   );
   readonly unknownOutcomesOpen = new Gauge({
     name: 'mesh_unknown_outcomes_open',
@@ -43,14 +55,14 @@ export class MeshMetrics {
     labelNames: ['server', 'tool', 'resolution'] as const,
     registers: [this.registry],
   });
-  readonly admissionRefusals = new TenantAgentCounter(
+  readonly admissionRefusals = new RelabelledCounter(
     {
       name: 'mesh_admission_refusals_total',
       help: 'New work refused before it became a task (429/503), by tenant, agent and reason',
       labelNames: ['tenant', 'agent', 'reason'] as const,
       registers: [this.registry],
     },
-    () => this.labelBounds,
+    (labels) => this.tenantAgent(labels),
   );
   readonly delegationsInFlight = new Gauge({
     name: 'mesh_delegations_in_flight',
@@ -68,12 +80,15 @@ export class MeshMetrics {
     help: 'Task trees failed because their shared retry budget (takeovers and tool retries across hops) was spent',
     registers: [this.registry],
   });
-  readonly dedupHits = new Counter({
-    name: 'mesh_dedup_hits_total',
-    help: 'Duplicates absorbed, by kind (message_id, same_work: the dispatcher; execution_id, effect_key: workers) and agent',
-    labelNames: ['kind', 'agent'] as const,
-    registers: [this.registry],
-  });
+  readonly dedupHits = new RelabelledCounter(
+    {
+      name: 'mesh_dedup_hits_total',
+      help: 'Duplicates absorbed, by kind (message_id, same_work: the dispatcher; execution_id, effect_key: workers) and agent',
+      labelNames: ['kind', 'agent'] as const,
+      registers: [this.registry],
+    },
+    (labels) => this.named(labels),
+  );
   readonly consumerLag = new Gauge({
     name: 'mesh_consumer_lag',
     help: "Messages between the committed offset and the high watermark of the group's most-behind partition of the topic",
@@ -149,9 +164,23 @@ export class MeshMetrics {
     registers: [this.registry],
   });
 
-  /** `labels`: how the tenant × agent series are bounded (docs/operations.md, "Label cardinality"). */
-  constructor(opts: { defaultMetrics?: boolean; labels?: LabelBoundsOptions } = {}) {
+  /**
+   * `labels`: how the tenant × agent series are bounded (docs/operations.md, "Label cardinality");
+   * `publicAgents`: see {@link namePublicAgents}.
+   */
+  constructor(opts: { defaultMetrics?: boolean; labels?: LabelBoundsOptions; publicAgents?: PublicAgents } = {}) {
     this.labelBounds = new LabelBounds(opts.labels);
+    if (opts.publicAgents) this.publicAgents = opts.publicAgents;
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Which agents are named by id on `/metrics` (the app's registry knows; the rest go by their alias). */
+  namePublicAgents(isPublic: PublicAgents): void {
+    this.publicAgents = isPublic;
+  }
+
+  /** The label value of an agent on these metrics: {@link agentLabel} under this process's view of who is public. */
+  agentLabel(agentId: string): string {
+    return agentLabel(agentId, this.publicAgents);
   }
 }

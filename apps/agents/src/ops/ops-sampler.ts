@@ -8,6 +8,8 @@ import { PeriodicTask } from '@mesh/service';
 export interface WorkerView {
   agentId: string;
   groupId: string;
+  /** What `/metrics` calls its group: the group id, or the agent's alias when it is not public. */
+  seriesGroup: string;
   topic: string;
   /** Its consumer's gauges and counters; undefined until the consumer started. */
   stats: () => ReturnType<KafkaBusTransport['stats']>;
@@ -88,8 +90,8 @@ export class OpsSampler {
     for (const w of this.opts.workers()) {
       const s = w.stats();
       if (!s) continue; // the sampler starts before the consumers do
-      this.opts.metrics.inFlight.set({ group: w.groupId }, s.inFlight);
-      this.opts.metrics.pausedPartitions.set({ group: w.groupId }, s.pausedPartitions);
+      this.opts.metrics.inFlight.set({ group: w.seriesGroup }, s.inFlight);
+      this.opts.metrics.pausedPartitions.set({ group: w.seriesGroup }, s.pausedPartitions);
     }
     await this.unknowns();
   }

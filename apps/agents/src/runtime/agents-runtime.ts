@@ -45,6 +45,8 @@ export interface AgentChannel {
   agent: AgentDefinition;
   topic: string;
   groupId: string;
+  /** What `/metrics` calls the agent, its group and its topic: the names when it is public, else its alias. */
+  series: { agent: string; group: string; topic: string };
   /** The channel's consumer as a Nest server; `app.connectMicroservice({ strategy: transport })`. */
   transport: KafkaBusTransport;
   worker: AgentWorker;
@@ -123,11 +125,15 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
     const executions = new PostgresExecutionLedger(dataSource);
     this.records = new TaskRecords(dataSource);
     const tokens = config.AGENTS_TOOL_TOKEN_SECRET ? new HmacToolTokenMinter(config.AGENTS_TOOL_TOKEN_SECRET) : undefined;
+    // `/metrics` needs no token: an agent that is not public goes by its alias there.
+    const publicIds = new Set(opts.agents.filter((a) => a.channel.visibility === 'public').map((a) => a.id));
+    metrics.mesh.namePublicAgents((agentId) => publicIds.has(agentId));
     this.channels = opts.agents.map((agent) => this.channel(agent, executions, tokens));
     this.workerByTopic = new Map(this.channels.map((c) => [c.topic, c.worker]));
     this.workers = this.channels.map((c) => ({
       agentId: c.agent.id,
       groupId: c.groupId,
+      seriesGroup: c.series.group,
       topic: c.topic,
       stats: () => c.transport.stats(),
       inFlight: () => c.worker.inFlight,
@@ -177,8 +183,8 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
     const workerId = config.AGENTS_WORKER_ID;
     const beat = () => {
       const now = Date.now();
-      for (const { worker } of this.channels) {
-        metrics.inFlight.set({ agent: worker.agentId }, worker.inFlight);
+      for (const { worker, series } of this.channels) {
+        metrics.inFlight.set({ agent: series.agent }, worker.inFlight);
         const hb: AgentHeartbeat = { agentId: worker.agentId, workerId, atUnixMs: now, ttlMs: config.AGENTS_HEARTBEAT_INTERVAL_MS * 3 };
         this.heartbeats
           .sendRecord(topic, worker.agentId, JSON.stringify(hb))
@@ -210,6 +216,10 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
   private channel(agent: AgentDefinition, executions: PostgresExecutionLedger, tokens: HmacToolTokenMinter | undefined): AgentChannel {
     const { config, kafka, metrics, logger } = this.opts;
     const topics = this.definitions.names;
+    const topic = topics.commands(agent.id);
+    const groupId = new ConsumerGroups(config.TOPIC_PREFIX).agentWorkers(agent.id);
+    const label = metrics.mesh.agentLabel(agent.id);
+    const series = label === agent.id ? { agent: label, group: groupId, topic } : { agent: label, group: label, topic: label };
     const gateway = new ToolGateway({
       servers: serversOf(agent, config.AGENTS_MCP_SERVERS),
       ledger: this.effects,
@@ -224,7 +234,7 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
         onResolved: (tool, obs) => metrics.mesh.unknownOutcomesResolved.inc({ ...splitToolName(tool), resolution: obs.status }),
       },
       onCall: ({ tool, outcome, ms }) => {
-        metrics.toolCalls.inc({ agent: agent.id, tool, outcome });
+        metrics.toolCalls.inc({ agent: series.agent, tool, outcome });
         metrics.mesh.toolLatency.observe({ ...splitToolName(tool), result: outcome }, ms / 1000);
         // A side effect answered from the effect ledger instead of being done again.
         if (outcome === 'replayed') metrics.mesh.dedupHits.inc({ kind: 'effect_key', agent: agent.id });
@@ -244,12 +254,11 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
       retryBudget: config.AGENTS_RETRY_BUDGET,
       logger,
       observe: {
-        turnFinished: (state) => metrics.turns.inc({ agent: agent.id, state }),
+        turnFinished: (state) => metrics.turns.inc({ agent: series.agent, state }),
         dedupHit: () => metrics.mesh.dedupHits.inc({ kind: 'execution_id', agent: agent.id }),
       },
     });
-    const topic = topics.commands(agent.id);
-    const groupId = new ConsumerGroups(config.TOPIC_PREFIX).agentWorkers(agent.id);
+    const countDead = countDeadLetters(metrics.mesh.deadLetters, [series.topic]);
     const transport = new KafkaBusTransport(kafka, {
       groupId,
       topics: [topic],
@@ -272,8 +281,8 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
         maxWaitTimeInMs: 100,
       },
       onError: (err, what) => logger.warn({ src: 'command-consumer', agent: agent.id, error: String(err) }, what),
-      onDeadLetter: countDeadLetters(metrics.mesh.deadLetters, [topic]),
+      onDeadLetter: (dead) => countDead({ ...dead, topic: series.topic }),
     });
-    return { agent, topic, groupId, transport, worker: new AgentWorker(agent.id, runner, maxInFlight), gateway };
+    return { agent, topic, groupId, series, transport, worker: new AgentWorker(agent.id, runner, maxInFlight), gateway };
   }
 }

@@ -28,6 +28,7 @@ import { KafkaWorkerSignals } from './worker-signals.js';
           groupOf: (agentId) => groups.agentWorkers(agentId),
           topicOf: (agentId) => topics.names.commands(agentId),
           healthy: (agentId) => catalog.healthy(agentId),
+          countMembers: config.DISPATCHER_REQUIRE_HEALTHY_WORKER,
           ttlMs: config.DISPATCHER_BACKLOG_CHECK_MS,
           waitMs: config.DISPATCHER_BACKLOG_WAIT_MS,
         }),
@@ -45,8 +46,6 @@ import { KafkaWorkerSignals } from './worker-signals.js';
       ) =>
         new BacklogGauges(new BusAdmin(kafka), metrics, {
           agents: () => catalog.activeIds(),
-          // What an anonymous caller sees is public.
-          isPublic: (agentId) => catalog.resolve(agentId, undefined) !== undefined,
           maxAgents: config.METRICS_MAX_TENANT_AGENT_PAIRS,
           groupOf: (agentId) => groups.agentWorkers(agentId),
           topicOf: (agentId) => topics.names.commands(agentId),

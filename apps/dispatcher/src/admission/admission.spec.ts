@@ -22,12 +22,25 @@ test('admission: rate first, then health, then backlog; an unknown backlog never
   const agent = { id: 'x' } as AgentRecord;
   let healthy = false;
   let backlog: number | undefined = 5;
+  let members: number | undefined = 0;
   const admission = new Admission(
-    { healthy: () => healthy, backlog: async () => backlog },
+    { healthy: () => healthy, group: async () => ({ backlog, members }) },
     { ratePerSecond: 1000, burst: 1000, ...NO_BYTE_BUDGET, requireHealthyWorker: true, maxBacklog: 4, retryAfterSeconds: 3 },
   );
-  assert.equal((await admission.check('t', agent))?.reason, 'NO_HEALTHY_WORKER');
+  const silent = await admission.check('t', agent);
+  assert.equal(silent?.reason, 'NO_HEALTHY_WORKER');
+  assert.equal(silent?.message, 'agent "x" has no healthy worker');
   healthy = true;
+  // Heartbeats, but nobody in the workers' group: the same refusal, saying why.
+  const unread = await admission.check('t', agent);
+  assert.equal(unread?.reason, 'NO_HEALTHY_WORKER');
+  assert.equal(unread?.httpStatus, 503);
+  assert.equal(unread?.retryAfterSeconds, 3);
+  assert.match(unread?.message ?? '', /^agent "x" has no healthy worker: .*none is reading its commands/);
+  // Members unknown (the broker did not answer): never a refusal.
+  members = undefined;
+  assert.equal((await admission.check('t', agent))?.reason, 'AGENT_BACKLOG_FULL');
+  members = 1;
   const full = await admission.check('t', agent);
   assert.equal(full?.reason, 'AGENT_BACKLOG_FULL');
   assert.equal(full?.httpStatus, 503);
@@ -36,8 +49,9 @@ test('admission: rate first, then health, then backlog; an unknown backlog never
   assert.equal(await admission.check('t', agent), undefined);
   backlog = 4;
   assert.equal(await admission.check('t', agent), undefined);
+  // Without a healthy worker required, neither heartbeats nor members are asked for.
   const limited = new Admission(
-    { healthy: () => false, backlog: async () => 0 },
+    { healthy: () => false, group: async () => ({ backlog: 0, members: 0 }) },
     { ratePerSecond: 1, burst: 1, ...NO_BYTE_BUDGET, requireHealthyWorker: false, maxBacklog: 1, retryAfterSeconds: 1 },
   );
   assert.equal(await limited.check('t', agent), undefined);
@@ -75,7 +89,7 @@ test('a token bucket settled above what was taken owes the rest: the tenant wait
 
 const byteAdmission = (bytesPerSecond: number) =>
   new Admission(
-    { healthy: () => true, backlog: async () => 0 },
+    { healthy: () => true, group: async () => ({ backlog: 0, members: 1 }) },
     {
       ratePerSecond: 1000,
       burst: 1000,
@@ -112,7 +126,7 @@ test('the byte budget: a body of unannounced length is charged the body limit, t
 
 test('the byte budget: a body read beyond what it took up front is charged in full (a small bucket is no way around it)', () => {
   const admission = new Admission(
-    { healthy: () => true, backlog: async () => 0 },
+    { healthy: () => true, group: async () => ({ backlog: 0, members: 1 }) },
     {
       ratePerSecond: 1000,
       burst: 1000,

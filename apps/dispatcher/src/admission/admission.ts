@@ -70,12 +70,20 @@ export interface BodyCharge {
   settle(bytesRead: number): void;
 }
 
+/** The agent's workers' consumer group as last measured; undefined: unknown (never a refusal). */
+export interface WorkerGroupState {
+  /** Unconsumed commands. */
+  backlog?: number;
+  /** Live members: consumers reading the agent's commands. */
+  members?: number;
+}
+
 /** What admission needs to know about an agent's workers. */
 export interface WorkerSignals {
   /** A worker heartbeat within its TTL exists. */
   healthy(agentId: string): boolean;
-  /** Unconsumed commands of the agent's worker group (cached; undefined when unknown). */
-  backlog(agentId: string): Promise<number | undefined>;
+  /** The agent's workers' consumer group (cached). */
+  group(agentId: string): Promise<WorkerGroupState>;
 }
 
 export interface AdmissionOptions {
@@ -94,8 +102,9 @@ export interface AdmissionOptions {
 
 /**
  * Admission control of new work (SendMessage, SendStreamingMessage): per-tenant rate, then the
- * agent's health and backlog. Reads (GetTask, ListTasks…) never pass through {@link check}; every
- * request body, whatever the method, is charged to the tenant's byte budget ({@link chargeBody}).
+ * agent's health (a live heartbeat and a member in its workers' group) and backlog. Reads
+ * (GetTask, ListTasks…) never pass through {@link check}; every request body, whatever the method,
+ * is charged to the tenant's byte budget ({@link chargeBody}).
  */
 export class Admission {
   private readonly limiter: TenantRateLimiter;
@@ -141,14 +150,11 @@ export class Admission {
         message: `tenant "${tenant}" exceeded ${this.opts.ratePerSecond} requests/s`,
         retryAfterSeconds: wait,
       };
-    if (this.opts.requireHealthyWorker && !this.signals.healthy(agent.id))
-      return {
-        httpStatus: 503,
-        reason: 'NO_HEALTHY_WORKER',
-        message: `agent "${agent.id}" has no healthy worker`,
-        retryAfterSeconds: this.opts.retryAfterSeconds,
-      };
-    const backlog = await this.signals.backlog(agent.id);
+    if (this.opts.requireHealthyWorker && !this.signals.healthy(agent.id)) return this.noHealthyWorker(agent, '');
+    const { backlog, members } = await this.signals.group(agent.id);
+    // A process that heartbeats but consumes nothing would leave accepted tasks waiting until their deadline.
+    if (this.opts.requireHealthyWorker && members === 0)
+      return this.noHealthyWorker(agent, ': its workers send heartbeats, but none is reading its commands');
     if (backlog !== undefined && backlog > this.opts.maxBacklog)
       return {
         httpStatus: 503,
@@ -157,5 +163,14 @@ export class Admission {
         retryAfterSeconds: this.opts.retryAfterSeconds,
       };
     return undefined;
+  }
+
+  private noHealthyWorker(agent: AgentRecord, why: string): Refusal {
+    return {
+      httpStatus: 503,
+      reason: 'NO_HEALTHY_WORKER',
+      message: `agent "${agent.id}" has no healthy worker${why}`,
+      retryAfterSeconds: this.opts.retryAfterSeconds,
+    };
   }
 }

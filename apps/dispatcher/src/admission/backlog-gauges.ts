@@ -1,14 +1,11 @@
-import { createHash } from 'node:crypto';
 import type { OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import type { BusAdmin } from '@mesh/bus';
 import { PeriodicTask } from '@mesh/service';
-import type { MeshMetrics } from '@mesh/telemetry';
+import { privateAgentAlias, type MeshMetrics } from '@mesh/telemetry';
 
 export interface BacklogGaugesOptions {
   /** Every agent to report (the catalog's active agents). */
   agents: () => string[];
-  /** Whether the agent is public: only public agents are named on `/metrics`. */
-  isPublic: (agentId: string) => boolean;
   groupOf: (agentId: string) => string;
   topicOf: (agentId: string) => string;
   /** The dead-letter topic of a command topic. */
@@ -28,13 +25,6 @@ interface AgentSeries {
 
 /** The label every overflow series carries (as LabelBounds does for tenant × agent series). */
 const OTHER = '_other';
-
-/**
- * What `/metrics` (open to whoever reaches the port, for Prometheus) calls an agent that is not
- * public: a stable alias, so another tenant's private agent ids are never listed there. The
- * operator finds the agent behind one with `privateAgentAlias(id)` or on `/ops/lag` (ops token).
- */
-export const privateAgentAlias = (agentId: string) => `private-${createHash('sha256').update(agentId).digest('hex').slice(0, 12)}`;
 
 /**
  * Publishes each agent's command backlog from the broker: `mesh_consumer_lag` (its most-behind
@@ -60,8 +50,9 @@ export class BacklogGauges implements OnApplicationBootstrap, OnApplicationShutd
     this.schedule = new PeriodicTask(() => this.sample(), { intervalMs: opts.intervalMs, firstDelayMs: 0 });
   }
 
+  /** A non-public agent goes by its alias (MeshMetrics.agentLabel) in every label, group and topic included. */
   private seriesOf(agentId: string): AgentSeries {
-    if (this.opts.isPublic(agentId)) {
+    if (this.metrics.agentLabel(agentId) === agentId) {
       const topic = this.opts.topicOf(agentId);
       return { agent: agentId, group: this.opts.groupOf(agentId), topic, deadLetters: this.opts.deadLettersOf(topic) };
     }

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CachedBacklog } from './worker-signals.js';
+import { CachedMeasurement } from './worker-signals.js';
 
 /** A measurement the test settles by hand. */
 function gate() {
@@ -14,8 +14,9 @@ test('a backlog measurement is reused for its TTL, then measured again', async (
   let now = 0;
   const calls: string[] = [];
   const lags = [3, 7];
-  const cache = new CachedBacklog(
+  const cache = new CachedMeasurement(
     async (id) => (calls.push(id), lags.shift()),
+    undefined,
     1000,
     50,
     () => now,
@@ -33,8 +34,9 @@ test('an accept waits for a slow measurement only up to its bound, and one measu
   let now = 0;
   let measurements = 0;
   let pending = gate();
-  const cache = new CachedBacklog(
+  const cache = new CachedMeasurement(
     () => (measurements++, pending.promise),
+    undefined,
     1000,
     20,
     () => now,

@@ -103,6 +103,11 @@ export class DirectoryAgentLookup implements AgentLookup, OnApplicationBootstrap
     return this.catalog.healthy(agentId);
   }
 
+  /** Whether the agent is public (what a caller without a tenant sees), retired or not: only those are named on `/metrics`. */
+  isPublic(agentId: string): boolean {
+    return this.catalog.get(agentId, '')?.visibility === 'public';
+  }
+
   /**
    * The agent `tenant` may use for a skill (by skill id or tag) among those `owner` registered: a
    * healthy one first; undefined when none has it.

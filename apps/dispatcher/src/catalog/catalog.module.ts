@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { ConsumerGroups, TopicDefinitions } from '@mesh/contract';
 import type { Kafka } from '@mesh/bus';
-import type { Logger } from '@mesh/telemetry';
+import { MeshMetrics, type Logger } from '@mesh/telemetry';
 import { KAFKA, LOGGER } from '../core.module.js';
 import { DirectoryAgentLookup } from './agent-catalog.js';
 
@@ -10,9 +10,13 @@ import { DirectoryAgentLookup } from './agent-catalog.js';
   providers: [
     {
       provide: DirectoryAgentLookup,
-      useFactory: (kafka: Kafka, topics: TopicDefinitions, groups: ConsumerGroups, logger: Logger) =>
-        new DirectoryAgentLookup(kafka, topics, groups, logger),
-      inject: [KAFKA, TopicDefinitions, ConsumerGroups, LOGGER],
+      useFactory: (kafka: Kafka, topics: TopicDefinitions, groups: ConsumerGroups, logger: Logger, metrics: MeshMetrics) => {
+        const catalog = new DirectoryAgentLookup(kafka, topics, groups, logger);
+        // `/metrics` needs no token: only what an anonymous caller may see is named there.
+        metrics.namePublicAgents((agentId) => catalog.isPublic(agentId));
+        return catalog;
+      },
+      inject: [KAFKA, TopicDefinitions, ConsumerGroups, LOGGER, MeshMetrics],
     },
   ],
   exports: [DirectoryAgentLookup],
