@@ -125,13 +125,13 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     return withHistoryLength(settled, params.configuration?.historyLength);
   }
 
-  /** Validates and accepts a message (new task or follow-up turn); wakes the relay. */
+  /**
+   * Accepts a message (new task or follow-up turn); wakes the relay. Its shape was checked at the
+   * edge (a2a-request.validator.ts): the message, its id and parts are there.
+   */
   private async accept(params: SendMessageRequest, context: ServerCallContext): Promise<{ task: Task; eventSeq: number }> {
     const principal = principalOf(context);
-    const message = params.message;
-    if (!message) throw new RequestMalformedError('message is required');
-    if (!message.messageId?.trim()) throw new RequestMalformedError('message.messageId is required');
-    if (!message.parts?.length) throw new RequestMalformedError('message.parts must not be empty');
+    const message = params.message!;
     // The platform's own ids and metadata keys: a caller could otherwise pose as the platform to an
     // agent (forged delegation results) or claim the id of a child or a resumed turn first.
     const reserved = reservedNameIn(message);
@@ -174,20 +174,14 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
   }
 
   /**
-   * The task's deadline: message metadata `deadlineUnixMs` (absolute) or the `A2A-Deadline-Ms`
-   * header (relative, parsed at the edge), else the default; never later than now + the maximum.
+   * The task's deadline: message metadata `deadlineUnixMs` (absolute; a positive integer or its
+   * decimal string, as the edge checked) or the `A2A-Deadline-Ms` header (relative, parsed at the
+   * edge), else the default; never later than now + the maximum.
    */
   private deadlineOf(message: Message, times: RequestTimes): number | undefined {
     const now = Date.now();
-    let deadline: number | undefined;
     const meta = (message.metadata as Record<string, unknown> | undefined)?.deadlineUnixMs;
-    if (meta !== undefined) {
-      const n = typeof meta === 'string' ? Number(meta) : meta;
-      if (typeof n !== 'number' || !Number.isSafeInteger(n) || n <= 0) {
-        throw new RequestMalformedError('metadata.deadlineUnixMs must be a positive integer (milliseconds since the epoch)');
-      }
-      deadline = n;
-    }
+    let deadline = meta === undefined ? undefined : Number(meta);
     if (deadline === undefined && times.deadlineMs !== undefined) deadline = now + times.deadlineMs;
     if (deadline === undefined && this.opts.defaultDeadlineMs > 0) deadline = now + this.opts.defaultDeadlineMs;
     if (this.opts.maxDeadlineMs > 0) deadline = Math.min(deadline ?? Infinity, now + this.opts.maxDeadlineMs);
@@ -258,7 +252,6 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
 
   async cancelTask(params: CancelTaskRequest, context: ServerCallContext): Promise<Task> {
     const principal = principalOf(context);
-    if (!params.id?.trim()) throw new RequestMalformedError('task id is required');
     const { task, changed, ended } = await this.tasks.cancel(params.id, principal, this.agent);
     if (changed) {
       // Its cancel command and push deliveries were stored with the change.
@@ -307,13 +300,11 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
 
   /** The task exists for this tenant and agent (else TaskNotFound, whoever owns it). */
   private async requireOwnTask(taskId: string, tenant: string): Promise<void> {
-    if (!taskId?.trim()) throw new RequestMalformedError('taskId is required');
     if (!(await this.tasks.load(taskId, tenant, this.agent.id))) throw new TaskNotFoundError(`Task not found: ${taskId}`);
   }
 
   async *resubscribe(params: SubscribeToTaskRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
     const principal = principalOf(context);
-    if (!params.id?.trim()) throw new RequestMalformedError('task id is required');
     const resumeAfter = streamIdsOf(context)?.resumeAfter;
     // Resuming replays what was missed, also of a task that ended meanwhile (follow checks the id).
     if (resumeAfter === undefined) {
@@ -344,8 +335,8 @@ function connectionClosed(context: ServerCallContext): AbortSignal | undefined {
   return context.user instanceof PrincipalUser ? context.user.closed : undefined;
 }
 
-/** historyLength: absent = all, 0 = none, N = the N most recent messages (as the SDK does). */
+/** historyLength (0 or more, as the edge checked): absent = all, 0 = none, N = the N most recent messages (as the SDK does). */
 function withHistoryLength(task: Task, historyLength: number | undefined): Task {
   if (historyLength === undefined) return task;
-  return { ...task, history: historyLength <= 0 ? [] : task.history.slice(-historyLength) };
+  return { ...task, history: historyLength === 0 ? [] : task.history.slice(-historyLength) };
 }
