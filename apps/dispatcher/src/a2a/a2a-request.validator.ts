@@ -3,7 +3,7 @@ import express, { type Request, type RequestHandler, type Response } from 'expre
 import type { z } from 'zod';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
 import { isJsonObject } from '@mesh/contract';
-import { A2A_LIMITS, A2A_PARAMS, idProblem, A2A_TASK_STATE_ENUM, type A2aMethod } from './a2a-request.schemas.js';
+import { A2A_PARAMS, historyLength, idProblem, A2A_TASK_STATE_ENUM, type A2aMethod } from './a2a-request.schemas.js';
 import { LEGACY_BODIES, LEGACY_PARAMS } from './a2a-legacy.schemas.js';
 import { A2A_ROUTES, type A2aRoute } from './a2a.routes.js';
 import { parseTimeHeaders } from './a2a-time.headers.js';
@@ -27,8 +27,9 @@ export type CallerTenant = (req: Request) => string | undefined;
 
 /**
  * Every `tenant` a request carries (params or body, the push config given with a message, the
- * HTTP+JSON `?tenant=`) may only repeat the caller's tenant: one that names another tenant is
- * refused wherever it is, never silently ignored.
+ * HTTP+JSON `/{tenant}` path prefix and `?tenant=`) may only repeat the caller's tenant: one that
+ * names another tenant is refused wherever it is, never silently ignored. The SDK hands the
+ * handler params' or the path's as the call's tenant; nothing after this checks it again.
  */
 function tenantProblem(req: Request, callerTenant: CallerTenant, fields: Array<[string, unknown]>): RequestMalformedError | undefined {
   const caller = callerTenant(req);
@@ -252,7 +253,11 @@ const verb = (method: A2aRoute['method']) => method.toLowerCase() as 'get' | 'po
 export function restValidator(refuse: Refuse, callerTenant: CallerTenant): express.Router {
   const router = express.Router();
   const tenants: Check = (req) =>
-    tenantProblem(req, callerTenant, [['tenant', (req.query as Record<string, unknown>).tenant], ...tenantsOf(req.body, '')]);
+    tenantProblem(req, callerTenant, [
+      ['tenant', (req.params as Record<string, string | undefined>).tenant],
+      ['tenant', (req.query as Record<string, unknown>).tenant],
+      ...tenantsOf(req.body, ''),
+    ]);
   const route = ({ method, path }: A2aRoute, check: Check) => {
     const handler: RequestHandler = (req, res, next) => {
       // A body of another media type is the SDK's ContentTypeNotSupported, whatever it holds.
@@ -333,9 +338,9 @@ export function legacyRestValidator(refuse: Refuse): express.Router {
     for (const name of ['historyLength', 'history_length']) {
       const v = queryValue(req, name);
       if (v instanceof RequestMalformedError) return v;
-      if (v !== undefined && (!/^\d{1,10}$/.test(v) || Number(v) > A2A_LIMITS.historyLength)) {
-        return refusal(name, `must be an integer from 0 to ${A2A_LIMITS.historyLength}`);
-      }
+      if (v === undefined) continue;
+      const r = historyLength.safeParse(/^\d{1,10}$/.test(v) ? Number(v) : v);
+      if (!r.success) return firstIssue(r.error, name, '0.3');
     }
     return undefined;
   });

@@ -12,6 +12,7 @@ import type { DispatcherConfig } from '../config/dispatcher.config.js';
 import { AUTHENTICATOR, DISPATCHER_CONFIG, LOGGER } from '../core.module.js';
 import { EventsModule } from '../events/events.module.js';
 import { TenantStreamSlots } from '../events/stream-slots.js';
+import { TaskEventFollower } from '../events/task-event-follower.js';
 import { TaskChangeNotifier } from '../tasks/task-change-notifier.js';
 import { TaskChangesModule } from '../tasks/task-changes.module.js';
 import { TaskCommits } from '../tasks/task-commits.js';
@@ -42,6 +43,7 @@ interface A2aServices {
 
 function a2aRouterOf(s: A2aServices, config: DispatcherConfig, logger: Logger): RequestHandler {
   const streamSlots = new TenantStreamSlots(config.DISPATCHER_MAX_STREAMS_PER_TENANT);
+  const follower = new TaskEventFollower(s.tasks, s.changes, { maxMs: config.DISPATCHER_STREAM_MAX_MS });
   const { metrics } = s;
   // Known only once listening when the port is 0 (tests); cards are built on first use.
   let listeningUrl: string | undefined;
@@ -62,11 +64,10 @@ function a2aRouterOf(s: A2aServices, config: DispatcherConfig, logger: Logger): 
       new DispatcherRequestHandler(
         card,
         record,
-        { tasks: s.tasks, commits: s.commits, push: s.push },
+        { tasks: s.tasks, commits: s.commits, push: s.push, follower },
         {
           maxBlockingMs: config.DISPATCHER_BLOCKING_TIMEOUT_MS,
           changes: s.changes,
-          streamMaxMs: config.DISPATCHER_STREAM_MAX_MS,
           defaultDeadlineMs: config.DISPATCHER_DEFAULT_DEADLINE_MS,
           maxDeadlineMs: config.DISPATCHER_MAX_DEADLINE_MS,
           metrics,

@@ -18,7 +18,6 @@ import type {
   Task,
   TaskPushNotificationConfig,
 } from '@a2a-js/sdk';
-import { StreamResponse as StreamResponses, TaskState } from '@a2a-js/sdk';
 import {
   DefaultRequestHandler,
   STATE_HEADERS_KEY,
@@ -27,14 +26,13 @@ import {
   type ServerCallContext,
 } from '@a2a-js/sdk/server';
 import { RequestMalformedError, TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
-import { reservedNameIn, wakeableSleep, type AgentRecord } from '@mesh/contract';
+import { reservedNameIn, type AgentRecord } from '@mesh/contract';
 import type { A2aTasks } from './a2a-tasks.js';
 import { PostgresTaskStore } from '../tasks/postgres-task.store.js';
-import { isSettled, isTerminal, parseState } from '../tasks/task-state.js';
-import type { TaskEventPage } from '../tasks/task.repository.js';
-import type { LoggedEvent } from '../tasks/task-projection.js';
-import type { TaskChangeNotifier, TaskChangeWatcher } from '../tasks/task-change-notifier.js';
+import { isTerminal } from '../tasks/task-state.js';
+import type { TaskChangeNotifier } from '../tasks/task-change-notifier.js';
 import type { TaskCommits } from '../tasks/task-commits.js';
+import type { TaskEventFollower } from '../events/task-event-follower.js';
 import type { StreamEventIds } from './stream-event-ids.js';
 import { principalOf, PrincipalUser } from './principal-user.js';
 import type { RequestTimes } from './a2a-time.headers.js';
@@ -47,8 +45,6 @@ export interface DispatcherHandlerOptions {
   maxBlockingMs: number;
   /** Logged events of watched tasks, shared by every stream and blocking send of a task on this replica. */
   changes: TaskChangeNotifier;
-  /** Longest an SSE stream stays open. */
-  streamMaxMs: number;
   /** Deadline given to tasks whose caller gives none (0: none). */
   defaultDeadlineMs: number;
   /** Longest deadline a caller may ask for (0: unbounded). */
@@ -63,6 +59,8 @@ export interface DispatcherHandlerServices {
   /** The post-commit hook: wakes the relay, the push sender and the task's watchers; counts the turn. */
   commits: Pick<TaskCommits, 'committed'>;
   push: PushService;
+  /** Follows a task's event log for SSE streams and resubscription. */
+  follower: TaskEventFollower;
 }
 
 /** The SDK's handler reads its bus manager only in the methods implemented here (sends, cancel, resubscribe): never. */
@@ -87,6 +85,7 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
   private readonly tasks: A2aTasks;
   private readonly commits: Pick<TaskCommits, 'committed'>;
   private readonly push: PushService;
+  private readonly follower: TaskEventFollower;
 
   constructor(
     private readonly card: AgentCard,
@@ -97,6 +96,7 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     this.tasks = services.tasks;
     this.commits = services.commits;
     this.push = services.push;
+    this.follower = services.follower;
     const neverExecutes = {
       execute: async () => {
         throw new Error('the dispatcher never executes agents in-process');
@@ -125,13 +125,13 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
     return withHistoryLength(settled, params.configuration?.historyLength);
   }
 
-  /** Validates and accepts a message (new task or follow-up turn); wakes the relay. */
+  /**
+   * Accepts a message (new task or follow-up turn); wakes the relay. Its shape was checked at the
+   * edge (a2a-request.validator.ts): the message, its id and parts are there.
+   */
   private async accept(params: SendMessageRequest, context: ServerCallContext): Promise<{ task: Task; eventSeq: number }> {
     const principal = principalOf(context);
-    const message = params.message;
-    if (!message) throw new RequestMalformedError('message is required');
-    if (!message.messageId?.trim()) throw new RequestMalformedError('message.messageId is required');
-    if (!message.parts?.length) throw new RequestMalformedError('message.parts must not be empty');
+    const message = params.message!;
     // The platform's own ids and metadata keys: a caller could otherwise pose as the platform to an
     // agent (forged delegation results) or claim the id of a child or a resumed turn first.
     const reserved = reservedNameIn(message);
@@ -174,20 +174,14 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
   }
 
   /**
-   * The task's deadline: message metadata `deadlineUnixMs` (absolute) or the `A2A-Deadline-Ms`
-   * header (relative, parsed at the edge), else the default; never later than now + the maximum.
+   * The task's deadline: message metadata `deadlineUnixMs` (absolute; a positive integer or its
+   * decimal string, as the edge checked) or the `A2A-Deadline-Ms` header (relative, parsed at the
+   * edge), else the default; never later than now + the maximum.
    */
   private deadlineOf(message: Message, times: RequestTimes): number | undefined {
     const now = Date.now();
-    let deadline: number | undefined;
     const meta = (message.metadata as Record<string, unknown> | undefined)?.deadlineUnixMs;
-    if (meta !== undefined) {
-      const n = typeof meta === 'string' ? Number(meta) : meta;
-      if (typeof n !== 'number' || !Number.isSafeInteger(n) || n <= 0) {
-        throw new RequestMalformedError('metadata.deadlineUnixMs must be a positive integer (milliseconds since the epoch)');
-      }
-      deadline = n;
-    }
+    let deadline = meta === undefined ? undefined : Number(meta);
     if (deadline === undefined && times.deadlineMs !== undefined) deadline = now + times.deadlineMs;
     if (deadline === undefined && this.opts.defaultDeadlineMs > 0) deadline = now + this.opts.defaultDeadlineMs;
     if (this.opts.maxDeadlineMs > 0) deadline = Math.min(deadline ?? Infinity, now + this.opts.maxDeadlineMs);
@@ -222,88 +216,27 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
   }
 
   /**
-   * A task's stream on this replica, from the task's event log (every replica hands out the same
-   * numbered events, each with its number as the SSE id). A new stream starts with the Task as
-   * stored (its id: the number of the last event it includes), then the events after it; a resumed
-   * one (`resumeAfter`, the caller's Last-Event-ID) with the events after that id, in order. It
-   * ends after the first settled status (terminal or interrupted), as stored: the projection is the
-   * authority (cancel won, COMPLETED without artifact is FAILED). Events reach it through the
-   * replica's TaskChangeNotifier (those logged here as they are committed, one shared poll per task for
-   * those logged elsewhere, read at once when the replica that stored them says so). It
-   * stops as soon as the caller's connection closes, releasing its subscription and its share of
-   * the poll.
+   * A task's stream (see TaskEventFollower), each event with its number in the task's log as its
+   * SSE id. `resumeAfter`: the caller's Last-Event-ID; `historyLength`: the message's
+   * `configuration.historyLength`, applied to the Task that opens a new stream.
    */
   private async *follow(
     taskId: string,
     tenant: string,
     context: ServerCallContext,
     resumeAfter?: number,
-    /** The message's `configuration.historyLength`, applied to the Task that opens a new stream. */
     historyLength?: number,
   ): AsyncGenerator<StreamResponse, void, undefined> {
-    const closed = connectionClosed(context);
     const ids = streamIdsOf(context);
-    if (closed?.aborted) return;
-    const queue: LoggedEvent[] = [];
-    let wake: (() => void) | undefined;
-    const poke = () => wake?.();
-    closed?.addEventListener('abort', poke);
-    let watcher: TaskChangeWatcher | undefined;
-    try {
-      let after: number;
-      /** A terminal task's last event: a resumed stream ends there. */
-      let endAt: number | undefined;
-      /**
-       * The log's last event when the stream began: a settled status before it is history (a turn
-       * that asked for input and was answered since), which a resumed stream replays and goes past.
-       */
-      let current = 0;
-      if (resumeAfter === undefined) {
-        const stored = await this.tasks.loadWithProgress(taskId, tenant, this.agent.id);
-        if (!stored) throw new TaskNotFoundError(`Task not found: ${taskId}`);
-        if (closed?.aborted) return;
-        ids?.next(stored.eventSeq);
-        yield { payload: { $case: 'task', value: withHistoryLength(stored.task, historyLength) } };
-        if (isSettled(stored.task.status?.state ?? TaskState.TASK_STATE_SUBMITTED)) return;
-        after = stored.eventSeq;
-      } else {
-        const page = await this.tasks.readEvents(taskId, tenant, this.agent.id, resumeAfter, 0);
-        if (!page) throw new TaskNotFoundError(`Task not found: ${taskId}`);
-        refuseResume(taskId, resumeAfter, page);
-        const state = parseState(page.state) ?? TaskState.TASK_STATE_SUBMITTED;
-        if (isSettled(state) && resumeAfter >= page.lastSeq) return; // nothing was missed, and nothing more comes
-        if (isTerminal(state)) endAt = page.lastSeq;
-        current = page.lastSeq;
-        after = resumeAfter;
-        // No snapshot comes first, and the next event may be far off: the caller gets headers now.
-        ids?.open();
-      }
-      watcher = this.opts.changes.watch(taskId, tenant, this.agent.id, after, (events) => {
-        queue.push(...events);
-        poke();
-      });
-      const closeAt = Date.now() + this.opts.streamMaxMs;
-      for (;;) {
-        if (closed?.aborted) return;
-        if (Date.now() >= closeAt) return;
-        if (queue.length === 0) {
-          await wakeableSleep(Math.max(1, closeAt - Date.now()), (w) => (wake = w));
-          wake = undefined;
-          continue;
-        }
-        for (const logged of queue.splice(0)) {
-          const response = StreamResponses.fromJSON(logged.event);
-          ids?.next(logged.seq);
-          yield response;
-          const status = response.payload?.$case === 'statusUpdate' ? response.payload.value.status : undefined;
-          if (status && isSettled(status.state) && logged.seq >= current) return;
-          if (endAt !== undefined && logged.seq >= endAt) return;
-          if (closed?.aborted) return;
-        }
-      }
-    } finally {
-      closed?.removeEventListener('abort', poke);
-      watcher?.close();
+    const stream = await this.follower.open(
+      { taskId, tenant, agentId: this.agent.id },
+      { resumeAfter, closed: connectionClosed(context), shown: (task) => withHistoryLength(task, historyLength) },
+    );
+    // No snapshot comes first, and the next event may be far off: the caller gets headers now.
+    if (stream.waitsFirst) ids?.open();
+    for await (const { seq, response } of stream) {
+      ids?.next(seq);
+      yield response;
     }
   }
 
@@ -319,7 +252,6 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
 
   async cancelTask(params: CancelTaskRequest, context: ServerCallContext): Promise<Task> {
     const principal = principalOf(context);
-    if (!params.id?.trim()) throw new RequestMalformedError('task id is required');
     const { task, changed, ended } = await this.tasks.cancel(params.id, principal, this.agent);
     if (changed) {
       // Its cancel command and push deliveries were stored with the change.
@@ -368,13 +300,11 @@ export class DispatcherRequestHandler implements A2ARequestHandler {
 
   /** The task exists for this tenant and agent (else TaskNotFound, whoever owns it). */
   private async requireOwnTask(taskId: string, tenant: string): Promise<void> {
-    if (!taskId?.trim()) throw new RequestMalformedError('taskId is required');
     if (!(await this.tasks.load(taskId, tenant, this.agent.id))) throw new TaskNotFoundError(`Task not found: ${taskId}`);
   }
 
   async *resubscribe(params: SubscribeToTaskRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
     const principal = principalOf(context);
-    if (!params.id?.trim()) throw new RequestMalformedError('task id is required');
     const resumeAfter = streamIdsOf(context)?.resumeAfter;
     // Resuming replays what was missed, also of a task that ended meanwhile (follow checks the id).
     if (resumeAfter === undefined) {
@@ -395,29 +325,6 @@ function streamIdsOf(context: ServerCallContext): StreamEventIds | undefined {
   return context.user instanceof PrincipalUser ? context.user.streamIds : undefined;
 }
 
-/**
- * A Last-Event-ID the task's log cannot resume from: ahead of the task's last event, or older
- * than the oldest event still stored (the error names it: resuming from there loses the ones
- * between).
- */
-function refuseResume(taskId: string, after: number, page: TaskEventPage): void {
-  if (after > page.lastSeq) {
-    throw new RequestMalformedError({
-      message: `Last-Event-ID ${after} is not an event of task ${taskId}: its last event is ${page.lastSeq}`,
-      metadata: { eventId: 'UNKNOWN', lastEventId: String(page.lastSeq) },
-    });
-  }
-  const oldest = page.oldestSeq ?? page.lastSeq + 1;
-  if (after < oldest - 1) {
-    throw new RequestMalformedError({
-      message:
-        `Last-Event-ID ${after} of task ${taskId} has expired: the oldest event kept is ${oldest} ` +
-        `(resume with Last-Event-ID ${oldest - 1}, or subscribe without one for the task as it is now)`,
-      metadata: { eventId: 'EXPIRED', oldestEventId: String(oldest) },
-    });
-  }
-}
-
 /** A send's time headers as the edge parsed them (none: not given). */
 function timesOf(context: ServerCallContext): RequestTimes {
   return context.user instanceof PrincipalUser ? context.user.times : {};
@@ -428,8 +335,8 @@ function connectionClosed(context: ServerCallContext): AbortSignal | undefined {
   return context.user instanceof PrincipalUser ? context.user.closed : undefined;
 }
 
-/** historyLength: absent = all, 0 = none, N = the N most recent messages (as the SDK does). */
+/** historyLength (0 or more, as the edge checked): absent = all, 0 = none, N = the N most recent messages (as the SDK does). */
 function withHistoryLength(task: Task, historyLength: number | undefined): Task {
   if (historyLength === undefined) return task;
-  return { ...task, history: historyLength <= 0 ? [] : task.history.slice(-historyLength) };
+  return { ...task, history: historyLength === 0 ? [] : task.history.slice(-historyLength) };
 }

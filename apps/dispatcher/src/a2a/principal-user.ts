@@ -1,6 +1,5 @@
 import type { Principal } from '@mesh/auth';
 import type { ServerCallContext, User } from '@a2a-js/sdk/server';
-import { RequestMalformedError } from '@a2a-js/sdk/errors';
 import type { StreamEventIds } from './stream-event-ids.js';
 import type { RequestTimes } from './a2a-time.headers.js';
 
@@ -25,16 +24,11 @@ export class PrincipalUser implements User {
 
 /**
  * The principal of a call. A request's own A2A `tenant` (JSON-RPC `params.tenant`, REST path
- * prefix) may only repeat the authenticated tenant, never choose another one.
+ * prefix, the SDK's `context.tenant`) only ever repeats the authenticated one: the edge refuses
+ * any other (a2a-request.validator.ts).
  */
 export function principalOf(context: ServerCallContext): Principal {
   const user = context.user;
   if (!(user instanceof PrincipalUser)) throw new Error('request reached the A2A handler without authentication');
-  if (context.tenant && context.tenant !== user.principal.tenant) {
-    throw new RequestMalformedError({
-      message: `tenant "${context.tenant}" does not match the authenticated tenant`,
-      metadata: { conflict: 'TENANT_MISMATCH' },
-    });
-  }
   return user.principal;
 }

@@ -94,9 +94,12 @@ export class PushService implements OnApplicationBootstrap, OnApplicationShutdow
     this.http = new PinnedHttpClient(this.policy);
   }
 
-  /** Checks a config (URL given and allowed by the egress policy) and gives it an id when it has none. */
+  /**
+   * Checks a config's URL against the egress policy and gives the config an id when it has none.
+   * Its shape (an absolute http(s) URL, ids, header-safe token and credentials) was checked at the
+   * A2A edge (a2a-request.schemas.ts).
+   */
   async validate(cfg: TaskPushNotificationConfig, wireVersion: PushWireVersion = '1.0'): Promise<ValidPushConfig> {
-    if (!cfg.url) throw new RequestMalformedError('url is required');
     try {
       await this.policy.check(cfg.url);
     } catch (err) {
@@ -111,7 +114,7 @@ export class PushService implements OnApplicationBootstrap, OnApplicationShutdow
     }
     return {
       // Kept as given (an id with spaces is the caller's id); empty, proto3's default, means none.
-      id: cfg.id && cfg.id.trim() !== '' ? cfg.id : newId(),
+      id: cfg.id || newId(),
       url: cfg.url,
       token: cfg.token ?? '',
       authScheme: cfg.authentication?.scheme ?? null,
