@@ -123,9 +123,10 @@ export const DEFAULT_COMMAND_PARTITIONS = 3;
 export const HEARTBEATS_RETENTION_MS = 3_600_000;
 
 /**
- * The one definition of every topic, used by whichever service creates it first (the directory,
- * the dispatcher, the agents, the demo), so no service waits for partitions another one created
- * differently. Existing topics are not grown: all of them are keyed (the cards topic is compacted
+ * The one definition of every topic, used by its owner (docs/bus.md, "Who creates each topic":
+ * the directory for cards, heartbeats and command topics, the dispatcher for events) and by what
+ * stands in for an owner (a runtime without a directory, the tests), so every copy of a topic has
+ * the same settings. Existing topics are not grown: all of them are keyed (the cards topic is compacted
  * by key), and a new partition count would move keys. Only the directory grows a command topic,
  * when an agent's registration asks for more partitions.
  */

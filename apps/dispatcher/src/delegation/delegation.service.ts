@@ -369,20 +369,24 @@ export class DelegationService {
     // The results fit the parent's command: bounded by DISPATCHER_DELEGATION_RESULTS_MAX_BYTES, and
     // more tightly when the command would still be larger than its topic takes (CommandTooLargeError).
     let maxBytes = this.opts.resultsMaxBytes;
-    for (let attempt = 1; ; attempt++) {
-      const results: DelegationResults = { reason, unfinished, children: boundChildResults(outcomes, maxBytes) };
+    for (;;) {
+      const children = boundChildResults(outcomes, maxBytes);
       try {
-        await this.resume(tx, row, wait, reason, results, agent, a, spent.left, ids);
+        await this.resume(tx, row, wait, reason, { reason, unfinished, children }, agent, a, spent.left, ids);
         break;
       } catch (err) {
         if (!(err instanceof CommandTooLargeError)) throw err;
-        if (attempt >= 4) {
-          // Not even the outcomes without their artifacts fit: the parent cannot go on.
+        if (maxBytes === 0) {
+          // Not even the outcomes without their artifacts and messages fit: the parent cannot go on.
           changed.push(...(await this.endings.failDelegationResults(tx, row, err.message)));
           await this.repo.endWaits(tx, row.id, [wait.turn], reason);
           return reason;
         }
-        maxBytes = attempt === 3 ? 0 : Math.floor((maxBytes * err.limitBytes) / err.commandBytes / 2);
+        // What the results carried, less what the command is over by (and some room): at most
+        // two more tries, the last with no artifact or message at all.
+        const carried = Buffer.byteLength(JSON.stringify(children));
+        const fits = carried - (err.commandBytes - err.limitBytes) - 1024;
+        maxBytes = fits > 0 && fits < maxBytes && maxBytes === this.opts.resultsMaxBytes ? fits : 0;
       }
     }
     // The resumed turn logged the parent's resubmission; its watchers here read it.

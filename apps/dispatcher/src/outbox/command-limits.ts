@@ -69,7 +69,10 @@ export class CommandLimits {
   /** Reads the broker's default and every topic's limit known here again. */
   async refresh(): Promise<void> {
     this.brokerDefault = await this.source.maxMessageBytes();
-    for (const topic of this.asked) await this.readTopic(topic);
+    // One topic that cannot be read keeps its last known limit; the others are read all the same.
+    const failed: string[] = [];
+    for (const topic of this.asked) await this.readTopic(topic).catch(() => failed.push(topic));
+    if (failed.length > 0) this.log.info({ topics: failed }, "cannot read these topics' limits yet; will retry");
   }
 
   private async readTopic(topic: string): Promise<void> {

@@ -72,6 +72,8 @@ export class BusCommandProducer implements CommandProducer {
         } catch (err) {
           const refused = isRecordRefusedError(err);
           if (refused) this.refusedBy(c.topic);
+          // Deleted since it was seen? The next send looks for it again.
+          else this.existing.delete(c.topic);
           return { ok: false, refused, error: String(err) };
         }
       }),

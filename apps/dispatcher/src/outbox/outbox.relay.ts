@@ -43,7 +43,9 @@ export interface OutboxRelayOptions {
  * Moves committed outbox rows to Kafka: claim and delete a batch (SKIP LOCKED, so replicas share
  * the work), produce it, commit. If Kafka is down the rows stay and are retried with backoff (and
  * only once Kafka answers again); a crash between produce and commit re-produces them, which
- * workers absorb by execution id.
+ * workers absorb by execution id. No row holds the others back: one the broker refuses for good
+ * leaves with its task failed, and the rows of a topic that does not exist wait for it outside
+ * the claims (docs/dispatcher.md, "Commands the broker must take").
  */
 export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdown {
   private running = false;

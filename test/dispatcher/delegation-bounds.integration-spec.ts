@@ -1,0 +1,128 @@
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import kafkajs from 'kafkajs';
+import { childTaskId, encodeEnvelope, Envelopes, newId, type TaskRunCommand } from '@mesh/contract';
+import { eventually, sql } from '../support/infra.js';
+import { agentRecord, publishAgents, startTestDispatcher, type DispatcherEnv } from '../support/dispatcher-harness.js';
+import { startManualWorker } from '../support/manual-worker.js';
+import { delegateFrom } from '../support/delegating-parent.js';
+import { jsonMessage } from '../support/a2a-fixtures.js';
+
+// Commands the platform builds itself obey the topic's limit too: a delegated child's first
+// message, and a parent's resumed turn carrying its children's outcomes.
+const env: DispatcherEnv = await startTestDispatcher('delegation-bounds', {}, { OUTBOX_LIMITS_REFRESH_MS: '200' });
+await publishAgents(env.kafka, env.topics, [agentRecord('boss'), agentRecord('kid')]);
+const boss = await startManualWorker(env.kafka, env.topics, 'boss');
+const kid = await startManualWorker(env.kafka, env.topics, 'kid');
+const producer = env.kafka.producer();
+await producer.connect();
+after(async () => {
+  await Promise.all([boss.stop(), kid.stop(), producer.disconnect()]);
+});
+await eventually('cards served', async () => (await fetch(`${env.url}/a2a/kid/.well-known/agent-card.json`)).ok);
+
+async function send(agent: string, text: string): Promise<string> {
+  const res = await fetch(`${env.url}/a2a/${agent}`, {
+    method: 'POST',
+    headers: { authorization: 'Bearer demo-acme', 'content-type': 'application/json', 'a2a-version': '1.0' },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendMessage',
+      params: { message: jsonMessage(text), configuration: { returnImmediately: true } },
+    }),
+  });
+  return ((await res.json()) as { result: { task: { id: string } } }).result.task.id;
+}
+
+/** Lowers a command topic's limit and waits until the dispatcher refuses a message over it at accept. */
+async function lowerLimit(agent: string, bytes: number): Promise<void> {
+  await send(agent, 'the limit is read on first use');
+  const admin = env.kafka.admin();
+  await admin.connect();
+  await admin.alterConfigs({
+    validateOnly: false,
+    resources: [
+      {
+        type: kafkajs.ConfigResourceTypes.TOPIC,
+        name: env.topics.commands(agent),
+        configEntries: [{ name: 'max.message.bytes', value: String(bytes) }],
+      },
+    ],
+  });
+  await admin.disconnect();
+  await eventually(`the ${agent} limit read`, async () => {
+    const res = await fetch(`${env.url}/a2a/${agent}`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer demo-acme', 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: jsonMessage('p'.repeat(bytes)) } }),
+    });
+    return ((await res.json()) as { error?: { code: number } }).error?.code === -32602;
+  });
+}
+
+/** Completes a child's turn with an artifact of `bytes` characters (a final event, as a worker's). */
+async function complete(child: string, bytes: number): Promise<void> {
+  const run: TaskRunCommand = await kid.run(child);
+  const events = [
+    Envelopes.artifact(run.identity, {
+      seq: 1,
+      artifact: { artifactId: newId(), name: 'out', parts: [{ text: 'a'.repeat(bytes) }] },
+      lastChunk: true,
+    }),
+    Envelopes.status(run.identity, { seq: 2, state: 'TASK_STATE_COMPLETED', final: true }),
+  ];
+  await producer.send({ topic: env.topics.events(), acks: -1, messages: events.map((e) => ({ key: child, ...encodeEnvelope(e) })) });
+}
+
+test("a delegated child whose first message its agent's topic would refuse is not started: rejected with the reason", async () => {
+  await lowerLimit('kid', 6_000);
+  const parent = await send('boss', 'delegate large asks');
+  const run: TaskRunCommand = await boss.run(parent);
+  // One small ask and one over the limit, reported as a worker's final event.
+  const asks = [
+    { step: 0, agentId: 'kid', parts: [{ text: 'small' }] },
+    { step: 1, agentId: 'kid', parts: [{ text: 'b'.repeat(8_000) }] },
+  ];
+  const children = asks.map((a) => ({ ...a, taskId: childTaskId(run.identity.executionId, a.step, a) }));
+  const events = [
+    Envelopes.status(run.identity, { seq: 1, state: 'TASK_STATE_WORKING', final: true, delegation: { join: 'all', children } }),
+  ];
+  await producer.send({ topic: env.topics.events(), acks: -1, messages: events.map((e) => ({ key: parent, ...encodeEnvelope(e) })) });
+  const wait = await eventually('the wait recorded', async () => {
+    const rows = await sql<{ children: Array<{ step: number; refused: string | null }> }>(
+      env.databaseUrl,
+      `SELECT children FROM dispatcher.delegations WHERE parent_task_id = $1`,
+      [parent],
+    );
+    return rows[0];
+  });
+  assert.equal(wait.children.find((c) => c.step === 0)?.refused, null);
+  assert.match(wait.children.find((c) => c.step === 1)?.refused ?? '', /larger than the agent's channel accepts/);
+  const created = await sql(env.databaseUrl, `SELECT 1 FROM dispatcher.tasks WHERE id = $1`, [children[1].taskId]);
+  assert.equal(created.length, 0, 'no task for the refused child');
+});
+
+test("a parent's resumed turn carries its children's outcomes only as far as its command fits: the rest truncated", async () => {
+  await lowerLimit('boss', 30_000);
+  const parent = await send('boss', 'delegate to three');
+  const { children } = await delegateFrom(
+    { databaseUrl: env.databaseUrl, topics: env.topics, producer, parent: boss, child: 'kid' },
+    parent,
+    3,
+  );
+  // Each artifact fits alone; the three together would not.
+  for (const c of children) await complete(c, 12_000);
+  const resumed = await eventually('the parent resumed', () =>
+    boss.commands.find((c): c is TaskRunCommand => c.kind === 'task.run' && c.identity.taskId === parent && c.body.turn === 2),
+  );
+  const results = (resumed.body.message.parts as Array<{ data?: { children: Array<{ truncated?: boolean; artifacts: unknown[] }> } }>).find(
+    (p) => p.data,
+  )!.data!;
+  assert.equal(results.children.length, 3);
+  assert.ok(
+    results.children.some((c) => c.truncated),
+    'some children come truncated',
+  );
+  assert.ok(Buffer.byteLength(JSON.stringify(resumed)) < 30_000);
+});
