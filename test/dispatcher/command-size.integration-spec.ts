@@ -1,12 +1,12 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import kafkajs from 'kafkajs';
 import { eventually, sql } from '../support/infra.js';
 import { agentRecord, publishAgents, startTestDispatcher, type DispatcherEnv } from '../support/dispatcher-harness.js';
 import { ensureTopics } from '@mesh/bus';
 import { startEchoWorker } from '../support/echo-worker.js';
 import { jsonMessage } from '../support/a2a-fixtures.js';
 import { metricSample } from '../support/metrics.js';
+import { setMaxMessageBytes } from '../support/delegating-parent.js';
 
 // A command is measured against its topic's real limit at accept, and a row the broker still
 // refuses (a limit lowered after it was read) fails its own task without holding the others back.
@@ -82,19 +82,7 @@ test('a command the broker refuses fails its own task with the reason, is counte
   const first = await send('narrow', jsonMessage('small'), 'demo-acme', true);
   assert.equal(first.result?.task?.status.state, 'TASK_STATE_COMPLETED', JSON.stringify(first));
   // An operator lowers it afterwards.
-  const admin = env.kafka.admin();
-  await admin.connect();
-  await admin.alterConfigs({
-    validateOnly: false,
-    resources: [
-      {
-        type: kafkajs.ConfigResourceTypes.TOPIC,
-        name: env.topics.commands('narrow'),
-        configEntries: [{ name: 'max.message.bytes', value: '20000' }],
-      },
-    ],
-  });
-  await admin.disconnect();
+  await setMaxMessageBytes(env.kafka, env.topics.commands('narrow'), 20_000);
   const echoedBefore = echo.commands.length;
   // Sent together so the refused command may share a batch with the others.
   const answers = await Promise.all([

@@ -1,56 +1,22 @@
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import kafkajs from 'kafkajs';
 import { childTaskId, encodeEnvelope, Envelopes, newId, type TaskRunCommand } from '@mesh/contract';
 import { eventually, sql } from '../support/infra.js';
-import { agentRecord, publishAgents, startTestDispatcher, type DispatcherEnv } from '../support/dispatcher-harness.js';
-import { startManualWorker } from '../support/manual-worker.js';
-import { delegateFrom } from '../support/delegating-parent.js';
-import { jsonMessage } from '../support/a2a-fixtures.js';
+import { startTestDispatcher, type DispatcherEnv } from '../support/dispatcher-harness.js';
+import { delegateFrom, setMaxMessageBytes, startDelegationPair } from '../support/delegating-parent.js';
+import { jsonMessage, submitTask } from '../support/a2a-fixtures.js';
 
 // Commands the platform builds itself obey the topic's limit too: a delegated child's first
 // message, and a parent's resumed turn carrying its children's outcomes.
 const env: DispatcherEnv = await startTestDispatcher('delegation-bounds', {}, { OUTBOX_LIMITS_REFRESH_MS: '200' });
-await publishAgents(env.kafka, env.topics, [agentRecord('boss'), agentRecord('kid')]);
-const boss = await startManualWorker(env.kafka, env.topics, 'boss');
-const kid = await startManualWorker(env.kafka, env.topics, 'kid');
-const producer = env.kafka.producer();
-await producer.connect();
-after(async () => {
-  await Promise.all([boss.stop(), kid.stop(), producer.disconnect()]);
-});
-await eventually('cards served', async () => (await fetch(`${env.url}/a2a/kid/.well-known/agent-card.json`)).ok);
+const { boss, kid, producer, delegation } = await startDelegationPair(env);
 
-async function send(agent: string, text: string): Promise<string> {
-  const res = await fetch(`${env.url}/a2a/${agent}`, {
-    method: 'POST',
-    headers: { authorization: 'Bearer demo-acme', 'content-type': 'application/json', 'a2a-version': '1.0' },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'SendMessage',
-      params: { message: jsonMessage(text), configuration: { returnImmediately: true } },
-    }),
-  });
-  return ((await res.json()) as { result: { task: { id: string } } }).result.task.id;
-}
+const send = (agent: string, text: string) => submitTask(env.url, agent, text);
 
 /** Lowers a command topic's limit and waits until the dispatcher refuses a message over it at accept. */
 async function lowerLimit(agent: string, bytes: number): Promise<void> {
   await send(agent, 'the limit is read on first use');
-  const admin = env.kafka.admin();
-  await admin.connect();
-  await admin.alterConfigs({
-    validateOnly: false,
-    resources: [
-      {
-        type: kafkajs.ConfigResourceTypes.TOPIC,
-        name: env.topics.commands(agent),
-        configEntries: [{ name: 'max.message.bytes', value: String(bytes) }],
-      },
-    ],
-  });
-  await admin.disconnect();
+  await setMaxMessageBytes(env.kafka, env.topics.commands(agent), bytes);
   await eventually(`the ${agent} limit read`, async () => {
     const res = await fetch(`${env.url}/a2a/${agent}`, {
       method: 'POST',
@@ -106,11 +72,7 @@ test("a delegated child whose first message its agent's topic would refuse is no
 test("a parent's resumed turn carries its children's outcomes only as far as its command fits: the rest truncated", async () => {
   await lowerLimit('boss', 30_000);
   const parent = await send('boss', 'delegate to three');
-  const { children } = await delegateFrom(
-    { databaseUrl: env.databaseUrl, topics: env.topics, producer, parent: boss, child: 'kid' },
-    parent,
-    3,
-  );
+  const { children } = await delegateFrom(delegation, parent, 3);
   // Each artifact fits alone; the three together would not.
   for (const c of children) await complete(c, 12_000);
   const resumed = await eventually('the parent resumed', () =>

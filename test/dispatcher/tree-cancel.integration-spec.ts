@@ -1,24 +1,15 @@
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { eventually, sql } from '../support/infra.js';
-import { agentRecord, publishAgents, startTestDispatcher, type DispatcherEnv } from '../support/dispatcher-harness.js';
-import { startManualWorker } from '../support/manual-worker.js';
-import { delegateFrom } from '../support/delegating-parent.js';
+import { startTestDispatcher, type DispatcherEnv } from '../support/dispatcher-harness.js';
+import { delegateFrom, startDelegationPair } from '../support/delegating-parent.js';
 import { jsonMessage } from '../support/a2a-fixtures.js';
 
 // CancelTask of a delegating tree racing with writers of its tasks: every live child ends with
 // the parent and none settles after the parent's cancel, and a lock race is retried inside.
 const env: DispatcherEnv = await startTestDispatcher('tree-cancel');
-await publishAgents(env.kafka, env.topics, [agentRecord('boss'), agentRecord('kid')]);
-const boss = await startManualWorker(env.kafka, env.topics, 'boss');
-const kid = await startManualWorker(env.kafka, env.topics, 'kid');
-const producer = env.kafka.producer();
-await producer.connect();
-after(async () => {
-  await Promise.all([boss.stop(), kid.stop(), producer.disconnect()]);
-});
-await eventually('cards served', async () => (await fetch(`${env.url}/a2a/kid/.well-known/agent-card.json`)).ok);
+const { kid, delegation } = await startDelegationPair(env);
 
 /** A JSON-RPC answer as this spec reads it: a task (SendMessage's under `task`) or an error. */
 interface RpcAnswer {
@@ -38,7 +29,7 @@ async function rpc(agent: string, method: string, params: Record<string, unknown
 /** A parent task of `boss` that delegated `n` children to `kid`, all SUBMITTED; their ids sorted. */
 async function tree(n: number): Promise<{ parent: string; children: string[] }> {
   const sent = await rpc('boss', 'SendMessage', { message: jsonMessage('delegate'), configuration: { returnImmediately: true } });
-  return delegateFrom({ databaseUrl: env.databaseUrl, topics: env.topics, producer, parent: boss, child: 'kid' }, sent.result!.task!.id, n);
+  return delegateFrom(delegation, sent.result!.task!.id, n);
 }
 
 /** A connection of the test's own: a writer of the tree that holds row locks the test chooses. */

@@ -56,3 +56,20 @@ export const jsonMessage = (text: string, extra: Record<string, unknown> = {}) =
   parts: [{ text }],
   ...extra,
 });
+
+/** Starts a task of `agent` over JSON-RPC (returnImmediately) with a text message; its id. */
+export async function submitTask(baseUrl: string, agent: string, text: string, token = 'demo-acme'): Promise<string> {
+  const res = await fetch(`${baseUrl}/a2a/${agent}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'a2a-version': '1.0' },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendMessage',
+      params: { message: jsonMessage(text), configuration: { returnImmediately: true } },
+    }),
+  });
+  const answer = (await res.json()) as { result?: { task: { id: string } } };
+  if (!answer.result) throw new Error(`SendMessage to ${agent} was refused: ${JSON.stringify(answer)}`);
+  return answer.result.task.id;
+}

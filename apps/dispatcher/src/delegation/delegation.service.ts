@@ -174,6 +174,13 @@ export class DelegationService {
         : Number.POSITIVE_INFINITY;
       const deadline = Math.min(now + Math.min(req.timeoutMs ?? this.opts.timeoutMs, this.opts.timeoutMs), parentLimit);
       const act = actFor(`agent:${row.agent_id}`, id.act ?? { sub: id.actor });
+      const authority: Authority = {
+        subject: id.subject,
+        actor: id.actor,
+        ...(id.scopes ? { scopes: id.scopes } : {}),
+        ...(id.act ? { act: id.act } : {}),
+        ...(id.traceparent ? { traceparent: id.traceparent } : {}),
+      };
       const children: WaitChild[] = [];
       const delegator = this.targets.recordFor(row.agent_id, row.tenant);
       for (const c of req.children) {
@@ -194,50 +201,28 @@ export class DelegationService {
                   ? 'the task tree spent its retry budget'
                   : deadline <= now
                     ? "no time is left before the parent's deadline"
-                    : (admitted.get(c.step) ?? null);
+                    : null;
         const entry: WaitChild = { step: c.step, taskId: c.taskId, agentId: target?.id ?? c.agentId ?? null, refused };
         children.push(entry);
         if (refused) continue;
-        const input: AcceptInput = {
-          principal: {
-            tenant: row.tenant,
-            subject: id.subject,
-            actor: `agent:${row.agent_id}`,
-            scopes: narrowScopes(id.scopes ?? [], c.scopes),
-          },
-          agent: target!,
-          message: Message.fromJSON({
-            messageId: `${PLATFORM_MESSAGE_ID_PREFIX}child:${c.taskId}`,
-            role: 'ROLE_USER',
-            parts: c.parts,
-            referenceTaskIds: [row.id],
-            metadata: { 'mesh/parent_task_id': row.id, 'mesh/root_task_id': rootTaskId, 'mesh/step': c.step },
-          }),
-          // The wait ends at `deadline` and the dispatcher cancels what is open then; the child's own
-          // deadline, its worker's backstop, is one sweep later, so the cancel (not a race) decides.
-          deadlineUnixMs: deadline + this.opts.sweepMs,
-          ...(id.traceparent ? { traceparent: id.traceparent } : {}),
-          tree: { rootTaskId, parentTaskId: row.id, act, retryBudget: spent.left },
-        };
-        try {
-          await this.tree.createChild(tx, input, c.taskId, row.context_id, { taskId: row.id, agentId: row.agent_id });
-        } catch (err) {
-          if (!(err instanceof CommandTooLargeError)) throw err;
-          entry.refused = `the delegated message is larger than the agent's channel accepts (${err.message})`;
+        const deferred = admitted.get(c.step);
+        if (deferred) {
+          // Started by the delegation sweep once the tenant's admission lets it (or refused at the deadline).
+          Object.assign(entry, { deferred, ask: { parts: c.parts, ...(c.scopes ? { scopes: c.scopes } : {}) } });
+          continue;
         }
+        entry.refused = await this.startChild(
+          tx,
+          row,
+          this.childInput(row, authority, rootTaskId, target!, c, deadline, spent.left),
+          c.taskId,
+        );
       }
       await this.tree.recordChildren(
         tx,
         row,
-        children.filter((c) => !c.refused).map((c) => ({ taskId: c.taskId, agentId: c.agentId, step: c.step })),
+        children.filter((c) => !c.refused && !c.deferred).map((c) => ({ taskId: c.taskId, agentId: c.agentId, step: c.step })),
       );
-      const authority: Authority = {
-        subject: id.subject,
-        actor: id.actor,
-        ...(id.scopes ? { scopes: id.scopes } : {}),
-        ...(id.act ? { act: id.act } : {}),
-        ...(id.traceparent ? { traceparent: id.traceparent } : {}),
-      };
       await this.repo.insertWait(tx, {
         parent_task_id: row.id,
         turn,
@@ -256,8 +241,11 @@ export class DelegationService {
     this.opts.committed({ commands: true });
     this.opts.metrics?.delegations.inc({ event: 'opened' });
     const refused = opened.children.filter((c) => c.refused).length;
+    const deferred = opened.children.filter((c) => c.deferred).length;
     if (refused > 0) this.opts.metrics?.delegations.inc({ event: 'child_refused' }, refused);
-    if (opened.children.length > refused) this.opts.metrics?.delegations.inc({ event: 'child_started' }, opened.children.length - refused);
+    if (deferred > 0) this.opts.metrics?.delegations.inc({ event: 'child_deferred' }, deferred);
+    const started = opened.children.length - refused - deferred;
+    if (started > 0) this.opts.metrics?.delegations.inc({ event: 'child_started' }, started);
     if (opened.exhausted) await this.failTree(opened.rootTaskId, id.tenant);
     // Every child refused: the wait is already over.
     if (refused === opened.children.length) await this.resumeIfDone(id.taskId, id.tenant);
@@ -267,7 +255,7 @@ export class DelegationService {
    * Passes each child of a delegating turn through its tenant's admission, as its own SendMessage
    * would: the refusals by step (undefined: the wait is recorded already, a redelivered event —
    * nothing is charged twice). A child is work of the tenant like any other, so a tree cannot
-   * start more than the tenant may.
+   * start more than the tenant may; one refused for now waits (deferred) as a caller would retry.
    */
   private async admitChildren(e: Extract<TaskEvent, { kind: 'task.status' }>): Promise<Map<number, string> | undefined> {
     const id = e.identity;
@@ -283,9 +271,111 @@ export class DelegationService {
           : delegator && this.targets.bySkill(c.skill!, id.tenant, delegator.tenant);
       if (!target || target.retired) continue; // refused for that in open()
       const refused = await admit(id.tenant, target);
-      if (refused) refusals.set(c.step, `the tenant's admission refused it (${refused})`);
+      if (refused) refusals.set(c.step, refused);
     }
     return refusals;
+  }
+
+  /** What a child starts with: its ask, for the delegating turn's subject, as the delegating agent, scopes narrowed. */
+  private childInput(
+    row: TaskRow,
+    authority: Authority,
+    rootTaskId: string,
+    target: AgentRecord,
+    ask: { step: number; taskId: string; parts: Array<Record<string, unknown>>; scopes?: string[] },
+    deadline: number,
+    retryLeft: number,
+  ): AcceptInput {
+    return {
+      principal: {
+        tenant: row.tenant,
+        subject: authority.subject,
+        actor: `agent:${row.agent_id}`,
+        scopes: narrowScopes(authority.scopes ?? [], ask.scopes),
+      },
+      agent: target,
+      message: Message.fromJSON({
+        messageId: `${PLATFORM_MESSAGE_ID_PREFIX}child:${ask.taskId}`,
+        role: 'ROLE_USER',
+        parts: ask.parts,
+        referenceTaskIds: [row.id],
+        metadata: { 'mesh/parent_task_id': row.id, 'mesh/root_task_id': rootTaskId, 'mesh/step': ask.step },
+      }),
+      // The wait ends at `deadline` and the dispatcher cancels what is open then; the child's own
+      // deadline, its worker's backstop, is one sweep later, so the cancel (not a race) decides.
+      deadlineUnixMs: deadline + this.opts.sweepMs,
+      ...(authority.traceparent ? { traceparent: authority.traceparent } : {}),
+      tree: {
+        rootTaskId,
+        parentTaskId: row.id,
+        act: actFor(`agent:${row.agent_id}`, authority.act ?? { sub: authority.actor }),
+        retryBudget: retryLeft,
+      },
+    };
+  }
+
+  /** Creates a child under its parent's row lock; the reason it is refused when its first message is too large, else null. */
+  private async startChild(tx: TaskTransaction, row: TaskRow, input: AcceptInput, taskId: string): Promise<string | null> {
+    try {
+      await this.tree.createChild(tx, input, taskId, row.context_id, { taskId: row.id, agentId: row.agent_id });
+      return null;
+    } catch (err) {
+      if (!(err instanceof CommandTooLargeError)) throw err;
+      return `the delegated message is larger than the agent's channel accepts (${err.message})`;
+    }
+  }
+
+  /**
+   * Starts the deferred children of `parentTaskId`'s open wait that its tenant's admission lets in
+   * now, under the parent's row lock; at the wait's deadline, refuses those still deferred (they
+   * come back `rejected` with the reason). Then the wait may be over.
+   */
+  async startDeferred(parentTaskId: string, tenant: string): Promise<void> {
+    const started = await this.repo.transaction(async (tx) => {
+      const row = await this.repo.lock(tx, parentTaskId, tenant);
+      if (!row || row.state !== WORKING) return 0;
+      const waits = (await this.repo.openWaits(tx, parentTaskId, tenant)) as DelegationRow[];
+      const wait = waits.find((w) => w.turn === row.turn);
+      if (!wait) return 0;
+      const deadline = new Date(wait.deadline_at).getTime();
+      const spent = await this.budget.spent(tx, wait.root_task_id);
+      const begun: WaitChild[] = [];
+      let changed = false;
+      for (const c of wait.children) {
+        if (!c.deferred || !c.ask) continue;
+        const target = c.agentId ? this.targets.recordFor(c.agentId, row.tenant) : undefined;
+        let refused: string | null;
+        if (deadline <= Date.now()) refused = `not started before the delegation's deadline: ${c.deferred}`;
+        else if (!target || target.retired) refused = `no agent "${c.agentId}" this tenant can use`;
+        else {
+          const still = await this.opts.admit?.(row.tenant, target);
+          if (still) continue;
+          const ask = { step: c.step, taskId: c.taskId, ...c.ask };
+          refused = await this.startChild(
+            tx,
+            row,
+            this.childInput(row, wait.authority, wait.root_task_id, target, ask, deadline, spent.left),
+            c.taskId,
+          );
+          if (!refused) begun.push(c);
+        }
+        Object.assign(c, { refused, deferred: null, ask: undefined });
+        changed = true;
+      }
+      if (!changed) return 0;
+      await this.tree.recordChildren(
+        tx,
+        row,
+        begun.map((c) => ({ taskId: c.taskId, agentId: c.agentId, step: c.step })),
+      );
+      await this.repo.updateWaitChildren(tx, row.id, wait.turn, wait.children);
+      return begun.length;
+    });
+    if (started > 0) {
+      this.opts.committed({ commands: true });
+      this.opts.metrics?.delegations.inc({ event: 'child_started' }, started);
+    }
+    await this.resumeIfDone(parentTaskId, tenant);
   }
 
   /**
@@ -324,8 +414,9 @@ export class DelegationService {
     const ids = wait.children.filter((c) => !c.refused).map((c) => c.taskId);
     const rows = await this.repo.childRows(tx, ids, row.tenant);
     const byId = new Map(rows.map((r) => [r.id, r]));
-    // A child whose row is gone (retention) is over too.
-    const settled = (c: WaitChild) => c.refused !== null || !byId.has(c.taskId) || isSettled(parseState(byId.get(c.taskId)!.state)!);
+    // A child whose row is gone (retention) is over too; a deferred one has not started.
+    const settled = (c: WaitChild) =>
+      c.refused !== null || (!c.deferred && (!byId.has(c.taskId) || isSettled(parseState(byId.get(c.taskId)!.state)!)));
     const firstDone = wait.join_mode === 'first' && rows.some((r) => r.state === TaskStates.completed);
     const reason: WaitEnd | undefined = firstDone
       ? 'first'
@@ -337,6 +428,11 @@ export class DelegationService {
     if (!reason) return undefined;
     const unfinished: number[] = [];
     for (const c of wait.children) {
+      if (c.deferred) {
+        // Never started: it comes back rejected, with why it waited.
+        Object.assign(c, { refused: `not started before the wait ended: ${c.deferred}`, deferred: null, ask: undefined });
+        continue;
+      }
       if (settled(c)) continue;
       const why = reason === 'first' ? 'another child of its parent completed first' : 'its delegation deadline passed';
       changed.push(...(await this.endings.cancelChild(tx, c.taskId, row.tenant, why)));
@@ -464,6 +560,9 @@ export class DelegationService {
    * was never recorded, failed (see {@link failUnopened}); also the in-flight gauge.
    */
   async sweep(limit = 100): Promise<number> {
+    // Children their tenant's admission deferred: started once it lets them, refused at the deadline.
+    const deferring = await this.repo.waitsWithDeferred(limit);
+    for (const d of deferring) await this.startDeferred(d.parent_task_id, d.tenant);
     const due = await this.repo.dueWaits(limit);
     for (const d of due) await this.resumeIfDone(d.parent_task_id, d.tenant);
     // Delegating turns that ended (execution closed, task WORKING) with no wait recorded, past the

@@ -5,6 +5,17 @@ import { silentLogger, type Logger } from '@mesh/telemetry';
 import type { SweepTurn } from '../fleet/sweep-lease.js';
 import type { CommandProducer, OutboxCommand } from './command-producer.js';
 
+/** A row of `dispatcher.outbox` as a claim returns it. */
+interface OutboxRow {
+  id: string;
+  topic: string;
+  key: string;
+  headers: Record<string, string>;
+  value: string;
+  agent_id: string;
+  created_at: Date;
+}
+
 /** A claimed command the broker will never take (too large for its topic, refused as a record). */
 export interface UndeliverableCommand {
   command: OutboxCommand;
@@ -148,15 +159,7 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
         [this.opts.batchSize, this.absentTopics()],
         true, // a structured result: TypeORM answers a bare DELETE with [rows, count]
       );
-      const rows = claimed.records as Array<{
-        id: string;
-        topic: string;
-        key: string;
-        headers: Record<string, string>;
-        value: string;
-        agent_id: string;
-        created_at: Date;
-      }>;
+      const rows = claimed.records as OutboxRow[];
       let after: { done(): void } | undefined;
       let waiting = 0;
       if (rows.length > 0) {
@@ -210,19 +213,7 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
    * (their order stays), and leaves those topics out of claims for a while: an agent's topic is
    * created by the directory when it registers, and again by its reconciler if the cluster lost it.
    */
-  private async putBack(
-    q: QueryRunner,
-    rows: Array<{
-      id: string;
-      topic: string;
-      key: string;
-      headers: Record<string, string>;
-      value: string;
-      agent_id: string;
-      created_at: Date;
-    }>,
-    absent: Set<string>,
-  ): Promise<number> {
+  private async putBack(q: QueryRunner, rows: OutboxRow[], absent: Set<string>): Promise<number> {
     const back = rows.filter((r) => absent.has(r.topic));
     await q.query(
       `INSERT INTO dispatcher.outbox (id, topic, key, headers, value, agent_id, created_at)

@@ -71,12 +71,16 @@ export interface TurnRow {
   root_task_id?: string | null;
 }
 
-/** A child as a delegation wait records it: refused ones have no task. */
+/** A child as a delegation wait records it: refused and deferred ones have no task. */
 export interface WaitChild {
   step: number;
   taskId: string;
   agentId: string | null;
   refused: string | null;
+  /** Not started yet: why its tenant's admission refused it for now (the delegation sweep tries again). */
+  deferred?: string | null;
+  /** A deferred child's ask, kept until it starts. */
+  ask?: { parts: Array<Record<string, unknown>>; scopes?: string[] };
 }
 
 /** A row of `dispatcher.delegations`: a delegating turn's wait for its children. */
@@ -619,6 +623,25 @@ export class TaskRepository {
     );
   }
 
+  /** Replaces a wait's children (a deferred child started or refused), under its parent's row lock. */
+  async updateWaitChildren(tx: TaskTransaction, parentTaskId: string, turn: number, children: WaitChild[]): Promise<void> {
+    await tx.runner.query(`UPDATE dispatcher.delegations SET children = $3 WHERE parent_task_id = $1 AND turn = $2`, [
+      parentTaskId,
+      turn,
+      JSON.stringify(children),
+    ]);
+  }
+
+  /** Up to `limit` open waits with children their tenant's admission deferred. */
+  async waitsWithDeferred(limit: number): Promise<Array<{ parent_task_id: string; tenant: string }>> {
+    return this.ds.query(
+      `SELECT d.parent_task_id, d.tenant FROM dispatcher.delegations d
+       WHERE d.resumed_at IS NULL AND EXISTS (SELECT 1 FROM jsonb_array_elements(d.children) c WHERE c->>'deferred' IS NOT NULL)
+       ORDER BY d.deadline_at LIMIT $1`,
+      [limit],
+    );
+  }
+
   /** The children of a wait as they stand (state, agent, task JSON), under the parent's lock; rows gone to retention are absent. */
   async childRows(
     tx: TaskTransaction,
@@ -641,9 +664,10 @@ export class TaskRepository {
        WHERE d.resumed_at IS NULL AND (
          d.deadline_at <= now()
          OR NOT EXISTS (SELECT 1 FROM dispatcher.tasks p WHERE p.id = d.parent_task_id AND p.state = '${TaskStates.working}' AND p.turn = d.turn)
-         OR NOT EXISTS (
-           SELECT 1 FROM jsonb_array_elements(d.children) c JOIN dispatcher.tasks t ON t.id = c->>'taskId'
-           WHERE c->>'refused' IS NULL AND t.state IN ('${TaskStates.submitted}', '${TaskStates.working}'))
+         OR (NOT EXISTS (
+               SELECT 1 FROM jsonb_array_elements(d.children) c JOIN dispatcher.tasks t ON t.id = c->>'taskId'
+               WHERE c->>'refused' IS NULL AND t.state IN ('${TaskStates.submitted}', '${TaskStates.working}'))
+             AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(d.children) c WHERE c->>'deferred' IS NOT NULL))
          OR (d.join_mode = 'first' AND EXISTS (
            SELECT 1 FROM jsonb_array_elements(d.children) c JOIN dispatcher.tasks t ON t.id = c->>'taskId'
            WHERE t.state = '${TaskStates.completed}')))
