@@ -198,16 +198,15 @@ export class BusAdmin {
     return { groupId, state: g?.state ?? 'Dead', members: members.sort((a, b) => a.memberId.localeCompare(b.memberId)) };
   }
 
-  /** Whether the topic exists on the broker. */
   /** Every topic's name, as the cluster's metadata has them now. */
   async listTopics(): Promise<string[]> {
     await this.connect();
     return this.admin.listTopics();
   }
 
+  /** Whether the topic exists on the broker. */
   async topicExists(topic: string): Promise<boolean> {
-    await this.connect();
-    return (await this.admin.listTopics()).includes(topic);
+    return (await this.listTopics()).includes(topic);
   }
 
   /** The group's committed offset and its metadata per partition of `topic` (offset -1: none). */

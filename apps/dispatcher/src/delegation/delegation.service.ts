@@ -62,7 +62,8 @@ export interface DelegationServiceOptions {
   committed: (commit: TaskCommit) => void;
   /**
    * The tenant's admission of one more task of `agent` (rate, a healthy worker, backlog), as a
-   * caller's SendMessage passes it: a child it refuses is not started (REJECTED, with the reason).
+   * caller's SendMessage passes it: the reason it refuses for now, else undefined. A refused child
+   * waits (deferred) until it is admitted or its wait ends.
    */
   admit?: (tenant: string, agent: AgentRecord) => Promise<string | undefined>;
   metrics?: MeshMetrics;
@@ -84,6 +85,8 @@ type DelegationRow = DelegationWait & { authority: Authority };
 type WaitEnd = DelegationResults['reason'];
 
 const WORKING = stateName(TaskState.TASK_STATE_WORKING);
+/** A child's actor chain: the delegating agent, acting for whoever its turn acted for. */
+const childAct = (row: TaskRow, authority: Authority) => actFor(`agent:${row.agent_id}`, authority.act ?? { sub: authority.actor });
 const turnOf = (executionId: string) => Number(executionId.slice(executionId.lastIndexOf(':') + 1));
 
 /**
@@ -173,7 +176,6 @@ export class DelegationService {
         ? new Date(row.deadline_at).getTime() - this.opts.reserveMs - this.opts.sweepMs
         : Number.POSITIVE_INFINITY;
       const deadline = Math.min(now + Math.min(req.timeoutMs ?? this.opts.timeoutMs, this.opts.timeoutMs), parentLimit);
-      const act = actFor(`agent:${row.agent_id}`, id.act ?? { sub: id.actor });
       const authority: Authority = {
         subject: id.subject,
         actor: id.actor,
@@ -181,6 +183,7 @@ export class DelegationService {
         ...(id.act ? { act: id.act } : {}),
         ...(id.traceparent ? { traceparent: id.traceparent } : {}),
       };
+      const act = childAct(row, authority);
       const children: WaitChild[] = [];
       const delegator = this.targets.recordFor(row.agent_id, row.tenant);
       for (const c of req.children) {
@@ -308,7 +311,7 @@ export class DelegationService {
       tree: {
         rootTaskId,
         parentTaskId: row.id,
-        act: actFor(`agent:${row.agent_id}`, authority.act ?? { sub: authority.actor }),
+        act: childAct(row, authority),
         retryBudget: retryLeft,
       },
     };

@@ -52,15 +52,12 @@ export class CommandLimits {
   limitOf(topic: string): number {
     const known = this.byTopic.get(topic);
     if (known !== undefined) return known;
-    if (!this.asked.has(topic)) {
-      // Bounded by the agents the dispatcher serves; read in the background, the default meanwhile.
-      this.asked.add(topic);
-      this.readTopic(topic).catch((err: unknown) => this.log.info({ topic, err: String(err) }, 'cannot read a topic limit yet'));
-    }
+    // Bounded by the agents the dispatcher serves; read in the background, the default meanwhile.
+    if (!this.asked.has(topic)) this.reread(topic);
     return this.brokerDefault;
   }
 
-  /** Reads a topic's limit again soon (a record its known limit allowed was refused). */
+  /** Reads a topic's limit again soon (first use, or a record its known limit allowed was refused). */
   reread(topic: string): void {
     this.asked.add(topic);
     this.readTopic(topic).catch((err: unknown) => this.log.info({ topic, err: String(err) }, 'cannot read a topic limit yet'));

@@ -59,6 +59,7 @@ export class BusCommandProducer implements CommandProducer {
       for (const t of await this.admin.listTopics()) this.existing.add(t);
     }
     const producer = this.producer;
+    let sendFailed = false;
     const outcomes = await Promise.all(
       commands.map(async (c): Promise<SendOutcome> => {
         if (!this.existing.has(c.topic)) return { ok: false, refused: false, absentTopic: true, error: `topic ${c.topic} does not exist` };
@@ -70,6 +71,7 @@ export class BusCommandProducer implements CommandProducer {
           await producer.sendRecord(c.topic, c.key, c.value, c.headers);
           return { ok: true };
         } catch (err) {
+          sendFailed = true;
           const refused = isRecordRefusedError(err);
           if (refused) this.refusedBy(c.topic);
           // Deleted since it was seen? The next send looks for it again.
@@ -78,7 +80,7 @@ export class BusCommandProducer implements CommandProducer {
         }
       }),
     );
-    if (outcomes.some((o) => !o.ok) && producer === this.producer) {
+    if (sendFailed && producer === this.producer) {
       // kafkajs (2.2.x) advances an idempotent producer's sequence numbers only for a request that
       // fully succeeded: after a partly refused one the partitions that took their records answer
       // every later send OUT_OF_ORDER_SEQUENCE_NUMBER. A new producer (a new producer id) starts clean.
@@ -90,11 +92,6 @@ export class BusCommandProducer implements CommandProducer {
 
   ready(): Promise<void> {
     return this.admin.ping();
-  }
-
-  /** The largest record batch `topic` takes (the broker's default for a topic not created yet). */
-  maxMessageBytes(topic?: string): Promise<number> {
-    return this.admin.maxMessageBytes(topic);
   }
 
   async close(): Promise<void> {

@@ -7,13 +7,13 @@ export interface OutboxCommand {
   key: string;
   headers: Record<string, string>;
   value: string;
-  /** The agent whose channel `topic` is (sizes the topic when it does not exist yet). */
+  /** The agent whose channel `topic` is. */
   agentId: string;
 }
 
 /**
  * A command larger than its topic accepts: refused where it is built, before anything is stored,
- * so no outbox row ever waits for a send that cannot succeed. `metadata` says by how much.
+ * so no outbox row ever waits for a send that cannot succeed. Both sizes come with it.
  */
 export class CommandTooLargeError extends Error {
   constructor(

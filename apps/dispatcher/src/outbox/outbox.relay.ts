@@ -240,8 +240,10 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
         'a command can never be delivered: dropped, its task failed',
       );
     const kinds = new Map<string, number>();
-    for (const u of undeliverable)
-      kinds.set(u.command.headers.kind ?? 'unknown', (kinds.get(u.command.headers.kind ?? 'unknown') ?? 0) + 1);
+    for (const { command } of undeliverable) {
+      const kind = command.headers.kind ?? 'unknown';
+      kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+    }
     const after = await this.opts.undeliverable?.settle(q, undeliverable);
     return {
       done: () => {

@@ -158,6 +158,13 @@ const LOCK_RACE_ATTEMPTS = 5;
 /** Postgres' deadlock_detected (40P01) and serialization_failure (40001): the transaction may simply be run again. */
 const isLockRace = (err: unknown) => anyCause(err, (e) => e.code === '40P01' || e.code === '40001');
 
+/** The ids of every task delegated, directly or further down, by task `$1` of tenant `$2` (a statement's parameters). */
+const DESCENDANT_IDS = `(
+  WITH RECURSIVE d(id) AS (
+    SELECT id FROM dispatcher.tasks WHERE parent_task_id = $1 AND tenant = $2
+    UNION SELECT t.id FROM dispatcher.tasks t JOIN d ON t.parent_task_id = d.id)
+  SELECT id FROM d)`;
+
 /** State names of `@mesh/contract` as an SQL list (constants, never input: safe to inline, and partial indexes still match). */
 const sqlList = (names: readonly WireTaskState[]) => names.map((n) => `'${n}'`).join(', ');
 
@@ -523,11 +530,7 @@ export class TaskRepository {
          (id = $1 AND agent_id = $3)
          OR (state IN (${sqlList(OPEN_STATE_NAMES)})
              AND EXISTS (SELECT 1 FROM dispatcher.tasks r WHERE r.id = $1 AND r.tenant = $2 AND r.agent_id = $3)
-             AND id IN (
-               WITH RECURSIVE d(id) AS (
-                 SELECT id FROM dispatcher.tasks WHERE parent_task_id = $1 AND tenant = $2
-                 UNION SELECT t.id FROM dispatcher.tasks t JOIN d ON t.parent_task_id = d.id)
-               SELECT id FROM d)))
+             AND id IN ${DESCENDANT_IDS}))
        ORDER BY id FOR UPDATE`,
       [taskId, tenant, agentId],
     );
@@ -553,11 +556,7 @@ export class TaskRepository {
     const locked = [...known];
     for (;;) {
       const rows: TaskRow[] = await tx.runner.query(
-        `SELECT * FROM dispatcher.tasks WHERE tenant = $2 AND state IN (${sqlList(OPEN_STATE_NAMES)}) AND NOT (id = ANY($3::text[])) AND id IN (
-           WITH RECURSIVE d(id) AS (
-             SELECT id FROM dispatcher.tasks WHERE parent_task_id = $1 AND tenant = $2
-             UNION SELECT t.id FROM dispatcher.tasks t JOIN d ON t.parent_task_id = d.id)
-           SELECT id FROM d)
+        `SELECT * FROM dispatcher.tasks WHERE tenant = $2 AND state IN (${sqlList(OPEN_STATE_NAMES)}) AND NOT (id = ANY($3::text[])) AND id IN ${DESCENDANT_IDS}
          ORDER BY id FOR UPDATE`,
         [taskId, tenant, locked.map((r) => r.id)],
       );
