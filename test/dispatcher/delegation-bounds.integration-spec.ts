@@ -88,3 +88,30 @@ test("a parent's resumed turn carries its children's outcomes only as far as its
   );
   assert.ok(Buffer.byteLength(JSON.stringify(resumed)) < 30_000);
 });
+
+test("a parent whose children's outcomes do not fit its command even without artifacts fails, saying why", async () => {
+  // A small run command fits; sixteen children's outcomes, even bare, do not.
+  await lowerLimit('boss', 3_500);
+  const parent = await send('boss', 'delegate to sixteen');
+  const { children } = await delegateFrom(delegation, parent, 16);
+  for (const c of children) await complete(c, 10);
+  const failed = await eventually('the parent failed', async () => {
+    const [row] = await sql<{ state: string; task: { status: { message: { metadata: Record<string, string> } } } }>(
+      env.databaseUrl,
+      `SELECT state, task FROM dispatcher.tasks WHERE id = $1`,
+      [parent],
+    );
+    return row?.state === 'TASK_STATE_FAILED' ? row : undefined;
+  });
+  assert.equal(failed.task.status.message.metadata['mesh/reason'], 'DELEGATION_RESULTS_TOO_LARGE');
+  assert.ok(
+    !boss.commands.some((c) => c.kind === 'task.run' && c.identity.taskId === parent && c.body.turn === 2),
+    'no resumed turn was sent',
+  );
+  const [wait] = await sql<{ resumed_at: Date | null }>(
+    env.databaseUrl,
+    `SELECT resumed_at FROM dispatcher.delegations WHERE parent_task_id = $1`,
+    [parent],
+  );
+  assert.ok(wait.resumed_at, 'the wait is closed');
+});
