@@ -1,7 +1,8 @@
 // One worker process of bench/agents.mjs: runs echo-agent, extended (for the benchmark only) with
 // a `bench` MCP server whose `wait` tool is called when the message says `/wait <ms>`.
 import { defineAgent, textOf } from '@mesh/agent-sdk';
-import { echoAgent, loadAgentsConfig, startAgents } from '@mesh/app-agents';
+import { loadAgentsConfig, startAgents } from '@mesh/agent-runtime';
+import { echoAgent } from '@mesh/app-agents';
 import { runMain } from '@mesh/service';
 import { integer, text } from './settings.mjs';
 

@@ -15,7 +15,7 @@ import { cpus } from 'node:os';
 import { writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
-import { AGENTS_SCHEMA, agentsMigrations, PostgresExecutionLedger } from '@mesh/app-agents';
+import { AGENTS_SCHEMA, agentsMigrations, PostgresExecutionLedger } from '@mesh/agent-runtime';
 import { openServiceDatabase } from '@mesh/database';
 import { PostgresEffectLedger } from '@mesh/tool-gateway';
 import { cpuMs, infraCpuMs } from './process-cpu.mjs';

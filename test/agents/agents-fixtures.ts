@@ -6,7 +6,7 @@ import express from 'express';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { openServiceDatabase } from '@mesh/database';
-import { agentsMigrations, AGENTS_SCHEMA } from '@mesh/app-agents';
+import { agentsMigrations, AGENTS_SCHEMA } from '@mesh/agent-runtime';
 import { loadBillingToolsConfig, startBillingTools, type RunningBillingTools } from '@mesh/app-billing-tools';
 import { HmacToolTokenMinter, PostgresEffectLedger, ToolGateway, type ToolGatewayOptions } from '@mesh/tool-gateway';
 import type { McpServerSpec } from '@mesh/agent-sdk';

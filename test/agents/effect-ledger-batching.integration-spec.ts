@@ -2,7 +2,7 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { newId } from '@mesh/contract';
 import { openServiceDatabase } from '@mesh/database';
-import { agentsMigrations, AGENTS_SCHEMA } from '@mesh/app-agents';
+import { agentsMigrations, AGENTS_SCHEMA } from '@mesh/agent-runtime';
 import { PostgresEffectLedger } from '@mesh/tool-gateway';
 import { freshDatabase } from '../support/infra.js';
 

@@ -1,6 +1,6 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { agentsMigrations, AGENTS_SCHEMA, PostgresExecutionLedger, type ExecutionClaim } from '@mesh/app-agents';
+import { agentsMigrations, AGENTS_SCHEMA, PostgresExecutionLedger, type ExecutionClaim } from '@mesh/agent-runtime';
 import { openServiceDatabase } from '@mesh/database';
 import type { TaskEvent } from '@mesh/contract';
 import { freshDatabase, sql } from '../support/infra.js';

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { agentsMigrations, AGENTS_SCHEMA, PostgresExecutionLedger } from '@mesh/app-agents';
+import { agentsMigrations, AGENTS_SCHEMA, PostgresExecutionLedger } from '@mesh/agent-runtime';
 import { openServiceDatabase } from '@mesh/database';
 import type { TaskEvent } from '@mesh/contract';
 import { PostgresEffectLedger } from '@mesh/tool-gateway';

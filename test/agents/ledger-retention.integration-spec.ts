@@ -1,6 +1,14 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { agentsMigrations, AGENTS_SCHEMA, LedgerRetention, loadAgentsConfig, PostgresExecutionLedger, startAgents } from '@mesh/app-agents';
+import {
+  agentsMigrations,
+  AGENTS_SCHEMA,
+  LedgerRetention,
+  loadAgentsConfig,
+  PostgresExecutionLedger,
+  startAgents,
+} from '@mesh/agent-runtime';
+import { sampleAgents } from '@mesh/app-agents';
 import { openServiceDatabase } from '@mesh/database';
 import { executionId, TopicNames } from '@mesh/contract';
 import { eventually, freshDatabase, sql, testRun, uniquePrefix } from '../support/infra.js';
@@ -88,7 +96,7 @@ test('the agents refuse to start when a command topic keeps records as long as t
       )[0]!.n,
     );
   const before = await connections();
-  await assert.rejects(startAgents({ ...config, AGENTS_PORT: 0 }), (err: Error & { code?: string }) => {
+  await assert.rejects(startAgents({ ...config, AGENTS_PORT: 0 }, sampleAgents), (err: Error & { code?: string }) => {
     assert.equal(err.code, 'CONFIG_INVALID');
     assert.match(
       err.message,

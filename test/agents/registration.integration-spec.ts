@@ -1,6 +1,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { echoAgent, loadAgentsConfig, refundAgent, startAgents, type AgentsConfig } from '@mesh/app-agents';
+import { loadAgentsConfig, startAgents, type AgentsConfig } from '@mesh/agent-runtime';
+import { echoAgent, refundAgent, sampleAgents } from '@mesh/app-agents';
 import { defineAgent } from '@mesh/agent-sdk';
 import { freshDatabase, testRun } from '../support/infra.js';
 import { client, KEYS, startTestDirectory } from '../directory/directory-fixtures.js';
@@ -22,9 +23,9 @@ const config = (patch: Partial<AgentsConfig> = {}): AgentsConfig => ({
 });
 
 test('the agents register their cards at start; a restart adds no version; another tenant can use the public ones', async () => {
-  const first = await startAgents(config());
+  const first = await startAgents(config(), sampleAgents);
   await first.stop();
-  const second = await startAgents(config());
+  const second = await startAgents(config(), sampleAgents);
   after(() => second.stop());
   for (const agent of [refundAgent, echoAgent]) {
     const view = await api(KEYS.globex, 'GET', `/v1/agents/${agent.id}`);
@@ -53,14 +54,14 @@ test('a card the directory refuses, or a missing token, stops the start with a c
     startAgents(config({ AGENTS_RUN: ['broken-agent'] }), { 'broken-agent': invalid }),
     /refused agent "broken-agent" \(400\).*VALIDATION_FAILED/,
   );
-  await assert.rejects(startAgents(config({ AGENTS_DIRECTORY_TOKEN: undefined })), /AGENTS_DIRECTORY_TOKEN/);
+  await assert.rejects(startAgents(config({ AGENTS_DIRECTORY_TOKEN: undefined }), sampleAgents), /AGENTS_DIRECTORY_TOKEN/);
 });
 
 test("an agent id that another tenant's public agent holds stops the start: the runtime never consumes its commands", async () => {
   // acme registered refund-agent (public) above; globex sees it with the very same card, so nothing
   // would have looked changed.
   await assert.rejects(
-    startAgents(config({ AGENTS_RUN: ['refund-agent'], AGENTS_DIRECTORY_TOKEN: KEYS.globex })),
+    startAgents(config({ AGENTS_RUN: ['refund-agent'], AGENTS_DIRECTORY_TOKEN: KEYS.globex }), sampleAgents),
     /agent "refund-agent" is registered in the directory by another tenant \(acme\)/,
   );
 });

@@ -4,7 +4,8 @@ import { Envelopes, newId, TopicNames, type AgentHeartbeat, type JsonObject } fr
 import { testKafka } from '../support/bus.js';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
 import { SpanKind, startTelemetry, withSpan } from '@mesh/telemetry';
-import { loadAgentsConfig, startAgents } from '@mesh/app-agents';
+import { loadAgentsConfig, startAgents } from '@mesh/agent-runtime';
+import { sampleAgents } from '@mesh/app-agents';
 import { after } from 'node:test';
 import { eventually, freshDatabase, sql, uniquePrefix } from '../support/infra.js';
 import { refundCount, startTestBillingTools } from './agents-fixtures.js';
@@ -219,7 +220,7 @@ test('echo-agent reaches the reference MCP server over stdio', async () => {
 
 test('an unknown agent in AGENTS_RUN stops the start with a clear error', async () => {
   await assert.rejects(
-    startAgents({ ...loadAgentsConfig({ DATABASE_URL: db, TOPIC_PREFIX: prefix }), AGENTS_RUN: ['no-such-agent'] }),
+    startAgents({ ...loadAgentsConfig({ DATABASE_URL: db, TOPIC_PREFIX: prefix }), AGENTS_RUN: ['no-such-agent'] }, sampleAgents),
     /unknown agent "no-such-agent"/,
   );
 });

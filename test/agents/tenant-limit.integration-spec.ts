@@ -1,7 +1,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { defineAgent, textOf } from '@mesh/agent-sdk';
-import { loadAgentsConfig, startAgents } from '@mesh/app-agents';
+import { loadAgentsConfig, startAgents } from '@mesh/agent-runtime';
 import { Envelopes, TopicNames } from '@mesh/contract';
 import { eventually, freshDatabase, testRun, uniquePrefix } from '../support/infra.js';
 import { TEST_TOOL_TOKEN_SECRET } from '../support/agents-runtime.js';

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { BusAdmin } from '@mesh/bus';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { echoAgent, loadAgentsConfig, startAgents } from '@mesh/app-agents';
+import { loadAgentsConfig, startAgents } from '@mesh/agent-runtime';
+import { echoAgent, sampleAgents } from '@mesh/app-agents';
 import { TopicDefinitions, TopicNames } from '@mesh/contract';
 import { freshDatabase, testRun, uniquePrefix } from '../support/infra.js';
 import { loadDispatcherConfig, startDispatcher } from '@mesh/app-dispatcher';
@@ -32,17 +33,20 @@ test('the dispatcher creates the events topic when missing but never grows it (k
 
 test("agents without a directory create their command topic (their own registry) but not the events or heartbeats topic (the dispatcher's, the directory's)", async () => {
   const prefix = uniquePrefix('topics-agents');
-  const agents = await startAgents({
-    ...loadAgentsConfig({
-      KAFKA_BROKERS: testRun().brokers.join(','),
-      TOPIC_PREFIX: prefix,
-      DATABASE_URL: await freshDatabase('topics-agents'),
-      AGENTS_RUN: 'echo-agent',
-      AGENTS_LEDGER_RETENTION_MS: '0',
-      KAFKA_REPLICATION_FACTOR: '1',
-    }),
-    AGENTS_PORT: 0,
-  });
+  const agents = await startAgents(
+    {
+      ...loadAgentsConfig({
+        KAFKA_BROKERS: testRun().brokers.join(','),
+        TOPIC_PREFIX: prefix,
+        DATABASE_URL: await freshDatabase('topics-agents'),
+        AGENTS_RUN: 'echo-agent',
+        AGENTS_LEDGER_RETENTION_MS: '0',
+        KAFKA_REPLICATION_FACTOR: '1',
+      }),
+      AGENTS_PORT: 0,
+    },
+    sampleAgents,
+  );
   cleanup(() => agents.stop());
   const definitions = new TopicDefinitions(prefix, { eventsPartitions: 5, replicationFactor: 1 });
   const admin = new BusAdmin(testKafka('agents-topics'));
@@ -83,18 +87,21 @@ test('agents registered with a directory wait for it to create their command top
   const admin = new BusAdmin(testKafka('topics-registered'));
   cleanup(() => admin.close());
   let started = false;
-  const starting = startAgents({
-    ...loadAgentsConfig({
-      KAFKA_BROKERS: testRun().brokers.join(','),
-      TOPIC_PREFIX: prefix,
-      DATABASE_URL: await freshDatabase('topics-registered'),
-      AGENTS_RUN: 'echo-agent',
-      AGENTS_LEDGER_RETENTION_MS: '0',
-      AGENTS_DIRECTORY_URL: `http://127.0.0.1:${(directory.address() as AddressInfo).port}`,
-      AGENTS_DIRECTORY_TOKEN: 'demo-acme',
-    }),
-    AGENTS_PORT: 0,
-  }).then((a) => {
+  const starting = startAgents(
+    {
+      ...loadAgentsConfig({
+        KAFKA_BROKERS: testRun().brokers.join(','),
+        TOPIC_PREFIX: prefix,
+        DATABASE_URL: await freshDatabase('topics-registered'),
+        AGENTS_RUN: 'echo-agent',
+        AGENTS_LEDGER_RETENTION_MS: '0',
+        AGENTS_DIRECTORY_URL: `http://127.0.0.1:${(directory.address() as AddressInfo).port}`,
+        AGENTS_DIRECTORY_TOKEN: 'demo-acme',
+      }),
+      AGENTS_PORT: 0,
+    },
+    sampleAgents,
+  ).then((a) => {
     started = true;
     cleanup(() => a.stop());
     return a;

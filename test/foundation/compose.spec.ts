@@ -13,7 +13,7 @@ import { pathToFileURL } from 'node:url';
 import { parse } from 'yaml';
 import { directoryConfigSpec } from '@mesh/app-directory';
 import { dispatcherConfigSpec } from '@mesh/app-dispatcher';
-import { agentsConfigSpec } from '@mesh/app-agents';
+import { agentsConfigSpec } from '@mesh/agent-runtime';
 import { billingToolsConfigSpec } from '@mesh/app-billing-tools';
 import { authSpec, DEMO_API_KEYS } from '@mesh/auth';
 import { repoRoot } from '../support/processes.js';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { serviceDataSource, migrateUnderLock } from '@mesh/database';
 import { directoryMigrations, DIRECTORY_SCHEMA } from '@mesh/app-directory';
 import { dispatcherMigrations, DISPATCHER_SCHEMA } from '@mesh/app-dispatcher';
-import { agentsMigrations, AGENTS_SCHEMA } from '@mesh/app-agents';
+import { agentsMigrations, AGENTS_SCHEMA } from '@mesh/agent-runtime';
 import { billingMigrations, BILLING_SCHEMA } from '@mesh/app-billing-tools';
 import { freshDatabase, sql } from '../support/infra.js';
 

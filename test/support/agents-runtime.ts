@@ -1,5 +1,6 @@
 import { after } from 'node:test';
-import { loadAgentsConfig, startAgents, type RunningAgents } from '@mesh/app-agents';
+import { loadAgentsConfig, startAgents, type RunningAgents } from '@mesh/agent-runtime';
+import { sampleAgents } from '@mesh/app-agents';
 import { testRun } from './infra.js';
 import { standInForTopicOwners } from './topic-owners.js';
 
@@ -13,16 +14,19 @@ export const TEST_TOOL_TOKEN_SECRET = 'tool-token-secret-for-tests-only';
 export async function startTestAgents(prefix: string, databaseUrl: string, env: Record<string, string>): Promise<RunningAgents> {
   // Specs run the agents without a directory, and often without a dispatcher.
   await standInForTopicOwners(prefix, env.EVENTS_TOPIC_PARTITIONS ? Number(env.EVENTS_TOPIC_PARTITIONS) : undefined);
-  const agents = await startAgents({
-    ...loadAgentsConfig({
-      KAFKA_BROKERS: testRun().brokers.join(','),
-      TOPIC_PREFIX: prefix,
-      DATABASE_URL: databaseUrl,
-      AGENTS_TOOL_TOKEN_SECRET: TEST_TOOL_TOKEN_SECRET,
-      ...env,
-    }),
-    AGENTS_PORT: 0,
-  });
+  const agents = await startAgents(
+    {
+      ...loadAgentsConfig({
+        KAFKA_BROKERS: testRun().brokers.join(','),
+        TOPIC_PREFIX: prefix,
+        DATABASE_URL: databaseUrl,
+        AGENTS_TOOL_TOKEN_SECRET: TEST_TOOL_TOKEN_SECRET,
+        ...env,
+      }),
+      AGENTS_PORT: 0,
+    },
+    sampleAgents,
+  );
   after(() => agents.stop());
   return agents;
 }

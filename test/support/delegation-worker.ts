@@ -1,6 +1,7 @@
 // A worker process for the delegation specs (they SIGKILL it): the agents runtime configured from
 // the environment (AGENTS_RUN…), with the sample agents and the test delegator.
-import { loadAgentsConfig, sampleAgents, startAgents } from '@mesh/app-agents';
+import { loadAgentsConfig, startAgents } from '@mesh/agent-runtime';
+import { sampleAgents } from '@mesh/app-agents';
 import { delegatorAgent } from './delegator-agent.js';
 
 const agents = await startAgents(

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { defineAgent } from '@mesh/agent-sdk';
-import { loadAgentsConfig, startAgents } from '@mesh/app-agents';
+import { loadAgentsConfig, startAgents } from '@mesh/agent-runtime';
 import { BusProducer, createKafka } from '@mesh/bus';
 import { TopicNames } from '@mesh/contract';
 import { eventually, testRun, uniquePrefix } from '../support/infra.js';

@@ -5,7 +5,7 @@ import { test, after } from 'node:test';
 import { createHash } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { defineAgent } from '@mesh/agent-sdk';
-import { loadAgentsConfig, startAgents } from '@mesh/app-agents';
+import { loadAgentsConfig, startAgents } from '@mesh/agent-runtime';
 import { ConsumerGroups, TopicNames } from '@mesh/contract';
 import { eventually, testRun } from '../support/infra.js';
 import { agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';

@@ -1,20 +1,7 @@
-import { openServiceDatabase } from '@mesh/database';
-import { runMain } from '@mesh/service';
-import { loadAgentsConfig } from './config/agents.config.js';
-import { startAgents } from './agents.app.js';
-import { sampleAgents } from './sample-agents/index.js';
-import { agentsMigrations, AGENTS_SCHEMA } from './database/migrations/index.js';
+import { runAgents } from '@mesh/agent-runtime';
+import { echoAgent, invoiceAgent, refundAgent, triageAgent, tckAgent } from './sample-agents/index.js';
 
-runMain(
-  'agents',
-  async (logger) => startAgents(loadAgentsConfig(), sampleAgents, { logger }),
-  async () => {
-    const ds = await openServiceDatabase({
-      url: loadAgentsConfig().DATABASE_URL,
-      schema: AGENTS_SCHEMA,
-      entities: [],
-      migrations: agentsMigrations,
-    });
-    await ds.destroy();
-  },
-);
+// The TCK's agent runs only when AGENTS_RUN names it (the conformance run does).
+const run =
+  process.env.AGENTS_RUN || process.env.AGENTS_AGENT_IDS ? {} : { AGENTS_RUN: 'echo-agent,refund-agent,invoice-agent,triage-agent' };
+runAgents({ agents: [echoAgent, refundAgent, invoiceAgent, triageAgent, tckAgent], env: { ...process.env, ...run } });

@@ -13,7 +13,6 @@ import { AgentsMetrics } from './metrics/agents.metrics.js';
 import { checkOpsCredential } from './ops/ops.controller.js';
 import { registerWithDirectory } from './registration/directory-registration.js';
 import { AgentsRuntime } from './runtime/agents-runtime.js';
-import { sampleAgents } from './sample-agents/index.js';
 
 /** A running agents: `stop` drains and closes every connection. */
 export interface RunningAgents {
@@ -36,14 +35,16 @@ export interface AgentsOverrides {
  */
 export async function startAgents(
   config: AgentsConfig,
-  agents: Record<string, AgentDefinition> = sampleAgents,
+  agents: Record<string, AgentDefinition> | readonly AgentDefinition[],
   overrides: AgentsOverrides = {},
 ): Promise<RunningAgents> {
-  const selected = config.AGENTS_RUN.map((id) => {
-    const def = agents[id];
-    if (!def) throw new MeshError('CONFIG_INVALID', `AGENTS_RUN names unknown agent "${id}" (known: ${Object.keys(agents).join(', ')})`);
+  const byId = agentsById(agents);
+  const selected = (config.AGENTS_RUN ?? Object.keys(byId)).map((id) => {
+    const def = byId[id];
+    if (!def) throw new MeshError('CONFIG_INVALID', `AGENTS_RUN names unknown agent "${id}" (known: ${Object.keys(byId).join(', ')})`);
     return def;
   });
+  if (selected.length === 0) throw new MeshError('CONFIG_INVALID', 'no agent to run: pass at least one agent definition');
   const workerId = config.AGENTS_WORKER_ID;
   // Every line names this worker process (and its agent group when the chart sets one).
   const logger = (overrides.logger ?? createLogger('agents')).child({
@@ -102,4 +103,15 @@ export async function startAgents(
     if (dataSource.isInitialized) await dataSource.destroy().catch(() => undefined);
     throw err;
   }
+}
+
+/** The agents by id; two definitions with one id are a mistake, not an override. */
+function agentsById(agents: Record<string, AgentDefinition> | readonly AgentDefinition[]): Record<string, AgentDefinition> {
+  if (!Array.isArray(agents)) return agents as Record<string, AgentDefinition>;
+  const out: Record<string, AgentDefinition> = {};
+  for (const a of agents as readonly AgentDefinition[]) {
+    if (out[a.id]) throw new MeshError('CONFIG_INVALID', `two agent definitions have the id "${a.id}"`);
+    out[a.id] = a;
+  }
+  return out;
 }

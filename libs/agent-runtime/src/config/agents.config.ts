@@ -24,16 +24,17 @@ export const agentsConfigSpec = {
   ...databaseSpec,
   ...httpSpec,
   AGENTS_PORT: port(8082),
-  /** Which agents this process runs (comma-separated ids). */
+  /** Which of the worker's agents this process runs (comma-separated ids; unset: all of them). */
   AGENTS_RUN: z
     .string()
-    .default('echo-agent,refund-agent,invoice-agent,triage-agent')
-    .transform((s) =>
-      s
+    .optional()
+    .transform((s) => {
+      const ids = (s ?? '')
         .split(',')
         .map((x) => x.trim())
-        .filter(Boolean),
-    ),
+        .filter(Boolean);
+      return ids.length > 0 ? ids : undefined;
+    }),
   AGENTS_WORKER_ID: z.string().min(1).default(`${hostname()}-${process.pid}`),
   AGENTS_MCP_SERVERS: mcpOverrides,
   AGENTS_EXECUTION_LEASE_MS: positiveInt(15000),
