@@ -289,17 +289,27 @@ async function requestToken(
     return { access_token: res.access_token, token_type: res.token_type, expires_in: res.expiresIn() };
   } catch (err) {
     if (err instanceof MeshError) throw err;
-    if (err instanceof oauth.ResponseBodyError) {
-      const desc = err.error_description ? ` (${err.error_description})` : '';
-      const permanent = CLIENT_ERRORS.has(err.error);
-      throw new MeshError(permanent ? 'UNAUTHENTICATED' : 'UNAVAILABLE', `${where} was refused: ${err.error}${desc}, HTTP ${err.status}`, {
-        retryable: !permanent,
-      });
+    if (err instanceof oauth.ResponseBodyError) throw refused(where, err.status, err.error, err.error_description);
+    if (err instanceof oauth.WWWAuthenticateChallengeError) {
+      // A 401 with a challenge (a wrong client or secret): the OAuth error is in the challenge or the body.
+      const params = err.cause[0]?.parameters;
+      const body = (await err.response.json().catch(() => ({}))) as { error?: unknown; error_description?: unknown };
+      const error = params?.error ?? (typeof body.error === 'string' ? body.error : 'invalid_client');
+      const desc = params?.error_description ?? (typeof body.error_description === 'string' ? body.error_description : undefined);
+      throw refused(where, err.status, error, desc);
     }
     const cause = err instanceof Error && err.cause instanceof MeshError ? err.cause : undefined;
     if (cause) throw cause;
     throw new MeshError('UNAVAILABLE', `${where} failed: ${describe(err)}`, { retryable: true });
   }
+}
+
+function refused(where: string, status: number, error: string, description?: string): MeshError {
+  const permanent = CLIENT_ERRORS.has(error) || status === 401;
+  const desc = description ? ` (${description})` : '';
+  return new MeshError(permanent ? 'UNAUTHENTICATED' : 'UNAVAILABLE', `${where} was refused: ${error}${desc}, HTTP ${status}`, {
+    retryable: !permanent,
+  });
 }
 
 /** A fetch for openid-client that goes through the egress policy (pinned DNS, no redirects). */
