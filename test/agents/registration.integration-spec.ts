@@ -4,7 +4,7 @@ import { loadAgentsConfig, startAgents, type AgentsConfig } from '@mesh/agent-ru
 import { echoAgent, refundAgent, sampleAgents } from '@mesh/app-agents';
 import { defineAgent } from '@mesh/agent-sdk';
 import { freshDatabase, testRun } from '../support/infra.js';
-import { client, KEYS, startTestDirectory } from '../directory/directory-fixtures.js';
+import { card as cardOf, client, KEYS, startTestDirectory } from '../directory/directory-fixtures.js';
 
 const { dir, prefix } = await startTestDirectory('agents-registration');
 const api = client(dir.url);
@@ -64,4 +64,27 @@ test("an agent id that another tenant's public agent holds stops the start: the 
     startAgents(config({ AGENTS_RUN: ['refund-agent'], AGENTS_DIRECTORY_TOKEN: KEYS.globex }), sampleAgents),
     /agent "refund-agent" is registered in the directory by another tenant \(acme\)/,
   );
+});
+
+test('an agent registered with the tenant-wide key keeps it across a restart unless its definition names a template', async () => {
+  const card = cardOf('Ledger Agent') as { name: string; version: string };
+  const created = await api(KEYS.acme, 'POST', '/v1/agents', {
+    id: 'ledger-agent',
+    card,
+    channel: { keyTemplate: '{tenant}:{agent_id}', partitions: 2 },
+    visibility: 'tenant',
+  });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const unnamed = defineAgent({ id: 'ledger-agent', card, channel: { partitions: 2 }, handler: async (_t, ctx) => ctx.complete() });
+  assert.equal(unnamed.channel.keyTemplate, '{tenant}:{agent_id}:{context_id}', 'the default a new agent gets');
+  await (await startAgents(config({ AGENTS_RUN: ['ledger-agent'] }), { 'ledger-agent': unnamed })).stop();
+  let view = await api(KEYS.acme, 'GET', '/v1/agents/ledger-agent');
+  assert.deepEqual(view.body.channel, { keyTemplate: '{tenant}:{agent_id}', partitions: 2 }, 'the running deployment keeps its keys');
+  assert.equal(view.body.version, 1);
+
+  const named = defineAgent({ ...unnamed, channel: { keyTemplate: '{tenant}:{agent_id}:{context_id}', partitions: 2 } });
+  await (await startAgents(config({ AGENTS_RUN: ['ledger-agent'] }), { 'ledger-agent': named })).stop();
+  view = await api(KEYS.acme, 'GET', '/v1/agents/ledger-agent');
+  assert.deepEqual(view.body.channel, { keyTemplate: '{tenant}:{agent_id}:{context_id}', partitions: 2 });
+  assert.equal(view.body.version, 2);
 });

@@ -2,7 +2,8 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { defineAgent, textOf } from '@mesh/agent-sdk';
 import { loadAgentsConfig, startAgents } from '@mesh/agent-runtime';
-import { Envelopes, TopicNames } from '@mesh/contract';
+import { partitionOfKey } from '@mesh/bus';
+import { ChannelKey, Envelopes, TopicNames } from '@mesh/contract';
 import { eventually, freshDatabase, testRun, uniquePrefix } from '../support/infra.js';
 import { TEST_TOOL_TOKEN_SECRET } from '../support/agents-runtime.js';
 import { standInForTopicOwners } from '../support/topic-owners.js';
@@ -71,4 +72,39 @@ test("a tenant at its limit waits while another tenant's run starts; a cancel of
   release.get('g1')!();
   assert.equal((await events.final(a2.identity.taskId)).body.state, 'TASK_STATE_COMPLETED');
   assert.equal((await events.final(g1.identity.taskId)).body.state, 'TASK_STATE_COMPLETED');
+});
+
+test("the limit is the tenant's whatever its keys: per-context keys on different partitions still wait for its slot", async () => {
+  // Under the default channel key each context of a tenant has its own key; picked here so the
+  // three land on three partitions of the agent's topic (gate-agent has the default 4).
+  const key = ChannelKey.parse();
+  const runs = [];
+  const partitions = new Set<number>();
+  for (let i = 0; runs.length < 3; i++) {
+    const cmd = runTask('gate-agent', 'acme', `spread-${i}`);
+    const k = key.render({ tenant: 'acme', agent_id: 'gate-agent', context_id: cmd.identity.contextId, task_id: cmd.identity.taskId });
+    const p = partitionOfKey(k, gate.channel.partitions);
+    if (partitions.has(p)) continue;
+    partitions.add(p);
+    runs.push({ cmd, k });
+  }
+  const g = runTask('gate-agent', 'globex', 'g-spread');
+  for (const { cmd, k } of runs) await producer.send(topics.commands('gate-agent'), k, cmd);
+  await sendCommand(producer, topics, g);
+  await eventually(
+    'globex started, and one of acme’s three',
+    () => started.includes('g-spread') && started.some((t) => t.startsWith('spread-')),
+    20000,
+  );
+  await new Promise((r) => setTimeout(r, 500));
+  const acme = () => started.filter((t) => t.startsWith('spread-'));
+  assert.equal(acme().length, 1, `acme has one slot whatever its keys: ${JSON.stringify(acme())}`);
+
+  // Each one ended gives the slot to the next, until all three ran.
+  for (let n = 1; n <= 3; n++) {
+    await eventually(`acme's run ${n} started`, () => acme().length === n, 10000);
+    release.get(acme()[n - 1]!)!();
+  }
+  release.get('g-spread')!();
+  for (const { cmd } of runs) assert.equal((await events.final(cmd.identity.taskId)).body.state, 'TASK_STATE_COMPLETED');
 });

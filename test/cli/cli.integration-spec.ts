@@ -3,7 +3,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { writeFile, mkdtemp, readFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runCli, ExitCode } from '@mesh/app-cli';
@@ -18,6 +18,7 @@ import { startTestAgents } from '../support/agents-runtime.js';
 const env = await startTestDispatcher('cli');
 const agents = await startTestAgents(env.prefix, env.databaseUrl, {
   AGENTS_RUN: 'echo-agent',
+  AGENTS_WORKER_ID: 'cli-worker',
   AGENTS_OPS_TOKEN: 'cli-ops-token',
 });
 await publishAgents(env.kafka, env.topics, [
@@ -125,7 +126,7 @@ test('an unknown agent or topic and a bad --state are one clear line; under --js
   assert.match(usage.json().error.message, /Allowed choices are ok, error, absent/);
 });
 
-test('workers: group members, partition assignment, lag, and lag with no consumer flagged', async () => {
+test('workers: each process by worker id and host with its agents, group members, partition assignment, lag, and lag with no consumer flagged', async () => {
   const live = await mesh('--json', 'workers', 'echo-agent', '--in-flight');
   assert.equal(live.code, 0, live.err);
   const [echo] = live.json().agents;
@@ -142,6 +143,15 @@ test('workers: group members, partition assignment, lag, and lag with no consume
   assert.equal(echo.turnsInFlight, 0);
   assert.equal(echo.lastHeartbeatAt, null, 'echo-agent is not in this directory');
   assert.equal(live.json().problems, undefined);
+  // The process behind the member, by worker id and host, from its heartbeats.
+  assert.deepEqual(
+    live.json().workers.map((w: { workerId: string; host: string; agents: string[] }) => [w.workerId, w.host, w.agents]),
+    [['cli-worker', hostname(), ['echo-agent']]],
+  );
+  assert.match(
+    (await mesh('workers', 'echo-agent')).out,
+    new RegExp(`^worker cli-worker on ${hostname()} {2}agents echo-agent {2}last heartbeat \\d{4}-`),
+  );
 
   // An agent whose command topic holds a record and which no worker reads.
   const topic = env.topics.commands('idle-agent');

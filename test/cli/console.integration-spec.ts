@@ -7,6 +7,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Page } from 'playwright-core';
 import { type Task } from '@a2a-js/sdk';
@@ -26,6 +27,7 @@ const OPS_TOKEN = 'console-ops-token-for-tests';
 const billing = await startTestBillingTools(env.databaseUrl);
 const agents = await startTestAgents(env.prefix, env.databaseUrl, {
   AGENTS_RUN: 'echo-agent,refund-agent',
+  AGENTS_WORKER_ID: 'console-worker-1',
   AGENTS_OPS_TOKEN: OPS_TOKEN,
   AGENTS_MCP_SERVERS: JSON.stringify({ billing: { url: billing.mcpUrl } }),
 });
@@ -42,6 +44,7 @@ await publishAgents(env.kafka, env.topics, [
 // the dispatcher only (the directory's pages keep their three agents).
 await startTestAgents(env.prefix, env.databaseUrl, {
   AGENTS_RUN: 'invoice-agent,triage-agent',
+  AGENTS_WORKER_ID: 'console-worker-2',
   AGENTS_MCP_SERVERS: JSON.stringify({ billing: { url: billing.mcpUrl } }),
 });
 await publishAgents(
@@ -389,8 +392,14 @@ test('stuck work is flagged: lag with no consumer, and a task past its start-by 
   await page.close();
 });
 
-test('the workers view shows the group members and their partitions', async () => {
+test('the workers view names each worker process by id and host with its agents, and shows the group members and their partitions', async () => {
   const page = await openPage('#/workers');
+  await page.waitForSelector('#worker-processes tr[data-worker="console-worker-1"]', { timeout: 20000 });
+  const row = await textOf(page, '#worker-processes tr[data-worker="console-worker-1"]');
+  assert.ok(row.includes(hostname()), `the host is shown: ${row}`);
+  assert.match(row, /echo-agent, refund-agent/);
+  // The other process runs only agents outside the directory's list: not this view's.
+  assert.equal(await page.isVisible('#worker-processes tr[data-worker="console-worker-2"]'), false);
   await page.waitForSelector('[data-workers="echo-agent"] #members-echo-agent tbody tr td code');
   assert.match(await textOf(page, '[data-workers="echo-agent"] h3'), /Stable/);
   assert.match(await textOf(page, '#members-echo-agent'), /\d/);

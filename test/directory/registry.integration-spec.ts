@@ -40,7 +40,7 @@ test('register → search by skill, tag and ranked text → served card rewritte
   assert.equal(created.body.tenant, 'acme');
   assert.equal(created.body.version, 1);
   assert.equal(created.body.visibility, 'tenant', 'default visibility');
-  assert.deepEqual(created.body.channel, { keyTemplate: '{tenant}:{agent_id}', partitions: 2 });
+  assert.deepEqual(created.body.channel, { keyTemplate: '{tenant}:{agent_id}:{context_id}', partitions: 2 }, 'default key: per context');
   assert.equal(created.body.healthy, false, 'no heartbeat yet');
   // A second agent that mentions invoices only in an example ranks below the first.
   const other = await api(KEYS.acme, 'POST', '/v1/agents', {

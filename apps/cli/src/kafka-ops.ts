@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import {
   BusAdmin,
   createKafka,
@@ -10,7 +11,7 @@ import {
   type Kafka,
   type LagReport,
 } from '@mesh/bus';
-import { ConsumerGroups, TopicNames } from '@mesh/contract';
+import { ConsumerGroups, TopicNames, type AgentHeartbeat } from '@mesh/contract';
 import { CliError, ExitCode } from './cli-error.js';
 
 /** Where the broker is and which topic prefix the installation uses. */
@@ -209,4 +210,119 @@ export async function replay(
 export function deadLetterTopicOf(prefix: string, topicOrAgent: string): string {
   if (topicOrAgent.endsWith('.dlq')) return topicOrAgent;
   return new TopicNames().deadLetters(topicOrAgent.includes('.') ? topicOrAgent : new TopicNames(prefix).commands(topicOrAgent));
+}
+
+/** A worker process as its heartbeats name it. */
+export interface WorkerProcess {
+  workerId: string;
+  /** The host name it reported; null from a worker that predates hosts in heartbeats. */
+  host: string | null;
+  /** The agents it runs (that heartbeat), sorted. */
+  agents: string[];
+  /** Its freshest heartbeat. */
+  lastHeartbeatAt: string;
+}
+
+/** How far back heartbeats are read: well past any heartbeat's TTL (3 × the 5 s interval by default). */
+const HEARTBEAT_LOOKBACK_MS = 5 * 60_000;
+/** The TTL of a heartbeat that gives none (the directory's default). */
+const DEFAULT_HEARTBEAT_TTL_MS = 30_000;
+
+/** {@link readWorkerProcesses} with a client of its own. */
+export async function workerProcesses(t: KafkaTarget, agentIds?: string[]): Promise<WorkerProcess[]> {
+  return guard(t, () => readWorkerProcesses(kafkaOf(t), t.prefix, agentIds));
+}
+
+/**
+ * The worker processes alive now, from the heartbeats topic (every worker beats for each of its
+ * agents): those with a heartbeat within its TTL, by worker id, with host and agents. Only the
+ * last few minutes of the topic are read, without committing anything; restricted to `agentIds`
+ * when given. [] when the heartbeats topic does not exist.
+ */
+export async function readWorkerProcesses(kafka: Kafka, prefix: string, agentIds?: string[], now = Date.now()): Promise<WorkerProcess[]> {
+  const topic = new TopicNames(prefix).heartbeats();
+  const admin = kafka.admin();
+  await admin.connect();
+  let starts: Map<number, bigint>;
+  let ends: Map<number, bigint>;
+  try {
+    if (!(await admin.listTopics()).includes(topic)) return [];
+    ends = new Map((await admin.fetchTopicOffsets(topic)).map((o) => [o.partition, BigInt(o.high)]));
+    // The first offset at or after the lookback's start; -1 where none is that recent.
+    starts = new Map(
+      (await admin.fetchTopicOffsetsByTimestamp(topic, now - HEARTBEAT_LOOKBACK_MS)).map((o) => [
+        o.partition,
+        o.offset === '-1' ? ends.get(o.partition)! : BigInt(o.offset),
+      ]),
+    );
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+  const pending = new Set([...ends].filter(([p, high]) => (starts.get(p) ?? high) < high).map(([p]) => p));
+  const wanted = agentIds ? new Set(agentIds) : undefined;
+  const byWorker = new Map<string, { host: string | null; agents: Set<string>; at: number }>();
+  if (pending.size > 0) {
+    const groupId = `mesh-heartbeat-reader-${randomUUID()}`;
+    const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 100 });
+    await consumer.connect();
+    try {
+      await consumer.subscribe({ topic, fromBeginning: false });
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => resolve(), 15_000);
+        consumer
+          .run({
+            autoCommit: false,
+            eachMessage: async ({ partition, message }) => {
+              const offset = BigInt(message.offset);
+              if (!pending.has(partition) || offset < starts.get(partition)!) return;
+              const beat = heartbeatOf(message.value);
+              if (beat && beat.atUnixMs + (beat.ttlMs || DEFAULT_HEARTBEAT_TTL_MS) >= now && (!wanted || wanted.has(beat.agentId))) {
+                const w = byWorker.get(beat.workerId) ?? { host: null, agents: new Set<string>(), at: 0 };
+                w.agents.add(beat.agentId);
+                if (beat.atUnixMs >= w.at) {
+                  w.at = beat.atUnixMs;
+                  w.host = beat.host ?? w.host;
+                }
+                byWorker.set(beat.workerId, w);
+              }
+              if (offset + 1n >= ends.get(partition)!) pending.delete(partition);
+              if (pending.size === 0) {
+                clearTimeout(timer);
+                resolve();
+              }
+            },
+          })
+          .catch(reject);
+        // Seeks apply once the consumer runs: each partition from its lookback's start.
+        for (const p of pending) consumer.seek({ topic, partition: p, offset: String(starts.get(p)) });
+      });
+    } finally {
+      await consumer.disconnect().catch(() => undefined);
+      const cleanup = kafka.admin();
+      await cleanup.connect().catch(() => undefined);
+      await cleanup.deleteGroups([groupId]).catch(() => undefined);
+      await cleanup.disconnect().catch(() => undefined);
+    }
+  }
+  return [...byWorker]
+    .map(([workerId, w]) => ({ workerId, host: w.host, agents: [...w.agents].sort(), lastHeartbeatAt: new Date(w.at).toISOString() }))
+    .sort((a, b) => a.workerId.localeCompare(b.workerId));
+}
+
+/** A heartbeat record's value, or undefined when it is not one (the topic is shared; never trust it to parse). */
+function heartbeatOf(value: Buffer | null): AgentHeartbeat | undefined {
+  if (!value) return undefined;
+  try {
+    const b = JSON.parse(value.toString('utf8')) as Partial<AgentHeartbeat>;
+    if (typeof b.agentId !== 'string' || typeof b.workerId !== 'string' || typeof b.atUnixMs !== 'number') return undefined;
+    return {
+      agentId: b.agentId,
+      workerId: b.workerId,
+      atUnixMs: b.atUnixMs,
+      ttlMs: typeof b.ttlMs === 'number' ? b.ttlMs : 0,
+      ...(typeof b.host === 'string' ? { host: b.host } : {}),
+    };
+  } catch {
+    return undefined;
+  }
 }

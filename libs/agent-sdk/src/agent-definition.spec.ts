@@ -5,7 +5,26 @@ import { Outcomes, textOf } from './agent-task.js';
 
 test('defineAgent fills channel defaults and refuses bad ids and server names', () => {
   const def = defineAgent({ id: 'echo-agent', card: { name: 'Echo' }, handler: async (_t, ctx) => ctx.complete() });
-  assert.equal(def.channel.keyTemplate, '{tenant}:{agent_id}');
+  assert.equal(def.channel.keyTemplate, '{tenant}:{agent_id}:{context_id}');
+  assert.equal(def.channel.keyTemplateNamed, false);
+  const named = defineAgent({
+    id: 'echo-agent',
+    card: { name: 'Echo' },
+    channel: { keyTemplate: '{tenant}:{agent_id}' },
+    handler: async (_t, ctx) => ctx.complete(),
+  });
+  assert.equal(named.channel.keyTemplate, '{tenant}:{agent_id}');
+  assert.equal(named.channel.keyTemplateNamed, true);
+  assert.throws(
+    () =>
+      defineAgent({
+        id: 'echo-agent',
+        card: { name: 'Echo' },
+        channel: { keyTemplate: '{agent_id}:{context_id}' },
+        handler: async (_t, ctx) => ctx.complete(),
+      }),
+    /agent "echo-agent": key template must contain \{tenant\}/,
+  );
   assert.equal(def.channel.visibility, 'tenant');
   assert.throws(() => defineAgent({ id: 'Bad Id', card: { name: 'x' }, handler: async () => Outcomes.completed() }), /invalid agent id/);
   assert.throws(

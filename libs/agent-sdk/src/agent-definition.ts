@@ -1,4 +1,4 @@
-import { isAgentId, MeshError, type AgentVisibility, type JsonObject } from '@mesh/contract';
+import { ChannelKey, DEFAULT_CHANNEL_KEY_TEMPLATE, isAgentId, MeshError, type AgentVisibility, type JsonObject } from '@mesh/contract';
 import type { AgentContext, AgentTask, TurnOutcome } from './agent-task.js';
 
 /** Settings every MCP server shares. */
@@ -45,7 +45,11 @@ export type McpServerSpec = StdioMcpServer | HttpMcpServer;
 
 /** How the agent's command channel is keyed and sized. */
 export interface ChannelSettings {
-  /** Channel key template, default `{tenant}:{agent_id}`. */
+  /**
+   * Channel key template (docs/contract.md §4.2), default `{tenant}:{agent_id}:{context_id}`: one
+   * tenant's conversations spread over the partitions, each one's turns in order. Left out, an
+   * agent already in the directory keeps the template it has.
+   */
   keyTemplate?: string;
   partitions?: number;
   visibility?: AgentVisibility;
@@ -62,7 +66,10 @@ export interface AgentDefinition {
   id: string;
   /** A2A Agent Card (registered in the directory as is). */
   card: JsonObject & { name: string };
-  channel: Required<Pick<ChannelSettings, 'keyTemplate' | 'partitions' | 'visibility' | 'maxInFlight'>>;
+  channel: Required<Pick<ChannelSettings, 'keyTemplate' | 'partitions' | 'visibility' | 'maxInFlight'>> & {
+    /** Whether the team named `keyTemplate` (false: the default, used only when the agent is first registered). */
+    keyTemplateNamed?: boolean;
+  };
   /** MCP servers by name; tools are addressed as `mcp__{name}__{tool}`. Config may override each spec. */
   mcpServers: Record<string, McpServerSpec>;
   handler: AgentHandler;
@@ -93,11 +100,20 @@ export function defineAgent(input: AgentDefinitionInput): AgentDefinition {
     )
       throw new MeshError('CONFIG_INVALID', `MCP server "${name}": sessions must be an integer from 1 to 64, got ${String(spec.sessions)}`);
   }
+  if (input.channel?.keyTemplate !== undefined) {
+    // Refused here, at start, rather than by the directory when the agent registers.
+    try {
+      ChannelKey.parse(input.channel.keyTemplate);
+    } catch (e) {
+      throw new MeshError('CONFIG_INVALID', `agent "${input.id}": ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
   return Object.freeze({
     id: input.id,
     card: input.card,
     channel: {
-      keyTemplate: input.channel?.keyTemplate ?? '{tenant}:{agent_id}',
+      keyTemplate: input.channel?.keyTemplate ?? DEFAULT_CHANNEL_KEY_TEMPLATE,
+      keyTemplateNamed: input.channel?.keyTemplate !== undefined,
       partitions: input.channel?.partitions ?? 4,
       visibility: input.channel?.visibility ?? 'tenant',
       maxInFlight: input.channel?.maxInFlight ?? 64,

@@ -24,6 +24,8 @@ export interface AgentRecord {
 export interface AgentHeartbeat {
   agentId: string;
   workerId: string;
+  /** Host name of the worker's machine or pod; absent from workers that predate it. */
+  host?: string;
   atUnixMs: number;
   /** How long this heartbeat counts; the agent is unhealthy when no heartbeat is fresher. */
   ttlMs: number;

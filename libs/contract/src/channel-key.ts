@@ -11,8 +11,18 @@ export interface ChannelKeyFields {
 const ALLOWED = new Set<keyof ChannelKeyFields>(['tenant', 'agent_id', 'context_id', 'task_id']);
 const PLACEHOLDER = /\{([^{}]*)\}/g;
 
-/** The default partitioning: all of one tenant's work for one agent shares an ordered channel. */
-export const DEFAULT_CHANNEL_KEY_TEMPLATE = '{tenant}:{agent_id}';
+/**
+ * The default partitioning: one conversation (context) of a tenant with an agent shares a key, so
+ * a task's turns and a context's tasks keep their order while one tenant's contexts spread over
+ * the topic's partitions, and so over the agent's workers (docs/operations.md, "Adding a worker").
+ */
+export const DEFAULT_CHANNEL_KEY_TEMPLATE = '{tenant}:{agent_id}:{context_id}';
+
+/**
+ * The default before contexts were in it: all of one tenant's work for one agent on one partition.
+ * Agents registered with it keep it until their owner changes it (a restart does not).
+ */
+export const TENANT_CHANNEL_KEY_TEMPLATE = '{tenant}:{agent_id}';
 
 /**
  * The channel-key policy (docs/contract.md §4.2): a template over task fields decides the partition.

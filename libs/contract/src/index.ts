@@ -10,7 +10,7 @@ export {
   DEFAULT_COMMAND_PARTITIONS,
   TopicDefinitions,
 } from './topics.js';
-export { DEFAULT_CHANNEL_KEY_TEMPLATE, ChannelKey } from './channel-key.js';
+export { DEFAULT_CHANNEL_KEY_TEMPLATE, TENANT_CHANNEL_KEY_TEMPLATE, ChannelKey } from './channel-key.js';
 export {
   parseTaskState,
   TaskStates,

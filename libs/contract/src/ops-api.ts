@@ -45,6 +45,8 @@ export interface OpsWorker {
 /** `GET /ops/workers`. */
 export interface OpsWorkers {
   workerId: string;
+  /** Host name of the process's machine or pod. */
+  host: string;
   agents: OpsWorker[];
 }
 

@@ -4,7 +4,7 @@ import type { OpsWorkers } from '@mesh/contract';
 import { CliError } from '../cli-error.js';
 import { kafkaOps, type CliContext } from './cli.context.js';
 
-/** `mesh workers`: worker groups, partition assignment, lag and heartbeats. */
+/** `mesh workers`: the worker processes (id, host, agents), worker groups, partition assignment, lag and heartbeats. */
 export function registerWorkersCommand(
   program: Command,
   { kafka, directory, ops, print, directoryAgentIds, describeFailure }: CliContext,
@@ -12,12 +12,15 @@ export function registerWorkersCommand(
   program
     .command('workers [agents...]')
     .description(
-      'worker-group members, partition assignment, lag per partition and last heartbeat (all agents in the directory when none is named)',
+      'worker processes by id and host with their agents, worker-group members, partition assignment, lag per partition and last heartbeat (all agents in the directory when none is named)',
     )
     .option('--in-flight', 'also turns in flight per agent, from the agents runtime at --agents-url (that one replica)')
     .action(async (ids: string[], o: { inFlight?: boolean }) => {
       const agentIds = ids.length ? ids : await directoryAgentIds();
-      const rows = await (await kafkaOps()).agentWorkers(kafka(), agentIds);
+      const kafkaOpsModule = await kafkaOps();
+      const rows = await kafkaOpsModule.agentWorkers(kafka(), agentIds);
+      // Each live process, named as its heartbeats name it: the group members show only client ids.
+      const workers = await kafkaOpsModule.workerProcesses(kafka(), agentIds);
       // The heartbeat and in-flight views come from HTTP services: one that fails is reported, the broker's view still shown.
       const problems: string[] = [];
       const heartbeats = await Promise.all(
@@ -45,7 +48,11 @@ export function registerWorkersCommand(
         lastHeartbeatAt: heartbeats[i] ?? null,
         ...(inFlight ? { turnsInFlight: inFlight.get(r.agentId) ?? 0 } : {}),
       }));
-      print({ agents: agentsOut, ...(problems.length ? { problems } : {}) }, () => [
+      print({ workers, agents: agentsOut, ...(problems.length ? { problems } : {}) }, () => [
+        ...workers.map(
+          (w) =>
+            `worker ${w.workerId} on ${w.host ?? '(host not reported)'}  agents ${w.agents.join(',')}  last heartbeat ${w.lastHeartbeatAt}`,
+        ),
         ...agentsOut.flatMap((r) => [
           [
             `${r.agentId}  ${r.state}  ${r.members.length} member(s)  lag ${r.lag}`,

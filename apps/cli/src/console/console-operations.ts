@@ -1,11 +1,22 @@
 import { replayDeadLetters } from '@mesh/bus';
 import { isUnknownResolution, UNKNOWN_RESOLUTIONS, type OpsResolved, type OpsWorkers } from '@mesh/contract';
 import { CliError, ExitCode } from '../cli-error.js';
-import { describeWorkers, readMarkedDeadLetters, type AgentWorkers, type ListedDeadLetter } from '../kafka-ops.js';
+import {
+  describeWorkers,
+  readMarkedDeadLetters,
+  readWorkerProcesses,
+  type AgentWorkers,
+  type ListedDeadLetter,
+  type WorkerProcess,
+} from '../kafka-ops.js';
 import { messageOf, type ConsoleClients } from './console-clients.js';
 
-/** The workers page: per agent, its group's members and partition assignment, in-flight turns and last heartbeat. */
+/**
+ * The workers page: the worker processes alive (id, host, agents, from their heartbeats), and per
+ * agent its group's members and partition assignment, in-flight turns and last heartbeat.
+ */
 export async function workersView(c: ConsoleClients): Promise<{
+  workers: WorkerProcess[];
   agents: Array<AgentWorkers & { lastHeartbeatAt: string | null; turnsInFlight: number | null }>;
   missing: string[];
   problems: string[];
@@ -35,7 +46,15 @@ export async function workersView(c: ConsoleClients): Promise<{
       turnsInFlight: inFlight?.agents.find((x) => x.agentId === a.id)?.turnsInFlight ?? null,
     });
   }
-  return { agents: out, missing, problems };
+  const workers = await readWorkerProcesses(
+    c.kafka,
+    c.targets.prefix,
+    agents.map((a) => a.id),
+  ).catch((err: unknown) => {
+    problems.push(`heartbeats: ${messageOf(err)}`);
+    return [];
+  });
+  return { workers, agents: out, missing, problems };
 }
 
 /** One agent's dead-letter topic as the browser shows it. */

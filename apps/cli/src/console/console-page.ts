@@ -266,7 +266,9 @@ function deadLettersPage() {
 async function refreshWorkers() {
   try {
     const d = await getJson('api/workers');
-    $('#workers').innerHTML = d.agents.map((a) =>
+    $('#workers').innerHTML = '<h3>Worker processes</h3>' + table('worker-processes', ['Worker', 'Host', 'Agents', 'Last heartbeat'], rows(d.workers.map((w) =>
+      '<tr data-worker="' + esc(w.workerId) + '"><td><code>' + esc(w.workerId) + '</code></td><td>' + (w.host ? esc(w.host) : '<span class="muted">not reported</span>') + '</td><td>' + esc(w.agents.join(', ')) + '</td><td>' + time(w.lastHeartbeatAt) + '</td></tr>'), 4, 'no worker sent a heartbeat lately')) +
+      d.agents.map((a) =>
       '<section data-workers="' + esc(a.agentId) + '"><h3>' + esc(a.agentId) + ' <span class="muted">group ' + esc(a.groupId) + ' · ' + esc(a.state) + ' · lag ' + a.lag +
       ' · in flight ' + num(a.turnsInFlight) + ' · last heartbeat ' + time(a.lastHeartbeatAt) + '</span>' + (a.lagWithoutConsumer ? ' <span class="pill bad">lag with no consumer</span>' : '') + '</h3>' +
       table('members-' + esc(a.agentId), ['Member', 'Client', 'Host', 'Partitions'], rows(a.members.map((m) =>

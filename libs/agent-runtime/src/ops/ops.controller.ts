@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { timingSafeEqual } from 'node:crypto';
 import {
   Body,
@@ -109,6 +110,7 @@ export class OpsController {
     this.guard(req);
     return {
       workerId: this.deps.workerId,
+      host: hostname(),
       // HTTP listens only once every consumer started, so each has stats here.
       agents: this.deps.workers().flatMap((w) => {
         const s = w.stats();

@@ -27,7 +27,9 @@ interface AgentView {
 /**
  * Registers each agent's card with the directory at start: created when missing, updated when its
  * card version, visibility or channel changed (teams bump `card.version` to publish a new card), left
- * alone otherwise so restarts add no versions. A refused card (validation, id taken — also by another
+ * alone otherwise so restarts add no versions. A key template the agent does not name is the
+ * default only for a new agent: a registered one keeps its own, so a new default never moves a
+ * running deployment's keys (docs/operations.md, "Adding a worker"). A refused card (validation, id taken — also by another
  * tenant's public agent, which this token can see but not own) stops the start.
  */
 export async function registerWithDirectory(agents: AgentDefinition[], opts: DirectoryRegistrationOptions): Promise<void> {
@@ -36,14 +38,14 @@ export async function registerWithDirectory(agents: AgentDefinition[], opts: Dir
 
 async function registerOne(agent: AgentDefinition, opts: DirectoryRegistrationOptions): Promise<void> {
   const base = opts.url.replace(/\/+$/, '');
-  const body = {
+  const bodyWith = (keyTemplate: string) => ({
     card: agent.card,
-    channel: { keyTemplate: agent.channel.keyTemplate, partitions: agent.channel.partitions },
+    channel: { keyTemplate, partitions: agent.channel.partitions },
     visibility: agent.channel.visibility,
-  };
+  });
   const current = await call(base, opts.token, 'GET', `/v1/agents/${agent.id}`);
   if (current.status === 404) {
-    const created = await call(base, opts.token, 'POST', '/v1/agents', { id: agent.id, ...body });
+    const created = await call(base, opts.token, 'POST', '/v1/agents', { id: agent.id, ...bodyWith(agent.channel.keyTemplate) });
     if (created.status !== 201) throw refused(agent.id, created);
     logOf(opts).info({ agent: agent.id }, 'registered agent with the directory');
     return;
@@ -58,10 +60,14 @@ async function registerOne(agent: AgentDefinition, opts: DirectoryRegistrationOp
       `agent "${agent.id}" is registered in the directory by another tenant (${view.tenant}); this runtime's token does not own it`,
     );
   }
+  // `keyTemplateNamed` undefined: a definition built without defineAgent names its template.
+  const keyTemplate =
+    agent.channel.keyTemplateNamed === false && view.channel?.keyTemplate ? view.channel.keyTemplate : agent.channel.keyTemplate;
+  const body = bodyWith(keyTemplate);
   const unchanged =
     view.card?.version === agent.card.version &&
     view.visibility === agent.channel.visibility &&
-    view.channel?.keyTemplate === agent.channel.keyTemplate &&
+    view.channel?.keyTemplate === keyTemplate &&
     view.channel?.partitions === agent.channel.partitions;
   if (unchanged) return;
   const updated = await call(base, opts.token, 'PUT', `/v1/agents/${agent.id}`, body);

@@ -5,6 +5,7 @@ import {
   type OnApplicationBootstrap,
   type OnApplicationShutdown,
 } from '@nestjs/common';
+import { hostname } from 'node:os';
 import type { DataSource } from 'typeorm';
 import type { AgentDefinition, McpServerSpec } from '@mesh/agent-sdk';
 import { BusAdmin, BusProducer, countDeadLetters, isTransientKafkaError, KafkaBusTransport, type Kafka, type KafkaProbe } from '@mesh/bus';
@@ -181,11 +182,19 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
     const { config, metrics, logger } = this.opts;
     const topic = this.definitions.names.heartbeats();
     const workerId = config.AGENTS_WORKER_ID;
+    // With the id, where the process runs: operators find a worker by host (`mesh workers`).
+    const host = hostname();
     const beat = () => {
       const now = Date.now();
       for (const { worker, series } of this.channels) {
         metrics.inFlight.set({ agent: series.agent }, worker.inFlight);
-        const hb: AgentHeartbeat = { agentId: worker.agentId, workerId, atUnixMs: now, ttlMs: config.AGENTS_HEARTBEAT_INTERVAL_MS * 3 };
+        const hb: AgentHeartbeat = {
+          agentId: worker.agentId,
+          workerId,
+          host,
+          atUnixMs: now,
+          ttlMs: config.AGENTS_HEARTBEAT_INTERVAL_MS * 3,
+        };
         this.heartbeats
           .sendRecord(topic, worker.agentId, JSON.stringify(hb))
           .catch((err: unknown) => logger.warn({ src: 'heartbeat', agent: worker.agentId, error: String(err) }, 'heartbeat failed'));
