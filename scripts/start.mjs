@@ -17,7 +17,14 @@ const kafkaSh = join(root, 'scripts/kafka.sh');
 // agents mint billing-tools' tokens with, and the bearer token of the agents' /ops endpoints — so the
 // CLI, the console and a second worker started by hand keep working across restarts.
 const localEnv = localEnvPath(process.env);
-const secrets = localSecrets(readLocalEnv(localEnv), process.env);
+// A file other users could read is refused, not reused: its secrets may be theirs too.
+let secrets;
+try {
+  secrets = localSecrets(readLocalEnv(localEnv), process.env);
+} catch (err) {
+  console.error(`start: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+}
 const toolTokenSecret = secrets.AGENTS_TOOL_TOKEN_SECRET;
 const opsToken = secrets.AGENTS_OPS_TOKEN;
 
