@@ -46,7 +46,6 @@ const ports = {
   billing: portOf('BILLING_TOOLS_PORT', 8083),
 };
 
-// Started in this order; each waits for the previous one's /healthz so registration finds the directory.
 // What a second local process needs (the CLI and console, another worker, a script): written before
 // the services start, so a failed start still leaves the tokens it would have used.
 const billingServers = env.AGENTS_MCP_SERVERS ?? JSON.stringify({ billing: { url: `http://127.0.0.1:${ports.billing}/mcp` } });
@@ -74,6 +73,7 @@ writeLocalEnv(
   ],
 );
 
+// Started in this order; each waits for the previous one's /healthz so registration finds the directory.
 const services = [
   // DEMO: development API keys and a temporary card-signing key.
   { name: 'directory', script: 'apps/directory/dist/main.js', port: ports.directory, env: { DEMO: 'true' } },
