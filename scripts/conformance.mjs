@@ -89,6 +89,8 @@ if (!sutUrl) {
     DISPATCHER_BLOCKING_TIMEOUT_MS: env.DISPATCHER_BLOCKING_TIMEOUT_MS ?? '2000',
     // The TCK's push tests run their webhook receiver on this machine.
     PUSH_EGRESS_ALLOW_CIDRS: env.PUSH_EGRESS_ALLOW_CIDRS ?? '127.0.0.0/8',
+    // Its own local env file: the developer's .mesh/local.env keeps naming their own `npm start`.
+    MESH_LOCAL_ENV: env.CONFORMANCE_LOCAL_ENV ?? join(root, '.mesh', 'conformance.env'),
     LOG_LEVEL: env.LOG_LEVEL ?? 'warn',
   };
   console.log(`conformance: starting the platform on ${sutUrl} (scripts/start.mjs; database ${stackEnv.DATABASE_URL})`);

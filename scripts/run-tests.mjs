@@ -49,7 +49,8 @@ if (files.length === 0) {
   process.exit(1);
 }
 
-const env = { ...process.env };
+// A spec never reads the checkout's own `npm start` settings (.mesh/local.env): it names its own file or none.
+const env = { ...process.env, MESH_LOCAL_ENV: join(root, '.mesh', 'none-under-test.env') };
 let startedKafka = false;
 let testDb;
 if (files.some((f) => f.endsWith('.integration-spec.js'))) {

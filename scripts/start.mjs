@@ -3,27 +3,39 @@
 // already listening), then the services with the demo configuration, each line of output prefixed
 // by its service. Ctrl-C (or SIGTERM) stops every service, then the broker if this script started it.
 import { spawn, spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { createInterface } from 'node:readline';
+import { localEnvPath, localSecrets, readLocalEnv, writeLocalEnv } from '../apps/cli/dist/local-env.js';
 import { agentsNodeFlags, dispatcherNodeFlags } from './node-flags.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const kafkaSh = join(root, 'scripts/kafka.sh');
 
-// Secrets made for this start only (never written anywhere): the tool-token secret the agents mint
-// billing-tools' tokens with, and the bearer token of the agents' /ops endpoints (printed once below).
-const secret = () => randomBytes(24).toString('base64url');
-const toolTokenSecret = process.env.AGENTS_TOOL_TOKEN_SECRET ?? secret();
-const opsToken = process.env.AGENTS_OPS_TOKEN ?? secret();
+// The local env file (.mesh/local.env, mode 0600, ignored by git; MESH_LOCAL_ENV moves it): the
+// secrets are generated on the first start and kept for every later one — the tool-token secret the
+// agents mint billing-tools' tokens with, and the bearer token of the agents' /ops endpoints — so the
+// CLI, the console and a second worker started by hand keep working across restarts.
+const localEnv = localEnvPath(process.env);
+// A file other users could read is refused, not reused: its secrets may be theirs too.
+let secrets;
+try {
+  secrets = localSecrets(readLocalEnv(localEnv), process.env);
+} catch (err) {
+  console.error(`start: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+}
+const toolTokenSecret = secrets.AGENTS_TOOL_TOKEN_SECRET;
+const opsToken = secrets.AGENTS_OPS_TOKEN;
 
 // The demo configuration (README: "Try it"). Every value can be overridden from the environment.
-// Every service listens on 127.0.0.1 (HTTP_HOST's default).
+// Every service listens on 127.0.0.1 (HTTP_HOST's default). Push webhooks may reach receivers on this
+// machine (loopback), which the dispatcher's egress policy refuses unless allowed: development only.
 const kafkaPort = process.env.KAFKA_PORT ?? '9092';
 const env = {
   AUTH_API_KEYS: 'demo-acme=acme:alice,demo-globex=globex:bob',
   KAFKA_BROKERS: `127.0.0.1:${kafkaPort}`,
+  PUSH_EGRESS_ALLOW_CIDRS: '127.0.0.0/8,::1/128',
   ...process.env,
 };
 const portOf = (name, fallback) => Number(env[name] ?? fallback);
@@ -33,6 +45,33 @@ const ports = {
   agents: portOf('AGENTS_PORT', 8082),
   billing: portOf('BILLING_TOOLS_PORT', 8083),
 };
+
+// What a second local process needs (the CLI and console, another worker, a script): written before
+// the services start, so a failed start still leaves the tokens it would have used.
+const billingServers = env.AGENTS_MCP_SERVERS ?? JSON.stringify({ billing: { url: `http://127.0.0.1:${ports.billing}/mcp` } });
+writeLocalEnv(
+  localEnv,
+  {
+    MESH_OPS_TOKEN: opsToken,
+    AGENTS_OPS_TOKEN: opsToken,
+    AGENTS_TOOL_TOKEN_SECRET: toolTokenSecret,
+    MESH_TOKEN: 'demo-acme',
+    AGENTS_DIRECTORY_TOKEN: 'demo-acme',
+    AGENTS_DIRECTORY_URL: `http://127.0.0.1:${ports.directory}`,
+    AGENTS_MCP_SERVERS: billingServers,
+    MESH_DISPATCHER_URL: `http://127.0.0.1:${ports.dispatcher}`,
+    MESH_DIRECTORY_URL: `http://127.0.0.1:${ports.directory}`,
+    MESH_AGENTS_URL: `http://127.0.0.1:${ports.agents}`,
+    KAFKA_BROKERS: env.KAFKA_BROKERS,
+    TOPIC_PREFIX: env.TOPIC_PREFIX ?? '',
+    DATABASE_URL: env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/agent_mesh',
+  },
+  [
+    'Written by `npm start` for the platform it runs on this machine; the secrets are kept across starts.',
+    '`mesh` and `mesh console` read it when no flag or variable gives a value. A second worker:',
+    '  set -a; . .mesh/local.env; set +a; AGENTS_PORT=8084 AGENTS_RUN=refund-agent node apps/agents/dist/main.js',
+  ],
+);
 
 // Started in this order; each waits for the previous one's /healthz so registration finds the directory.
 const services = [
@@ -58,7 +97,7 @@ const services = [
       AGENTS_DIRECTORY_TOKEN: 'demo-acme',
       AGENTS_TOOL_TOKEN_SECRET: toolTokenSecret,
       AGENTS_OPS_TOKEN: opsToken,
-      AGENTS_MCP_SERVERS: env.AGENTS_MCP_SERVERS ?? JSON.stringify({ billing: { url: `http://127.0.0.1:${ports.billing}/mcp` } }),
+      AGENTS_MCP_SERVERS: billingServers,
     },
   },
   // DISPATCHER_PROCESSES (from the environment, default 1) runs it as that many processes on its port.
@@ -149,9 +188,9 @@ if (!stopping) {
   console.log(
     `start: ready: dispatcher http://127.0.0.1:${ports.dispatcher}, directory :${ports.directory}, agents :${ports.agents}, billing-tools :${ports.billing}/mcp (Ctrl-C stops everything)`,
   );
-  // The one place the ops token is shown: the CLI and console read it from MESH_OPS_TOKEN.
-  if (!process.env.AGENTS_OPS_TOKEN)
-    console.log(`start: ops token of this start (agents /ops, mesh unknowns/console): export MESH_OPS_TOKEN=${opsToken}`);
+  // The tokens themselves are never printed: they are in the file, which the CLI and console read.
+  const shown = localEnv.startsWith(root) ? relative(root, localEnv) : localEnv;
+  console.log(`start: ops token, tool-token secret and demo settings in ${shown} (mode 0600; read by mesh and its console)`);
 }
 process.on('exit', () => {
   for (const child of children.values()) child.kill('SIGKILL');

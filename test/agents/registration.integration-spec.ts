@@ -4,6 +4,7 @@ import { loadAgentsConfig, startAgents, type AgentsConfig } from '@mesh/agent-ru
 import { echoAgent, refundAgent, sampleAgents } from '@mesh/app-agents';
 import { defineAgent } from '@mesh/agent-sdk';
 import { freshDatabase, testRun } from '../support/infra.js';
+import { TEST_TOOL_TOKEN_SECRET } from '../support/agents-runtime.js';
 import { card as cardOf, client, KEYS, startTestDirectory } from '../directory/directory-fixtures.js';
 
 const { dir, prefix } = await startTestDirectory('agents-registration');
@@ -17,6 +18,8 @@ const config = (patch: Partial<AgentsConfig> = {}): AgentsConfig => ({
     AGENTS_RUN: 'echo-agent,refund-agent',
     AGENTS_DIRECTORY_URL: dir.url,
     AGENTS_DIRECTORY_TOKEN: KEYS.acme,
+    // refund-agent's billing-tools take only tokens minted with it: without it the worker is refused.
+    AGENTS_TOOL_TOKEN_SECRET: TEST_TOOL_TOKEN_SECRET,
   }),
   AGENTS_PORT: 0,
   ...patch,

@@ -74,7 +74,10 @@ test('a refusal for want of a token says where mesh takes it from; a refused tok
   }
   const ops = await mesh('--ops-token', '', 'unknowns', 'list');
   assert.equal(ops.code, ExitCode.failed);
-  assert.match(ops.err, /\(no ops token given: pass --ops-token or set MESH_OPS_TOKEN; npm start prints the one of its start\)$/);
+  assert.match(
+    ops.err,
+    /\(no ops token given: pass --ops-token or set MESH_OPS_TOKEN; npm start writes its own to \.mesh\/local\.env, which mesh reads\)$/,
+  );
 });
 
 test('views that still print list a failing service under problems; what does not exist is not_found; a group needs a subcommand', async () => {

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { eventually, freshDatabase, testRun, uniquePrefix } from '../support/infra.js';
 import { freePort, spawnNode } from '../support/processes.js';
+import { TEST_TOOL_TOKEN_SECRET } from '../support/agents-runtime.js';
 
 const apps = [
   { name: 'directory', script: 'apps/directory/dist/main.js', portVar: 'DIRECTORY_PORT' },
@@ -20,6 +21,8 @@ test('each app starts, answers /healthz 200 with Kafka and Postgres ok, and exit
       TOPIC_PREFIX,
       KAFKA_BROKERS: testRun().brokers.join(','),
       LOG_LEVEL: 'info',
+      // refund-agent's billing-tools take only tokens minted with it: the agents app refuses to start without it.
+      AGENTS_TOOL_TOKEN_SECRET: TEST_TOOL_TOKEN_SECRET,
       [app.portVar]: String(ports[i]),
     }),
   );

@@ -1,16 +1,21 @@
 // `npm start`, Ctrl-C, `npm start` again: the second start serves the README demo like the first,
 // also when the broker came back empty (a lost cluster, or a data dir formatted afresh) while
-// Postgres kept the directory — the directory's database is the source of truth for agents.
+// Postgres kept the directory — the directory's database is the source of truth for agents. Between
+// the two, what a newcomer does next: the CLI and a second worker from the local env file, a push to
+// a receiver on this machine.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after } from 'node:test';
+import { parseEnv } from 'node:util';
 import { freshDatabase, sql } from '../support/infra.js';
-import { freePort, repoRoot } from '../support/processes.js';
+import { freePort, repoRoot, spawnNode } from '../support/processes.js';
 
 interface Started {
   child: ChildProcess;
@@ -131,18 +136,94 @@ async function readmeSnippets(ports: { dispatcher: number; directory: number }) 
     'the delegation example completes with both agents in its answer',
   );
 
-  // The official-client block is test/readme/official-client.snippet.ts, type-checked by the build.
-  const snippet = readFileSync(join(repoRoot, 'test/readme/official-client.snippet.ts'), 'utf8');
-  assert.ok(tryIt.includes('```ts\n' + snippet + '```'), 'the README shows test/readme/official-client.snippet.ts as it is');
-  const compiled = join(repoRoot, 'test/dist/readme/official-client.snippet.js');
-  const runnable = join(repoRoot, 'test/dist/readme/official-client.run.mjs');
-  writeFileSync(runnable, onPorts(readFileSync(compiled, 'utf8')));
+  // The official-client block, saved where and run how the README says (under a name of its own, so
+  // a reader's client.mjs is left alone), only its port changed.
+  assert.match(tryIt, /save this as `client\.mjs` at the repository root and run `node client\.mjs`/);
+  const snippet = /```js\n([\s\S]*?)```/.exec(tryIt)![1]!;
+  const runnable = join(repoRoot, `client-${randomUUID()}.mjs`);
+  writeFileSync(runnable, onPorts(snippet));
   after(() => rmSync(runnable, { force: true }));
-  const client = spawnSync(process.execPath, [runnable], { encoding: 'utf8', timeout: 60_000 });
+  const client = spawnSync(process.execPath, [runnable], { cwd: repoRoot, encoding: 'utf8', timeout: 60_000 });
   assert.equal(client.status, 0, client.stderr);
   const result = JSON.parse(client.stdout) as { status?: { state?: number } };
   assert.equal(result.status?.state, 3, `TASK_STATE_COMPLETED in the SDK's proto shape: ${client.stdout}`);
   assert.match(client.stdout, /not_eligible/, 'INV-2292 was charged once');
+}
+
+/** A webhook receiver on this machine: the bodies it was sent. */
+async function localReceiver(): Promise<{ url: string; bodies: string[] }> {
+  const bodies: string[] = [];
+  const server = createServer((req, res) => {
+    let data = '';
+    req.on('data', (c) => (data += c));
+    req.on('end', () => (bodies.push(data), res.writeHead(204).end()));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  after(() => (server.closeAllConnections(), server.close()));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, bodies };
+}
+
+/** Under npm start (and only there: PUSH_EGRESS_ALLOW_CIDRS) a push webhook may be a receiver on this machine. */
+async function pushToLocalReceiver(port: number) {
+  const receiver = await localReceiver();
+  const sent = await rpc(port, 'echo-agent', 'demo-acme', 'SendMessage', {
+    message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'hello, push' }] },
+    configuration: { taskPushNotificationConfig: { url: receiver.url } },
+  });
+  assert.equal(sent.error, undefined, JSON.stringify(sent.error));
+  const taskId = String(sent.result!.task!.id);
+  const deadline = Date.now() + 30_000;
+  while (!receiver.bodies.some((b) => b.includes(taskId) && b.includes('TASK_STATE_COMPLETED'))) {
+    assert.ok(Date.now() < deadline, `no push for ${taskId} reached ${receiver.url}: ${JSON.stringify(receiver.bodies)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** The local env file: owner-only, what a second process needs, the same secrets across starts. */
+function localEnvOf(path: string, expected: { kafka: number; databaseUrl: string; directory: number }): Record<string, string> {
+  assert.equal(statSync(path).mode & 0o777, 0o600, 'only its user can read it');
+  const vars = parseEnv(readFileSync(path, 'utf8')) as Record<string, string>;
+  assert.match(vars.AGENTS_OPS_TOKEN ?? '', /^[\w-]{32}$/);
+  assert.equal(vars.MESH_OPS_TOKEN, vars.AGENTS_OPS_TOKEN);
+  assert.match(vars.AGENTS_TOOL_TOKEN_SECRET ?? '', /^[\w-]{32}$/);
+  assert.equal(vars.AGENTS_DIRECTORY_TOKEN, 'demo-acme');
+  assert.equal(vars.AGENTS_DIRECTORY_URL, `http://127.0.0.1:${expected.directory}`);
+  assert.equal(vars.KAFKA_BROKERS, `127.0.0.1:${expected.kafka}`);
+  assert.equal(vars.DATABASE_URL, expected.databaseUrl);
+  return vars;
+}
+
+/** With nothing but the file: `mesh` reads the ops token from it, and a second worker starts and is ready. */
+async function secondProcesses(localEnv: string, vars: Record<string, string>) {
+  const mesh = spawnSync(process.execPath, [join(repoRoot, 'apps/cli/dist/main.js'), '--json', 'unknowns', 'list'], {
+    env: { ...process.env, MESH_LOCAL_ENV: localEnv },
+    encoding: 'utf8',
+  });
+  assert.equal(mesh.status, 0, mesh.stderr);
+  assert.deepEqual(JSON.parse(mesh.stdout), { unknowns: [] });
+
+  const port = await freePort();
+  const worker = spawnNode(join(repoRoot, 'apps/agents/dist/main.js'), {
+    ...vars,
+    AGENTS_PORT: String(port),
+    AGENTS_RUN: 'refund-agent',
+    AGENTS_WORKER_ID: 'second-worker',
+  });
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    assert.equal(worker.child.exitCode, null, `the second worker exited: ${worker.stderr()}`);
+    assert.ok(Date.now() < deadline, `the second worker is not ready: ${worker.stderr()}`);
+    const ready = await fetch(`http://127.0.0.1:${port}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ready) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const ops = await fetch(`http://127.0.0.1:${port}/ops/workers`, { headers: { authorization: `Bearer ${vars.AGENTS_OPS_TOKEN}` } });
+  assert.equal(ops.status, 200, 'the same ops token');
+  worker.child.kill('SIGTERM');
+  assert.equal((await worker.exited).code, 0, worker.stderr());
 }
 
 test('a second npm start after Ctrl-C serves the demo again, also on an empty broker', { timeout: 420_000 }, async () => {
@@ -170,16 +251,27 @@ test('a second npm start after Ctrl-C serves the demo again, also on an empty br
     DIRECTORY_PORT: String(ports.directory),
     AGENTS_PORT: String(ports.agents),
     BILLING_TOOLS_PORT: String(ports.billing),
+    MESH_LOCAL_ENV: join(kafkaHome, 'mesh', 'local.env'),
+    // Generated by npm start, never taken from the environment of the test run.
+    AGENTS_OPS_TOKEN: undefined,
+    AGENTS_TOOL_TOKEN_SECRET: undefined,
+    PUSH_EGRESS_ALLOW_CIDRS: undefined,
   };
+  const expected = { kafka: ports.kafka, databaseUrl: env.DATABASE_URL!, directory: ports.directory };
 
   const first = await npmStart(env);
   const refundId = await readmeDemo(ports, 'demo-acme', 'INV-2291');
   await readmeSnippets(ports);
+  const local = localEnvOf(env.MESH_LOCAL_ENV!, expected);
+  assert.ok(!first.output().includes(local.AGENTS_OPS_TOKEN!), 'the ops token is not printed');
+  await secondProcesses(env.MESH_LOCAL_ENV!, local);
+  await pushToLocalReceiver(ports.dispatcher);
   assert.equal(await first.stop(), 0, first.output().slice(-3000));
 
   // The broker lost everything while Postgres kept the directory, the tasks and the ledgers.
   rmSync(join(kafkaHome, `data-${ports.kafka}`), { recursive: true, force: true });
   const second = await npmStart(env);
+  assert.deepEqual(localEnvOf(env.MESH_LOCAL_ENV!, expected), local, 'the secrets are kept across restarts');
   await readmeDemo(ports, 'demo-globex', 'INV-3107');
   // The same request as in the first start: answered with the refund that settled it then.
   await readmeDemo(ports, 'demo-acme', 'INV-2291', { state: 'already_refunded', refundId });

@@ -1,7 +1,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import { CliError, ExitCode } from './cli-error.js';
 import { terminalSafe } from './terminal-text.js';
-import { cliContext, credentialHint, type CliIo, type Globals } from './commands/cli.context.js';
+import { cliContext, credentialHint, globalsOf, type CliIo } from './commands/cli.context.js';
 import { registerAgentsCommand } from './commands/agents.command.js';
 import { registerTasksCommand } from './commands/tasks.command.js';
 import { registerLagCommand } from './commands/lag.command.js';
@@ -76,7 +76,11 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
         err.code === 'commander.help' ? 'a subcommand is required: see `mesh <command> --help`' : err.message.replace(/^error: /, '');
       return json ? fail(ExitCode.usage, 'usage', message) : ExitCode.usage;
     }
-    if (err instanceof CliError) return fail(err.exitCode, err.code, err.message + credentialHint(err, program.opts<Globals>()));
+    if (err instanceof CliError) {
+      // A credential refused: say where it came from (the local env file was read, or is the failure itself).
+      const hint = err.credential ? credentialHint(err, globalsOf(program, io.env)) : '';
+      return fail(err.exitCode, err.code, err.message + hint);
+    }
     if (json) return fail(ExitCode.failed, 'failed', err instanceof Error ? err.message : String(err));
     return fail(ExitCode.failed, 'failed', `unexpected failure: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
   }

@@ -2,3 +2,4 @@ export { runCli } from './cli.js';
 export { ExitCode } from './cli-error.js';
 export { textMessage } from './a2a-client.js';
 export { startConsole } from './console/console-server.js';
+export { localEnvPath, localSecrets, readLocalEnv, writeLocalEnv, LOCAL_SECRETS } from './local-env.js';

@@ -12,7 +12,7 @@ import { agentsMigrations, AGENTS_SCHEMA } from './database/migrations/index.js'
 import { AgentsMetrics } from './metrics/agents.metrics.js';
 import { checkOpsCredential } from './ops/ops.controller.js';
 import { registerWithDirectory } from './registration/directory-registration.js';
-import { AgentsRuntime } from './runtime/agents-runtime.js';
+import { AgentsRuntime, assertToolTokenSecret } from './runtime/agents-runtime.js';
 
 /** A running agents: `stop` drains and closes every connection. */
 export interface RunningAgents {
@@ -45,6 +45,8 @@ export async function startAgents(
     return def;
   });
   if (selected.length === 0) throw new MeshError('CONFIG_INVALID', 'no agent to run: pass at least one agent definition');
+  // Refused before anything is registered or consumed: such a worker could only fail its tasks.
+  assertToolTokenSecret(selected, config);
   const workerId = config.AGENTS_WORKER_ID;
   // Every line names this worker process (and its agent group when the chart sets one).
   const logger = (overrides.logger ?? createLogger('agents')).child({

@@ -96,6 +96,8 @@ export interface LedgerTask {
   /** `running` while a turn runs, else the turn's outcome (`completed`, `input-required`, `failed`…). */
   state: string;
   updatedAt: string;
+  /** The text of the latest turn's reply: for a `failed` turn, why it failed; null while running or without text. */
+  message: string | null;
 }
 
 /** `GET /ops/tasks` (newest first). */

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { CliError } from '../cli-error.js';
 import { requestJson } from '../http-client.js';
 import { terminalSafe } from '../terminal-text.js';
+import { localEnvPath, readLocalEnv } from '../local-env.js';
 import type { KafkaTarget } from '../kafka-ops.js';
 
 // Kafka (kafkajs via @mesh/bus) loads inside the actions that use it: `mesh --help` and the HTTP-only
@@ -47,22 +48,67 @@ export interface CliContext {
   describeFailure(err: unknown): string;
 }
 
+/** The global options `npm start`'s local env file may supply, by the variable it writes them under. */
+const LOCAL_DEFAULTS = {
+  directoryUrl: 'MESH_DIRECTORY_URL',
+  dispatcherUrl: 'MESH_DISPATCHER_URL',
+  agentsUrl: 'MESH_AGENTS_URL',
+  token: 'MESH_TOKEN',
+  opsToken: 'MESH_OPS_TOKEN',
+  brokers: 'KAFKA_BROKERS',
+  prefix: 'TOPIC_PREFIX',
+} as const satisfies Partial<Record<keyof Globals, string>>;
+
+/** The global options with the local env file's values for those neither a flag nor the environment gave. */
+export interface ResolvedGlobals extends Globals {
+  /** The file the values came from, and which ones (for the credential hint). */
+  local?: { path: string; keys: Array<keyof Globals> };
+}
+
+const resolved = new WeakMap<Command, ResolvedGlobals>();
+
+/**
+ * `program`'s global options after parsing; an option left at its default (no flag, no variable)
+ * takes the value `npm start` wrote to the local env file (see docs/operations.md), when there is one.
+ */
+export function globalsOf(program: Command, env: NodeJS.ProcessEnv): ResolvedGlobals {
+  const cached = resolved.get(program);
+  if (cached) return cached;
+  const opts: ResolvedGlobals = { ...program.opts<Globals>() };
+  const path = localEnvPath(env);
+  const file = readLocalEnv(path);
+  if (file) {
+    const keys: Array<keyof Globals> = [];
+    for (const [key, name] of Object.entries(LOCAL_DEFAULTS) as Array<[keyof typeof LOCAL_DEFAULTS, string]>) {
+      const source = program.getOptionValueSource(key);
+      if ((source === undefined || source === 'default') && file[name] !== undefined) {
+        opts[key] = file[name];
+        keys.push(key);
+      }
+    }
+    if (keys.length > 0) opts.local = { path, keys };
+  }
+  resolved.set(program, opts);
+  return opts;
+}
+
 /** Where mesh takes a credential from, said when a service refused a request for want of it, or refused the one given. */
-export function credentialHint(err: CliError, given: Globals): string {
+export function credentialHint(err: CliError, given: ResolvedGlobals): string {
+  const fromFile = (key: keyof Globals) => (given.local?.keys.includes(key) ? ` (from ${given.local.path})` : '');
   if (err.credential === 'token')
     return given.token
-      ? ' (the token given was refused: check --token or MESH_TOKEN)'
+      ? ` (the token given${fromFile('token')} was refused: check --token or MESH_TOKEN)`
       : " (no token given: pass --token or set MESH_TOKEN to an API key or JWT; npm start's development keys are demo-acme and demo-globex)";
   if (err.credential === 'opsToken')
     return given.opsToken
-      ? ' (the ops token given was refused: check --ops-token or MESH_OPS_TOKEN; npm start prints the one of its start)'
-      : ' (no ops token given: pass --ops-token or set MESH_OPS_TOKEN; npm start prints the one of its start)';
+      ? ` (the ops token given${fromFile('opsToken')} was refused: check --ops-token or MESH_OPS_TOKEN; npm start writes its own to .mesh/local.env, which mesh reads)`
+      : ' (no ops token given: pass --ops-token or set MESH_OPS_TOKEN; npm start writes its own to .mesh/local.env, which mesh reads)';
   return '';
 }
 
 /** The context of `program`'s commands; its global options are read when an action calls. */
 export function cliContext(program: Command, io: CliIo): CliContext {
-  const g = () => program.opts<Globals>();
+  const g = () => globalsOf(program, io.env);
   const directory = <T>(path: string, init: RequestInit = {}) =>
     requestJson<T>('directory', g().directoryUrl, path, { ...init, credential: 'token', ...(g().token ? { token: g().token } : {}) });
   return {

@@ -140,7 +140,7 @@ export class OverviewSource {
       }),
     );
     for (const t of ledgerTasks?.tasks ?? [])
-      tasks.push({ agent: t.agentId, id: t.taskId, state: t.state, message: '', updated: t.updatedAt, tenant: t.tenant });
+      tasks.push({ agent: t.agentId, id: t.taskId, state: t.state, message: t.message ?? '', updated: t.updatedAt, tenant: t.tenant });
     agents.sort((x, y) => x.id.localeCompare(y.id));
     tasks.sort((x, y) => y.updated.localeCompare(x.updated));
     const warnings = stuckWorkWarnings({

@@ -17,6 +17,17 @@ export function traceIdOf(traceparent: string | null): string | null {
   return m && !/^0+$/.test(m[1]!) ? m[1]! : null;
 }
 
+/** The text of a turn's reply as the ledger holds it (`{role, parts: [{type: 'text', text}…]}`); null without one. */
+export function replyText(reply: unknown): string | null {
+  const parts = (reply as { parts?: unknown } | null)?.parts;
+  if (!Array.isArray(parts)) return null;
+  const text = parts
+    .map((p: { type?: unknown; text?: unknown }) => (p?.type === 'text' && typeof p.text === 'string' ? p.text : ''))
+    .filter(Boolean)
+    .join('\n');
+  return text || null;
+}
+
 /**
  * Read-only views of the execution and effect ledgers for operators, across tenants: the ops
  * token sees every tenant (it is the operator's, never a caller's).
@@ -29,7 +40,8 @@ export class TaskRecords {
     const rows = (await this.sql.query(
       `SELECT * FROM (
          SELECT DISTINCT ON (tenant, task_id) tenant, agent_id, task_id, context_id, turn,
-                CASE WHEN state = 'running' THEN 'running' ELSE COALESCE(final_state, state) END AS state, updated_at
+                CASE WHEN state = 'running' THEN 'running' ELSE COALESCE(final_state, state) END AS state, updated_at,
+                reply_message
          FROM agents.executions
          WHERE ($1::text IS NULL OR tenant = $1) AND ($2::text IS NULL OR agent_id = $2)
          ORDER BY tenant, task_id, turn DESC) t
@@ -45,6 +57,7 @@ export class TaskRecords {
       turn: Number(r.turn),
       state: String(r.state),
       updatedAt: iso(r.updated_at)!,
+      message: replyText(r.reply_message),
     }));
   }
 

@@ -55,10 +55,30 @@ export interface AgentChannel {
 }
 
 /** The agent's MCP servers with AGENTS_MCP_SERVERS overrides applied by server name. */
-function serversOf(agent: AgentDefinition, overrides: AgentsConfig['AGENTS_MCP_SERVERS']): Record<string, McpServerSpec> {
+export function serversOf(agent: AgentDefinition, overrides: AgentsConfig['AGENTS_MCP_SERVERS']): Record<string, McpServerSpec> {
   const out: Record<string, McpServerSpec> = {};
   for (const [name, spec] of Object.entries(agent.mcpServers)) out[name] = { ...spec, ...(overrides[name] ?? {}) } as McpServerSpec;
   return out;
+}
+
+/**
+ * Refuses to run agents whose tool servers take only audience-bound tokens (`tokenAudience`) without
+ * the secret to mint them (AGENTS_TOOL_TOKEN_SECRET): every call such a server gets would be refused,
+ * so every task would fail while the worker looked healthy. Checked before the worker registers or consumes.
+ */
+export function assertToolTokenSecret(agents: readonly AgentDefinition[], config: AgentsConfig): void {
+  if (config.AGENTS_TOOL_TOKEN_SECRET) return;
+  const needing = agents.flatMap((agent) =>
+    Object.entries(serversOf(agent, config.AGENTS_MCP_SERVERS))
+      .filter(([, spec]) => spec.tokenAudience)
+      .map(([server, spec]) => `${agent.id} (server "${server}", audience ${spec.tokenAudience})`),
+  );
+  if (needing.length > 0)
+    throw new MeshError(
+      'CONFIG_INVALID',
+      `AGENTS_TOOL_TOKEN_SECRET is not set, but ${needing.join(', ')} call a tool server that accepts only tokens minted with it: ` +
+        "set it to that server's secret (npm start writes its own to .mesh/local.env), or leave these agents out of AGENTS_RUN",
+    );
 }
 
 /**
