@@ -51,14 +51,18 @@ export function importsOf(source: string): string[] {
   return [...new Set(specifiers.map(packageOf).filter((p): p is string => p !== null))];
 }
 
-function sources(dir: string, out: string[] = []): string[] {
+/** Files under `dir` whose name ends in `suffix` (`.ts` excludes declaration files). */
+function sources(dir: string, suffix = '.ts', out: string[] = []): string[] {
   for (const entry of readdirSync(dir)) {
     const path = join(dir, entry);
-    if (statSync(path).isDirectory()) sources(path, out);
-    else if (path.endsWith('.ts') && !path.endsWith('.d.ts')) out.push(path);
+    if (statSync(path).isDirectory()) sources(path, suffix, out);
+    else if (path.endsWith(suffix) && (suffix !== '.ts' || !path.endsWith('.d.ts'))) out.push(path);
   }
   return out;
 }
+
+/** The DefinitelyTyped package of `name` (`@scope/x` → `@types/scope__x`). */
+const typesOf = (name: string) => `@types/${name.replace(/^@/, '').replace('/', '__')}`;
 
 const workspaces = ['libs', 'apps'].flatMap((top) =>
   readdirSync(join(repoRoot, top)).map((d) => ({ dir: join(repoRoot, top, d), pkg: readJson(join(repoRoot, top, d, 'package.json')) })),
@@ -140,4 +144,24 @@ test('the libraries a team worker needs are publishable', () => {
     assert.deepEqual(pkg.exports, { '.': { types: './dist/index.d.ts', default: './dist/index.js' } }, name);
     assert.equal(pkg.scripts?.prepack, 'tsc -b', `${name} builds itself when packed`);
   }
+});
+
+test("a team's compiler finds every type the published declarations name (no skipLibCheck needed)", () => {
+  // tsc -b ran before the unit specs: dist holds what npm pack ships.
+  const problems: string[] = [];
+  for (const name of meshClosure(TEAM_PACKAGES)) {
+    const { dir, pkg } = byName.get(name)!;
+    const declared = pkg.dependencies ?? {};
+    for (const file of sources(join(dir, 'dist'), '.d.ts').filter((f) => !f.includes('.spec.'))) {
+      for (const imported of importsOf(readFileSync(file, 'utf8'))) {
+        if (imported === name) continue;
+        // A package without types of its own is typed by its @types package, which the root pins.
+        const types = typesOf(imported);
+        const where = `${name}: ${file.slice(repoRoot.length)} names ${imported}`;
+        if (!declared[imported]) problems.push(`${where}, not in its dependencies`);
+        else if (rootPins[types] && !declared[types]) problems.push(`${where}, but ${types} is not in its dependencies`);
+      }
+    }
+  }
+  assert.deepEqual(problems, []);
 });
