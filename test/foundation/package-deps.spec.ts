@@ -165,3 +165,20 @@ test("a team's compiler finds every type the published declarations name (no ski
   }
   assert.deepEqual(problems, []);
 });
+
+test('the team example stays outside the workspace and lists every packed library at its version', () => {
+  const workspaces = (rootPkg as PackageJson & { workspaces: string[] }).workspaces;
+  assert.ok(!workspaces.some((w) => w.startsWith('examples')), 'examples/ is not an npm workspace');
+  const build = JSON.parse(readFileSync(join(repoRoot, 'tsconfig.build.json'), 'utf8')) as { references: { path: string }[] };
+  assert.ok(!build.references.some((r) => r.path.startsWith('examples')), 'examples/ is not in the root build');
+  const example = readJson(join(repoRoot, 'examples/team-agent/package.json'));
+  // npm pack names a tarball <scope>-<name>-<version>.tgz.
+  const tarball = (name: string) => `file:vendor/${name.replace(/^@/, '').replace('/', '-')}-${byName.get(name)!.pkg.version}.tgz`;
+  assert.deepEqual(example.dependencies, Object.fromEntries(meshClosure(TEAM_PACKAGES).map((n) => [n, tarball(n)])));
+  for (const [name, version] of Object.entries(example.devDependencies ?? {})) {
+    const locked = (
+      JSON.parse(readFileSync(join(repoRoot, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> }
+    ).packages[`node_modules/${name}`]?.version;
+    assert.equal(version, locked, `the example's ${name} is the version the platform builds with`);
+  }
+});
