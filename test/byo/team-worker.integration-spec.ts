@@ -144,6 +144,16 @@ test("the team's worker registers its agent, answers through the dispatcher and 
     await admin.disconnect();
   }
 
+  // The worker's own view agrees: one consumer, its agent's topic, the turn it ran.
+  const ops = await fetch(`http://127.0.0.1:${port}/ops/workers`, { headers: { authorization: 'Bearer byo-ops-token' } });
+  assert.equal(ops.status, 200);
+  const { agents } = (await ops.json()) as { agents: { agentId: string; groupId: string; topic: string; processed: number }[] };
+  assert.deepEqual(
+    agents.map((a) => [a.agentId, a.groupId, a.topic]),
+    [[AGENT, groups.agentWorkers(AGENT), disp.topics.commands(AGENT)]],
+  );
+  assert.equal(agents[0]!.processed, 1);
+
   // SIGTERM drains and exits cleanly, as a team's deployment stops it.
   worker.kill('SIGTERM');
   assert.equal(await exited, 0, output);
