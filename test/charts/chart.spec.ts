@@ -372,6 +372,90 @@ test('large numbers render as integers, not as the float64 form 1e+06 that Kuber
   assert.equal(ofKind<IJob>(ms, 'Job')[0].spec!.ttlSecondsAfterFinished, 1000000);
 });
 
+/** Worker groups of teams and a bridge beside the sample agents' groups. */
+const workerGroups = [
+  ...agentValues.groups,
+  {
+    name: 'team-words',
+    agentIds: ['word-count-agent'],
+    partitions: 4,
+    image: { repository: 'registry.example.com/team/team-agent', tag: '1.0.0', pullPolicy: 'Always' },
+    secretRefs: ['team-words-secrets'],
+    env: { LOG_LEVEL: 'info' },
+  },
+  { name: 'bridge', agentIds: ['remote-agent', 'partner-agent'], partitions: 2, command: ['node', 'apps/bridge/dist/main.js'], args: ['--verbose'], replicas: 2 },
+];
+
+test("worker groups: a team's own image with its own Secrets, a bridge by command, fixed replicas, KEDA lag per group", async () => {
+  const ms = await renderValid({ ...withBillingTools, keda: { enabled: true }, kafka: { topicPrefix: 'prod.' }, agents: { groups: workerGroups } });
+  const config = ofKind<{ data: Record<string, string> }>(ms, 'ConfigMap').find((m) => !isHook(m))!;
+  const secret = ofKind<{ data: Record<string, string> }>(ms, 'Secret').find((m) => !isHook(m))!;
+  const directory = byName<IService>(ms, 'Service', 'mesh-agent-mesh-directory');
+  const container = (group: string) => byName<IDeployment>(ms, 'Deployment', `mesh-agent-mesh-agents-${group}`).spec!.template.spec!.containers[0];
+  const envOf = (c: IContainer) => Object.fromEntries(c.env!.map((e) => [e.name, e.value]));
+
+  // The team's image runs its own entry point, reads the team's Secret and never the platform's.
+  const team = container('team-words');
+  assert.equal(team.image, 'registry.example.com/team/team-agent:1.0.0');
+  assert.equal(team.imagePullPolicy, 'Always');
+  assert.equal(team.command, undefined, "the image's own CMD");
+  assert.deepEqual(
+    team.envFrom?.map((e) => e.configMapRef?.name ?? e.secretRef?.name),
+    [config.metadata.name, 'team-words-secrets'],
+  );
+  const teamEnv = envOf(team);
+  assert.equal(teamEnv.AGENTS_AGENT_IDS, 'word-count-agent');
+  assert.equal(teamEnv.AGENTS_DIRECTORY_URL, `http://${directory.metadata!.name}:${directory.spec!.ports![0].port}`, 'it registers with its own token');
+  assert.equal(teamEnv.AGENTS_MCP_SERVERS, undefined, "the platform's tool servers are not the team's");
+  assert.equal(teamEnv.LOG_LEVEL, 'info');
+  assert.ok(!team.env!.some((e) => e.valueFrom), 'no key of the release Secret');
+
+  // The bridge: the platform's image and Secret, its own entry point, a fixed count and no autoscaler.
+  const bridge = container('bridge');
+  assert.equal(bridge.image, `${(values.image as GoMap).repository}:${chart.meta.appVersion}`);
+  assert.deepEqual(bridge.command, ['node', 'apps/bridge/dist/main.js']);
+  assert.deepEqual(bridge.args, ['--verbose']);
+  assert.deepEqual(
+    bridge.envFrom?.map((e) => e.configMapRef?.name ?? e.secretRef?.name),
+    [config.metadata.name, secret.metadata.name],
+  );
+  assert.equal(envOf(bridge).AGENTS_AGENT_IDS, 'remote-agent,partner-agent');
+  assert.equal(byName<IDeployment>(ms, 'Deployment', 'mesh-agent-mesh-agents-bridge').spec!.replicas, 2);
+  const scaled = ofKind<IScaledObject>(ms, 'ScaledObject');
+  assert.equal(scaled.find((s) => s.metadata.name.endsWith('-agents-bridge')), undefined, 'a fixed count has no autoscaler');
+
+  // The sample groups are unchanged: the platform image and entry point.
+  for (const g of agentValues.groups) assert.equal(container(g.name).command!.at(-1), 'apps/agents/dist/main.js');
+
+  // KEDA scales the team's group on the lag of its own agents' consumer group.
+  const so = scaled.find((s) => s.metadata.name.endsWith('-agents-team-words'))!;
+  assert.equal(so.spec!.scaleTargetRef.name, 'mesh-agent-mesh-agents-team-words');
+  assert.deepEqual(
+    so.spec!.triggers.map((t) => [t.type, t.metadata.topic, t.metadata.consumerGroup]),
+    [['kafka', new TopicNames('prod.').commands('word-count-agent'), new ConsumerGroups('prod.').agentWorkers('word-count-agent')]],
+  );
+  assert.equal(scaled.length, agentValues.groups.length + 1);
+
+  // Each group has its Service and PDB, selecting only its own pods.
+  for (const g of ['team-words', 'bridge']) {
+    byName(ms, 'Service', `mesh-agent-mesh-agents-${g}`);
+    byName(ms, 'PodDisruptionBudget', `mesh-agent-mesh-agents-${g}`);
+  }
+});
+
+test('a worker group with more fixed replicas than partitions, or an image without a tag, is refused', async () => {
+  const bridge = workerGroups.at(-1)!;
+  await assert.rejects(
+    () => chart.render({ agents: { groups: [{ ...bridge, replicas: 3 }] } }),
+    (e: Error) => e instanceof RenderFailure && /agents\.groups\[bridge\]\.replicas \(3\) exceeds its partitions \(2\)/.test(e.message),
+  );
+  await assert.rejects(
+    () => chart.render({ agents: { groups: [{ name: 'team', agentIds: ['a'], partitions: 1, image: { repository: 'r/team' } }] } }),
+    ValuesSchemaError,
+  );
+  await assert.rejects(() => chart.render({ agents: { groups: [{ name: 'team', agentIds: ['a'], partitions: 1, secretRefs: ['Not_A_Name'] }] } }), ValuesSchemaError);
+});
+
 test('values that break values.schema.json are rejected before rendering', async () => {
   const bad: [string, GoMap][] = [
     ['bad topic prefix', { kafka: { topicPrefix: 'no spaces!' } }],

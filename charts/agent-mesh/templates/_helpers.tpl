@@ -112,14 +112,23 @@ AGENTS_TOOL_TOKEN_SECRET: {{ . | b64enc | quote }}
 {{- end }}
 {{- end -}}
 
-{{/* env and envFrom of an app container; arg: dict root, app, port, env, secretEnv (name → key of the Secret). */}}
+{{/*
+env and envFrom of an app container; arg: dict root, app, port, env, secretEnv (name → key of the
+Secret), platformSecret (whether the release's Secret is read), secretRefs (more Secrets, read after it).
+*/}}
 {{- define "agent-mesh.containerEnv" -}}
 {{- $secret := include "agent-mesh.secretName" .root -}}
 envFrom:
   - configMapRef:
       name: {{ include "agent-mesh.configName" .root }}
+  {{- if .platformSecret }}
   - secretRef:
       name: {{ $secret }}
+  {{- end }}
+  {{- range .secretRefs }}
+  - secretRef:
+      name: {{ . }}
+  {{- end }}
 env:
   - name: {{ printf "%s_PORT" (upper (replace "-" "_" .app)) }}
     value: {{ .port | int | toString | quote }}
@@ -148,12 +157,14 @@ env:
 
 {{/*
 A Deployment of one app; arg: dict root, component (object name suffix), app (directory|dispatcher|agents),
-spec (the component's values), replicas (omitted when an autoscaler owns the count), env (extra env).
+spec (the component's values), replicas (omitted when an autoscaler owns the count), env (extra env),
+group (an agent group: its own image, command, args and secretRefs).
 */}}
 {{- define "agent-mesh.deployment" -}}
 {{- $root := .root -}}
 {{- $v := $root.Values -}}
 {{- $ctx := dict "root" $root "component" .component -}}
+{{- $g := .group | default dict -}}
 apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -208,14 +219,27 @@ spec:
       terminationGracePeriodSeconds: {{ include "agent-mesh.terminationGrace" $root }}
       containers:
         - name: {{ .app }}
+          {{- with $g.image }}
+          {{- /* A team's own image runs its own entry point (its CMD) unless the group names a command. */}}
+          image: {{ printf "%s:%s" .repository .tag }}
+          imagePullPolicy: {{ .pullPolicy | default $v.image.pullPolicy }}
+          {{- else }}
           image: {{ include "agent-mesh.image" $root }}
           imagePullPolicy: {{ $v.image.pullPolicy }}
+          {{- end }}
+          {{- if $g.command }}
+          command: {{ toJson $g.command }}
+          {{- else if not $g.image }}
           command: ["node", {{ range .spec.nodeFlags }}{{ . | quote }}, {{ end }}"apps/{{ .app }}/dist/main.js"]
+          {{- end }}
+          {{- with $g.args }}
+          args: {{ toJson . }}
+          {{- end }}
           ports:
             - name: http
               containerPort: {{ int .spec.port }}
               protocol: TCP
-          {{- include "agent-mesh.containerEnv" (dict "root" $root "app" .app "port" .spec.port "env" .env "secretEnv" (.secretEnv | default dict)) | nindent 10 }}
+          {{- include "agent-mesh.containerEnv" (dict "root" $root "app" .app "port" .spec.port "env" .env "secretEnv" (.secretEnv | default dict) "platformSecret" (empty $g.image) "secretRefs" ($g.secretRefs | default list)) | nindent 10 }}
           startupProbe:
             httpGet: { path: /livez, port: http }
             {{- toYaml $v.probes.startup | nindent 12 }}
