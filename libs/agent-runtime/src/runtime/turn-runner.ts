@@ -42,8 +42,20 @@ import { delegatedOutcome } from './delegated-outcome.js';
 import { LeaseKeeper, LeaseRenewals } from './lease-keeper.js';
 import { TurnSignal } from './turn-signal.js';
 
+/**
+ * Thrown by a handler that cannot take the turn now and has not started it anywhere (a remote agent
+ * answered 429/503 or cannot be reached): the runner gives the execution up without reporting and
+ * the bus delivers the command again, like a database outage. Never the task's outcome.
+ */
+export class TurnUnavailable extends MeshError {
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super('UNAVAILABLE', message, { retryable: true, ...options });
+    this.name = 'TurnUnavailable';
+  }
+}
+
 /** The ledgers are in Postgres and events go to Kafka: an outage of either is not the turn's failure. */
-const isTransientInfrastructure = anyTransient(isTransientKafkaError, isTransientPostgresError);
+export const isTransientInfrastructure = anyTransient(isTransientKafkaError, isTransientPostgresError, (err) => err instanceof TurnUnavailable);
 
 /** Where events go (a BusProducer satisfies it). */
 export interface EventSink {
@@ -323,7 +335,7 @@ export class TurnRunner {
   private async finish(turn: TurnEmitter, owner: string, outcome: TurnOutcome, lease: LeaseKeeper, usage: TurnUsage): Promise<void> {
     const id = turn.id;
     const reported =
-      outcome.state === 'completed' || outcome.state === 'input-required' || outcome.state === 'delegated'
+      outcome.state === 'completed' || outcome.state === 'input-required' || outcome.state === 'auth-required' || outcome.state === 'delegated'
         ? outcome
         : await this.withSideEffects(id, outcome, lease.lost);
     const delegation: DelegationRequest | undefined =
