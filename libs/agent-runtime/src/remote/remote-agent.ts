@@ -262,6 +262,12 @@ interface Following {
   remote?: RemoteTaskRef;
   seenArtifacts: Set<string>;
   lastStatus?: string;
+  /**
+   * On a follow-up: the remote answers first with the task as the previous turn left it (input
+   * required); that status, seen again, is not this turn's end.
+   */
+  continuing?: boolean;
+  staleStatus?: string;
 }
 
 /** Relays turns of one remote agent. */
@@ -342,6 +348,7 @@ class RemoteRelay {
     const host = this.host!;
     // A follow-up turn (after INPUT_REQUIRED / AUTH_REQUIRED) continues the same remote task.
     const previous = task.turn > 0 ? await host.remoteTasks.previous(task.tenant, task.taskId, task.turn) : undefined;
+    f.continuing = previous !== undefined;
     const request = SendMessageRequest.fromJSON({
       message: {
         messageId: s.messageId,
@@ -466,6 +473,11 @@ class RemoteRelay {
     const status = isJsonObject(body.status) ? body.status : undefined;
     if (!status || isJsonObject(ev.artifactUpdate)) return undefined;
     const state = typeof status.state === 'string' ? status.state : '';
+    if (f.continuing && isJsonObject(ev.task)) {
+      f.continuing = false;
+      f.staleStatus = JSON.stringify(status);
+    }
+    if (f.staleStatus === JSON.stringify(status)) return undefined;
     const message = isJsonObject(status.message) ? { ...fromWireMessage(status.message), role: 'agent' as const } : undefined;
     const final = FINAL[state];
     if (final) {
