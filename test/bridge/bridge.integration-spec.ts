@@ -14,7 +14,9 @@ import { startRemoteAgent } from '../support/remote-agents/remote-process.js';
 const env = await startTestDispatcher('bridge');
 const streamingRemote = await startRemoteAgent({ REMOTE_STREAMING: 'true' });
 const polledRemote = await startRemoteAgent({ REMOTE_STREAMING: 'false' });
-await publishAgents(env.kafka, env.topics, [agentRecord('remote-stream'), agentRecord('remote-poll')]);
+// Answers its first two A2A requests 429 Retry-After: 1.
+const busyRemote = await startRemoteAgent({ REMOTE_STREAMING: 'true', REMOTE_BUSY_REQUESTS: '2' });
+await publishAgents(env.kafka, env.topics, [agentRecord('remote-stream'), agentRecord('remote-poll'), agentRecord('remote-busy')]);
 await standInForTopicOwners(env.prefix);
 const bridge = await startAgents(
   {
@@ -24,6 +26,7 @@ const bridge = await startAgents(
   [
     await remoteAgent({ id: 'remote-stream', cardUrl: streamingRemote.cardUrl, allowLoopback: true, visibility: 'public' }),
     await remoteAgent({ id: 'remote-poll', cardUrl: polledRemote.cardUrl, allowLoopback: true, visibility: 'public', pollIntervalMs: 50 }),
+    await remoteAgent({ id: 'remote-busy', cardUrl: busyRemote.cardUrl, allowLoopback: true, visibility: 'public' }),
   ],
 );
 after(() => bridge.stop());
@@ -108,4 +111,20 @@ test('a tenant cannot reach another tenant\u2019s private remote agent', async (
     await globex.sendMessage(sendRequest(userMessage('hello')));
   });
   assert.equal((await streamingRemote.stats()).messages.filter((m) => m.text === 'hello').length, 0);
+});
+
+test('429 with Retry-After pauses only that remote agent: the other keeps completing, the paused one completes after', async () => {
+  const busy = await streamingClient(env.url, 'remote-busy', 'JSONRPC');
+  const other = await streamingClient(env.url, 'remote-stream', 'JSONRPC');
+  const started = (await busy.sendMessage(sendRequest(userMessage('after the pause'), { returnImmediately: true }))) as Task;
+  await eventually('the busy remote refused a request', async () => (await busyRemote.stats()).refused >= 1);
+  // While remote-busy is paused, remote-stream on the same bridge completes a task.
+  const meanwhile = (await other.sendMessage(sendRequest(userMessage('not paused')))) as Task;
+  assert.equal(meanwhile.status?.state, TaskState.TASK_STATE_COMPLETED, textOf(meanwhile));
+  const done = await until(busy, started.id, [TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED]);
+  assert.equal(done.status?.state, TaskState.TASK_STATE_COMPLETED, textOf(done));
+  const stats = await busyRemote.stats();
+  assert.equal(stats.refused, 2);
+  // The refused sends created nothing: exactly one remote task for the execution.
+  assert.equal(stats.tasksCreated, 1);
 });
