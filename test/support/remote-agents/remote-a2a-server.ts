@@ -53,7 +53,11 @@ const status = (ctx: RequestContext, state: string, text?: string, final = false
   );
 const artifact = (ctx: RequestContext, id: string, name: string, text: string) =>
   AgentEvent.artifactUpdate(
-    TaskArtifactUpdateEvent.fromJSON({ taskId: ctx.taskId, contextId: ctx.contextId, artifact: { artifactId: id, name, parts: [{ text }] } }),
+    TaskArtifactUpdateEvent.fromJSON({
+      taskId: ctx.taskId,
+      contextId: ctx.contextId,
+      artifact: { artifactId: id, name, parts: [{ text }] },
+    }),
   );
 
 const executor: AgentExecutor = {
@@ -130,8 +134,10 @@ app.use('/a2a', express.json(), (req, res, next) => {
   const body = req.body as { method?: string; params?: { message?: { messageId?: string } }; message?: { messageId?: string } };
   const messageId = body?.params?.message?.messageId ?? body?.message?.messageId;
   const first = messageId && dedup ? firstTaskOf.get(messageId) : undefined;
-  if (first && body.method === 'SendStreamingMessage') req.body = { jsonrpc: '2.0', id: (body as { id?: unknown }).id, method: 'SubscribeToTask', params: { id: first } };
-  else if (first && body.method === 'SendMessage') req.body = { jsonrpc: '2.0', id: (body as { id?: unknown }).id, method: 'GetTask', params: { id: first } };
+  if (first && body.method === 'SendStreamingMessage')
+    req.body = { jsonrpc: '2.0', id: (body as { id?: unknown }).id, method: 'SubscribeToTask', params: { id: first } };
+  else if (first && body.method === 'SendMessage')
+    req.body = { jsonrpc: '2.0', id: (body as { id?: unknown }).id, method: 'GetTask', params: { id: first } };
   next();
 });
 app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: async () => AgentCard.fromJSON(card) }));

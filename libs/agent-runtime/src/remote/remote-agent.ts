@@ -217,7 +217,9 @@ export interface RemoteAgentOptions {
  */
 export async function remoteAgent(input: RemoteAgentSpecInput, opts: RemoteAgentOptions = {}): Promise<AgentDefinition> {
   const [spec] = parseRemoteAgentSpecs([input]);
-  const egress = new EgressPolicy(spec.allowLoopback ? { allowCidrs: ['127.0.0.0/8', '::1/128', '10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16'] } : {});
+  const egress = new EgressPolicy(
+    spec.allowLoopback ? { allowCidrs: ['127.0.0.0/8', '::1/128', '10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16'] } : {},
+  );
   const credentials = remoteCredentials(spec.auth, { ...(opts.env ? { env: opts.env } : {}), egress });
   const fetchImpl = remoteFetch(egress, credentials, opts.fetch);
   const resolver = new DefaultAgentCardResolver({ fetchImpl });
@@ -423,7 +425,7 @@ class RemoteRelay {
         // A task already final cannot be subscribed to: GetTask below reads its end.
       }
     }
-    for (let failures = 0; ; ) {
+    for (let failures = 0; ;) {
       try {
         const t = await this.client.getTask(GetTaskRequest.fromJSON({ id: ref.taskId }), { signal: task.signal });
         failures = 0;
@@ -453,7 +455,8 @@ class RemoteRelay {
       const m = fromWireMessage(ev.message);
       return { state: 'completed', message: { ...m, role: 'agent' } };
     }
-    const body = (isJsonObject(ev.task) ? ev.task : isJsonObject(ev.statusUpdate) ? ev.statusUpdate : ev.artifactUpdate) as JsonObject | undefined;
+    const body = (isJsonObject(ev.task) ? ev.task : isJsonObject(ev.statusUpdate) ? ev.statusUpdate : ev.artifactUpdate) as
+      JsonObject | undefined;
     if (!body) return undefined;
     const taskId = typeof body.id === 'string' ? body.id : body.taskId;
     if (typeof taskId === 'string' && taskId) await known({ taskId, contextId: typeof body.contextId === 'string' ? body.contextId : '' });
@@ -481,8 +484,15 @@ class RemoteRelay {
     const message = isJsonObject(status.message) ? { ...fromWireMessage(status.message), role: 'agent' as const } : undefined;
     const final = FINAL[state];
     if (final) {
-      const msg = message ?? { role: 'agent' as const, parts: [{ type: 'text' as const, text: `The remote agent ended the task: ${state}.` }] };
-      return final === 'completed' ? (message ? { state: 'completed', message } : { state: 'completed' }) : ({ state: final, message: msg } as TurnOutcome);
+      const msg = message ?? {
+        role: 'agent' as const,
+        parts: [{ type: 'text' as const, text: `The remote agent ended the task: ${state}.` }],
+      };
+      return final === 'completed'
+        ? message
+          ? { state: 'completed', message }
+          : { state: 'completed' }
+        : ({ state: final, message: msg } as TurnOutcome);
     }
     // Progress: a status message not relayed yet (a poll sees the same status again).
     const key = JSON.stringify(status.message ?? null) + state;

@@ -55,7 +55,11 @@ export class TurnUnavailable extends MeshError {
 }
 
 /** The ledgers are in Postgres and events go to Kafka: an outage of either is not the turn's failure. */
-export const isTransientInfrastructure = anyTransient(isTransientKafkaError, isTransientPostgresError, (err) => err instanceof TurnUnavailable);
+export const isTransientInfrastructure = anyTransient(
+  isTransientKafkaError,
+  isTransientPostgresError,
+  (err) => err instanceof TurnUnavailable,
+);
 
 /** Where events go (a BusProducer satisfies it). */
 export interface EventSink {
@@ -335,7 +339,10 @@ export class TurnRunner {
   private async finish(turn: TurnEmitter, owner: string, outcome: TurnOutcome, lease: LeaseKeeper, usage: TurnUsage): Promise<void> {
     const id = turn.id;
     const reported =
-      outcome.state === 'completed' || outcome.state === 'input-required' || outcome.state === 'auth-required' || outcome.state === 'delegated'
+      outcome.state === 'completed' ||
+      outcome.state === 'input-required' ||
+      outcome.state === 'auth-required' ||
+      outcome.state === 'delegated'
         ? outcome
         : await this.withSideEffects(id, outcome, lease.lost);
     const delegation: DelegationRequest | undefined =
