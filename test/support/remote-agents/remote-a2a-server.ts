@@ -5,6 +5,7 @@
  * - `ask …`: asks for input; the follow-up on the same task completes it with an `answer` artifact.
  * - `wait …`: works until canceled.
  * - `slow …`: an artifact, a pause of REMOTE_SLOW_MS, another artifact, then completes.
+ * - `mute …`: says nothing (not even the task) for REMOTE_SLOW_MS, then completes.
  * - anything else: a progress status, a `result` artifact `echo: <text>`, completed.
  * Env: REMOTE_PORT, REMOTE_STREAMING (true|false: card capability and binding JSONRPC|HTTP+JSON),
  * REMOTE_DEDUP (a repeated messageId returns its first task), REMOTE_BUSY_REQUESTS (that many
@@ -69,6 +70,7 @@ const executor: AgentExecutor = {
       stats.tasksCreated++;
       firstTaskOf.set(m.messageId, ctx.taskId);
     }
+    if (text.startsWith('mute')) await new Promise((r) => setTimeout(r, slowMs));
     bus.publish(
       AgentEvent.task(
         ctx.task ?? Task.fromJSON({ id: ctx.taskId, contextId: ctx.contextId, status: { state: 'TASK_STATE_SUBMITTED' }, history: [] }),
