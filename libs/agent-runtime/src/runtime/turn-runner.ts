@@ -450,7 +450,8 @@ export class TurnRunner {
     if (code === 'CANCELLED') return Outcomes.canceled('The task was canceled.');
     if (code === 'DEADLINE_EXCEEDED') return Outcomes.failed('The deadline passed before the task finished.');
     const msg = reason instanceof Error ? reason.message : String(reason);
-    this.log.warn({ error: msg }, 'handler failed');
+    // A turn given up as unavailable is logged once, where it is given up.
+    if (!(reason instanceof TurnUnavailable)) this.log.warn({ error: msg }, 'handler failed');
     return Outcomes.failed(`The agent failed: ${msg}`);
   }
 
