@@ -72,6 +72,15 @@ test('non-streaming remote (card without streaming): GetTask polling relays it t
   assert.equal(done.artifacts[0]?.name, 'result');
 });
 
+test('a remote answering with a message (no task): the reply is the result', async () => {
+  for (const agent of ['remote-stream', 'remote-poll']) {
+    const client = await streamingClient(env.url, agent, 'JSONRPC');
+    const t = (await client.sendMessage(sendRequest(userMessage(`reply to ${agent}`)))) as Task;
+    assert.equal(t.status?.state, TaskState.TASK_STATE_COMPLETED, textOf(t));
+    assert.equal(artifactText(t), `re: reply to ${agent}`);
+  }
+});
+
 test('input required passes through; the follow-up reaches the same remote task and completes it', async () => {
   const client = await streamingClient(env.url, 'remote-stream', 'JSONRPC');
   const first = (await client.sendMessage(sendRequest(userMessage('ask for it')))) as Task;
@@ -86,6 +95,21 @@ test('input required passes through; the follow-up reaches the same remote task 
   const turns = stats.messages.filter((m) => m.text.startsWith('ask'));
   assert.equal(turns.length, 2);
   assert.equal(turns[0]!.taskId, turns[1]!.taskId, 'the follow-up continues the same remote task');
+});
+
+test('auth required passes through as an interrupted state; the follow-up continues the remote task', async () => {
+  const client = await streamingClient(env.url, 'remote-stream', 'JSONRPC');
+  const first = (await client.sendMessage(sendRequest(userMessage('auth please')))) as Task;
+  assert.equal(first.status?.state, TaskState.TASK_STATE_AUTH_REQUIRED, textOf(first));
+  assert.equal(textOf(first), 'Sign in to the quotes system first');
+  const second = (await client.sendMessage(
+    sendRequest(userMessage('auth done', { taskId: first.id, contextId: first.contextId })),
+  )) as Task;
+  assert.equal(second.status?.state, TaskState.TASK_STATE_COMPLETED, textOf(second));
+  assert.equal(artifactText(second), 'authorized: auth done');
+  const turns = (await streamingRemote.stats()).messages.filter((m) => m.text.startsWith('auth'));
+  assert.equal(turns.length, 2);
+  assert.equal(turns[0]!.taskId, turns[1]!.taskId);
 });
 
 test('cancel reaches the remote (CancelTask) and the mesh task ends CANCELED', async () => {

@@ -5,6 +5,8 @@
  * - `ask …`: asks for input; the follow-up on the same task completes it with an `answer` artifact.
  * - `wait …`: works until canceled.
  * - `slow …`: an artifact, a pause of REMOTE_SLOW_MS, another artifact, then completes.
+ * - `auth …`: asks the caller to authenticate (AUTH_REQUIRED); the follow-up completes it.
+ * - `reply …`: answers with a message, no task.
  * - `mute …`: says nothing (not even the task) for REMOTE_SLOW_MS, then completes.
  * - anything else: a progress status, a `result` artifact `echo: <text>`, completed.
  * Env: REMOTE_PORT, REMOTE_STREAMING (true|false: card capability and binding JSONRPC|HTTP+JSON),
@@ -71,6 +73,20 @@ const executor: AgentExecutor = {
       firstTaskOf.set(m.messageId, ctx.taskId);
     }
     if (text.startsWith('mute')) await new Promise((r) => setTimeout(r, slowMs));
+    if (text.startsWith('reply')) {
+      bus.publish(
+        AgentEvent.message(
+          Message.fromJSON({
+            messageId: `reply-${m.messageId}`,
+            contextId: ctx.contextId,
+            role: 'ROLE_AGENT',
+            parts: [{ text: `re: ${text}` }],
+          }),
+        ),
+      );
+      bus.finished();
+      return;
+    }
     bus.publish(
       AgentEvent.task(
         ctx.task ?? Task.fromJSON({ id: ctx.taskId, contextId: ctx.contextId, status: { state: 'TASK_STATE_SUBMITTED' }, history: [] }),
@@ -80,6 +96,12 @@ const executor: AgentExecutor = {
       if (!ctx.task) bus.publish(status(ctx, 'TASK_STATE_INPUT_REQUIRED', 'Which invoice?', true));
       else {
         bus.publish(artifact(ctx, 'answer-1', 'answer', `answered: ${text}`));
+        bus.publish(status(ctx, 'TASK_STATE_COMPLETED', 'done', true));
+      }
+    } else if (text.startsWith('auth')) {
+      if (!ctx.task) bus.publish(status(ctx, 'TASK_STATE_AUTH_REQUIRED', 'Sign in to the quotes system first', true));
+      else {
+        bus.publish(artifact(ctx, 'quote-1', 'quote', `authorized: ${text}`));
         bus.publish(status(ctx, 'TASK_STATE_COMPLETED', 'done', true));
       }
     } else if (text.startsWith('wait')) {

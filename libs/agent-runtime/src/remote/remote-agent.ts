@@ -362,11 +362,16 @@ class RemoteRelay {
       },
       configuration: { returnImmediately: !this.streaming },
     });
-    const known = async (ref: RemoteTaskRef) => {
+    /** The remote named its task (or, undefined, answered with a message and no task): the send is settled. */
+    const known = async (ref: RemoteTaskRef | undefined) => {
       if (f.remote) return;
-      f.remote = ref;
-      await host.remoteTasks.record(s.execId, ref);
-      const result = { text: `remote task ${ref.taskId}`, data: { remote_task_id: ref.taskId, remote_context_id: ref.contextId } };
+      if (ref) {
+        f.remote = ref;
+        await host.remoteTasks.record(s.execId, ref);
+      }
+      const result = ref
+        ? { text: `remote task ${ref.taskId}`, data: { remote_task_id: ref.taskId, remote_context_id: ref.contextId } }
+        : { text: 'answered with a message, no task' };
       if (s.resend) await host.effects.resolve(s.messageId, 'ok', result);
       else await host.effects.complete(s.messageId, s.owner, 'ok', result);
       this.breaker.success();
@@ -449,10 +454,14 @@ class RemoteRelay {
     ctx: AgentContext,
     f: Following,
     ev: JsonObject,
-    known: (ref: RemoteTaskRef) => Promise<void>,
+    known: (ref: RemoteTaskRef | undefined) => Promise<void>,
   ): Promise<TurnOutcome | undefined> {
     if (isJsonObject(ev.message)) {
+      // A direct reply, no task: the reply is the result, kept as the task's artifact (a mesh task
+      // completes only with one).
       const m = fromWireMessage(ev.message);
+      await known(undefined);
+      await ctx.artifact({ name: 'response', parts: m.parts });
       return { state: 'completed', message: { ...m, role: 'agent' } };
     }
     const body = (isJsonObject(ev.task) ? ev.task : isJsonObject(ev.statusUpdate) ? ev.statusUpdate : ev.artifactUpdate) as
