@@ -8,6 +8,7 @@ import { collect, describe, streamingClient } from '../support/streaming.js';
 import { freePort, spawnNode } from '../support/processes.js';
 import { standInForTopicOwners } from '../support/topic-owners.js';
 import { startRemoteAgent } from '../support/remote-agents/remote-process.js';
+import { metricSample } from '../support/metrics.js';
 
 // The bridge (apps/bridge) as a child process, SIGKILLed mid-task; a second bridge takes over.
 const env = await startTestDispatcher('bridge-takeover');
@@ -79,4 +80,6 @@ test('a bridge SIGKILLed mid-task: the next one resumes the one remote task, or 
   assert.ok(open, JSON.stringify(ops));
   assert.equal(open.tool, 'a2a__remote-plain__SendMessage');
   assert.match(open.key, /^mesh-acme:/);
+  // Counted like an unknown tool effect (the ops read above refreshed the gauge).
+  assert.equal(await metricSample(second.url, 'mesh_unknown_outcomes_open', { tool: 'a2a__remote-plain__SendMessage' }), 1);
 });
