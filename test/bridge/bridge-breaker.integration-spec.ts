@@ -35,6 +35,7 @@ const bridge = await startAgents(
       visibility: 'tenant',
       breakerFailures: 2,
       breakerOpenMs: 600_000,
+      cardRefreshMs: 200,
     }),
   ],
 );
@@ -47,6 +48,26 @@ test('the directory serves the remote card, pointing at the dispatcher, never at
   assert.equal(served.status, 200, JSON.stringify(served.body));
   assert.equal(served.body.name, 'Remote streaming agent');
   assert.ok(!JSON.stringify(served.body).includes(remote.url), JSON.stringify(served.body));
+});
+
+test("the remote's card is followed: a skill the team adds is published in the directory", async () => {
+  const skill = { id: 'summarize', name: 'Summarize', description: 'summarizes', tags: ['remote'] };
+  const added = await fetch(`${remote.url}/control/skills`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(skill),
+  });
+  assert.equal(added.status, 200);
+  const card = await eventually('the directory has the new skill', async () => {
+    const served = await api(KEYS.acme, 'GET', '/v1/agents/remote-down/card');
+    const skills = (served.body.skills ?? []) as Array<{ id: string }>;
+    return skills.some((s) => s.id === 'summarize') ? served.body : undefined;
+  });
+  assert.deepEqual(
+    (card.skills as Array<{ id: string }>).map((s) => s.id),
+    ['echo', 'summarize'],
+  );
+  assert.ok(!JSON.stringify(card).includes(remote.url), 'still served pointing at the dispatcher');
 });
 
 test('remote down: the breaker opens, the agent turns unhealthy, new tasks are refused and a queued one fails at its deadline', async () => {

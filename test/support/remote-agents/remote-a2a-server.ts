@@ -147,6 +147,11 @@ const handler = new DefaultRequestHandler(AgentCard.fromJSON(card), new InMemory
 
 const app = express();
 app.get('/stats', (_req, res) => res.json(stats));
+// The team publishes a new skill: the card served from now on has it (the bridge's refresh follows).
+app.post('/control/skills', express.json(), (req, res) => {
+  card.skills.push(req.body as (typeof card.skills)[number]);
+  res.json(card);
+});
 app.use('/a2a', express.json(), (req, res, next) => {
   stats.authorization.push(req.headers.authorization ?? '');
   if (busy > 0) {

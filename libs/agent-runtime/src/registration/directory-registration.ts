@@ -1,12 +1,15 @@
 import type { AgentDefinition } from '@mesh/agent-sdk';
-import { MeshError, sleep } from '@mesh/contract';
+import { canonicalJson, MeshError, sleep } from '@mesh/contract';
 import { silentLogger, type Logger } from '@mesh/telemetry';
+import { remoteBindingOf } from '../remote/remote-agent.js';
 
 export interface DirectoryRegistrationOptions {
   /** Base URL of the directory, e.g. http://127.0.0.1:8081 */
   url: string;
   /** Bearer token (JWT or API key) of the tenant that owns the agents. */
   token: string;
+  /** Publish any change of the card's content, not only a new version (default: for remote agents). */
+  byContent?: boolean;
   attempts?: number;
   /** The service's logger (lines carry `src: directory-registration`). */
   logger?: Logger;
@@ -64,8 +67,14 @@ async function registerOne(agent: AgentDefinition, opts: DirectoryRegistrationOp
   const keyTemplate =
     agent.channel.keyTemplateNamed === false && view.channel?.keyTemplate ? view.channel.keyTemplate : agent.channel.keyTemplate;
   const body = bodyWith(keyTemplate);
+  // A remote agent's card is the remote's: any change of content is published (its team may not
+  // bump the version); a card written here is published when its version changes.
+  const sameCard =
+    (opts.byContent ?? remoteBindingOf(agent) !== undefined)
+      ? canonicalJson(view.card) === canonicalJson(agent.card)
+      : view.card?.version === agent.card.version;
   const unchanged =
-    view.card?.version === agent.card.version &&
+    sameCard &&
     view.visibility === agent.channel.visibility &&
     view.channel?.keyTemplate === keyTemplate &&
     view.channel?.partitions === agent.channel.partitions;

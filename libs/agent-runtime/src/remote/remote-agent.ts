@@ -16,10 +16,9 @@ import type { EffectLedger, NewEffect } from '@mesh/tool-gateway';
 import { silentLogger, type Logger } from '@mesh/telemetry';
 import { fromWireArtifact, fromWireMessage, toWireParts } from '../runtime/a2a-wire.js';
 import { TurnUnavailable } from '../runtime/turn-runner.js';
-import { remoteCredentials, type RemoteCredentials } from './remote-credentials.js';
+import { fetchRemoteCard, RemoteCardRefresher, type CardTrust, type RemoteAgentCard } from './remote-card.js';
+import { remoteCredentials, remoteCredentialsSpecSchema, type RemoteCredentials } from './remote-credentials.js';
 import type { RemoteTaskLedger, RemoteTaskRef } from './remote-task-ledger.js';
-
-const secretRef = z.union([z.object({ env: z.string().min(1) }).strict(), z.object({ file: z.string().min(1) }).strict()]);
 
 /** One remote agent as a team configures it (BRIDGE_REMOTE_AGENTS holds an array of these). */
 export const remoteAgentSpecSchema = z
@@ -29,23 +28,20 @@ export const remoteAgentSpecSchema = z
     /** The remote's agent card URL (e.g. https://team.example/.well-known/agent-card.json). */
     cardUrl: z.string().url(),
     /** Credentials by reference; default none. */
-    auth: z
-      .discriminatedUnion('type', [
-        z.object({ type: z.literal('none') }).strict(),
-        z.object({ type: z.literal('bearer'), token: secretRef }).strict(),
-        z.object({ type: z.literal('api-key'), header: z.string().min(1), key: secretRef }).strict(),
-        z
-          .object({
-            type: z.literal('oauth2-client-credentials'),
-            tokenUrl: z.string().url(),
-            clientId: z.string().min(1),
-            clientSecret: secretRef,
-            scope: z.string().optional(),
-            audience: z.string().optional(),
-          })
-          .strict(),
-      ])
-      .default({ type: 'none' }),
+    auth: remoteCredentialsSpecSchema.default({ type: 'none' }),
+    /**
+     * Keys the remote's card must verify against when it is signed (inline JWKS or a JWKS URL);
+     * `requireSigned` refuses an unsigned card. Without it a signed card is refused (no key to check).
+     */
+    cardTrust: z
+      .strictObject({
+        jwks: z.strictObject({ keys: z.array(z.record(z.string(), z.unknown())).min(1) }).optional(),
+        jwksUrl: z.url({ protocol: /^https?$/ }).optional(),
+        requireSigned: z.boolean().optional(),
+      })
+      .optional(),
+    /** How often the remote's card is fetched again (re-registered when it changed); 0: only at start. */
+    cardRefreshMs: z.number().int().min(0).max(86_400_000).default(300_000),
     /** Turns sent to the remote at once per bridge process. */
     maxInFlight: z.number().int().min(1).max(1024).default(16),
     visibility: z.enum(['private', 'tenant', 'public']).default('tenant'),
@@ -87,6 +83,8 @@ export interface RemoteAgentHost {
   remoteTasks: RemoteTaskLedger;
   /** Holds this agent's runs back for `ms` (429/503 with Retry-After). */
   pause(ms: number): void;
+  /** Publishes a changed card of the remote (the directory's registration); absent without a directory. */
+  republish?(card: JsonObject & { name: string }): Promise<void>;
   workerId: string;
   logger: Logger;
 }
@@ -223,28 +221,31 @@ export async function remoteAgent(input: RemoteAgentSpecInput, opts: RemoteAgent
   const credentials = remoteCredentials(spec.auth, { ...(opts.env ? { env: opts.env } : {}), egress });
   const fetchImpl = remoteFetch(egress, credentials, opts.fetch);
   const resolver = new DefaultAgentCardResolver({ fetchImpl });
-  let raw: unknown;
-  try {
-    const res = await fetchImpl(spec.cardUrl, { headers: { 'a2a-version': '1.0', accept: 'application/json' } });
-    if (!res.ok) throw new Error(`answered ${res.status}`);
-    raw = await res.json();
-  } catch (err) {
-    throw new MeshError('UNAVAILABLE', `remote agent ${spec.id}: cannot fetch its card at ${spec.cardUrl}: ${(err as Error).message}`, {
-      retryable: true,
-      cause: err,
-    });
-  }
-  if (!isJsonObject(raw) || typeof raw.name !== 'string')
-    throw new MeshError('CONFIG_INVALID', `remote agent ${spec.id}: ${spec.cardUrl} is not an agent card (no name)`);
-  const card = resolver.normalizeAgentCard(raw);
-  const client = await new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
-      cardResolver: resolver,
-      clientConfig: { polling: true },
-    }),
-  ).createFromAgentCard(card);
-  const relay = new RemoteRelay(spec, client, card.capabilities?.streaming === true, opts.logger ?? silentLogger);
+  const trust = spec.cardTrust as CardTrust | undefined;
+  // Through the egress policy; a signed card must verify against the configured keys.
+  const raw = await fetchRemoteCard(spec.cardUrl, { egress, credentials, ...(trust ? { trust } : {}) }).catch((err: unknown) => {
+    throw new MeshError(
+      (err as MeshError).code === 'UNAVAILABLE' ? 'UNAVAILABLE' : 'CONFIG_INVALID',
+      `remote agent ${spec.id}: its card at ${spec.cardUrl}: ${(err as Error).message}`,
+      { retryable: (err as MeshError).code === 'UNAVAILABLE', cause: err },
+    );
+  });
+  const clientOf = (card: RemoteAgentCard) => {
+    // normalizeAgentCard fills the object in place: the fetched card stays as the remote served it.
+    const normalized = resolver.normalizeAgentCard(structuredClone(card));
+    return new ClientFactory(
+      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+        transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
+        cardResolver: resolver,
+        clientConfig: { polling: true },
+      }),
+    )
+      .createFromAgentCard(normalized)
+      .then((client) => ({ client, streaming: normalized.capabilities?.streaming === true }));
+  };
+  const first = await clientOf(raw);
+  const relay = new RemoteRelay(spec, first.client, first.streaming, opts.logger ?? silentLogger);
+  let refresher: RemoteCardRefresher | undefined;
   const def = defineAgent({
     id: spec.id,
     card: raw as JsonObject & { name: string },
@@ -252,9 +253,32 @@ export async function remoteAgent(input: RemoteAgentSpecInput, opts: RemoteAgent
     handler: (task, ctx) => relay.turn(task, ctx),
   });
   bindings.set(def, {
-    attach: (host) => relay.attach(host),
+    attach: (host) => {
+      relay.attach(host);
+      if (spec.cardRefreshMs === 0) return;
+      // Skills, versions and interfaces follow the remote: a changed card is verified like the
+      // first, the client follows its interfaces, and the directory gets the new card.
+      refresher = new RemoteCardRefresher({
+        cardUrl: spec.cardUrl,
+        intervalMs: spec.cardRefreshMs,
+        egress,
+        credentials,
+        ...(trust ? { trust } : {}),
+        initial: raw,
+        logger: host.logger,
+        onChange: async (card) => {
+          const next = await clientOf(card);
+          relay.use(next.client, next.streaming);
+          await host.republish?.(card as JsonObject & { name: string });
+        },
+      });
+      refresher.start();
+    },
     available: () => relay.breaker.allows(),
-    close: () => credentials.close(),
+    close: () => {
+      refresher?.stop();
+      credentials.close();
+    },
   });
   return def;
 }
@@ -280,12 +304,18 @@ class RemoteRelay {
 
   constructor(
     private readonly spec: RemoteAgentSpec,
-    private readonly client: Client,
-    private readonly streaming: boolean,
+    private client: Client,
+    private streaming: boolean,
     logger: Logger,
   ) {
     this.breaker = new Breaker(spec.breakerFailures, spec.breakerOpenMs);
     this.log = logger.child({ src: 'remote-agent', agent: spec.id });
+  }
+
+  /** The client of the remote's current card (turns already running keep the one they started with). */
+  use(client: Client, streaming: boolean): void {
+    this.client = client;
+    this.streaming = streaming;
   }
 
   attach(host: RemoteAgentHost): void {

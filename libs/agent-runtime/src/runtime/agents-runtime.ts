@@ -24,6 +24,7 @@ import { PostgresExecutionLedger } from './execution-ledger.js';
 import { TaskRecords } from '../ops/task-records.js';
 import { TurnRunner, TurnUnavailable } from './turn-runner.js';
 import { remoteBindingOf } from '../remote/remote-agent.js';
+import { registerWithDirectory } from '../registration/directory-registration.js';
 import { PostgresRemoteTaskLedger } from '../remote/remote-task-ledger.js';
 
 /** What the runtime is built from: validated config, the agents to run, and what start-up opened. */
@@ -324,6 +325,17 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
       effects: this.effects,
       remoteTasks: new PostgresRemoteTaskLedger(this.opts.dataSource),
       pause: (ms) => worker.pauseFor(ms),
+      ...(config.AGENTS_DIRECTORY_URL && config.AGENTS_DIRECTORY_TOKEN
+        ? {
+            republish: (card: AgentDefinition['card']) =>
+              registerWithDirectory([{ ...agent, card }], {
+                url: config.AGENTS_DIRECTORY_URL!,
+                token: config.AGENTS_DIRECTORY_TOKEN!,
+                byContent: true,
+                logger,
+              }),
+          }
+        : {}),
       workerId: config.AGENTS_WORKER_ID,
       logger,
     });
