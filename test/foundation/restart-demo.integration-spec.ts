@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -15,46 +15,8 @@ import { join } from 'node:path';
 import { after } from 'node:test';
 import { parseEnv } from 'node:util';
 import { freshDatabase, sql } from '../support/infra.js';
+import { npmStart } from '../support/npm-start.js';
 import { freePort, repoRoot, spawnNode } from '../support/processes.js';
-
-interface Started {
-  child: ChildProcess;
-  output: () => string;
-  stop(): Promise<number | null>;
-}
-
-/** Runs `scripts/start.mjs` and resolves once it printed that every service is ready. */
-async function npmStart(env: NodeJS.ProcessEnv): Promise<Started> {
-  const child = spawn(process.execPath, [join(repoRoot, 'scripts/start.mjs')], {
-    cwd: repoRoot,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  after(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGINT');
-      await exited;
-    }
-  });
-  const deadline = Date.now() + 150_000;
-  while (!out.includes('start: ready')) {
-    if (child.exitCode !== null) assert.fail(`npm start exited (${child.exitCode}):\n${out.slice(-3000)}`);
-    if (Date.now() > deadline) assert.fail(`npm start not ready within 150 s:\n${out.slice(-3000)}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  return {
-    child,
-    output: () => out,
-    async stop() {
-      child.kill('SIGINT');
-      return exited;
-    },
-  };
-}
 
 async function rpc(port: number, agent: string, key: string, method: string, params: unknown) {
   const res = await fetch(`http://127.0.0.1:${port}/a2a/${agent}`, {
