@@ -163,3 +163,21 @@ test('429 with Retry-After pauses only that remote agent: the other keeps comple
   // The refused sends created nothing: exactly one remote task for the execution.
   assert.equal(stats.tasksCreated, 1);
 });
+
+test('a remote on a non-public address is refused unless its range is allowed: loopback, or the allowCidrs named', async () => {
+  await assert.rejects(remoteAgent({ id: 'remote-internal', cardUrl: streamingRemote.cardUrl }), (err: Error & { code?: string }) => {
+    assert.equal(err.code, 'CONFIG_INVALID');
+    assert.match(err.message, /remote agent remote-internal: its card at .*: /);
+    return true;
+  });
+  await assert.rejects(
+    remoteAgent({ id: 'remote-internal', cardUrl: streamingRemote.cardUrl, allowCidrs: ['10.20.0.0/16'] }),
+    /remote agent remote-internal/,
+  );
+  await assert.rejects(
+    remoteAgent({ id: 'remote-internal', cardUrl: streamingRemote.cardUrl, allowCidrs: ['not-a-cidr'] }),
+    /invalid CIDR in egress allowlist: "not-a-cidr"/,
+  );
+  const admitted = await remoteAgent({ id: 'remote-internal', cardUrl: streamingRemote.cardUrl, allowCidrs: ['127.0.0.0/8'] });
+  assert.equal(admitted.card.name, 'Remote streaming agent');
+});

@@ -49,6 +49,11 @@ export const remoteAgentSpecSchema = z
     messageIdDedup: z.boolean().default(false),
     /** Lets the card and interface URLs be loopback or private addresses (development only). */
     allowLoopback: z.boolean().default(false),
+    /**
+     * Non-public ranges the remote's URLs may resolve to (an agent inside the cluster, e.g.
+     * `10.20.0.0/16`): only these, every other private, loopback or metadata address stays refused.
+     */
+    allowCidrs: z.array(z.string().min(1)).max(64).default([]),
     /** GetTask polling interval for a remote without streaming (ms). */
     pollIntervalMs: z.number().int().min(10).max(60_000).default(1000),
     /** Consecutive failures (unreachable, 5xx, timeouts) that open the breaker. */
@@ -215,9 +220,9 @@ export interface RemoteAgentOptions {
  */
 export async function remoteAgent(input: RemoteAgentSpecInput, opts: RemoteAgentOptions = {}): Promise<AgentDefinition> {
   const [spec] = parseRemoteAgentSpecs([input]);
-  const egress = new EgressPolicy(
-    spec.allowLoopback ? { allowCidrs: ['127.0.0.0/8', '::1/128', '10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16'] } : {},
-  );
+  const development = spec.allowLoopback ? ['127.0.0.0/8', '::1/128', '10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16'] : [];
+  // An invalid CIDR is CONFIG_INVALID naming it (EgressPolicy checks each).
+  const egress = new EgressPolicy({ allowCidrs: [...development, ...spec.allowCidrs] });
   const credentials = remoteCredentials(spec.auth, { ...(opts.env ? { env: opts.env } : {}), egress });
   const fetchImpl = remoteFetch(egress, credentials, opts.fetch);
   const resolver = new DefaultAgentCardResolver({ fetchImpl });

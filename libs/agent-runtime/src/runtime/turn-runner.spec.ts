@@ -190,9 +190,10 @@ test('an outcome still unknown when the wait ends is reported unknown; a complet
   const never: { waitFor: ToolCaller['awaitOutcome'] } = {
     waitFor: (_key, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
   };
-  // The wait lasts the unknown-wait budget (1 s here), ten leases of 100 ms: renewed meanwhile, so
-  // another worker trying the execution finds it busy, and this one still records the outcome.
-  const failing = setup(async (_t, ctx) => ctx.fail('the invoice was closed meanwhile'), undefined, 100, never, effects);
+  // The wait lasts the unknown-wait budget (1 s here), past a lease of 400 ms: renewed meanwhile, so
+  // another worker trying the execution at 500 ms finds it busy, and this one still records the
+  // outcome (a lease long enough that a loaded machine's stalls do not let it lapse between renewals).
+  const failing = setup(async (_t, ctx) => ctx.fail('the invoice was closed meanwhile'), undefined, 400, never, effects);
   const running = failing.runner.run(cmd('x', FIRST_TURN, 't-unknown-effect'), new AbortController().signal);
   await new Promise((r) => setTimeout(r, 500));
   const other = await failing.ledger.claim(
