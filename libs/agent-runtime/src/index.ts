@@ -5,5 +5,8 @@ export * from './database/migrations/index.js';
 export * from './runtime/execution-ledger.js';
 export * from './runtime/a2a-wire.js';
 export * from './retention/ledger-retention.js';
+export * from './remote/remote-agent.js';
 export * from './remote/remote-credentials.js';
 export * from './remote/remote-card.js';
+export * from './remote/remote-task-ledger.js';
+export { TurnUnavailable } from './runtime/turn-runner.js';

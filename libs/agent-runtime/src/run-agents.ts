@@ -7,8 +7,11 @@ import { agentsMigrations, AGENTS_SCHEMA } from './database/migrations/index.js'
 
 /** What a worker's main file passes to {@link runAgents}. */
 export interface RunAgentsOptions {
-  /** The agents this worker serves; AGENTS_RUN (or the chart's AGENTS_AGENT_IDS) may pick some of them. */
-  agents: readonly AgentDefinition[];
+  /**
+   * The agents this worker serves; AGENTS_RUN (or the chart's AGENTS_AGENT_IDS) may pick some of
+   * them. A function is called at start (remote agents fetch their cards then).
+   */
+  agents: readonly AgentDefinition[] | (() => Promise<readonly AgentDefinition[]>);
   /** Where the configuration is read (default `process.env`; see docs/agents.md, "Configuration"). */
   env?: NodeJS.ProcessEnv;
 }
@@ -23,7 +26,11 @@ export function runAgents(opts: RunAgentsOptions): void {
   const env = opts.env ?? process.env;
   runMain(
     'agents',
-    async (logger) => startAgents(loadAgentsConfig(env), opts.agents, { logger }),
+    async (logger) => {
+      const config = loadAgentsConfig(env);
+      const agents = typeof opts.agents === 'function' ? await opts.agents() : opts.agents;
+      return startAgents(config, agents, { logger });
+    },
     async () => {
       const ds = await openServiceDatabase({
         url: loadAgentsConfig(env).DATABASE_URL,

@@ -159,12 +159,14 @@ export type TurnOutcome =
   | { state: 'completed'; message?: AgentMessage }
   | { state: 'delegated'; children: DelegatedChild[]; join: DelegationJoin; timeoutMs?: number; message: AgentMessage }
   | { state: 'input-required'; message: AgentMessage }
+  /** The agent needs the caller to authenticate (to it or to a system it uses); the caller's next message continues the task. */
+  | { state: 'auth-required'; message: AgentMessage }
   | { state: 'failed'; message: AgentMessage }
   | { state: 'rejected'; message: AgentMessage }
   | { state: 'canceled'; message: AgentMessage };
 
-/** Outcomes after which no further turn of the task can come (every one but `input-required`). */
-export const SETTLED_TURN_STATES: readonly Exclude<TurnOutcome['state'], 'input-required'>[] = [
+/** Outcomes after which no further turn of the task can come (every one but the interrupted `input-required` and `auth-required`). */
+export const SETTLED_TURN_STATES: readonly Exclude<TurnOutcome['state'], 'input-required' | 'auth-required'>[] = [
   'completed',
   'failed',
   'rejected',
@@ -218,6 +220,7 @@ export const Outcomes = {
   completed: (value?: string): TurnOutcome =>
     value === undefined ? { state: 'completed' } : { state: 'completed', message: agentMessage(value) },
   inputRequired: (question: string): TurnOutcome => ({ state: 'input-required', message: agentMessage(question) }),
+  authRequired: (why: string): TurnOutcome => ({ state: 'auth-required', message: agentMessage(why) }),
   failed: (reason: string): TurnOutcome => ({ state: 'failed', message: agentMessage(reason) }),
   rejected: (reason: string): TurnOutcome => ({ state: 'rejected', message: agentMessage(reason) }),
   canceled: (reason: string): TurnOutcome => ({ state: 'canceled', message: agentMessage(reason) }),

@@ -1,5 +1,5 @@
 export { type SlotSupplier, SemaphoreSlotSupplier } from './slot-supplier.js';
-export type { EffectEntry, EffectLedger } from './effect-ledger.js';
+export type { EffectEntry, EffectLedger, NewEffect } from './effect-ledger.js';
 export { PostgresEffectLedger } from './postgres-effect-ledger.js';
 export { McpConnection, type McpConnectionOptions, type NegotiatedProtocol, type ToolInfo } from './mcp-connection.js';
 export { McpSessionPool } from './mcp-session-pool.js';

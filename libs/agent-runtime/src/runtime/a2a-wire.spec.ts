@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { DELEGATION_RESULTS_KEY, type JsonObject } from '@mesh/contract';
-import { delegationOutcomeOf, fromWireMessage, toWireArtifact } from './a2a-wire.js';
+import { DELEGATION_RESULTS_KEY, INTERRUPTED_TASK_STATES, TaskStates, type JsonObject } from '@mesh/contract';
+import { delegationOutcomeOf, fromWireMessage, toWireArtifact, wireStateOf } from './a2a-wire.js';
 
 // What the dispatcher admits as a part (docs/dispatcher.md, "Validation"): exactly one of text, raw
 // (base64, empty allowed), url, data (any JSON value but null), and on any of them a media type, a
@@ -71,4 +71,10 @@ test('a child whose artifacts the platform left out reaches task.delegation mark
   assert.equal(outcome.children[0].truncated, undefined);
   assert.equal(outcome.children[0].artifacts.length, 1);
   assert.deepEqual([outcome.children[1].taskId, outcome.children[1].truncated, outcome.children[1].artifacts], ['left-out', true, []]);
+});
+
+test('auth-required is an interrupted outcome on the wire, like input-required', () => {
+  assert.equal(wireStateOf('auth-required'), TaskStates.authRequired);
+  assert.ok(INTERRUPTED_TASK_STATES.includes(wireStateOf('auth-required')));
+  assert.ok(INTERRUPTED_TASK_STATES.includes(wireStateOf('input-required')));
 });

@@ -29,6 +29,8 @@ export function wireStateOf(state: TurnOutcome['state']): TaskState {
       return TaskStates.rejected;
     case 'input-required':
       return TaskStates.inputRequired;
+    case 'auth-required':
+      return TaskStates.authRequired;
     case 'delegated':
       // The task works on through its children; the turn is over.
       return TaskStates.working;
@@ -69,7 +71,8 @@ export function delegationOutcomeOf(json: JsonObject): DelegationOutcome | undef
   };
 }
 
-function fromWireArtifact(json: JsonObject): ArtifactInput {
+/** A2A artifact JSON → ArtifactInput (name, description, parts and metadata kept). */
+export function fromWireArtifact(json: JsonObject): ArtifactInput {
   return {
     ...(typeof json.name === 'string' ? { name: json.name } : {}),
     ...(typeof json.description === 'string' ? { description: json.description } : {}),

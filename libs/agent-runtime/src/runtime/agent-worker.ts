@@ -1,4 +1,4 @@
-import { assertUnreachable, MeshError, type Envelope } from '@mesh/contract';
+import { assertUnreachable, MeshError, sleep, type Envelope } from '@mesh/contract';
 import { SemaphoreSlotSupplier, type SlotSupplier } from '@mesh/tool-gateway';
 import type { TurnRunner } from './turn-runner.js';
 
@@ -12,6 +12,8 @@ import type { TurnRunner } from './turn-runner.js';
 export class AgentWorker {
   private readonly running = new Map<string, AbortController>();
   readonly slots: SlotSupplier;
+  /** Runs wait until then (a remote agent asked for a pause); cancels never wait. */
+  private pausedUntil = 0;
 
   constructor(
     readonly agentId: string,
@@ -26,6 +28,14 @@ export class AgentWorker {
     return this.running.size;
   }
 
+  /**
+   * Holds this agent's runs back for `ms` (the longest pause asked wins). Its consumer's buffer then
+   * fills and the bus pauses the agent's partitions; other agents of the process are not affected.
+   */
+  pauseFor(ms: number): void {
+    this.pausedUntil = Math.max(this.pausedUntil, Date.now() + ms);
+  }
+
   /** `revoked` aborts when this process no longer owns the command (rebalance, shutdown timeout). */
   async handle(env: Envelope, revoked: AbortSignal = new AbortController().signal): Promise<void> {
     const key = `${env.identity.tenant}:${env.identity.taskId}`;
@@ -34,6 +44,8 @@ export class AgentWorker {
         const cancel = new AbortController();
         // Registered before waiting for a slot, so a cancel that arrives meanwhile still reaches it.
         this.running.set(key, cancel);
+        for (let wait = this.pausedUntil - Date.now(); wait > 0 && !revoked.aborted; wait = this.pausedUntil - Date.now())
+          await sleep(wait, revoked).catch(() => undefined);
         const slot = await this.slots.reserve();
         try {
           await this.runner.run(env, cancel.signal, revoked);

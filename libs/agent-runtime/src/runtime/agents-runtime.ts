@@ -22,7 +22,9 @@ import { LedgerRetention } from '../retention/ledger-retention.js';
 import { AgentWorker } from './agent-worker.js';
 import { PostgresExecutionLedger } from './execution-ledger.js';
 import { TaskRecords } from '../ops/task-records.js';
-import { TurnRunner } from './turn-runner.js';
+import { TurnRunner, TurnUnavailable } from './turn-runner.js';
+import { remoteBindingOf } from '../remote/remote-agent.js';
+import { PostgresRemoteTaskLedger } from '../remote/remote-task-ledger.js';
 
 /** What the runtime is built from: validated config, the agents to run, and what start-up opened. */
 export interface AgentsRuntimeOptions {
@@ -206,8 +208,11 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
     const host = hostname();
     const beat = () => {
       const now = Date.now();
-      for (const { worker, series } of this.channels) {
+      for (const { worker, series, agent } of this.channels) {
         metrics.inFlight.set({ agent: series.agent }, worker.inFlight);
+        // A remote agent whose breaker is open is not announced: the directory shows it unhealthy
+        // and the dispatcher's admission refuses new tasks for it.
+        if (remoteBindingOf(agent)?.available() === false) continue;
         const hb: AgentHeartbeat = {
           agentId: worker.agentId,
           workerId,
@@ -236,6 +241,7 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
 
   async onApplicationShutdown(): Promise<void> {
     await Promise.allSettled(this.channels.map((c) => c.gateway.close()));
+    for (const c of this.channels) remoteBindingOf(c.agent)?.close();
     await Promise.all([this.producer.disconnect(), this.heartbeats.disconnect()]).catch(() => undefined);
     await this.admin.close().catch(() => undefined);
     await this.opts.kafkaProbe.close();
@@ -292,8 +298,9 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
       groupId,
       topics: [topic],
       topicDefinitions: this.definitions,
-      // Turns write the execution ledger: a Postgres restart is an outage, not a bad command.
-      isTransient: anyTransient(isTransientKafkaError, isTransientPostgresError),
+      // Turns write the execution ledger: a Postgres restart is an outage, not a bad command; nor is
+      // a turn given up because its remote agent asked for a pause.
+      isTransient: anyTransient(isTransientKafkaError, isTransientPostgresError, (err) => err instanceof TurnUnavailable),
       // Cancels must get past runs waiting for a slot, so the consumer admits more than the worker runs.
       maxInFlight: maxInFlight * 2,
       // A tenant's runs beyond its limit wait in the bus while other tenants' go first; a cancel
@@ -312,6 +319,14 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
       onError: (err, what) => logger.warn({ src: 'command-consumer', agent: agent.id, error: String(err) }, what),
       onDeadLetter: (dead) => countDead({ ...dead, topic: series.topic }),
     });
-    return { agent, topic, groupId, series, transport, worker: new AgentWorker(agent.id, runner, maxInFlight), gateway };
+    const worker = new AgentWorker(agent.id, runner, maxInFlight);
+    remoteBindingOf(agent)?.attach({
+      effects: this.effects,
+      remoteTasks: new PostgresRemoteTaskLedger(this.opts.dataSource),
+      pause: (ms) => worker.pauseFor(ms),
+      workerId: config.AGENTS_WORKER_ID,
+      logger,
+    });
+    return { agent, topic, groupId, series, transport, worker, gateway };
   }
 }

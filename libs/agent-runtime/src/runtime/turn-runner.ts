@@ -42,8 +42,24 @@ import { delegatedOutcome } from './delegated-outcome.js';
 import { LeaseKeeper, LeaseRenewals } from './lease-keeper.js';
 import { TurnSignal } from './turn-signal.js';
 
+/**
+ * Thrown by a handler that cannot take the turn now and has not started it anywhere (a remote agent
+ * answered 429/503 or cannot be reached): the runner gives the execution up without reporting and
+ * the bus delivers the command again, like a database outage. Never the task's outcome.
+ */
+export class TurnUnavailable extends MeshError {
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super('UNAVAILABLE', message, { retryable: true, ...options });
+    this.name = 'TurnUnavailable';
+  }
+}
+
 /** The ledgers are in Postgres and events go to Kafka: an outage of either is not the turn's failure. */
-const isTransientInfrastructure = anyTransient(isTransientKafkaError, isTransientPostgresError);
+export const isTransientInfrastructure = anyTransient(
+  isTransientKafkaError,
+  isTransientPostgresError,
+  (err) => err instanceof TurnUnavailable,
+);
 
 /** Where events go (a BusProducer satisfies it). */
 export interface EventSink {
@@ -323,7 +339,10 @@ export class TurnRunner {
   private async finish(turn: TurnEmitter, owner: string, outcome: TurnOutcome, lease: LeaseKeeper, usage: TurnUsage): Promise<void> {
     const id = turn.id;
     const reported =
-      outcome.state === 'completed' || outcome.state === 'input-required' || outcome.state === 'delegated'
+      outcome.state === 'completed' ||
+      outcome.state === 'input-required' ||
+      outcome.state === 'auth-required' ||
+      outcome.state === 'delegated'
         ? outcome
         : await this.withSideEffects(id, outcome, lease.lost);
     const delegation: DelegationRequest | undefined =
@@ -431,7 +450,8 @@ export class TurnRunner {
     if (code === 'CANCELLED') return Outcomes.canceled('The task was canceled.');
     if (code === 'DEADLINE_EXCEEDED') return Outcomes.failed('The deadline passed before the task finished.');
     const msg = reason instanceof Error ? reason.message : String(reason);
-    this.log.warn({ error: msg }, 'handler failed');
+    // A turn given up as unavailable is logged once, where it is given up.
+    if (!(reason instanceof TurnUnavailable)) this.log.warn({ error: msg }, 'handler failed');
     return Outcomes.failed(`The agent failed: ${msg}`);
   }
 
