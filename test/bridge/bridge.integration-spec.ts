@@ -16,7 +16,13 @@ const streamingRemote = await startRemoteAgent({ REMOTE_STREAMING: 'true' });
 const polledRemote = await startRemoteAgent({ REMOTE_STREAMING: 'false' });
 // Answers its first two A2A requests 429 Retry-After: 1.
 const busyRemote = await startRemoteAgent({ REMOTE_STREAMING: 'true', REMOTE_BUSY_REQUESTS: '2' });
-await publishAgents(env.kafka, env.topics, [agentRecord('remote-stream'), agentRecord('remote-poll'), agentRecord('remote-busy')]);
+await publishAgents(env.kafka, env.topics, [
+  agentRecord('remote-stream'),
+  agentRecord('remote-poll'),
+  agentRecord('remote-busy'),
+  // acme's own, served by the same bridge.
+  agentRecord('remote-private', { visibility: 'private' }),
+]);
 await standInForTopicOwners(env.prefix);
 const bridge = await startAgents(
   {
@@ -27,6 +33,7 @@ const bridge = await startAgents(
     await remoteAgent({ id: 'remote-stream', cardUrl: streamingRemote.cardUrl, allowLoopback: true, visibility: 'public' }),
     await remoteAgent({ id: 'remote-poll', cardUrl: polledRemote.cardUrl, allowLoopback: true, visibility: 'public', pollIntervalMs: 50 }),
     await remoteAgent({ id: 'remote-busy', cardUrl: busyRemote.cardUrl, allowLoopback: true, visibility: 'public' }),
+    await remoteAgent({ id: 'remote-private', cardUrl: streamingRemote.cardUrl, allowLoopback: true, visibility: 'private' }),
   ],
 );
 after(() => bridge.stop());
@@ -128,13 +135,17 @@ test('cancel reaches the remote (CancelTask) and the mesh task ends CANCELED', a
   await eventually('the remote saw CancelTask', async () => (await streamingRemote.stats()).cancels.includes(remoteTaskId));
 });
 
-test('a tenant cannot reach another tenant\u2019s private remote agent', async () => {
-  await publishAgents(env.kafka, env.topics, [agentRecord('remote-private', { visibility: 'private' })]);
+test('a tenant cannot reach another tenant\u2019s private remote agent; its owner can', async () => {
+  const acme = await streamingClient(env.url, 'remote-private', 'JSONRPC');
+  const own = (await acme.sendMessage(sendRequest(userMessage('private hello from acme')))) as Task;
+  assert.equal(own.status?.state, TaskState.TASK_STATE_COMPLETED, textOf(own));
   await assert.rejects(async () => {
     const globex = await streamingClient(env.url, 'remote-private', 'JSONRPC', 'demo-globex');
-    await globex.sendMessage(sendRequest(userMessage('hello')));
+    await globex.sendMessage(sendRequest(userMessage('private hello from globex')));
   });
-  assert.equal((await streamingRemote.stats()).messages.filter((m) => m.text === 'hello').length, 0);
+  const texts = (await streamingRemote.stats()).messages.map((m) => m.text);
+  assert.ok(texts.includes('private hello from acme'));
+  assert.ok(!texts.includes('private hello from globex'));
 });
 
 test('429 with Retry-After pauses only that remote agent: the other keeps completing, the paused one completes after', async () => {

@@ -38,6 +38,8 @@ const stats = {
   cancels: [] as string[],
   authorization: [] as string[],
   refused: 0,
+  /** Requests answered from an earlier send of the same messageId. */
+  deduplicated: 0,
 };
 const firstTaskOf = new Map<string, string>();
 const waiting = new Map<string, () => void>();
@@ -158,10 +160,15 @@ app.use('/a2a', express.json(), (req, res, next) => {
   const body = req.body as { method?: string; params?: { message?: { messageId?: string } }; message?: { messageId?: string } };
   const messageId = body?.params?.message?.messageId ?? body?.message?.messageId;
   const first = messageId && dedup ? firstTaskOf.get(messageId) : undefined;
+  if (first) stats.deduplicated++;
   if (first && body.method === 'SendStreamingMessage')
     req.body = { jsonrpc: '2.0', id: (body as { id?: unknown }).id, method: 'SubscribeToTask', params: { id: first } };
-  else if (first && body.method === 'SendMessage')
+  else if (first && body.method === 'SendMessage') {
     req.body = { jsonrpc: '2.0', id: (body as { id?: unknown }).id, method: 'GetTask', params: { id: first } };
+    // Answered as SendMessage answers: the task under `result.task`.
+    const json = res.json.bind(res);
+    res.json = (out: { result?: unknown }) => json(out.result ? { ...out, result: { task: out.result } } : out);
+  }
   next();
 });
 app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: async () => AgentCard.fromJSON(card) }));

@@ -8,6 +8,7 @@ export interface RemoteStats {
   cancels: string[];
   authorization: string[];
   refused: number;
+  deduplicated: number;
 }
 
 export interface RemoteProcess {

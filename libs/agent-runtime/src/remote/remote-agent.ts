@@ -349,6 +349,9 @@ class RemoteRelay {
   ): Promise<TurnOutcome> {
     const host = this.host!;
     // A follow-up turn (after INPUT_REQUIRED / AUTH_REQUIRED) continues the same remote task.
+    // A resend asks only for the task the remote made of the first send (its answer to a repeated
+    // messageId), then follows it like any known task.
+    const stream = this.streaming && !s.resend;
     const previous = task.turn > 0 ? await host.remoteTasks.previous(task.tenant, task.taskId, task.turn) : undefined;
     f.continuing = previous !== undefined;
     const request = SendMessageRequest.fromJSON({
@@ -360,7 +363,7 @@ class RemoteRelay {
         // Who the work is for, readable by the remote; never the caller's token.
         metadata: { ...(task.message.metadata ?? {}), 'mesh/tenant': task.tenant, 'mesh/subject': task.subject, 'mesh/actor': task.actor },
       },
-      configuration: { returnImmediately: !this.streaming },
+      configuration: { returnImmediately: !stream },
     });
     /** The remote named its task (or, undefined, answered with a message and no task): the send is settled. */
     const known = async (ref: RemoteTaskRef | undefined) => {
@@ -377,7 +380,7 @@ class RemoteRelay {
       this.breaker.success();
     };
     try {
-      if (this.streaming) {
+      if (stream) {
         let outcome: TurnOutcome | undefined;
         for await (const ev of this.client.sendMessageStream(request, { signal: task.signal })) {
           outcome = await this.relay(ctx, f, StreamResponse.toJSON(ev) as JsonObject, known);
