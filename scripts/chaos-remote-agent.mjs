@@ -1,7 +1,9 @@
 // Child process of scripts/chaos.mjs: a team's own A2A agent behind the bridge (apps/bridge), built
 // only with the official SDK (DefaultRequestHandler, express handlers). It echoes: each task gets a
-// WORKING status, then after CHAOS_REMOTE_MIN_MS–CHAOS_REMOTE_MAX_MS (200–800) a `result` artifact
-// `echo: <input text>` and COMPLETED, streamed. It deduplicates on messageId (a repeated messageId
+// WORKING status, then a `result` artifact `echo: <input text>` and COMPLETED, streamed; it takes
+// CHAOS_REMOTE_MIN_MS–CHAOS_REMOTE_MAX_MS (200–800) per task, the first part of it (up to half)
+// before it answers with the task at all, so that a bridge killed then has sent a message whose
+// task it never learnt (its next owner sends it again: the dedup answers). It deduplicates on messageId (a repeated messageId
 // gets the task it created first, never a second one), and keeps what it did in CHAOS_REMOTE_DIR so
 // that both survive the SIGKILLs of the run:
 // - remote-agent.jsonl: one line per event — `send` (a SendMessage arrived), `created` (messageId →
@@ -70,15 +72,21 @@ const store = new DurableTaskStore();
 // messageId → the task it created, from earlier lives of this process too.
 const firstTaskOf = new Map();
 const inputOf = new Map(); // task id → input text
+const created = [];
 for (const e of lines(journal))
   if (e.e === 'created') {
+    created.push(e);
     firstTaskOf.set(e.messageId, e.taskId);
     inputOf.set(e.taskId, e.text);
   }
 
 const echo = (text) => `echo: ${text}`;
 // A task a kill left unfinished is finished now, before anything is served: a caller that resumes
-// it (SubscribeToTask, GetTask) finds it COMPLETED with its artifact.
+// it (SubscribeToTask, GetTask) finds it COMPLETED with its artifact. One killed before it answered
+// has no snapshot yet: it is made from the journal.
+for (const e of created)
+  if (!store.durable.has(e.taskId))
+    store.durable.set(e.taskId, { id: e.taskId, contextId: e.contextId ?? '', status: { state: 'TASK_STATE_SUBMITTED' }, history: [] });
 for (const [id, json] of store.durable) {
   if (TERMINAL.has(json.status?.state)) continue;
   const text = inputOf.get(id) ?? '';
@@ -101,11 +109,15 @@ const executor = {
   async execute(ctx, bus) {
     const m = Message.toJSON(ctx.userMessage);
     const text = (m.parts ?? []).map((p) => p.text ?? '').join(' ');
+    const workMs = minMs + Math.random() * (maxMs - minMs);
+    const ackMs = Math.random() * (workMs / 2);
+    inFlight += 1;
     if (!ctx.task) {
-      record({ e: 'created', messageId: m.messageId, taskId: ctx.taskId, text });
+      record({ e: 'created', messageId: m.messageId, taskId: ctx.taskId, contextId: ctx.contextId, text });
       firstTaskOf.set(m.messageId, ctx.taskId);
       inputOf.set(ctx.taskId, text);
     }
+    await new Promise((r) => setTimeout(r, ackMs));
     bus.publish(
       AgentEvent.task(
         ctx.task ?? Task.fromJSON({ id: ctx.taskId, contextId: ctx.contextId, status: { state: 'TASK_STATE_SUBMITTED' }, history: [] }),
@@ -115,8 +127,7 @@ const executor = {
     const status = (state, final = false) =>
       AgentEvent.statusUpdate(TaskStatusUpdateEvent.fromJSON({ taskId: ctx.taskId, contextId: ctx.contextId, status: { state }, final }));
     bus.publish(status('TASK_STATE_WORKING'));
-    inFlight += 1;
-    await new Promise((r) => setTimeout(r, minMs + Math.random() * (maxMs - minMs)));
+    await new Promise((r) => setTimeout(r, workMs - ackMs));
     inFlight -= 1;
     if (canceled.has(ctx.taskId)) bus.publish(status('TASK_STATE_CANCELED', true));
     else {
