@@ -42,10 +42,12 @@
 // Remote agents (CHAOS_REMOTE_EVERY, 10; 0: none): every 10th task (never a triage one) goes to
 // remote-echo-agent, a team's own A2A server (scripts/chaos-remote-agent.mjs, official SDK, port +4)
 // served through a bridge worker (apps/bridge, BRIDGE_REMOTE_AGENTS, port +5, messageIdDedup). The
-// remote streams, takes 200–800 ms per task, answers an artifact `echo: <input>`, deduplicates on
+// remote streams, takes 200–800 ms per task (up to half before it names the task: a bridge killed
+// then resends the messageId), answers an artifact `echo: <input>`, deduplicates on
 // messageId and appends every task it creates (messageId → task) to a journal it reads back at
 // start (in CHAOS_LOG_DIR when set). Fault `remote`: every CHAOS_REMOTE_KILL_EVERY_MS (7000) while
-// submitting, SIGKILL the remote agent and restart it (at least twice), alternating with a SIGKILL
+// submitting, once a remote task is in flight (waiting up to 3 s for one), SIGKILL the remote
+// agent and restart it (at least twice), alternating with a SIGKILL
 // and restart of the bridge worker (under the `worker` fault; at least once).
 // Invariants: lost = 0 (every task accepted and terminal); refunds per task = exactly 1 for
 // COMPLETED, 0 for FAILED/CANCELED/REJECTED; no state regression seen by a client (streams, polls);
