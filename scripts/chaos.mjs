@@ -47,8 +47,8 @@
 // messageId and appends every task it creates (messageId → task) to a journal it reads back at
 // start (in CHAOS_LOG_DIR when set). Fault `remote`: every CHAOS_REMOTE_KILL_EVERY_MS (7000) while
 // submitting, once a remote task is in flight (waiting up to 3 s for one), SIGKILL the remote
-// agent and restart it (at least twice), alternating with a SIGKILL
-// and restart of the bridge worker (under the `worker` fault; at least once).
+// agent and restart it (at least twice), alternating with a SIGKILL and restart of the bridge
+// worker (under the `worker` fault; at least once).
 // Invariants: lost = 0 (every task accepted and terminal); refunds per task = exactly 1 for
 // COMPLETED, 0 for FAILED/CANCELED/REJECTED; no state regression seen by a client (streams, polls);
 // consumer lag of the work groups back to 0 (projector, workers, live groups); push: every event a
