@@ -39,19 +39,35 @@
 // Streaming clients build their client over the resumable-streams extension's StreamResumption: after
 // a drop they resubscribe on the other dispatcher with Last-Event-ID, and every event id must follow
 // the one before (no gap, no repeat) across resumptions.
+// Remote agents (CHAOS_REMOTE_EVERY, 10; 0: none): every 10th task (never a triage one) goes to
+// remote-echo-agent, a team's own A2A server (scripts/chaos-remote-agent.mjs, official SDK, port +4)
+// served through a bridge worker (apps/bridge, BRIDGE_REMOTE_AGENTS, port +5, messageIdDedup). The
+// remote streams, takes 200–800 ms per task (up to half before it names the task: a bridge killed
+// then resends the messageId), answers an artifact `echo: <input>`, deduplicates on
+// messageId and appends every task it creates (messageId → task) to a journal it reads back at
+// start (in CHAOS_LOG_DIR when set). Fault `remote`: every CHAOS_REMOTE_KILL_EVERY_MS (7000) while
+// submitting, once a remote task is in flight (waiting up to 3 s for one), SIGKILL the remote
+// agent and restart it (at least twice), alternating with a SIGKILL and restart of the bridge
+// worker (under the `worker` fault; at least once).
 // Invariants: lost = 0 (every task accepted and terminal); refunds per task = exactly 1 for
 // COMPLETED, 0 for FAILED/CANCELED/REJECTED; no state regression seen by a client (streams, polls);
 // consumer lag of the work groups back to 0 (projector, workers, live groups); push: every event a
 // subscription should get (read from the events topic: what the projector applied) arrived at least
 // once and the final state agrees with GetTask, a repeated event id is the same delivery and one the
 // dispatcher recorded, no state regression as received, token and credentials on every delivery;
-// the whole fault schedule ran; no process exited unless the schedule killed it. Reported too:
+// the whole fault schedule ran; no process exited unless the schedule killed it. Remote-bound
+// tasks: every one accepted and terminal; at most one remote task per mesh task (the bridge's
+// messageId is `mesh-{execution id}`: the remote's journal is counted by it), none the journal
+// cannot place; a COMPLETED one's artifact echoes its input; no state regression seen by its caller.
+// Reported too: remote tasks per final state (the remote's own store), sends, answers by dedup. And:
 // final states, every task that did not complete with its rows (dispatcher, worker ledger, effects),
 // dead letters, throttling by reason, the time from the last fault (and the last submission) until
 // every task was terminal.
 import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { Kafka, logLevel } from 'kafkajs';
@@ -87,9 +103,19 @@ const TRIAGE_CANCEL_EVERY = num('CHAOS_TRIAGE_CANCEL_EVERY', 5);
 const WORKER_KILLS = num('CHAOS_WORKER_KILLS', Infinity);
 const MIN_SUBMIT_MS = num('CHAOS_MIN_SUBMIT_MS', 0);
 const CLUSTER = process.argv.includes('--cluster');
-const FAULTS = new Set(
-  (process.env.CHAOS_FAULTS ?? `worker,dispatcher,receiver,${CLUSTER ? 'leader' : 'broker'},postgres`).split(',').map((f) => f.trim()),
-);
+// Remote agent: every CHAOS_REMOTE_EVERY-th task (0: none) goes to the remote echo agent through the bridge.
+const REMOTE_EVERY = num('CHAOS_REMOTE_EVERY', 10);
+const REMOTE_KILL_EVERY = num('CHAOS_REMOTE_KILL_EVERY_MS', 7000);
+const REMOTE_ID = 'remote-echo-agent';
+const DEFAULT_FAULTS = [
+  'worker',
+  'dispatcher',
+  'receiver',
+  CLUSTER ? 'leader' : 'broker',
+  'postgres',
+  ...(REMOTE_EVERY > 0 ? ['remote'] : []),
+];
+const FAULTS = new Set((process.env.CHAOS_FAULTS ?? DEFAULT_FAULTS.join(',')).split(',').map((f) => f.trim()));
 const LEADER_KILL_EVERY = num('CHAOS_LEADER_KILL_EVERY_MS', 15000);
 const LEADER_DOWN_MS = num('CHAOS_LEADER_DOWN_MS', 5000);
 const SETTLE_TIMEOUT = num('CHAOS_SETTLE_TIMEOUT_MS', 300000);
@@ -146,6 +172,30 @@ const report = {
   streams: { events: 0, resumed: 0, withoutId: 0, repeated: 0, gaps: 0, gapExamples: [] },
   unexpectedExits: [],
   notes: [],
+  // Remote-bound tasks (remote-echo-agent through the bridge), checked against the remote's journal.
+  remote: {
+    tasks: 0,
+    accepted: 0,
+    lost: 0,
+    finalStates: {},
+    // From the remote's own record: tasks it created, their states, SendMessages it got, repeats it
+    // answered with the first task, tasks a kill left unfinished (finished at its next start).
+    remoteTasksCreated: 0,
+    remoteTaskStates: {},
+    sends: 0,
+    answeredByDedup: 0,
+    recoveredAtStart: 0,
+    // Mesh tasks by the number of remote tasks created for them ({"1": n}: one each).
+    remoteTasksPerMeshTask: {},
+    duplicates: 0,
+    unplaced: 0,
+    completedWithoutRemoteTask: 0,
+    echoMismatches: 0,
+    regressions: 0,
+    kills: 0,
+    bridgeKills: 0,
+    examples: [],
+  },
   // Task trees (triage-agent): children created more than once, children open under a settled parent,
   // children that settled after their parent's cancel or failure, refunds per refund child.
   delegation: {
@@ -236,6 +286,23 @@ const toolTokenSecret = randomBytes(24).toString('base64url');
 const dispatcherPorts = [PORT_BASE, PORT_BASE + 1];
 const billingPort = PORT_BASE + 3;
 const receiverPorts = [PORT_BASE + 6, PORT_BASE + 7];
+const remotePort = PORT_BASE + 4;
+const bridgePort = PORT_BASE + 5;
+// The remote agent's journal and task store: kept with the logs, else in a directory removed at the end.
+const remoteDir = process.env.CHAOS_LOG_DIR
+  ? join(process.env.CHAOS_LOG_DIR, `remote-agent-${run}`)
+  : mkdtempSync(join(tmpdir(), 'mesh-chaos-remote-'));
+const remoteSpec = {
+  id: REMOTE_ID,
+  cardUrl: `http://127.0.0.1:${remotePort}/.well-known/agent-card.json`,
+  visibility: 'public',
+  messageIdDedup: true,
+  allowLoopback: true, // the remote runs on loopback
+  maxInFlight: 32,
+  // A kill of the remote opens the breaker; short, so that admission refuses no task for long.
+  breakerOpenMs: 2000,
+  pollIntervalMs: 200,
+};
 const workerPort = (i) => PORT_BASE + 10 + i;
 const spawnDispatcher = (i) =>
   child(`dispatcher-${i + 1}`, 'apps/dispatcher/dist/main.js', {
@@ -260,8 +327,24 @@ const spawnWorker = (i) =>
     AGENTS_EXECUTION_LEASE_MS: '4000',
     AGENTS_RECONCILE_INTERVAL_MS: '500',
   });
+const spawnRemote = () =>
+  child('remote-agent', 'scripts/chaos-remote-agent.mjs', { CHAOS_REMOTE_PORT: String(remotePort), CHAOS_REMOTE_DIR: remoteDir });
+const spawnBridge = () =>
+  child('bridge', 'apps/bridge/dist/main.js', {
+    ...common,
+    AGENTS_PORT: String(bridgePort),
+    AGENTS_RUN: REMOTE_ID,
+    AGENTS_WORKER_ID: `chaos-bridge-${Date.now()}`,
+    // No AGENTS_DIRECTORY_URL: no directory in the chaos run, the card is published on the cards topic below.
+    BRIDGE_REMOTE_AGENTS: JSON.stringify([remoteSpec]),
+    AGENTS_CONSUMER_SESSION_TIMEOUT_MS: '6000',
+    AGENTS_EXECUTION_LEASE_MS: '4000',
+    AGENTS_RECONCILE_INTERVAL_MS: '500',
+  });
 const dispatchers = [];
 const workers = [];
+const remotes = [];
+const bridges = [];
 /** Starts a child until its health answers; like a supervisor, starts it again when it exits during start (e.g. broker down). */
 async function supervise(list, i, spawnIt, health) {
   for (let attempt = 1; ; attempt++) {
@@ -278,6 +361,9 @@ async function supervise(list, i, spawnIt, health) {
 }
 const startDispatcher = (i) => supervise(dispatchers, i, spawnDispatcher, `http://127.0.0.1:${dispatcherPorts[i]}/healthz`);
 const startWorker = (i) => supervise(workers, i, spawnWorker, `http://127.0.0.1:${workerPort(i)}/healthz`);
+const startRemote = () => supervise(remotes, 0, spawnRemote, `http://127.0.0.1:${remotePort}/healthz`);
+// The bridge fetches the remote's card at start: while the remote is down it exits, and is started again.
+const startBridge = () => supervise(bridges, 0, spawnBridge, `http://127.0.0.1:${bridgePort}/healthz`);
 
 // --- States -------------------------------------------------------------------------------------
 const STATE_NAMES = ['', 'SUBMITTED', 'WORKING', 'COMPLETED', 'FAILED', 'CANCELED', 'INPUT_REQUIRED', 'REJECTED', 'AUTH_REQUIRED'];
@@ -353,7 +439,7 @@ async function main() {
   );
   if (!FAULTS.has('postgres')) report.notes.push('Postgres restart: not in CHAOS_FAULTS');
   else if (pgPlan.skip) report.notes.push(`Postgres restart: skipped (${pgPlan.skip})`);
-  if (FAULTS.size < 5) report.notes.push(`faults limited to CHAOS_FAULTS=${[...FAULTS].join(',')}`);
+  if (DEFAULT_FAULTS.some((f) => !FAULTS.has(f))) report.notes.push(`faults limited to CHAOS_FAULTS=${[...FAULTS].join(',')}`);
   await broker.start();
   log('broker up');
   await adminPool.query(`CREATE DATABASE ${pg.escapeIdentifier(dbName)}`);
@@ -379,6 +465,11 @@ async function main() {
   log('dispatchers up');
   for (let i = 0; i < WORKERS; i++) await startWorker(i);
   log('workers up');
+  if (REMOTE_EVERY > 0) {
+    await startRemote();
+    await startBridge();
+    log('remote agent and bridge up');
+  }
   receivers = new PushReceivers(receiverPorts);
   await receivers.start();
 
@@ -388,6 +479,8 @@ async function main() {
   await producer.connect();
   const { refundAgent, invoiceAgent, triageAgent } = await import('@mesh/app-agents');
   const agents = TRIAGE_EVERY > 0 ? [refundAgent, invoiceAgent, triageAgent] : [refundAgent];
+  // The remote agent's definition as the bridge builds it (its card fetched from the remote).
+  if (REMOTE_EVERY > 0) agents.push(await (await import('@mesh/agent-runtime')).remoteAgent(remoteSpec));
   const records = agents.map((a) => ({
     id: a.id,
     tenant: 'acme',
@@ -396,7 +489,7 @@ async function main() {
     card: {
       ...a.card,
       supportedInterfaces: [{ url: 'http://worker.invalid/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
-      capabilities: { streaming: true, pushNotifications: true },
+      capabilities: { ...a.card.capabilities, streaming: true, pushNotifications: true },
     },
     channel: { keyTemplate: a.channel.keyTemplate, partitions: a.channel.partitions },
     retired: false,
@@ -416,12 +509,14 @@ async function main() {
     const mode = ['blocking', 'nonblocking', 'streaming'][i % 3];
     const push = i % 5 === 0 ? 'send' : i % 15 === 1 ? 'create' : undefined; // i % 15 === 1 is non-blocking
     const triage = TRIAGE_EVERY > 0 && i % TRIAGE_EVERY === 0;
+    const remote = !triage && REMOTE_EVERY > 0 && i % REMOTE_EVERY === REMOTE_EVERY - 1;
     const cancel = triage && mode === 'nonblocking' && TRIAGE_CANCEL_EVERY > 0 && (i / TRIAGE_EVERY) % TRIAGE_CANCEL_EVERY === 0;
     return {
       i,
       tenant: tenants[i % 3],
       invoice: `INV-${900000000 + i}`,
-      agent: triage ? 'triage-agent' : 'refund-agent',
+      agent: triage ? 'triage-agent' : remote ? REMOTE_ID : 'refund-agent',
+      remote,
       // A triage task also asks about a second invoice (charged once): invoice-agent answers it.
       question: triage ? `INV-${800000000 + i}` : undefined,
       cancel,
@@ -445,7 +540,7 @@ async function main() {
       [tenants, ids, ids.map(() => 'Chaos Customer'), ids.map(() => amountCents), ids.map(() => 'EUR'), ids.map(() => charges)],
     );
   for (let i = 0; i < N; i += 500) {
-    const chunk = tasks.slice(i, i + 500);
+    const chunk = tasks.slice(i, i + 500).filter((t) => !t.remote); // the remote echoes; it refunds nothing
     await insertInvoices(
       chunk.map((t) => t.tenant[0]),
       chunk.map((t) => t.invoice),
@@ -468,6 +563,12 @@ async function main() {
     token: t.push.token,
     authentication: t.push.auth,
   });
+  const messageText = (t) =>
+    t.remote
+      ? `Echo this back, chaos task ${t.i} (${t.invoice}).`
+      : t.question
+        ? `I was charged twice on ${t.invoice}. Also, what is on ${t.question}?`
+        : `I was charged twice, please refund ${t.invoice}.`;
   const message = (t) => ({
     tenant: '',
     message: {
@@ -477,9 +578,7 @@ async function main() {
         {
           content: {
             $case: 'text',
-            value: t.question
-              ? `I was charged twice on ${t.invoice}. Also, what is on ${t.question}?`
-              : `I was charged twice, please refund ${t.invoice}.`,
+            value: messageText(t),
           },
           metadata: undefined,
           filename: '',
@@ -610,10 +709,56 @@ async function main() {
       lastFault = Date.now();
     }
   })();
-  const faultLoop = Promise.all([killLoop, oneOffLoop, leaderLoop]).then(() => {
+  // Remote: SIGKILL the remote agent and restart it, then the bridge worker, alternately, while
+  // submitting and until each was killed at least twice (remote) and once (bridge).
+  const remoteSteps = REMOTE_EVERY > 0 ? [FAULTS.has('remote') && 'remote', FAULTS.has('worker') && 'bridge'].filter(Boolean) : [];
+  const remoteKillsOwed = () =>
+    (remoteSteps.includes('remote') && report.remote.kills < 2) || (remoteSteps.includes('bridge') && report.remote.bridgeKills < 1);
+  let remoteFaultsFailed = 0;
+  /** Waits (up to 3 s) until the remote works on a task: a kill then cuts a remote task short. */
+  const remoteBusy = async () => {
+    for (const until = Date.now() + 3000; Date.now() < until; await sleep(50)) {
+      const health = await fetch(`http://127.0.0.1:${remotePort}/healthz`, { signal: AbortSignal.timeout(1000) })
+        .then((res) => res.json())
+        .catch(() => ({}));
+      if (health.inFlight > 0) return health.inFlight;
+    }
+    return 0;
+  };
+  const remoteLoop = (async () => {
+    for (let k = 0; remoteSteps.length > 0 && (submitting || remoteKillsOwed()); k++) {
+      await sleep(REMOTE_KILL_EVERY);
+      try {
+        if (remoteSteps[k % remoteSteps.length] === 'remote') {
+          const busy = await remoteBusy();
+          remotes[0].kill('SIGKILL');
+          fault(`SIGKILL remote-agent (${busy} remote tasks in flight)`);
+          report.remote.kills += 1;
+          await sleep(1000);
+          await startRemote();
+          fault('remote-agent restarted');
+        } else {
+          const busy = await remoteBusy();
+          bridges[0].kill('SIGKILL');
+          fault(`SIGKILL bridge (${busy} remote tasks in flight)`);
+          report.remote.bridgeKills += 1;
+          await startBridge();
+          fault('bridge restarted');
+        }
+      } catch (err) {
+        remoteFaultsFailed += 1;
+        fault(`fault failed: ${err}`);
+        report.notes.push(`a remote fault failed: ${err}`);
+      }
+      lastFault = Date.now();
+    }
+  })();
+  const faultLoop = Promise.all([killLoop, oneOffLoop, leaderLoop, remoteLoop]).then(() => {
     report.leaderKills = leaderKills;
     report.scheduleComplete =
       (kills > 0 || !FAULTS.has('worker')) &&
+      !remoteKillsOwed() &&
+      remoteFaultsFailed === 0 &&
       oneOffsFailed === 0 &&
       (!CLUSTER || !FAULTS.has('leader') || (leaderKills >= 2 && leaderKillsFailed === 0));
   });
@@ -738,6 +883,7 @@ async function main() {
   // --- Settle: every accepted task terminal (the dispatcher's table says which to ask; GetTask confirms)
   const pending = new Map([...accepted].map(([i, id]) => [id, tasks[i]]));
   const finalState = new Map();
+  const artifactsOf = new Map(); // remote-bound task id → its artifacts as GetTask answered them
   const until = Date.now() + SETTLE_TIMEOUT;
   let lastSettleLog = Date.now();
   // Reads alternate between the dispatchers: one that died unexpectedly (reported as such) must
@@ -759,6 +905,7 @@ async function main() {
             const task = await (await clientFor(t.tenant[1], readPort, t.agent)).getTask({ tenant: '', id, historyLength: 0 });
             const s = stateName(task.status?.state);
             saw(id, s);
+            if (t.remote) artifactsOf.set(id, task.artifacts ?? []);
             if (TERMINAL.has(s)) {
               finalState.set(id, s);
               pending.delete(id);
@@ -791,6 +938,7 @@ async function main() {
   // Exactly one refund per COMPLETED task, none for a task that ended otherwise (FAILED, CANCELED,
   // REJECTED must not have moved money: the caller would be right to try again).
   for (const [i, id] of accepted) {
+    if (tasks[i].remote) continue; // the remote echoes; it moves no money
     const n = refunds.get(`${tasks[i].tenant[0]}/${tasks[i].invoice}`) ?? 0;
     const state = finalState.get(id);
     if (n > 1) report.duplicates += 1;
@@ -842,6 +990,7 @@ async function main() {
     const detail = {
       task: id,
       tenant: t.tenant[0],
+      agent: t.agent,
       invoice: t.invoice,
       mode: t.mode,
       finalState: finalState.get(id) ?? 'not terminal',
@@ -888,6 +1037,86 @@ async function main() {
       `${report.laterSubscriptionStartedLower} later subscription(s) started below a state an earlier one had seen (examples: ${JSON.stringify(report.laterSubscriptionExamples)})`,
     );
 
+  // --- Remote-bound tasks, against the remote's own journal and task store -------------------------
+  if (REMOTE_EVERY > 0) {
+    const r = report.remote;
+    const readLines = (file) =>
+      existsSync(file)
+        ? readFileSync(file, 'utf8')
+            .split('\n')
+            .filter((l) => l.trim())
+            .flatMap((l) => {
+              try {
+                return [JSON.parse(l)];
+              } catch {
+                return []; // a line cut by a SIGKILL
+              }
+            })
+        : [];
+    const journal = readLines(join(remoteDir, 'remote-agent.jsonl'));
+    const remoteState = new Map(); // remote task id → its last saved state
+    for (const snap of readLines(join(remoteDir, 'remote-tasks.jsonl'))) remoteState.set(snap.id, snap.status?.state ?? 'unknown');
+    const example = (what, detail) => r.examples.length < 5 && r.examples.push({ what, ...detail });
+    const remoteBound = tasks.filter((t) => t.remote);
+    const meshIdOf = new Map(); // mesh task id → task
+    for (const t of remoteBound) if (accepted.has(t.i)) meshIdOf.set(accepted.get(t.i), t);
+    r.tasks = remoteBound.length;
+    r.accepted = meshIdOf.size;
+    r.lost = remoteBound.length - meshIdOf.size + [...meshIdOf.keys()].filter((id) => pending.has(id)).length;
+    for (const id of meshIdOf.keys()) {
+      const s = finalState.get(id) ?? 'not terminal';
+      r.finalStates[s] = (r.finalStates[s] ?? 0) + 1;
+    }
+    // The bridge's messageId is `mesh-{tenant}:{mesh task id}:{turn}`: each remote task is placed on
+    // the mesh task it was created for.
+    const createdFor = new Map(); // mesh task id → remote task ids
+    for (const e of journal) {
+      if (e.e === 'send') r.sends += 1;
+      else if (e.e === 'dedup') r.answeredByDedup += 1;
+      else if (e.e === 'recovered') r.recoveredAtStart += 1;
+      else if (e.e === 'created') {
+        r.remoteTasksCreated += 1;
+        const s = remoteState.get(e.taskId) ?? 'never saved';
+        r.remoteTaskStates[s] = (r.remoteTaskStates[s] ?? 0) + 1;
+        const m = /^mesh-[^:]+:(.+):\d+$/.exec(e.messageId);
+        if (!m || !meshIdOf.has(m[1])) {
+          r.unplaced += 1;
+          example('a remote task for no remote-bound mesh task', { messageId: e.messageId, remoteTask: e.taskId });
+          continue;
+        }
+        createdFor.set(m[1], [...(createdFor.get(m[1]) ?? []), e.taskId]);
+      }
+    }
+    for (const [id, t] of meshIdOf) {
+      const created = createdFor.get(id) ?? [];
+      r.remoteTasksPerMeshTask[created.length] = (r.remoteTasksPerMeshTask[created.length] ?? 0) + 1;
+      if (created.length > 1) {
+        r.duplicates += created.length - 1;
+        example('more than one remote task', { task: id, remoteTasks: created });
+      }
+      if (finalState.get(id) !== 'TASK_STATE_COMPLETED') continue;
+      if (created.length === 0) {
+        r.completedWithoutRemoteTask += 1;
+        example('completed without a remote task', { task: id });
+      }
+      // The artifact must be the remote's echo of exactly this task's input.
+      if (!JSON.stringify(artifactsOf.get(id) ?? []).includes(JSON.stringify(`echo: ${messageText(t)}`))) {
+        r.echoMismatches += 1;
+        example('artifact does not echo the input', { task: id, artifacts: artifactsOf.get(id) });
+      }
+    }
+    for (const [key, states] of seenStates) {
+      if (!meshIdOf.has(key.slice(0, key.indexOf('|')))) continue;
+      let max = 0;
+      for (const s of states) {
+        if (rank(s) < max) r.regressions += 1;
+        max = Math.max(max, rank(s));
+      }
+    }
+    log(`remote: ${JSON.stringify({ ...r, examples: undefined })}`);
+    if (r.examples.length > 0) log(`remote examples: ${JSON.stringify(r.examples)}`);
+  }
+
   // --- Push: wait for the dispatcher's deliveries, then compare with the events topic --------------
   const pushUntil = Date.now() + PUSH_SETTLE_TIMEOUT;
   while (Date.now() < pushUntil) {
@@ -928,6 +1157,7 @@ async function cleanup() {
     ),
   );
   await broker.close();
+  if (!process.env.CHAOS_LOG_DIR) rmSync(remoteDir, { recursive: true, force: true });
   if (pgRestarted) await ensurePostgres(pgPlan).catch((err) => log(`POSTGRES IS NOT RUNNING: ${err}`));
   await dbPool?.end().catch(() => undefined);
   if (process.env.CHAOS_KEEP_DB === '1') log(`CHAOS_KEEP_DB=1: database ${dbName} kept`);
@@ -979,6 +1209,16 @@ const checks = {
     report.delegation.childrenOutlivingParent === 0 &&
     report.delegation.refundChildrenWithoutRefund === 0,
   'delegation: no CancelTask of a tree answered an internal error': report.delegation.cancelInternalErrors === 0,
+  ...(REMOTE_EVERY > 0
+    ? {
+        'remote: every remote-bound task accepted and terminal': report.remote.tasks > 0 && report.remote.lost === 0,
+        'remote: at most one remote task per mesh task (by messageId), none unplaced':
+          report.remote.duplicates === 0 && report.remote.unplaced === 0,
+        "remote: a COMPLETED remote-bound task's artifact echoes its input, and the remote created its task":
+          report.remote.echoMismatches === 0 && report.remote.completedWithoutRemoteTask === 0,
+        'remote: no state regression seen by the callers of remote-bound tasks': report.remote.regressions === 0,
+      }
+    : {}),
   'the whole fault schedule ran': report.scheduleComplete,
   'no process exited unless killed by the schedule': report.unexpectedExits.length === 0,
 };
@@ -999,6 +1239,7 @@ console.error(
     `streams: ${report.streams.events} events, ${report.streams.resumed} resumptions with Last-Event-ID, ` +
       `${report.streams.withoutId} without id, ${report.streams.gaps} gaps, ${report.streams.repeated} repeats`,
     `delegation: ${JSON.stringify({ ...report.delegation, examples: undefined })}`,
+    REMOTE_EVERY > 0 && `remote: ${JSON.stringify({ ...report.remote, examples: undefined })}`,
     `throttled: ${JSON.stringify(report.throttled)}; dead letters: ${JSON.stringify(report.deadLetters)}`,
     ...report.unexpectedExits.map(
       (e) => `UNEXPECTED EXIT: ${e.name} (${e.code ?? e.signal}) @${(e.at / 1000).toFixed(1)}s: ${e.log.slice(-300)}`,

@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from '../support/processes.js';
 
-// The short chaos run of issue #9 inside `npm test`: scripts/chaos.mjs with 300 tasks and one
-// fault of each kind, on a broker of its own (ports 19192/19193, not the 19092 of a manual
+// The short chaos run of issue #9 inside `npm test`: scripts/chaos.mjs with 300 tasks (every 10th
+// to the remote echo agent through the bridge) and one fault of each kind (the remote agent twice), on a broker of its own (ports 19192/19193, not the 19092 of a manual
 // `npm run chaos`) and ports from 18280. scripts/run-tests.mjs runs this file last, so its broker
 // stop and Postgres restart never overlap another spec.
 
@@ -22,6 +22,20 @@ interface ChaosReport {
   refundsOfUnsuccessful: number;
   delegation: { trees: number; canceledByCaller: number; children: number; duplicateChildren: number; childrenOutlivingParent: number };
   regressions: number;
+  remote: {
+    tasks: number;
+    accepted: number;
+    lost: number;
+    finalStates: Record<string, number>;
+    remoteTasksCreated: number;
+    duplicates: number;
+    unplaced: number;
+    completedWithoutRemoteTask: number;
+    echoMismatches: number;
+    regressions: number;
+    kills: number;
+    bridgeKills: number;
+  };
   lag: number | null;
   push: { configs: number; expectedEvents: number; missing: number; regressions: number; differingDuplicates: number } | null;
   faults: Array<{ at: number; what: string }>;
@@ -74,7 +88,7 @@ after(async () => {
 const WATCHDOG_MS = 330000;
 
 test(
-  'chaos: 300 refund tasks (a quarter through triage-agent) under one fault of each kind — nothing lost, nothing done twice',
+  'chaos: 300 refund tasks (a quarter through triage-agent, a tenth to a remote agent) under one fault of each kind — nothing lost, nothing done twice',
   { timeout: WATCHDOG_MS + 60000 },
   async (t) => {
     let watchdog: NodeJS.Timeout | undefined;
@@ -100,20 +114,44 @@ test(
     assert.equal(report.duplicates, 0);
     assert.equal(report.missingRefunds, 0);
     assert.equal(report.refundsOfUnsuccessful, 0);
-    // One refund per completed task; a triage tree its caller canceled keeps a refund its child made first.
-    assert.ok(report.refundsApplied >= report.finalStates.TASK_STATE_COMPLETED!, `${report.refundsApplied} refunds`);
+    // One refund per completed refund or triage task (a remote-bound one echoes, it refunds nothing);
+    // a triage tree its caller canceled keeps a refund its child made first.
+    const completedRefundTasks = report.finalStates.TASK_STATE_COMPLETED! - (report.remote.finalStates.TASK_STATE_COMPLETED ?? 0);
+    assert.ok(report.refundsApplied >= completedRefundTasks, `${report.refundsApplied} refunds`);
     assert.ok(report.refundsApplied <= report.accepted);
     assert.ok(report.delegation.trees > 0 && report.delegation.children > 0, 'delegation was exercised');
     assert.equal(report.delegation.duplicateChildren, 0);
     assert.equal(report.delegation.childrenOutlivingParent, 0);
     assert.equal(report.regressions, 0);
+    // Remote-bound tasks: all terminal, one remote task at most per mesh task, the echo as artifact.
+    assert.equal(report.remote.tasks, 30);
+    assert.equal(report.remote.accepted, 30);
+    assert.equal(report.remote.lost, 0);
+    assert.ok((report.remote.finalStates.TASK_STATE_COMPLETED ?? 0) > 0, JSON.stringify(report.remote.finalStates));
+    assert.ok(report.remote.remoteTasksCreated >= report.remote.finalStates.TASK_STATE_COMPLETED!);
+    assert.equal(report.remote.duplicates, 0);
+    assert.equal(report.remote.unplaced, 0);
+    assert.equal(report.remote.completedWithoutRemoteTask, 0);
+    assert.equal(report.remote.echoMismatches, 0);
+    assert.equal(report.remote.regressions, 0);
+    assert.ok(report.remote.kills >= 2 && report.remote.bridgeKills >= 1, JSON.stringify(report.remote));
     assert.equal(report.lag, 0);
     assert.ok(report.push && report.push.configs > 0 && report.push.expectedEvents > 0, 'push subscriptions were exercised');
     assert.equal(report.push.missing, 0);
     assert.equal(report.push.regressions, 0);
     assert.equal(report.push.differingDuplicates, 0);
     const faults = report.faults.map((f) => f.what).join('\n');
-    for (const kind of [/SIGKILL worker/, /SIGKILL dispatcher/, /push receiver-a down/, /broker stop/, /broker started again/])
+    for (const kind of [
+      /SIGKILL worker/,
+      /SIGKILL dispatcher/,
+      /push receiver-a down/,
+      /broker stop/,
+      /broker started again/,
+      /SIGKILL remote-agent/,
+      /remote-agent restarted/,
+      /SIGKILL bridge/,
+      /bridge restarted/,
+    ])
       assert.match(faults, kind);
     // The Postgres restart runs where the script may do it (root, local cluster); otherwise the report says why not.
     assert.ok(/Postgres back after/.test(faults) || report.notes.some((n) => n.startsWith('Postgres restart: skipped')), faults);

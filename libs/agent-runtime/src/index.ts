@@ -8,5 +8,6 @@ export * from './retention/ledger-retention.js';
 export * from './remote/remote-agent.js';
 export * from './remote/remote-card.js';
 export * from './remote/remote-credentials.js';
+export * from './remote/remote-card.js';
 export * from './remote/remote-task-ledger.js';
 export { TurnUnavailable } from './runtime/turn-runner.js';
