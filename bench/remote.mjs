@@ -129,7 +129,7 @@ try {
     },
     { port: ports.bridge },
   );
-  const urls = { direct: remoteUrl, mesh: `http://127.0.0.1:${ports.dispatcher}/a2a/remote-echo` };
+  const urls = { direct: `${remoteUrl}/a2a/jsonrpc`, mesh: `http://127.0.0.1:${ports.dispatcher}/a2a/remote-echo` };
 
   /** One blocking SendMessage; its final state (the mesh admits the agent once the bridge heartbeats). */
   const stateOf = async (url) => {
