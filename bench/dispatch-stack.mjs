@@ -36,7 +36,8 @@ export const BENCH_ADMISSION = {
   DISPATCHER_MAX_AGENT_BACKLOG: '100000000',
 };
 
-const freePort = () =>
+/** A port nothing listens on now (for a child process to take). */
+export const freePort = () =>
   new Promise((resolve, reject) => {
     const srv = createServer();
     srv.once('error', reject);

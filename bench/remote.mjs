@@ -13,13 +13,12 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { DEMO_API_KEYS } from '@mesh/auth';
 import { A2A_HEADERS, describeLoad, sendMessageBody } from './dispatch-requests.mjs';
-import { BENCH_ADMISSION } from './dispatch-stack.mjs';
+import { BENCH_ADMISSION, freePort } from './dispatch-stack.mjs';
 import { cpuMs, infraCpuMs } from './process-cpu.mjs';
 import { machine, measuredCommit } from './run-facts.mjs';
 import { adminDatabaseUrl, integer, kafkaBrokers } from './settings.mjs';
@@ -32,16 +31,6 @@ const warmupS = integer('BENCH_WARMUP_S', 3);
 const rounds = integer('BENCH_ROUNDS', 3);
 const workMs = integer('BENCH_REMOTE_WORK_MS', 100);
 const commit = measuredCommit();
-
-const freePort = () =>
-  new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
 
 const run = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
 const adminUrl = adminDatabaseUrl().toString();

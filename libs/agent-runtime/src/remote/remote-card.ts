@@ -5,6 +5,7 @@ import { MeshError } from '@mesh/contract';
 import { PinnedHttpClient, type EgressPolicy } from '@mesh/egress';
 import { silentLogger, type Logger } from '@mesh/telemetry';
 import type { RemoteCredentials } from './remote-credentials.js';
+import { abortable, errorText } from './abortable.js';
 
 /** Largest card (and JWKS) read; a card is a few KiB, a larger answer is not a card. */
 export const MAX_CARD_BYTES = 512 * 1024;
@@ -91,7 +92,7 @@ async function getCard(http: PinnedHttpClient, cardUrl: string, opts: FetchRemot
     return await abortable(http.request(cardUrl, { method: 'GET', headers, maxResponseBytes: MAX_CARD_BYTES }), opts.signal);
   } catch (err) {
     if (err instanceof MeshError || opts.signal?.aborted) throw err;
-    throw new MeshError('UNAVAILABLE', `agent card at ${cardUrl} unreachable: ${describe(err)}`, { retryable: true });
+    throw new MeshError('UNAVAILABLE', `agent card at ${cardUrl} unreachable: ${errorText(err)}`, { retryable: true });
   }
 }
 
@@ -150,7 +151,7 @@ async function getJson(http: PinnedHttpClient, url: string, signal?: AbortSignal
     );
   } catch (err) {
     if (err instanceof MeshError || signal?.aborted) throw err;
-    throw new MeshError('UNAVAILABLE', `JWKS at ${url} unreachable: ${describe(err)}`, { retryable: true });
+    throw new MeshError('UNAVAILABLE', `JWKS at ${url} unreachable: ${errorText(err)}`, { retryable: true });
   }
   if (res.status !== 200) throw new MeshError('UNAVAILABLE', `JWKS at ${url}: HTTP ${res.status}`, { retryable: res.status >= 500 });
   try {
@@ -263,7 +264,7 @@ export class RemoteCardRefresher {
     } catch (err) {
       if (this.stopped) return;
       this.logger.warn(
-        { err: describe(err), code: err instanceof MeshError ? err.code : undefined, hasCard: this.last !== undefined },
+        { err: errorText(err), code: err instanceof MeshError ? err.code : undefined, hasCard: this.last !== undefined },
         'agent card refresh failed; the last good card stays in use',
       );
       return;
@@ -277,20 +278,7 @@ export class RemoteCardRefresher {
       // Only once handled: a failed onChange is offered the card again at the next refresh.
       this.lastKey = key;
     } catch (err) {
-      this.logger.error({ err: describe(err) }, 'agent card change handler failed; retried at the next refresh');
+      this.logger.error({ err: errorText(err) }, 'agent card change handler failed; retried at the next refresh');
     }
   }
-}
-
-function abortable<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
-  if (!signal) return p;
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
-}
-
-function describe(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { MeshError } from '@mesh/contract';
 import { EgressRefused, PinnedHttpClient, type EgressPolicy } from '@mesh/egress';
 import { silentLogger, type Logger } from '@mesh/telemetry';
+import { abortable, errorText } from './abortable.js';
 
 /** Where a secret is: an environment variable's name or a mounted file's path, never the value. */
 export type SecretRef = { env: string } | { file: string };
@@ -195,7 +196,7 @@ export class TokenCache {
       if (signal?.aborted) throw err;
       // The old token is still good: the remote can be called while the token server recovers.
       if (cached && this.cached === cached && this.now() < cached.expiresAt) {
-        this.logger.warn({ err: describe(err) }, 'access token refresh failed; the current token is used until it expires');
+        this.logger.warn({ err: errorText(err) }, 'access token refresh failed; the current token is used until it expires');
         return cached.header;
       }
       throw err;
@@ -229,19 +230,6 @@ export class TokenCache {
     })();
     return this.inflight;
   }
-}
-
-function abortable<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
-  if (!signal) return p;
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
-}
-
-function describe(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 /** Token errors that mean the configuration is wrong (retrying will not help). */
@@ -300,7 +288,7 @@ async function requestToken(
     }
     const cause = err instanceof Error && err.cause instanceof MeshError ? err.cause : undefined;
     if (cause) throw cause;
-    throw new MeshError('UNAVAILABLE', `${where} failed: ${describe(err)}`, { retryable: true });
+    throw new MeshError('UNAVAILABLE', `${where} failed: ${errorText(err)}`, { retryable: true });
   }
 }
 
@@ -325,7 +313,7 @@ function egressFetch(egress: EgressPolicy, signal: AbortSignal): oauth.CustomFet
       return new Response(res.body, { status: res.status, headers });
     } catch (err) {
       if (err instanceof EgressRefused) throw err;
-      throw new MeshError('UNAVAILABLE', `token endpoint unreachable: ${describe(err)}`, { retryable: true });
+      throw new MeshError('UNAVAILABLE', `token endpoint unreachable: ${errorText(err)}`, { retryable: true });
     }
   };
 }
