@@ -70,11 +70,11 @@ function childPids(pid) {
   }
 }
 
-/** Starts the stack; `topicPrefix` names the run's topics (`{topicPrefix}{run}.`). */
-export async function startDispatchStack(
-  topicPrefix,
-  { dispatcherProcesses = 1, companions = true, heapSnapshotDir, asStarted = false } = {},
-) {
+/**
+ * A run of its own: a database (created by the first service that connects; `dropDatabase` removes
+ * it) and a topic prefix `{topicPrefix}{run}.`, as the environment of the run's processes.
+ */
+export function benchRun(topicPrefix) {
   const run = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
   const adminUrl = adminDatabaseUrl().toString();
   const dbName = `mesh_bench_${run}`;
@@ -86,6 +86,21 @@ export async function startDispatchStack(
     TOPIC_PREFIX: `${topicPrefix}${run}.`,
     KAFKA_BROKERS: kafkaBrokers().join(','),
   };
+  const dropDatabase = async () => {
+    const admin = new pg.Client({ connectionString: adminUrl });
+    await admin.connect();
+    await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(dbName)} WITH (FORCE)`).catch(() => undefined);
+    await admin.end();
+  };
+  return { dbUrl, env, dropDatabase };
+}
+
+/** Starts the stack; `topicPrefix` names the run's topics (`{topicPrefix}{run}.`). */
+export async function startDispatchStack(
+  topicPrefix,
+  { dispatcherProcesses = 1, companions = true, heapSnapshotDir, asStarted = false } = {},
+) {
+  const { dbUrl, env, dropDatabase } = benchRun(topicPrefix);
   // No directory in this stack: it stands in for it, as the owner of the cards and heartbeats
   // topics the dispatcher waits for (the echo worker registers its agent only once it is up).
   const definitions = new TopicDefinitions(env.TOPIC_PREFIX);
@@ -221,10 +236,7 @@ export async function startDispatchStack(
         c.kill('SIGTERM');
         await new Promise((r) => c.once('exit', r));
       }
-      const admin = new pg.Client({ connectionString: adminUrl });
-      await admin.connect();
-      await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(dbName)} WITH (FORCE)`).catch(() => undefined);
-      await admin.end();
+      await dropDatabase();
     },
   };
 }

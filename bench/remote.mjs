@@ -11,17 +11,15 @@
 // bridge, directory, Postgres, Kafka. Writes bench/results/remote.json. Needs the local Kafka and
 // Postgres (see README).
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
-import pg from 'pg';
 import { DEMO_API_KEYS } from '@mesh/auth';
 import { A2A_HEADERS, describeLoad, sendMessageBody } from './dispatch-requests.mjs';
-import { BENCH_ADMISSION, freePort } from './dispatch-stack.mjs';
+import { BENCH_ADMISSION, benchRun, freePort } from './dispatch-stack.mjs';
 import { cpuMs, infraCpuMs } from './process-cpu.mjs';
 import { machine, measuredCommit } from './run-facts.mjs';
-import { adminDatabaseUrl, integer, kafkaBrokers } from './settings.mjs';
+import { integer } from './settings.mjs';
 import { median } from './stats.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -32,17 +30,7 @@ const rounds = integer('BENCH_ROUNDS', 3);
 const workMs = integer('BENCH_REMOTE_WORK_MS', 100);
 const commit = measuredCommit();
 
-const run = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
-const adminUrl = adminDatabaseUrl().toString();
-const dbName = `mesh_bench_${run}`;
-const dbUrl = new URL(adminUrl);
-dbUrl.pathname = `/${dbName}`;
-const base = {
-  ...process.env,
-  DATABASE_URL: dbUrl.toString(),
-  TOPIC_PREFIX: `bench-remote${run}.`,
-  KAFKA_BROKERS: kafkaBrokers().join(','),
-};
+const { env: base, dropDatabase } = benchRun('bench-remote');
 const children = [];
 
 /** Starts a process; resolves once `ready(line)` accepts a stdout line (or once HTTP answers on `port`). */
@@ -76,10 +64,7 @@ async function stopAll() {
     c.kill('SIGTERM');
     await new Promise((r) => c.once('exit', r));
   }
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(dbName)} WITH (FORCE)`).catch(() => undefined);
-  await admin.end();
+  await dropDatabase();
 }
 
 const ports = { directory: await freePort(), dispatcher: await freePort(), bridge: await freePort() };
