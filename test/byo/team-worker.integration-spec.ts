@@ -5,7 +5,7 @@
 // in the directory, and the worker consumes its agent's channel and nothing else.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,7 +16,7 @@ import { ConsumerGroups } from '@mesh/contract';
 import { a2aClient, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { card, client, KEYS, startTestDirectory } from '../directory/directory-fixtures.js';
 import { eventually, freshDatabase } from '../support/infra.js';
-import { freePort, repoRoot } from '../support/processes.js';
+import { freePort, repoRoot, spawnNode } from '../support/processes.js';
 
 const AGENT = 'word-count-agent';
 
@@ -78,10 +78,10 @@ test('the packed libraries hold the built code only, and the team project instal
 
 test("the team's worker registers its agent, answers through the dispatcher and consumes only its channel", async () => {
   const port = await freePort();
-  const worker = spawn(process.execPath, ['dist/main.js'], {
-    cwd: project,
-    // Its own environment: the broker, its own database, the directory and the team's token.
-    env: {
+  // Its own environment: the broker, its own database, the directory and the team's token.
+  const worker = spawnNode(
+    'dist/main.js',
+    {
       PATH: process.env.PATH,
       KAFKA_BROKERS: disp.env.KAFKA_BROKERS,
       TOPIC_PREFIX: disp.prefix,
@@ -91,19 +91,14 @@ test("the team's worker registers its agent, answers through the dispatcher and 
       AGENTS_PORT: String(port),
       AGENTS_OPS_TOKEN: 'byo-ops-token',
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  worker.stdout.on('data', (d) => (output += d));
-  worker.stderr.on('data', (d) => (output += d));
-  const exited = new Promise<number | null>((resolve) => worker.on('exit', (code) => resolve(code)));
-  after(() => {
-    if (worker.exitCode === null && worker.signalCode === null) worker.kill('SIGKILL');
-  });
+    [],
+    { cwd: project, ownEnv: true },
+  );
+  const output = () => worker.stdout() + worker.stderr();
   await eventually(
     'the worker is ready',
     async () => {
-      if (worker.exitCode !== null) throw new Error(`the worker exited ${worker.exitCode}:\n${output}`);
+      if (worker.child.exitCode !== null) throw new Error(`the worker exited ${worker.child.exitCode}:\n${output()}`);
       return (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.ok;
     },
     90_000,
@@ -155,6 +150,6 @@ test("the team's worker registers its agent, answers through the dispatcher and 
   assert.equal(agents[0]!.processed, 1);
 
   // SIGTERM drains and exits cleanly, as a team's deployment stops it.
-  worker.kill('SIGTERM');
-  assert.equal(await exited, 0, output);
+  worker.child.kill('SIGTERM');
+  assert.equal((await worker.exited).code, 0, output());
 });

@@ -4,7 +4,6 @@
 // (`runAgents(…)`) is run as its own process until it serves, registered and ready.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -13,7 +12,7 @@ import { loadAgentsConfig, startAgents } from '@mesh/agent-runtime';
 import type { AgentDefinition } from '@mesh/agent-sdk';
 import { client, KEYS, startTestDirectory } from '../directory/directory-fixtures.js';
 import { eventually, freshDatabase, testRun } from '../support/infra.js';
-import { freePort, repoRoot } from '../support/processes.js';
+import { freePort, repoRoot, spawnNode } from '../support/processes.js';
 import { standInForTopicOwners } from '../support/topic-owners.js';
 
 /** The ```ts blocks of a Markdown text, with the line each starts on. */
@@ -113,8 +112,9 @@ test("the agents the blocks define are accepted by the directory: the runtime re
 test('the worker main file runs as written: registered, ready, drained on SIGTERM', async () => {
   for (const f of files.filter((f) => f.main)) {
     const port = await freePort();
-    const worker = spawn(process.execPath, [f.js], {
-      env: {
+    const worker = spawnNode(
+      f.js,
+      {
         PATH: process.env.PATH,
         KAFKA_BROKERS: testRun().brokers.join(','),
         TOPIC_PREFIX: prefix,
@@ -123,19 +123,14 @@ test('the worker main file runs as written: registered, ready, drained on SIGTER
         AGENTS_DIRECTORY_TOKEN: KEYS.acme,
         AGENTS_PORT: String(port),
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    worker.stdout.on('data', (d) => (output += d));
-    worker.stderr.on('data', (d) => (output += d));
-    const exited = new Promise<number | null>((resolve) => worker.on('exit', (code) => resolve(code)));
-    after(() => {
-      if (worker.exitCode === null && worker.signalCode === null) worker.kill('SIGKILL');
-    });
+      [],
+      { ownEnv: true },
+    );
+    const output = () => worker.stdout() + worker.stderr();
     await eventually(
       `the block at line ${f.line} serves`,
       async () => {
-        if (worker.exitCode !== null) throw new Error(`exited ${worker.exitCode}:\n${output}`);
+        if (worker.child.exitCode !== null) throw new Error(`exited ${worker.child.exitCode}:\n${output()}`);
         return (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.ok;
       },
       90_000,
@@ -144,7 +139,7 @@ test('the worker main file runs as written: registered, ready, drained on SIGTER
     const id = /id: '([^']+)'/.exec(f.code)![1]!;
     const view = await directory(KEYS.acme, 'GET', `/v1/agents/${id}`);
     assert.equal(view.status, 200, `${id}: ${JSON.stringify(view.body)}`);
-    worker.kill('SIGTERM');
-    assert.equal(await exited, 0, output);
+    worker.child.kill('SIGTERM');
+    assert.equal((await worker.exited).code, 0, output());
   }
 });

@@ -25,11 +25,20 @@ export interface SpawnedProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Spawns a node script from the repo; it is SIGKILLed at the end of the spec if still running. */
-export function spawnNode(script: string, env: NodeJS.ProcessEnv, args: string[] = []): SpawnedProcess {
+/**
+ * Spawns a node script from the repo (or from `cwd`); it is SIGKILLed at the end of the spec if still
+ * running. `env` adds to this process's environment, or with `ownEnv` is the whole of it (a team's
+ * process sees only what it is given).
+ */
+export function spawnNode(
+  script: string,
+  env: NodeJS.ProcessEnv,
+  args: string[] = [],
+  { cwd = repoRoot, ownEnv = false }: { cwd?: string; ownEnv?: boolean } = {},
+): SpawnedProcess {
   const child = spawn(process.execPath, [script, ...args], {
-    cwd: repoRoot,
-    env: { ...process.env, ...env },
+    cwd,
+    env: ownEnv ? env : { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
