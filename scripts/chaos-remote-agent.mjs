@@ -12,8 +12,9 @@
 // - remote-tasks.jsonl: every task snapshot the SDK saved (the task store), read back at start.
 // Env: CHAOS_REMOTE_PORT, CHAOS_REMOTE_DIR. Prints "ready" when listening. GET /healthz says how
 // many tasks are being worked on (`inFlight`).
-import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync } from 'node:fs';
 import express from 'express';
+import { readJournal } from './chaos/journal.mjs';
 import { AgentCard, Message, StreamResponse, Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent } from '@a2a-js/sdk';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
@@ -31,26 +32,13 @@ const TERMINAL = new Set(['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STA
 
 // Synchronous appends: a line written before an answer is on disk (page cache) when SIGKILL comes.
 const record = (line) => appendFileSync(journal, `${JSON.stringify({ ...line, at: Date.now() })}\n`);
-const lines = (file) =>
-  existsSync(file)
-    ? readFileSync(file, 'utf8')
-        .split('\n')
-        .filter((l) => l.trim())
-        .flatMap((l) => {
-          try {
-            return [JSON.parse(l)];
-          } catch {
-            return []; // a line cut by the kill
-          }
-        })
-    : [];
 
 /** The SDK's in-memory store, plus every saved snapshot appended to a file and read back at start. */
 class DurableTaskStore extends InMemoryTaskStore {
   durable = new Map();
   constructor() {
     super();
-    for (const t of lines(snapshots)) this.durable.set(t.id, t);
+    for (const t of readJournal(snapshots)) this.durable.set(t.id, t);
   }
   // Without a call context (the recovery at start, the dedup in front of the SDK) only the durable
   // map is used: every caller is the bridge, one user.
@@ -73,7 +61,7 @@ const store = new DurableTaskStore();
 const firstTaskOf = new Map();
 const inputOf = new Map(); // task id → input text
 const created = [];
-for (const e of lines(journal))
+for (const e of readJournal(journal))
   if (e.e === 'created') {
     created.push(e);
     firstTaskOf.set(e.messageId, e.taskId);

@@ -65,7 +65,7 @@
 // every task was terminal.
 import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -82,6 +82,7 @@ import {
   RestTransportFactory,
 } from '@a2a-js/sdk/client';
 import { ChaosBroker, ChaosCluster, deadLetters, pushableEvents, workLag } from './chaos/broker.mjs';
+import { readJournal } from './chaos/journal.mjs';
 import { PushReceivers } from './chaos/push-receivers.mjs';
 import { ensurePostgres, postgresRestartPlan, restartPostgres } from './chaos/postgres.mjs';
 
@@ -1040,22 +1041,9 @@ async function main() {
   // --- Remote-bound tasks, against the remote's own journal and task store -------------------------
   if (REMOTE_EVERY > 0) {
     const r = report.remote;
-    const readLines = (file) =>
-      existsSync(file)
-        ? readFileSync(file, 'utf8')
-            .split('\n')
-            .filter((l) => l.trim())
-            .flatMap((l) => {
-              try {
-                return [JSON.parse(l)];
-              } catch {
-                return []; // a line cut by a SIGKILL
-              }
-            })
-        : [];
-    const journal = readLines(join(remoteDir, 'remote-agent.jsonl'));
+    const journal = readJournal(join(remoteDir, 'remote-agent.jsonl'));
     const remoteState = new Map(); // remote task id → its last saved state
-    for (const snap of readLines(join(remoteDir, 'remote-tasks.jsonl'))) remoteState.set(snap.id, snap.status?.state ?? 'unknown');
+    for (const snap of readJournal(join(remoteDir, 'remote-tasks.jsonl'))) remoteState.set(snap.id, snap.status?.state ?? 'unknown');
     const example = (what, detail) => r.examples.length < 5 && r.examples.push({ what, ...detail });
     const remoteBound = tasks.filter((t) => t.remote);
     const meshIdOf = new Map(); // mesh task id → task
