@@ -6,15 +6,23 @@
 #                             a kill: an outage that keeps the data), wait until ready
 #   scripts/kafka.sh stop     stop the broker this script started (by pid)
 #   scripts/kafka.sh status   exit 0 when something accepts connections on the port
+#   scripts/kafka.sh credentials
+#                             print the admin principal's client settings (KAFKA_SASL_MECHANISM,
+#                             KAFKA_USERNAME, KAFKA_PASSWORD) as env lines; nothing with KAFKA_AUTH=none
 #   scripts/kafka.sh cluster start|stop|status
 #                             a three-node KRaft cluster on loopback (each node broker and controller):
 #                             brokers on KAFKA_CLUSTER_PORT, +2, +4 (29092, 29094, 29096), controllers one
 #                             above each; replication factor 3, min.insync.replicas=2, no unclean leader
 #                             election. Single nodes of it are stopped and resumed with
 #                             `KAFKA_PORT=<its port> scripts/kafka.sh stop|resume` (or killed by pid).
+# Authentication is on unless KAFKA_AUTH=none: clients use SASL/SCRAM-SHA-512, the controller listener
+# SASL/PLAIN, and the KRaft StandardAuthorizer allows only super users and what ACLs grant. The
+# platform's principals (mesh-admin, mesh-dispatcher, mesh-directory, mesh-agents) are created when
+# the data dir is formatted, with passwords generated once into $KAFKA_HOME_DIR/credentials.env
+# (0600, shared by every broker started from that dir); teams get theirs from `mesh teams create`.
 # Env: KAFKA_PORT (9092), KAFKA_CONTROLLER_PORT (9093), KAFKA_HOME_DIR (<repo>/.kafka), KAFKA_HEAP (1g),
-#      KAFKA_CLUSTER_PORT (29092), KAFKA_EXTRA_PROPERTIES (lines appended to the broker config by
-#      `start`, e.g. for a test broker).
+#      KAFKA_CLUSTER_PORT (29092), KAFKA_AUTH (scram | none), KAFKA_EXTRA_PROPERTIES (lines appended
+#      to the broker config by `start`, e.g. for a test broker).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,6 +30,10 @@ HOME_DIR="${KAFKA_HOME_DIR:-$ROOT/.kafka}"
 LIBS="$HOME_DIR/libs"
 CLUSTER_PORT="${KAFKA_CLUSTER_PORT:-29092}"
 CLUSTER_SIZE=3
+AUTH="${KAFKA_AUTH:-scram}"
+CREDS="$HOME_DIR/credentials.env"
+# Platform principals: trusted services, super users of the local broker (docs/operations.md, "Kafka identities").
+PLATFORM_USERS="admin dispatcher directory agents"
 
 # Files of the node listening on port $1 (controller on $2).
 at_port() {
@@ -40,6 +52,22 @@ java_bin() {
   if [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/java" ]; then echo "$JAVA_HOME/bin/java"; return; fi
   command -v java || die "Java is missing: install a JDK 17+ (e.g. apt-get install openjdk-17-jre-headless) or set JAVA_HOME"
 }
+
+# Loads (first creating) the local principals' passwords.
+credentials() {
+  case "$AUTH" in scram) ;; none) return 0 ;; *) die "KAFKA_AUTH must be scram or none, not \"$AUTH\"" ;; esac
+  mkdir -p "$HOME_DIR"
+  if [ ! -f "$CREDS" ]; then
+    ( umask 077
+      for u in BROKER CONTROLLER $(echo "$PLATFORM_USERS" | tr '[:lower:]' '[:upper:]'); do
+        echo "KAFKA_${u}_PASSWORD=$(head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')"
+      done > "$CREDS" )
+  fi
+  # shellcheck disable=SC1090
+  . "$CREDS"
+}
+
+password_of() { local v="KAFKA_$(echo "$1" | tr '[:lower:]' '[:upper:]')_PASSWORD"; echo "${!v}"; }
 
 listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
@@ -73,15 +101,38 @@ write_conf() {
   local id="$1" voters="$2" rf="$3" isr=1
   [ "$rf" -ge 3 ] && isr=2
   mkdir -p "$HOME_DIR"; rm -rf "$DATA" "$LOGS"; mkdir -p "$DATA" "$LOGS"
-  cat > "$CONF" <<PROPS
+  credentials
+  if [ "$AUTH" = none ]; then
+    cat > "$CONF" <<PROPS
+listeners=PLAINTEXT://127.0.0.1:$PORT,CONTROLLER://127.0.0.1:$CPORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$PORT
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+PROPS
+  else
+    local supers="User:mesh-broker;User:mesh-controller" u
+    for u in $PLATFORM_USERS; do supers="$supers;User:mesh-$u"; done
+    cat > "$CONF" <<PROPS
+listeners=SASL_PLAINTEXT://127.0.0.1:$PORT,CONTROLLER://127.0.0.1:$CPORT
+advertised.listeners=SASL_PLAINTEXT://127.0.0.1:$PORT
+inter.broker.listener.name=SASL_PLAINTEXT
+listener.security.protocol.map=CONTROLLER:SASL_PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT
+sasl.enabled.mechanisms=SCRAM-SHA-512
+sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512
+listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="mesh-broker" password="$KAFKA_BROKER_PASSWORD";
+sasl.mechanism.controller.protocol=PLAIN
+listener.name.controller.sasl.enabled.mechanisms=PLAIN
+listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="mesh-controller" password="$KAFKA_CONTROLLER_PASSWORD" user_mesh-controller="$KAFKA_CONTROLLER_PASSWORD";
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+allow.everyone.if.no.acl.found=false
+super.users=$supers
+PROPS
+  fi
+  cat >> "$CONF" <<PROPS
 process.roles=broker,controller
 node.id=$id
 controller.quorum.voters=$voters
-listeners=PLAINTEXT://127.0.0.1:$PORT,CONTROLLER://127.0.0.1:$CPORT
-advertised.listeners=PLAINTEXT://127.0.0.1:$PORT
 controller.listener.names=CONTROLLER
-inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
 log.dirs=$DATA
 num.partitions=1
 auto.create.topics.enable=false
@@ -104,7 +155,11 @@ PROPS
 
 # Formats the node's data dir for cluster id $1.
 format() {
-  run_java kafka.tools.StorageTool format -t "$1" -c "$CONF" >"$LOGS/format.log" 2>&1 \
+  local scram=() u
+  if [ "$AUTH" != none ]; then
+    for u in broker $PLATFORM_USERS; do scram+=(--add-scram "SCRAM-SHA-512=[name=mesh-$u,password=$(password_of "$u")]"); done
+  fi
+  run_java kafka.tools.StorageTool format -t "$1" -c "$CONF" "${scram[@]}" >"$LOGS/format.log" 2>&1 \
     || { cat "$LOGS/format.log" >&2; die "formatting the data dir failed"; }
 }
 
@@ -175,6 +230,7 @@ case "${1:-}" in
   resume) resume ;;
   stop) stop ;;
   cluster) cluster "${2:-}" ;;
+  credentials) credentials; [ "$AUTH" = none ] || printf 'KAFKA_SASL_MECHANISM=scram-sha-512\nKAFKA_USERNAME=mesh-admin\nKAFKA_PASSWORD=%s\n' "$KAFKA_ADMIN_PASSWORD" ;;
   status) if listening "$PORT"; then echo "kafka.sh: listening on 127.0.0.1:$PORT"; else echo "kafka.sh: nothing listens on 127.0.0.1:$PORT"; exit 1; fi ;;
-  *) echo "usage: scripts/kafka.sh fetch|start|resume|stop|status|cluster start|stop|status" >&2; exit 2 ;;
+  *) echo "usage: scripts/kafka.sh fetch|start|resume|stop|status|credentials|cluster start|stop|status" >&2; exit 2 ;;
 esac

@@ -60,6 +60,14 @@ if (files.some((f) => f.endsWith('.integration-spec.js'))) {
     if (started.status !== 0) process.exit(started.status ?? 1);
     startedKafka = true;
   }
+  // The local broker authenticates (scripts/kafka.sh): specs connect as its admin principal unless told otherwise.
+  if (!env.KAFKA_USERNAME) {
+    const creds = spawnSync(join(root, 'scripts/kafka.sh'), ['credentials'], { encoding: 'utf8' });
+    for (const line of creds.stdout.split('\n')) {
+      const at = line.indexOf('=');
+      if (at > 0) env[line.slice(0, at)] = line.slice(at + 1);
+    }
+  }
   const run = `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
   env.MESH_TEST_RUN = run;
   env.KAFKA_BROKERS ??= '127.0.0.1:9092';
@@ -109,7 +117,10 @@ for (const list of passes) if (!interrupted) code = (await pass(list)) || code;
   }
   if (testDb && !startedKafka) {
     // The broker outlives the run: delete the run's topics so a dev broker does not fill up.
-    const admin = new Kafka({ brokers: env.KAFKA_BROKERS.split(','), logLevel: logLevel.NOTHING }).admin();
+    const sasl = env.KAFKA_USERNAME
+      ? { mechanism: env.KAFKA_SASL_MECHANISM ?? 'scram-sha-512', username: env.KAFKA_USERNAME, password: env.KAFKA_PASSWORD }
+      : undefined;
+    const admin = new Kafka({ brokers: env.KAFKA_BROKERS.split(','), logLevel: logLevel.NOTHING, ...(sasl ? { sasl } : {}) }).admin();
     try {
       await admin.connect();
       const mine = (await admin.listTopics()).filter((t) => t.startsWith(env.TOPIC_PREFIX));

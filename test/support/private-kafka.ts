@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -56,6 +56,13 @@ const run = promisify(execFile);
 /** Ports that belong to other brokers on this machine (shared dev broker, chaos runs). */
 const RESERVED = new Set([9092, 9093, 19092, 19093, 19192, 19193]);
 
+/** A private broker's home: the shared jars, and the shared broker's principals (the specs' credentials work on it). */
+function shareHome(homeDir: string): void {
+  symlinkSync(join(root, '.kafka', 'libs'), join(homeDir, 'libs'));
+  const credentials = join(root, '.kafka', 'credentials.env');
+  if (existsSync(credentials)) copyFileSync(credentials, join(homeDir, 'credentials.env'));
+}
+
 /** Starts a private broker on the first free port pair from `firstPort`; throws if none starts. */
 export async function startPrivateKafka(opts: PrivateKafkaOptions = {}): Promise<PrivateKafka> {
   // Jars are fetched once into the repo's cache and shared by link: Maven is slow and the jars are large.
@@ -68,7 +75,7 @@ export async function startPrivateKafka(opts: PrivateKafkaOptions = {}): Promise
   for (let attempt = 0; attempt < 8; attempt++, port += 2) {
     if (RESERVED.has(port) || RESERVED.has(port + 1) || !(await isFree(port)) || !(await isFree(port + 1))) continue;
     const homeDir = await mkdtemp(join(tmpdir(), 'mesh-kafka-'));
-    symlinkSync(join(root, '.kafka', 'libs'), join(homeDir, 'libs'));
+    shareHome(homeDir);
     const broker = new Broker(port, port + 1, homeDir, opts.heap ?? '384m', opts.properties ?? FAST_RESTART);
     try {
       await broker.start();
@@ -261,7 +268,7 @@ export async function startPrivateKafkaCluster(opts: Omit<PrivateKafkaOptions, '
     if (ports.some((p) => RESERVED.has(p))) continue;
     if (!(await Promise.all(ports.map(isFree))).every(Boolean)) continue;
     const homeDir = await mkdtemp(join(tmpdir(), 'mesh-kafka-cluster-'));
-    symlinkSync(join(root, '.kafka', 'libs'), join(homeDir, 'libs'));
+    shareHome(homeDir);
     const env: NodeJS.ProcessEnv = {
       ...sharedEnv,
       KAFKA_HOME_DIR: homeDir,

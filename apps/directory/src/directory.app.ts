@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import type { JWK } from 'jose';
 import { assertKafkaReachable, createKafka, KafkaProbe, logLevel } from '@mesh/bus';
-import { topicDefinitions } from '@mesh/config';
+import { kafkaCredentials, topicDefinitions } from '@mesh/config';
 import { ConsumerGroups } from '@mesh/contract';
 import { openServiceDatabase, PostgresProbe } from '@mesh/database';
 import { startHttpService } from '@mesh/service';
@@ -49,7 +49,7 @@ export interface DirectoryOverrides {
 /** Starts the directory: database (created and migrated), Kafka topics, HTTP API, heartbeat consumer, outbox. */
 export async function startDirectory(config: DirectoryConfig, overrides: DirectoryOverrides = {}): Promise<RunningDirectory> {
   const logger = overrides.logger ?? createLogger('directory');
-  const kafkaOpts = { brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-directory`, logger };
+  const kafkaOpts = { brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-directory`, logger, ...kafkaCredentials(config) };
   await assertKafkaReachable(kafkaOpts);
   const signer = config.DIRECTORY_SIGNING_JWK
     ? await CardSigner.fromJwk(config.DIRECTORY_SIGNING_JWK as JWK)

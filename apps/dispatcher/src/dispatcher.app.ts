@@ -4,6 +4,7 @@ import type { RequestHandler } from 'express';
 import { createKafka, KafkaProbe, type KafkaBusTransport } from '@mesh/bus';
 import { PostgresProbe, serviceDataSource } from '@mesh/database';
 import { startHttpService } from '@mesh/service';
+import { kafkaCredentials } from '@mesh/config';
 import { Authenticator, loadAuthOptions, type AuthenticatorOptions } from '@mesh/auth';
 import { createLogger, MeshMetrics, type Logger } from '@mesh/telemetry';
 import { AppModule } from './app.module.js';
@@ -42,7 +43,7 @@ export interface DispatcherOverrides {
  */
 export async function startDispatcher(config: DispatcherConfig, overrides: DispatcherOverrides = {}): Promise<RunningDispatcher> {
   const logger = overrides.logger ?? createLogger('dispatcher');
-  const kafkaConnection = { brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-dispatcher`, logger };
+  const kafkaConnection = { brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-dispatcher`, logger, ...kafkaCredentials(config) };
   const kafka = createKafka(kafkaConnection);
   const dataSource = serviceDataSource({
     url: config.DATABASE_URL,

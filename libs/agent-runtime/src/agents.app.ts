@@ -5,6 +5,7 @@ import { assertKafkaReachable, createKafka, KafkaProbe } from '@mesh/bus';
 import { MeshError } from '@mesh/contract';
 import { openServiceDatabase, PostgresProbe } from '@mesh/database';
 import { startHttpService } from '@mesh/service';
+import { kafkaCredentials } from '@mesh/config';
 import { createLogger, type Logger } from '@mesh/telemetry';
 import { AppModule } from './app.module.js';
 import type { AgentsConfig } from './config/agents.config.js';
@@ -58,7 +59,7 @@ export async function startAgents(
       throw new MeshError('CONFIG_INVALID', 'AGENTS_DIRECTORY_URL is set but AGENTS_DIRECTORY_TOKEN is not');
     await registerWithDirectory(selected, { url: config.AGENTS_DIRECTORY_URL, token: config.AGENTS_DIRECTORY_TOKEN, logger });
   }
-  const kafkaOpts = { brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-agents`, logger };
+  const kafkaOpts = { brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-agents`, logger, ...kafkaCredentials(config) };
   await assertKafkaReachable(kafkaOpts);
   const dataSource = await openServiceDatabase({
     url: config.DATABASE_URL,

@@ -1,4 +1,4 @@
-import { Kafka, logLevel, type KafkaConfig, type LogEntry, type logCreator } from 'kafkajs';
+import { Kafka, logLevel, type KafkaConfig, type LogEntry, type logCreator, type SASLOptions } from 'kafkajs';
 import { MeshError } from '@mesh/contract';
 import { createLogger, type Logger } from '@mesh/telemetry';
 
@@ -15,6 +15,21 @@ export interface KafkaConnectionOptions {
   retries?: number;
   /** Where kafkajs logs; without one, a logger named after the client writes to stderr (tools, tests). */
   logger?: Logger;
+  /**
+   * The process's Kafka principal (services pass `kafkaCredentials(config)`); unset: the
+   * environment's KAFKA_USERNAME / KAFKA_PASSWORD / KAFKA_SASL_MECHANISM, so tools and tests
+   * reach an authenticated local broker without threading them through.
+   */
+  sasl?: { mechanism: 'scram-sha-512' | 'scram-sha-256' | 'plain'; username: string; password: string };
+  ssl?: boolean;
+}
+
+/** The SASL settings in `env` (KAFKA_USERNAME and KAFKA_PASSWORD; mechanism SCRAM-SHA-512 unless KAFKA_SASL_MECHANISM). */
+export function saslFromEnv(env: NodeJS.ProcessEnv = process.env): KafkaConnectionOptions['sasl'] {
+  const { KAFKA_USERNAME: username, KAFKA_PASSWORD: password } = env;
+  if (!username || !password) return undefined;
+  const mechanism = (env.KAFKA_SASL_MECHANISM ?? 'scram-sha-512') as NonNullable<KafkaConnectionOptions['sasl']>['mechanism'];
+  return { mechanism, username, password };
 }
 
 /**
@@ -59,9 +74,12 @@ export function kafkaLogCreator(logger: Logger): logCreator {
 
 /** A kafkajs client configured the platform's way. */
 export function createKafka(opts: KafkaConnectionOptions, overrides: Partial<KafkaConfig> = {}): Kafka {
+  const sasl = opts.sasl ?? saslFromEnv();
   return new Kafka({
     clientId: opts.clientId,
     brokers: opts.brokers,
+    ...(sasl ? { sasl: sasl as SASLOptions } : {}),
+    ...((opts.ssl ?? process.env.KAFKA_SSL === 'true') ? { ssl: true } : {}),
     connectionTimeout: opts.connectionTimeoutMs ?? 3000,
     requestTimeout: 30000,
     retry: { retries: opts.retries ?? 8, initialRetryTime: 100, maxRetryTime: 5000 },

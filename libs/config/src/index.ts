@@ -1,2 +1,2 @@
 export { loadConfig, type ConfigOf, port, positiveInt, flag } from './config-loader.js';
-export { topicDefinitions, kafkaSpec, databaseSpec, httpSpec } from './areas.js';
+export { topicDefinitions, kafkaCredentials, kafkaSpec, databaseSpec, httpSpec } from './areas.js';
