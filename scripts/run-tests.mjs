@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Runs the unit specs (*.spec.js beside the code) and the integration specs (test/**/*.integration-spec.js)
-// with node's test runner, one file at a time. Integration specs get a real broker (started here, or
-// reused when one already listens) and a per-run Postgres database and topic prefix, so runs never
-// see each other's data. Usage: node scripts/run-tests.mjs [--unit|--integration] [name-filter...]
+// with node's test runner. Integration specs get a real broker (started here, or reused when one
+// already listens) and a per-run Postgres database and topic prefix, so runs never see each other's
+// data; most files run in MESH_TEST_LANES (2) lanes side by side, each with its own prefix and database.
+// Usage: node scripts/run-tests.mjs [--unit|--integration] [name-filter...]
 import { spawnSync, spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -42,6 +43,23 @@ const unit = all.filter((f) => f.endsWith('.spec.js') && matches(f)).sort();
 // it is given, so an order in one list is not kept): it stops its own broker and restarts
 // Postgres, which must never overlap another spec.
 const isLast = (f) => f.includes(`${join('test', 'dist', 'chaos')}/`);
+// Every integration file isolates by topic prefix and database, so most run `MESH_TEST_LANES` (2) at
+// a time. These run alone after them: they start their own brokers or a cluster, run `npm start` or
+// pack the team packages, drive a browser, or load the machine on purpose.
+const SOLO = [
+  'readme/',
+  'byo/',
+  'foundation/restart-demo',
+  'cli/console',
+  'bus/cluster-leader-kill',
+  'dispatcher/kafka-outage',
+  'dispatcher/cluster.',
+  'directory/catalog-recovery',
+  'security/stream-load',
+  'dispatcher/stream-cap',
+  'agents/scaling',
+].map((p) => `${join('test', 'dist', p)}`);
+const isSolo = (f) => SOLO.some((p) => f.includes(p));
 const integration = all.filter((f) => f.endsWith('.integration-spec.js') && matches(f)).sort();
 const files = only === '--unit' ? unit : only === '--integration' ? integration : [...unit, ...integration];
 if (files.length === 0) {
@@ -79,27 +97,66 @@ if (files.some((f) => f.endsWith('.integration-spec.js'))) {
 }
 
 /**
- * One `node --test` pass over `list`, files one at a time; resolves with its exit code. A file's
- * process exits when its tests are done (--test-force-exit), so a client left retrying a stopped
- * broker cannot hang the run.
+ * One `node --test` pass over `list`, one file at a time, with `extraEnv` over the run's env;
+ * resolves with its exit code. A file's process exits when its tests are done (--test-force-exit),
+ * so a client left retrying a stopped broker cannot hang the run.
  */
-let current;
+const running = new Set();
 const testArgs = ['--test', '--test-concurrency=1', '--test-force-exit', '--test-reporter=spec'];
-function pass(list) {
-  current = spawn(process.execPath, [...testArgs, ...list.map((f) => relative(root, f))], {
+function pass(list, extraEnv = {}) {
+  const child = spawn(process.execPath, [...testArgs, ...list.map((f) => relative(root, f))], {
     cwd: root,
-    env,
+    env: { ...env, ...extraEnv },
     stdio: 'inherit',
   });
-  return new Promise((resolve) => current.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+  running.add(child);
+  return new Promise((resolve) =>
+    child.on('exit', (code, signal) => {
+      running.delete(child);
+      resolve(code ?? (signal ? 1 : 0));
+    }),
+  );
+}
+
+/**
+ * The files of `list` in `lanes` passes side by side, each lane with its own topic prefix and
+ * database name under the run's, so no two files ever share a topic or a database.
+ */
+async function lanesOf(list, lanes) {
+  if (lanes <= 1 || !testDb) return pass(list);
+  const split = Array.from({ length: lanes }, () => []);
+  list.forEach((f, i) => split[i % lanes].push(f));
+  const codes = await Promise.all(
+    split
+      .filter((l) => l.length > 0)
+      .map((l, i) => {
+        const lane = String.fromCharCode(97 + i);
+        const db = new URL(env.DATABASE_URL);
+        db.pathname = `/${testDb}_${lane}`;
+        return pass(l, {
+          MESH_TEST_RUN: `${env.MESH_TEST_RUN}${lane}`,
+          TOPIC_PREFIX: `${env.TOPIC_PREFIX}${lane}.`,
+          DATABASE_URL: db.toString(),
+        });
+      }),
+  );
+  return codes.find((c) => c !== 0) ?? 0;
 }
 let interrupted = false;
-const forward = (sig) => ((interrupted = true), current?.kill(sig));
+const forward = (sig) => {
+  interrupted = true;
+  for (const child of running) child.kill(sig);
+};
 process.on('SIGINT', forward);
 process.on('SIGTERM', forward);
-const passes = [files.filter((f) => !isLast(f)), files.filter(isLast)].filter((l) => l.length > 0);
+const lanes = Math.max(1, Number(env.MESH_TEST_LANES ?? 2));
+const passes = [
+  [files.filter((f) => !isLast(f) && !isSolo(f)), lanes],
+  [files.filter((f) => !isLast(f) && isSolo(f)), 1],
+  [files.filter(isLast), 1],
+].filter(([l]) => l.length > 0);
 let code = 0;
-for (const list of passes) if (!interrupted) code = (await pass(list)) || code;
+for (const [list, width] of passes) if (!interrupted) code = (await lanesOf(list, width)) || code;
 // Clean-up, whatever the outcome: the run's databases and topics go, the broker stops if this run started it.
 {
   if (testDb) {
