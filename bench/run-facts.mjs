@@ -1,12 +1,22 @@
 // What every benchmark's result file says about the run: the machine, and the code measured.
 import { execFileSync } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
+import { kafkaFacts } from './settings.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 
-/** The machine a figure was measured on. */
+/**
+ * The machine a figure was measured on, and the broker: an authenticating one (SASL/SCRAM, as
+ * scripts/kafka.sh starts it) costs a handshake per connection, so a comparison says which it ran on.
+ */
 export function machine() {
-  return { cpus: cpus().length, cpuModel: cpus()[0]?.model, memGiB: Math.round(totalmem() / 2 ** 30), node: process.version };
+  return {
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model,
+    memGiB: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    kafka: kafkaFacts(),
+  };
 }
 
 /**

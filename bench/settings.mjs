@@ -2,7 +2,9 @@
 // it takes stops the run before anything starts, with its name and what it takes (exit code 2),
 // instead of a NaN or a silently different figure in bench/results. Settings are documented in
 // docs/benchmarks.md ("Settings").
-import { parseArgs } from 'node:util';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs, parseEnv } from 'node:util';
 
 const DEFAULT_BROKERS = '127.0.0.1:9092';
 const DEFAULT_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -87,12 +89,41 @@ export function integerOption(name, fallback, { min = 1, max } = {}) {
   return v === undefined ? fallback : checkedInteger(`--${name}`, v, min, max);
 }
 
-/** KAFKA_BROKERS: the brokers every benchmark and its child processes connect to, `host:port,…`. */
+/**
+ * KAFKA_BROKERS: the brokers every benchmark and its child processes connect to, `host:port,…`.
+ * Their principal: KAFKA_USERNAME / KAFKA_PASSWORD (KAFKA_SASL_MECHANISM), else the admin of the
+ * local broker scripts/kafka.sh started (its credentials file), put in the environment so every
+ * client and child process of the run uses it; KAFKA_AUTH=none or no credentials file: none.
+ */
 export function kafkaBrokers() {
   const v = raw('KAFKA_BROKERS') ?? DEFAULT_BROKERS;
   const list = v.split(',').map((b) => b.trim());
   for (const b of list) if (!/^[^\s:/]+:\d{1,5}$/.test(b)) refuse('KAFKA_BROKERS', v, 'a comma-separated list of host:port');
+  adoptLocalPrincipal();
   return list;
+}
+
+// At load too: a run's env objects spread process.env before they name the brokers.
+adoptLocalPrincipal();
+function adoptLocalPrincipal() {
+  if (raw('KAFKA_USERNAME') || process.env.KAFKA_AUTH === 'none') return;
+  const file = join(raw('KAFKA_HOME_DIR') ?? new URL('../.kafka', import.meta.url).pathname, 'credentials.env');
+  if (!existsSync(file)) return;
+  const password = parseEnv(readFileSync(file, 'utf8')).KAFKA_ADMIN_PASSWORD;
+  if (!password) return;
+  Object.assign(process.env, { KAFKA_SASL_MECHANISM: 'scram-sha-512', KAFKA_USERNAME: 'mesh-admin', KAFKA_PASSWORD: password });
+}
+
+/** The broker a figure was measured on, for the result file: where, and whether clients authenticated. */
+export function kafkaFacts() {
+  const brokers = kafkaBrokers();
+  const user = raw('KAFKA_USERNAME') && raw('KAFKA_PASSWORD') ? raw('KAFKA_USERNAME') : undefined;
+  const mechanism = (raw('KAFKA_SASL_MECHANISM') ?? 'scram-sha-512').toUpperCase();
+  return {
+    brokers,
+    authentication: user ? `SASL/${mechanism} as ${user}` : 'none',
+    ...(process.env.KAFKA_SSL === 'true' ? { tls: true } : {}),
+  };
 }
 
 /**

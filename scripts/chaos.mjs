@@ -9,6 +9,8 @@
 // Own infrastructure: a Kafka broker of its own (CHAOS_KAFKA_PORT 19092, CHAOS_KAFKA_CONTROLLER_PORT
 // 19093, CHAOS_KAFKA_HOME_DIR /tmp/mesh-chaos-kafka; never 9092, never a port something listens on)
 // and a database of its own on the machine's Postgres (dropped at the end; CHAOS_KEEP_DB=1 keeps it).
+// The broker authenticates as scripts/kafka.sh's do (KAFKA_AUTH=none: not): dispatchers connect as
+// mesh-dispatcher, workers and the bridge as mesh-agents, this script as mesh-admin.
 // CHAOS_LOG_DIR=<dir> keeps every child process's output there (<name>.log).
 // Processes: billing-tools (scripts/chaos-billing.mjs: every 2 s one issue_refund hangs 4 s, past
 // the workers' 1.5 s tool timeout), 2 dispatchers, CHAOS_WORKERS (2) agents workers running
@@ -308,6 +310,7 @@ const workerPort = (i) => PORT_BASE + 10 + i;
 const spawnDispatcher = (i) =>
   child(`dispatcher-${i + 1}`, 'apps/dispatcher/dist/main.js', {
     ...common,
+    ...broker.principal('dispatcher'),
     DISPATCHER_PORT: String(dispatcherPorts[i]),
     AUTH_API_KEYS: 'demo-acme=acme:alice,demo-globex=globex:bob,demo-initech=initech:carol',
     DISPATCHER_BLOCKING_TIMEOUT_MS: '20000',
@@ -319,6 +322,7 @@ const spawnDispatcher = (i) =>
 const spawnWorker = (i) =>
   child(`worker-${i + 1}`, 'apps/agents/dist/main.js', {
     ...common,
+    ...broker.principal('agents'),
     AGENTS_PORT: String(workerPort(i)),
     AGENTS_RUN: TRIAGE_EVERY > 0 ? 'refund-agent,invoice-agent,triage-agent' : 'refund-agent',
     AGENTS_TOOL_TOKEN_SECRET: toolTokenSecret,
@@ -333,6 +337,7 @@ const spawnRemote = () =>
 const spawnBridge = () =>
   child('bridge', 'apps/bridge/dist/main.js', {
     ...common,
+    ...broker.principal('agents'),
     AGENTS_PORT: String(bridgePort),
     AGENTS_RUN: REMOTE_ID,
     AGENTS_WORKER_ID: `chaos-bridge-${Date.now()}`,
@@ -457,10 +462,10 @@ async function main() {
   log('billing-tools up');
   // No directory in the chaos run: it stands in for it, as the owner of the cards and heartbeats topics.
   const definitions = new TopicDefinitions(topics);
-  await ensureTopics(new Kafka({ brokers: broker.brokers.split(','), clientId: 'chaos-topics', logLevel: logLevel.NOTHING }), [
-    definitions.cards(),
-    definitions.heartbeats(),
-  ]);
+  await ensureTopics(
+    new Kafka({ brokers: broker.brokers.split(','), clientId: 'chaos-topics', logLevel: logLevel.NOTHING, ...broker.kafkaAuth() }),
+    [definitions.cards(), definitions.heartbeats()],
+  );
   await startDispatcher(0); // one after the other: the first creates the topics
   await startDispatcher(1);
   log('dispatchers up');
@@ -475,7 +480,7 @@ async function main() {
   await receivers.start();
 
   // The refund-agent record, as the directory would publish it.
-  const kafka = new Kafka({ brokers: broker.brokers.split(','), clientId: 'chaos', logLevel: logLevel.NOTHING });
+  const kafka = new Kafka({ brokers: broker.brokers.split(','), clientId: 'chaos', logLevel: logLevel.NOTHING, ...broker.kafkaAuth() });
   const producer = kafka.producer();
   await producer.connect();
   const { refundAgent, invoiceAgent, triageAgent } = await import('@mesh/app-agents');

@@ -3,9 +3,10 @@
 // already listening), then the services with the demo configuration, each line of output prefixed
 // by its service. Ctrl-C (or SIGTERM) stops every service, then the broker if this script started it.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { createInterface } from 'node:readline';
+import { parseEnv } from 'node:util';
 import { localEnvPath, localSecrets, readLocalEnv, writeLocalEnv } from '../apps/cli/dist/local-env.js';
 import { agentsNodeFlags, dispatcherNodeFlags } from './node-flags.mjs';
 
@@ -46,8 +47,44 @@ const ports = {
   billing: portOf('BILLING_TOOLS_PORT', 8083),
 };
 
+let startedKafka = false;
+// The broker keeps its data from one start to the next, as Postgres does (commands accepted before a
+// Ctrl-C are still delivered); a broker that cannot resume is formatted afresh, and the directory then
+// republishes every agent from its database.
+if (spawnSync(kafkaSh, ['status'], { stdio: 'ignore', env }).status !== 0) {
+  const home = env.KAFKA_HOME_DIR ?? join(root, '.kafka');
+  const earlier = existsSync(join(home, `server-${kafkaPort}.properties`)) && existsSync(join(home, `data-${kafkaPort}`));
+  const resumed = earlier && spawnSync(kafkaSh, ['resume'], { stdio: 'inherit', env }).status === 0;
+  const r = resumed ? { status: 0 } : spawnSync(kafkaSh, ['start'], { stdio: 'inherit', env });
+  if (r.status !== 0) process.exit(r.status ?? 1);
+  startedKafka = true;
+}
+
+// Each service connects as its own Kafka principal (docs/operations.md, "Kafka identities"): the
+// passwords scripts/kafka.sh generated into its credentials file. KAFKA_USERNAME in the environment
+// instead gives every service that one principal (a broker this script does not know); KAFKA_AUTH=none
+// or a broker without a credentials file: no authentication.
+const principals = kafkaPrincipals();
+function kafkaPrincipals() {
+  const as = (username, password) => ({
+    KAFKA_SASL_MECHANISM: env.KAFKA_SASL_MECHANISM ?? 'scram-sha-512',
+    KAFKA_USERNAME: username,
+    KAFKA_PASSWORD: password,
+  });
+  if (env.KAFKA_USERNAME) {
+    const given = as(env.KAFKA_USERNAME, env.KAFKA_PASSWORD);
+    return { admin: given, dispatcher: given, directory: given, agents: given };
+  }
+  const file = join(env.KAFKA_HOME_DIR ?? join(root, '.kafka'), 'credentials.env');
+  if (env.KAFKA_AUTH === 'none' || !existsSync(file)) return { admin: {}, dispatcher: {}, directory: {}, agents: {} };
+  const passwords = parseEnv(readFileSync(file, 'utf8'));
+  const of = (name) => as(`mesh-${name}`, passwords[`KAFKA_${name.toUpperCase()}_PASSWORD`]);
+  return { admin: of('admin'), dispatcher: of('dispatcher'), directory: of('directory'), agents: of('agents') };
+}
+
 // What a second local process needs (the CLI and console, another worker, a script): written before
-// the services start, so a failed start still leaves the tokens it would have used.
+// the services start, so a failed start still leaves the tokens it would have used. Kafka as the
+// admin principal: the CLI reads dead letters and lag, a second worker needs a principal too.
 const billingServers = env.AGENTS_MCP_SERVERS ?? JSON.stringify({ billing: { url: `http://127.0.0.1:${ports.billing}/mcp` } });
 writeLocalEnv(
   localEnv,
@@ -63,6 +100,7 @@ writeLocalEnv(
     MESH_DIRECTORY_URL: `http://127.0.0.1:${ports.directory}`,
     MESH_AGENTS_URL: `http://127.0.0.1:${ports.agents}`,
     KAFKA_BROKERS: env.KAFKA_BROKERS,
+    ...principals.admin,
     TOPIC_PREFIX: env.TOPIC_PREFIX ?? '',
     DATABASE_URL: env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/agent_mesh',
   },
@@ -76,7 +114,7 @@ writeLocalEnv(
 // Started in this order; each waits for the previous one's /healthz so registration finds the directory.
 const services = [
   // DEMO: development API keys and a temporary card-signing key.
-  { name: 'directory', script: 'apps/directory/dist/main.js', port: ports.directory, env: { DEMO: 'true' } },
+  { name: 'directory', script: 'apps/directory/dist/main.js', port: ports.directory, env: { DEMO: 'true', ...principals.directory } },
   {
     name: 'billing-tools',
     script: 'apps/billing-tools/dist/main.js',
@@ -98,6 +136,7 @@ const services = [
       AGENTS_TOOL_TOKEN_SECRET: toolTokenSecret,
       AGENTS_OPS_TOKEN: opsToken,
       AGENTS_MCP_SERVERS: billingServers,
+      ...principals.agents,
     },
   },
   // DISPATCHER_PROCESSES (from the environment, default 1) runs it as that many processes on its port.
@@ -106,22 +145,9 @@ const services = [
     script: 'apps/dispatcher/dist/main.js',
     nodeFlags: dispatcherNodeFlags,
     port: ports.dispatcher,
-    env: {},
+    env: { ...principals.dispatcher },
   },
 ];
-
-let startedKafka = false;
-// The broker keeps its data from one start to the next, as Postgres does (commands accepted before a
-// Ctrl-C are still delivered); a broker that cannot resume is formatted afresh, and the directory then
-// republishes every agent from its database.
-if (spawnSync(kafkaSh, ['status'], { stdio: 'ignore', env }).status !== 0) {
-  const home = env.KAFKA_HOME_DIR ?? join(root, '.kafka');
-  const earlier = existsSync(join(home, `server-${kafkaPort}.properties`)) && existsSync(join(home, `data-${kafkaPort}`));
-  const resumed = earlier && spawnSync(kafkaSh, ['resume'], { stdio: 'inherit', env }).status === 0;
-  const r = resumed ? { status: 0 } : spawnSync(kafkaSh, ['start'], { stdio: 'inherit', env });
-  if (r.status !== 0) process.exit(r.status ?? 1);
-  startedKafka = true;
-}
 
 const children = new Map();
 let stopping = false;

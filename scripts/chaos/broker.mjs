@@ -1,14 +1,37 @@
 // The chaos run's own Kafka broker (scripts/chaos.mjs): started with scripts/kafka.sh on its own
 // ports and home, stopped and resumed with its data (the broker fault), and read at the end:
 // consumer lag of the groups that do the work, and every task event (the push invariants' source).
+// It authenticates as scripts/kafka.sh's brokers do (KAFKA_AUTH=none: not): each process connects
+// as its platform principal, with the password kafka.sh generated into the run's home.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync } from 'node:fs';
+import { parseEnv } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConsumerGroups, decodeEnvelope } from '@mesh/contract';
 
-export class ChaosBroker {
+/** What the brokers of a scripts/kafka.sh home ask of a client; shared by ChaosBroker and ChaosCluster. */
+class Principals {
+  /** The env a process connects with as `mesh-<name>`; with KAFKA_AUTH=none, none (nor the caller's own). */
+  principal(name) {
+    if (this.env.KAFKA_AUTH === 'none') return { KAFKA_SASL_MECHANISM: undefined, KAFKA_USERNAME: undefined, KAFKA_PASSWORD: undefined };
+    // Read after start: kafka.sh writes the file when it formats the first node.
+    const passwords = parseEnv(readFileSync(`${this.home}/credentials.env`, 'utf8'));
+    const password = passwords[`KAFKA_${name.toUpperCase()}_PASSWORD`];
+    if (!password) throw new Error(`${this.home}/credentials.env has no password for mesh-${name}`);
+    return { KAFKA_SASL_MECHANISM: 'scram-sha-512', KAFKA_USERNAME: `mesh-${name}`, KAFKA_PASSWORD: password };
+  }
+
+  /** kafkajs settings for this run's own clients: the admin principal (or none). */
+  kafkaAuth() {
+    const p = this.principal('admin');
+    return p.KAFKA_USERNAME ? { sasl: { mechanism: p.KAFKA_SASL_MECHANISM, username: p.KAFKA_USERNAME, password: p.KAFKA_PASSWORD } } : {};
+  }
+}
+
+export class ChaosBroker extends Principals {
   /** `port`, `controllerPort`, `home` as for scripts/kafka.sh (KAFKA_PORT, KAFKA_CONTROLLER_PORT, KAFKA_HOME_DIR). */
   constructor(root, { port, controllerPort, home }) {
+    super();
     this.root = root;
     this.port = port;
     this.home = home;
@@ -70,9 +93,10 @@ export class ChaosBroker {
  * cluster on its own ports and home (replication factor 3, min.insync.replicas=2, no unclean
  * leader election). Its fault is SIGKILL of the node leading a partition, restarted on its data.
  */
-export class ChaosCluster {
+export class ChaosCluster extends Principals {
   /** `port`: the first node's broker port (KAFKA_CLUSTER_PORT); nodes at +0, +2, +4, controllers one above. */
   constructor(root, { port, home }) {
+    super();
     this.root = root;
     this.port = port;
     this.home = home;

@@ -16,6 +16,7 @@ import { ConsumerGroups } from '@mesh/contract';
 import { a2aClient, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { card, client, KEYS, startTestDirectory } from '../directory/directory-fixtures.js';
 import { eventually, freshDatabase } from '../support/infra.js';
+import { kafkaClientEnv } from '../support/kafka-principals.js';
 import { freePort, repoRoot, spawnNode } from '../support/processes.js';
 
 const AGENT = 'word-count-agent';
@@ -84,6 +85,7 @@ test("the team's worker registers its agent, answers through the dispatcher and 
     {
       PATH: process.env.PATH,
       KAFKA_BROKERS: disp.env.KAFKA_BROKERS,
+      ...kafkaClientEnv(),
       TOPIC_PREFIX: disp.prefix,
       DATABASE_URL: await freshDatabase('byo-worker'),
       AGENTS_DIRECTORY_URL: dir.url,

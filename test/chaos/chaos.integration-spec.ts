@@ -75,7 +75,8 @@ const chaos = spawn(process.execPath, ['scripts/chaos.mjs', '--tasks=300'], {
 });
 chaos.stdout.on('data', (d) => (stdout += d));
 chaos.stderr.on('data', (d) => (stderr += d));
-const exited = new Promise<number | null>((resolve) => chaos.on('exit', (code) => resolve(code)));
+// 'close', not 'exit': the report (one long JSON line) may still be in the pipe when the process exits.
+const exited = new Promise<number | null>((resolve) => chaos.on('close', (code) => resolve(code)));
 after(async () => {
   // SIGTERM, not SIGKILL: the script stops its broker and children and makes sure Postgres runs.
   if (chaos.exitCode === null) chaos.kill('SIGTERM');

@@ -381,6 +381,7 @@ const workerGroups = [
     partitions: 4,
     image: { repository: 'registry.example.com/team/team-agent', tag: '1.0.0', pullPolicy: 'Always' },
     secretRefs: ['team-words-secrets'],
+    kafka: { secretRef: 'team-words-kafka' },
     env: { LOG_LEVEL: 'info' },
   },
   { name: 'bridge', agentIds: ['remote-agent', 'partner-agent'], partitions: 2, command: ['node', 'apps/bridge/dist/main.js'], args: ['--verbose'], replicas: 2 },
@@ -408,7 +409,14 @@ test("worker groups: a team's own image with its own Secrets, a bridge by comman
   assert.equal(teamEnv.AGENTS_DIRECTORY_URL, `http://${directory.metadata!.name}:${directory.spec!.ports![0].port}`, 'it registers with its own token');
   assert.equal(teamEnv.AGENTS_MCP_SERVERS, undefined, "the platform's tool servers are not the team's");
   assert.equal(teamEnv.LOG_LEVEL, 'info');
-  assert.ok(!team.env!.some((e) => e.valueFrom), 'no key of the release Secret');
+  assert.deepEqual(
+    team.env!.filter((e) => e.valueFrom).map((e) => [e.name, e.valueFrom!.secretKeyRef!.name, e.valueFrom!.secretKeyRef!.key]),
+    [
+      ['KAFKA_USERNAME', 'team-words-kafka', 'username'],
+      ['KAFKA_PASSWORD', 'team-words-kafka', 'password'],
+    ],
+    "no key of the release Secret: only the team's own Kafka principal",
+  );
 
   // The bridge: the platform's image and Secret, its own entry point, a fixed count and no autoscaler.
   const bridge = container('bridge');
@@ -441,6 +449,58 @@ test("worker groups: a team's own image with its own Secrets, a bridge by comman
     byName(ms, 'Service', `mesh-agent-mesh-agents-${g}`);
     byName(ms, 'PodDisruptionBudget', `mesh-agent-mesh-agents-${g}`);
   }
+});
+
+/** The Secret and keys each Kafka setting of a container comes from. */
+const kafkaPrincipalOf = (c: IContainer) =>
+  Object.fromEntries(
+    (c.env ?? []).filter((e) => e.name.startsWith('KAFKA_')).map((e) => [e.name, `${e.valueFrom?.secretKeyRef?.name}/${e.valueFrom?.secretKeyRef?.key}`]),
+  );
+
+test('Kafka principals: on by default, each component its own Secret, the mechanism in the config; TLS on request; off renders none', async () => {
+  const ms = await renderValid({ ...withBillingTools, agents: { groups: workerGroups } });
+  const config = ofKind<{ data: Record<string, string> }>(ms, 'ConfigMap').find((m) => !isHook(m))!;
+  assert.equal(config.data.KAFKA_SASL_MECHANISM, 'scram-sha-512');
+  assert.equal(config.data.KAFKA_SSL, undefined);
+  const containerOf = (name: string) => byName<IDeployment>(ms, 'Deployment', `mesh-agent-mesh-${name}`).spec!.template.spec!.containers[0];
+  const principal = (secret: string) => ({ KAFKA_USERNAME: `${secret}/username`, KAFKA_PASSWORD: `${secret}/password` });
+  assert.deepEqual(kafkaPrincipalOf(containerOf('directory')), principal('agent-mesh-kafka-directory'));
+  assert.deepEqual(kafkaPrincipalOf(containerOf('dispatcher')), principal('agent-mesh-kafka-dispatcher'));
+  assert.deepEqual(kafkaPrincipalOf(containerOf('billing-tools')), {}, 'billing-tools never connects to Kafka');
+  for (const g of [...agentValues.groups.map((x) => x.name), 'bridge'])
+    assert.deepEqual(kafkaPrincipalOf(containerOf(`agents-${g}`)), principal('agent-mesh-kafka-agents'), g);
+  assert.deepEqual(kafkaPrincipalOf(containerOf('agents-team-words')), principal('team-words-kafka'));
+  // The migration Job runs no Kafka client.
+  for (const job of ofKind<IJob>(ms, 'Job'))
+    for (const c of job.spec!.template.spec!.containers) assert.deepEqual(kafkaPrincipalOf(c), {}, c.name);
+
+  const named = await renderValid({
+    kafka: { sasl: { mechanism: 'scram-sha-256' }, tls: true, credentials: { dispatcher: { secretRef: 'prod-kafka-dispatcher' } } },
+  });
+  const namedConfig = ofKind<{ data: Record<string, string> }>(named, 'ConfigMap').find((m) => !isHook(m))!;
+  assert.equal(namedConfig.data.KAFKA_SASL_MECHANISM, 'scram-sha-256');
+  assert.equal(namedConfig.data.KAFKA_SSL, 'true');
+  assert.deepEqual(
+    kafkaPrincipalOf(byName<IDeployment>(named, 'Deployment', 'mesh-agent-mesh-dispatcher').spec!.template.spec!.containers[0]),
+    principal('prod-kafka-dispatcher'),
+  );
+
+  const off = await renderValid({ kafka: { sasl: { enabled: false } } });
+  assert.equal(ofKind<{ data: Record<string, string> }>(off, 'ConfigMap').find((m) => !isHook(m))!.data.KAFKA_SASL_MECHANISM, undefined);
+  for (const d of ofKind<IDeployment>(off, 'Deployment')) assert.deepEqual(kafkaPrincipalOf(d.spec!.template.spec!.containers[0]), {}, d.metadata!.name);
+});
+
+test("a team's own image without its own Kafka principal, or a component without a Secret name, is refused", async () => {
+  const teamWithoutPrincipal: GoMap = { ...workerGroups.find((g) => g.name === 'team-words')! };
+  delete teamWithoutPrincipal.kafka;
+  await assert.rejects(
+    () => chart.render({ agents: { groups: [teamWithoutPrincipal] } }),
+    (e: Error) => e instanceof RenderFailure && /agents\.groups\[team-words\] runs its own image: it needs its own kafka\.secretRef/.test(e.message),
+  );
+  await assert.rejects(() => chart.render({ kafka: { credentials: { agents: { secretRef: '' } } } }), ValuesSchemaError);
+  await assert.rejects(() => chart.render({ kafka: { sasl: { mechanism: 'gssapi' } } }), ValuesSchemaError);
+  // Without authentication a team's image needs no principal.
+  await renderValid({ kafka: { sasl: { enabled: false } }, agents: { groups: [teamWithoutPrincipal] } });
 });
 
 test('a worker group with more fixed replicas than partitions, or an image without a tag, is refused', async () => {

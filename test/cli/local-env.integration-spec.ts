@@ -7,13 +7,14 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ExitCode, writeLocalEnv } from '@mesh/app-cli';
-import { eventually, freshDatabase, uniquePrefix } from '../support/infra.js';
+import { eventually, freshDatabase, testRun, uniquePrefix } from '../support/infra.js';
 import { startTestAgents } from '../support/agents-runtime.js';
 import { KEYS, startTestDirectory } from '../directory/directory-fixtures.js';
 import { repoRoot, spawnNode } from '../support/processes.js';
 
 const OPS_TOKEN = 'local-env-ops-token';
-const agents = await startTestAgents(uniquePrefix('cli-local-env'), await freshDatabase('cli-local-env'), {
+const prefix = uniquePrefix('cli-local-env');
+const agents = await startTestAgents(prefix, await freshDatabase('cli-local-env'), {
   AGENTS_RUN: 'echo-agent',
   AGENTS_OPS_TOKEN: OPS_TOKEN,
 });
@@ -62,6 +63,40 @@ test('a flag or a variable wins over the file; a refused token from the file is 
   const stale = await mesh(['unknowns', 'list']);
   assert.equal(stale.code, ExitCode.failed);
   assert.ok(stale.stderr.includes(`(the ops token given (from ${file}) was refused`), stale.stderr);
+});
+
+// npm start writes the broker's admin principal with the broker; the run's own is not in the operator's shell.
+test("Kafka commands connect as the file's principal; a refused one is named with the broker", async (t) => {
+  if (!process.env.KAFKA_USERNAME) return t.skip('the broker of this run does not authenticate');
+  const kafkaLocal = {
+    ...local,
+    KAFKA_BROKERS: testRun().brokers.join(','),
+    TOPIC_PREFIX: prefix,
+    KAFKA_SASL_MECHANISM: process.env.KAFKA_SASL_MECHANISM ?? 'scram-sha-512',
+    KAFKA_USERNAME: process.env.KAFKA_USERNAME,
+    KAFKA_PASSWORD: process.env.KAFKA_PASSWORD!,
+  };
+  const shell = {
+    KAFKA_BROKERS: undefined,
+    TOPIC_PREFIX: undefined,
+    KAFKA_USERNAME: undefined,
+    KAFKA_PASSWORD: undefined,
+    KAFKA_SASL_MECHANISM: undefined,
+  };
+  writeLocalEnv(file, kafkaLocal);
+  const lag = await mesh(['--json', 'lag', 'echo-agent'], shell);
+  assert.equal(lag.code, ExitCode.ok, lag.stderr);
+  assert.equal((JSON.parse(lag.stdout) as { agents: Array<{ agentId: string }> }).agents[0]?.agentId, 'echo-agent');
+
+  writeLocalEnv(file, { ...kafkaLocal, KAFKA_PASSWORD: 'not-the-password' });
+  const refused = await mesh(['lag', 'echo-agent'], shell);
+  assert.equal(refused.code, ExitCode.failed, refused.stderr);
+  assert.ok(
+    refused.stderr.includes(
+      `Kafka at ${kafkaLocal.KAFKA_BROKERS} refused principal ${kafkaLocal.KAFKA_USERNAME}: authentication failed (check KAFKA_USERNAME/KAFKA_PASSWORD)`,
+    ),
+    refused.stderr,
+  );
 });
 
 test('a file other users may read is refused with the fix, not used', async () => {

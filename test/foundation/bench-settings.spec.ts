@@ -5,6 +5,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { repoRoot } from '../support/processes.js';
@@ -35,6 +37,31 @@ test('an unset or empty setting gives the fallback; a valid one its value', () =
   assert.deepEqual(read(`s.adminDatabaseUrl().toString()`).value, 'postgres://postgres@127.0.0.1:5432/postgres');
   assert.deepEqual(read(`[s.integerOption('n', 3), s.option('url')]`, {}, ['--n', '9', '--url=http://x/']).value, [9, 'http://x/']);
   assert.deepEqual(read(`s.integerOption('n', 3)`, {}, ['--n=4']).value, 4);
+});
+
+test('the broker a run measured on: the given principal, else the local broker admin, else none', () => {
+  const home = mkdtempSync(join(tmpdir(), 'bench-kafka-home-'));
+  try {
+    const facts = `[s.kafkaFacts(), process.env.KAFKA_USERNAME ?? null, process.env.KAFKA_PASSWORD ?? null]`;
+    assert.deepEqual(read(facts, { KAFKA_HOME_DIR: home }).value, [{ brokers: ['127.0.0.1:9092'], authentication: 'none' }, null, null]);
+    writeFileSync(join(home, 'credentials.env'), 'KAFKA_BROKER_PASSWORD=b\nKAFKA_ADMIN_PASSWORD=adminpw\n');
+    assert.deepEqual(read(facts, { KAFKA_HOME_DIR: home }).value, [
+      { brokers: ['127.0.0.1:9092'], authentication: 'SASL/SCRAM-SHA-512 as mesh-admin' },
+      'mesh-admin',
+      'adminpw',
+    ]);
+    assert.deepEqual(read(facts, { KAFKA_HOME_DIR: home, KAFKA_AUTH: 'none' }).value, [
+      { brokers: ['127.0.0.1:9092'], authentication: 'none' },
+      null,
+      null,
+    ]);
+    assert.deepEqual(
+      read(facts, { KAFKA_HOME_DIR: home, KAFKA_USERNAME: 'u', KAFKA_PASSWORD: 'p', KAFKA_SASL_MECHANISM: 'scram-sha-256' }).value,
+      [{ brokers: ['127.0.0.1:9092'], authentication: 'SASL/SCRAM-SHA-256 as u' }, 'u', 'p'],
+    );
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
 });
 
 test('a whole-number setting refuses anything but a whole number in range, naming it', () => {

@@ -152,6 +152,11 @@ function localEnvOf(path: string, expected: { kafka: number; databaseUrl: string
   assert.equal(vars.AGENTS_DIRECTORY_URL, `http://127.0.0.1:${expected.directory}`);
   assert.equal(vars.KAFKA_BROKERS, `127.0.0.1:${expected.kafka}`);
   assert.equal(vars.DATABASE_URL, expected.databaseUrl);
+  // The broker npm start runs authenticates: the file holds its admin principal (each service has its own).
+  if (process.env.KAFKA_AUTH !== 'none') {
+    assert.equal(vars.KAFKA_USERNAME, 'mesh-admin');
+    assert.match(vars.KAFKA_PASSWORD ?? '', /^[A-Za-z0-9]{20,}$/);
+  }
   return vars;
 }
 

@@ -12,6 +12,7 @@ import { loadAgentsConfig, startAgents } from '@mesh/agent-runtime';
 import type { AgentDefinition } from '@mesh/agent-sdk';
 import { client, KEYS, startTestDirectory } from '../directory/directory-fixtures.js';
 import { eventually, freshDatabase, testRun } from '../support/infra.js';
+import { kafkaClientEnv } from '../support/kafka-principals.js';
 import { freePort, repoRoot, spawnNode } from '../support/processes.js';
 import { standInForTopicOwners } from '../support/topic-owners.js';
 
@@ -92,6 +93,7 @@ test("the agents the blocks define are accepted by the directory: the runtime re
     {
       ...loadAgentsConfig({
         KAFKA_BROKERS: testRun().brokers.join(','),
+        ...kafkaClientEnv(),
         TOPIC_PREFIX: prefix,
         DATABASE_URL: databaseUrl,
         AGENTS_DIRECTORY_URL: dir.url,
@@ -117,6 +119,7 @@ test('the worker main file runs as written: registered, ready, drained on SIGTER
       {
         PATH: process.env.PATH,
         KAFKA_BROKERS: testRun().brokers.join(','),
+        ...kafkaClientEnv(),
         TOPIC_PREFIX: prefix,
         DATABASE_URL: databaseUrl,
         AGENTS_DIRECTORY_URL: dir.url,

@@ -2,6 +2,7 @@ import { after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { NO_KAFKA_PRINCIPAL } from './kafka-principals.js';
 import { repoRoot } from './processes.js';
 
 export interface Started {
@@ -10,11 +11,15 @@ export interface Started {
   stop(): Promise<number | null>;
 }
 
-/** Runs `scripts/start.mjs` (what `npm start` runs after its build) and resolves once it printed that every service is ready. */
+/**
+ * Runs `scripts/start.mjs` (what `npm start` runs after its build) and resolves once it printed that
+ * every service is ready. Without the run's Kafka principal, as a reader's shell: each service
+ * connects as its own (the broker's credentials file), unless `env` names one.
+ */
 export async function npmStart(env: NodeJS.ProcessEnv): Promise<Started> {
   const child = spawn(process.execPath, [join(repoRoot, 'scripts/start.mjs')], {
     cwd: repoRoot,
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...NO_KAFKA_PRINCIPAL, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

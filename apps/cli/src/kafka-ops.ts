@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import {
   BusAdmin,
   createKafka,
+  kafkaStartError,
   logLevel,
   readDeadLetters,
   replayDeadLetters,
@@ -14,17 +15,20 @@ import {
 import { ConsumerGroups, TopicNames, type AgentHeartbeat } from '@mesh/contract';
 import { CliError, ExitCode } from './cli-error.js';
 
-/** Where the broker is and which topic prefix the installation uses. */
+/** Where the broker is, which topic prefix the installation uses, and the principal to connect as. */
 export interface KafkaTarget {
   brokers: string[];
   prefix: string;
+  /** Unset: none (a broker without authentication). */
+  sasl?: { mechanism: 'scram-sha-512' | 'scram-sha-256' | 'plain'; username: string; password: string };
+  ssl?: boolean;
 }
 
 // kafkajs logs nothing: its failures reach the operator as the one-line error they raise.
 // KAFKAJS_LOG=debug brings its log back (on stderr) when that line is not enough.
 const kafkaOf = (t: KafkaTarget) =>
   createKafka(
-    { brokers: t.brokers, clientId: 'mesh-cli' },
+    { brokers: t.brokers, clientId: 'mesh-cli', ...(t.sasl ? { sasl: t.sasl } : {}), ...(t.ssl ? { ssl: true } : {}) },
     {
       retry: { retries: 1 },
       connectionTimeout: 3000,
@@ -38,6 +42,13 @@ async function guard<T>(t: KafkaTarget, fn: () => Promise<T>): Promise<T> {
   } catch (err) {
     if (err instanceof CliError) throw err;
     const msg = err instanceof Error ? err.message : String(err);
+    const name = err instanceof Error ? err.name : '';
+    if (
+      name === 'KafkaJSSASLAuthenticationError' ||
+      (err as { type?: string }).type === 'UNSUPPORTED_SASL_MECHANISM' ||
+      (!t.sasl && name === 'KafkaJSConnectionClosedError')
+    )
+      throw new CliError(kafkaStartError(t.brokers, t.sasl, err).message, ExitCode.failed);
     if (/does not host this topic-partition|UNKNOWN_TOPIC/i.test(msg))
       throw new CliError(`Kafka at ${t.brokers.join(',')}: a topic asked for does not exist`, ExitCode.failed, 'not_found');
     const unreachable = /connect|ECONNREFUSED|ENOTFOUND|timeout/i.test(msg);

@@ -72,6 +72,12 @@ app.kubernetes.io/managed-by: {{ .root.Release.Service }}
 KAFKA_BROKERS: {{ required "kafka.brokers is required" .Values.kafka.brokers | quote }}
 KAFKA_CLIENT_ID: {{ .Values.kafka.clientId | quote }}
 TOPIC_PREFIX: {{ .Values.kafka.topicPrefix | quote }}
+{{- if .Values.kafka.sasl.enabled }}
+KAFKA_SASL_MECHANISM: {{ .Values.kafka.sasl.mechanism | quote }}
+{{- end }}
+{{- if .Values.kafka.tls }}
+KAFKA_SSL: "true"
+{{- end }}
 DRAIN_TIMEOUT_MS: {{ mul (int .Values.drain.timeoutSeconds) 1000 | quote }}
 {{- /* The apps listen on 127.0.0.1 unless told otherwise; in a pod the Service must reach them. */}}
 HTTP_HOST: "0.0.0.0"
@@ -113,8 +119,28 @@ AGENTS_TOOL_TOKEN_SECRET: {{ . | b64enc | quote }}
 {{- end -}}
 
 {{/*
+The Secret of one component's Kafka principal while kafka.sasl.enabled, else nothing; arg: dict root,
+key (directory|dispatcher|agents), group (an agent group: its own kafka.secretRef first; a group with
+its own image must name one, a team never gets a platform principal).
+*/}}
+{{- define "agent-mesh.kafkaSecret" -}}
+{{- $k := .root.Values.kafka -}}
+{{- $g := .group | default dict -}}
+{{- if $k.sasl.enabled -}}
+{{- if $g.kafka -}}
+{{- $g.kafka.secretRef -}}
+{{- else if $g.image -}}
+{{- fail (printf "agents.groups[%s] runs its own image: it needs its own kafka.secretRef (a Secret with the team's username and password) while kafka.sasl.enabled; a team never gets a platform principal" $g.name) -}}
+{{- else -}}
+{{- required (printf "kafka.credentials.%s.secretRef is required while kafka.sasl.enabled" .key) (index $k.credentials .key).secretRef -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
 env and envFrom of an app container; arg: dict root, app, port, env, secretEnv (name → key of the
-Secret), platformSecret (whether the release's Secret is read), secretRefs (more Secrets, read after it).
+Secret), platformSecret (whether the release's Secret is read), secretRefs (more Secrets, read after it),
+kafkaSecret (the Secret whose username and password are KAFKA_USERNAME and KAFKA_PASSWORD; empty: none).
 */}}
 {{- define "agent-mesh.containerEnv" -}}
 {{- $secret := include "agent-mesh.secretName" .root -}}
@@ -143,6 +169,18 @@ env:
         name: {{ $secret }}
         key: {{ $key }}
 {{- end }}
+{{- with .kafkaSecret }}
+  - name: KAFKA_USERNAME
+    valueFrom:
+      secretKeyRef:
+        name: {{ . }}
+        key: username
+  - name: KAFKA_PASSWORD
+    valueFrom:
+      secretKeyRef:
+        name: {{ . }}
+        key: password
+{{- end }}
 {{- end -}}
 
 {{/* The stand-alone apps: values key and component (object suffix and entry folder under apps/). */}}
@@ -158,7 +196,7 @@ env:
 {{/*
 A Deployment of one app; arg: dict root, component (object name suffix), app (directory|dispatcher|agents),
 spec (the component's values), replicas (omitted when an autoscaler owns the count), env (extra env),
-group (an agent group: its own image, command, args and secretRefs).
+group (an agent group: its own image, command, args and secretRefs), kafkaSecret (its Kafka principal's Secret).
 */}}
 {{- define "agent-mesh.deployment" -}}
 {{- $root := .root -}}
@@ -239,7 +277,7 @@ spec:
             - name: http
               containerPort: {{ int .spec.port }}
               protocol: TCP
-          {{- include "agent-mesh.containerEnv" (dict "root" $root "app" .app "port" .spec.port "env" .env "secretEnv" (.secretEnv | default dict) "platformSecret" (empty $g.image) "secretRefs" ($g.secretRefs | default list)) | nindent 10 }}
+          {{- include "agent-mesh.containerEnv" (dict "root" $root "app" .app "port" .spec.port "env" .env "secretEnv" (.secretEnv | default dict) "platformSecret" (empty $g.image) "secretRefs" ($g.secretRefs | default list) "kafkaSecret" (.kafkaSecret | default "")) | nindent 10 }}
           startupProbe:
             httpGet: { path: /livez, port: http }
             {{- toYaml $v.probes.startup | nindent 12 }}

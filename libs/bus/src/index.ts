@@ -1,6 +1,8 @@
 export {
   createKafka,
   assertKafkaReachable,
+  kafkaStartError,
+  saslFromEnv,
   KafkaProbe,
   logLevel,
   type Admin,

@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { logLevel, type LogEntry } from 'kafkajs';
+import kafkajs, { logLevel, type LogEntry } from 'kafkajs';
 import { createLogger } from '@mesh/telemetry';
-import { kafkaLogCreator } from './kafka-client.js';
+import { kafkaLogCreator, kafkaStartError, saslFromEnv } from './kafka-client.js';
 
 /** Feeds kafkajs-shaped entries through the log creator; returns the JSON lines written. */
 function logThrough(level: string, entries: Array<Omit<LogEntry, 'label'>>): Array<Record<string, unknown>> {
@@ -106,4 +106,54 @@ test('other kafkajs errors stay errors, in the service logger, with their stack 
   assert.equal(lines[0].service, 'dispatcher');
   assert.match(String(lines[0].stack), /KafkaJSNonRetriableError/);
   assert.equal(lines[0].namespace, 'Consumer');
+});
+
+// kafkajs's own error classes, as a failed connection throws them (its types omit their constructors' arguments).
+const { KafkaJSConnectionClosedError, KafkaJSProtocolError, KafkaJSSASLAuthenticationError } = kafkajs as unknown as {
+  KafkaJSSASLAuthenticationError: new (message: string) => Error;
+  KafkaJSConnectionClosedError: new (message: string) => Error;
+  KafkaJSProtocolError: new (e: { message: string; type: string; code: number }) => Error;
+};
+
+test('a refused principal is one line naming the broker, the principal and the settings to check', () => {
+  const sasl = { mechanism: 'scram-sha-512' as const, username: 'mesh-dispatcher', password: 'wrong' };
+  const refused = kafkaStartError(
+    ['127.0.0.1:9092'],
+    sasl,
+    new KafkaJSSASLAuthenticationError('SASL SCRAM SHA512 authentication failed: invalid credentials'),
+  );
+  assert.equal(refused.code, 'UNAUTHENTICATED');
+  assert.equal(
+    refused.message,
+    'Kafka at 127.0.0.1:9092 refused principal mesh-dispatcher: authentication failed (check KAFKA_USERNAME/KAFKA_PASSWORD)',
+  );
+  assert.doesNotMatch(refused.message, /wrong/, 'never the password');
+  const mechanism = kafkaStartError(
+    ['b:1'],
+    sasl,
+    new KafkaJSProtocolError({ message: 'unsupported', type: 'UNSUPPORTED_SASL_MECHANISM', code: 33 }),
+  );
+  assert.match(
+    mechanism.message,
+    /^Kafka at b:1 refused principal mesh-dispatcher: the broker does not offer SCRAM-SHA-512 \(check KAFKA_SASL_MECHANISM\)$/,
+  );
+});
+
+test('a closed connection without a principal hints at authentication; an unreachable broker stays retryable', () => {
+  const closed = kafkaStartError(['b:1'], undefined, new KafkaJSConnectionClosedError('Closed connection'));
+  assert.equal(closed.code, 'UNAVAILABLE');
+  assert.match(
+    closed.message,
+    /^cannot reach Kafka at b:1: Closed connection \(the broker may require authentication: set KAFKA_USERNAME\/KAFKA_PASSWORD\)$/,
+  );
+  const down = kafkaStartError(['b:1'], undefined, new Error('connect ECONNREFUSED'));
+  assert.equal(down.message, 'cannot reach Kafka at b:1: connect ECONNREFUSED');
+  assert.equal(down.retryable, true);
+});
+
+test('the environment supplies a principal only when both username and password are set', () => {
+  assert.equal(saslFromEnv({ KAFKA_USERNAME: 'u' }), undefined);
+  assert.equal(saslFromEnv({}), undefined);
+  assert.deepEqual(saslFromEnv({ KAFKA_USERNAME: 'u', KAFKA_PASSWORD: 'p' }), { mechanism: 'scram-sha-512', username: 'u', password: 'p' });
+  assert.deepEqual(saslFromEnv({ KAFKA_USERNAME: 'u', KAFKA_PASSWORD: 'p', KAFKA_SASL_MECHANISM: 'plain' })?.mechanism, 'plain');
 });

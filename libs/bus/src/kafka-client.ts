@@ -89,18 +89,44 @@ export function createKafka(opts: KafkaConnectionOptions, overrides: Partial<Kaf
   });
 }
 
-/** Fails with one clear line when no broker answers, instead of retrying forever. */
+/**
+ * Fails with one clear line when no broker answers, instead of retrying forever; a broker that
+ * refuses the principal is named with it, and the settings to check.
+ */
 export async function assertKafkaReachable(opts: KafkaConnectionOptions): Promise<void> {
   const admin = createKafka({ ...opts, retries: 2 }, { logLevel: logLevel.NOTHING }).admin();
   try {
     await admin.connect();
     await admin.describeCluster();
   } catch (cause) {
-    const msg = cause instanceof Error ? cause.message : String(cause);
-    throw new MeshError('UNAVAILABLE', `cannot reach Kafka at ${opts.brokers.join(',')}: ${msg}`, { cause, retryable: true });
+    throw kafkaStartError(opts.brokers, opts.sasl ?? saslFromEnv(), cause);
   } finally {
     await admin.disconnect().catch(() => undefined);
   }
+}
+
+/** What a failed first connection means, as one line naming the broker (and the principal it refused). */
+export function kafkaStartError(brokers: string[], sasl: KafkaConnectionOptions['sasl'], cause: unknown): MeshError {
+  const at = brokers.join(',');
+  const msg = cause instanceof Error ? cause.message : String(cause);
+  const name = cause instanceof Error ? cause.name : '';
+  const type = (cause as { type?: unknown } | undefined)?.type;
+  if (sasl && name === 'KafkaJSSASLAuthenticationError')
+    return new MeshError(
+      'UNAUTHENTICATED',
+      `Kafka at ${at} refused principal ${sasl.username}: authentication failed (check KAFKA_USERNAME/KAFKA_PASSWORD)`,
+      { cause },
+    );
+  if (sasl && type === 'UNSUPPORTED_SASL_MECHANISM')
+    return new MeshError(
+      'UNAUTHENTICATED',
+      `Kafka at ${at} refused principal ${sasl.username}: the broker does not offer ${sasl.mechanism.toUpperCase()} (check KAFKA_SASL_MECHANISM)`,
+      { cause },
+    );
+  // A SASL listener closes a connection that speaks Kafka without authenticating first.
+  const hint =
+    !sasl && name === 'KafkaJSConnectionClosedError' ? ' (the broker may require authentication: set KAFKA_USERNAME/KAFKA_PASSWORD)' : '';
+  return new MeshError('UNAVAILABLE', `cannot reach Kafka at ${at}: ${msg}${hint}`, { cause, retryable: true });
 }
 
 /** Readiness probe over a long-lived admin client. */

@@ -63,6 +63,18 @@ const LOCAL_DEFAULTS = {
 export interface ResolvedGlobals extends Globals {
   /** The file the values came from, and which ones (for the credential hint). */
   local?: { path: string; keys: Array<keyof Globals> };
+  /** The Kafka principal, from where the brokers came from: the local env file's, else the environment's. */
+  kafkaAuth: Pick<KafkaTarget, 'sasl' | 'ssl'>;
+}
+
+/** KAFKA_USERNAME / KAFKA_PASSWORD / KAFKA_SASL_MECHANISM / KAFKA_SSL of `vars` as a Kafka target's principal. */
+export function kafkaAuthOf(vars: Record<string, string | undefined>): Pick<KafkaTarget, 'sasl' | 'ssl'> {
+  const { KAFKA_USERNAME: username, KAFKA_PASSWORD: password } = vars;
+  const mechanism = (vars.KAFKA_SASL_MECHANISM || 'scram-sha-512') as NonNullable<KafkaTarget['sasl']>['mechanism'];
+  return {
+    ...(username && password ? { sasl: { mechanism, username, password } } : {}),
+    ...(vars.KAFKA_SSL === 'true' ? { ssl: true } : {}),
+  };
 }
 
 const resolved = new WeakMap<Command, ResolvedGlobals>();
@@ -74,7 +86,7 @@ const resolved = new WeakMap<Command, ResolvedGlobals>();
 export function globalsOf(program: Command, env: NodeJS.ProcessEnv): ResolvedGlobals {
   const cached = resolved.get(program);
   if (cached) return cached;
-  const opts: ResolvedGlobals = { ...program.opts<Globals>() };
+  const opts: ResolvedGlobals = { ...program.opts<Globals>(), kafkaAuth: {} };
   const path = localEnvPath(env);
   const file = readLocalEnv(path);
   if (file) {
@@ -88,6 +100,8 @@ export function globalsOf(program: Command, env: NodeJS.ProcessEnv): ResolvedGlo
     }
     if (keys.length > 0) opts.local = { path, keys };
   }
+  // The principal goes with the brokers: npm start's admin for its broker, the environment's for another.
+  opts.kafkaAuth = kafkaAuthOf(file && opts.local?.keys.includes('brokers') ? file : env);
   resolved.set(program, opts);
   return opts;
 }
@@ -120,6 +134,7 @@ export function cliContext(program: Command, io: CliIo): CliContext {
         .map((b) => b.trim())
         .filter(Boolean),
       prefix: g().prefix,
+      ...g().kafkaAuth,
     }),
     print: (json, human) => {
       if (g().json) io.out(JSON.stringify(json, null, 2));

@@ -16,6 +16,9 @@ export interface ConsoleTargets {
   opsToken?: string;
   brokers: string[];
   prefix: string;
+  /** The Kafka principal (the CLI's: from the local env file or the environment). */
+  sasl?: { mechanism: 'scram-sha-512' | 'scram-sha-256' | 'plain'; username: string; password: string };
+  ssl?: boolean;
   /**
    * The dispatcher's DISPATCHER_START_TIMEOUT_MS: a task still `submitted` this long after its
    * turn was accepted is past its start-by time (0: no such warning).
@@ -47,7 +50,12 @@ export class ConsoleClients {
   constructor(readonly targets: ConsoleTargets) {
     this.logger = targets.logger ?? createLogger('mesh-console', process.env.LOG_LEVEL ?? 'info', process.stderr);
     this.kafka = createKafka(
-      { brokers: targets.brokers, clientId: 'mesh-console' },
+      {
+        brokers: targets.brokers,
+        clientId: 'mesh-console',
+        ...(targets.sasl ? { sasl: targets.sasl } : {}),
+        ...(targets.ssl ? { ssl: true } : {}),
+      },
       { retry: { retries: 1 }, connectionTimeout: 3000, logCreator: consoleKafkaLog(this.logger) as never },
     );
     this.admin = new BusAdmin(this.kafka);
