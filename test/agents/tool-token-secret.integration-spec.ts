@@ -63,7 +63,10 @@ test('in process: CONFIG_INVALID; the same worker with the secret, or without ag
     await refund.stop();
   }
   // A team worker: no secret, the dispatcher's token endpoint instead.
-  const exchanging = await startAgents(config({ AGENTS_RUN: 'refund-agent', AGENTS_TOKEN_URL: 'http://127.0.0.1:9/oauth/token' }), sampleAgents);
+  const exchanging = await startAgents(
+    config({ AGENTS_RUN: 'refund-agent', AGENTS_TOKEN_URL: 'http://127.0.0.1:9/oauth/token' }),
+    sampleAgents,
+  );
   try {
     assert.equal((await fetch(`${exchanging.url}/healthz`)).status, 200);
   } finally {

@@ -37,7 +37,10 @@ export function loadBillingToolsConfig(env: NodeJS.ProcessEnv = process.env): Bi
       "BILLING_TOOLS_JWKS_URL (the dispatcher's …/.well-known/jwks.json, with BILLING_TOOLS_TOKEN_ISSUER) or BILLING_TOKEN_SECRET is required: every request needs a verifiable token",
     );
   if (config.BILLING_TOOLS_JWKS_URL && !config.BILLING_TOOLS_TOKEN_ISSUER)
-    throw new MeshError('CONFIG_INVALID', "BILLING_TOOLS_TOKEN_ISSUER is required with BILLING_TOOLS_JWKS_URL: the dispatcher's DISPATCHER_ISSUER");
+    throw new MeshError(
+      'CONFIG_INVALID',
+      "BILLING_TOOLS_TOKEN_ISSUER is required with BILLING_TOOLS_JWKS_URL: the dispatcher's DISPATCHER_ISSUER",
+    );
   return config;
 }
 
@@ -46,7 +49,9 @@ export function billingTokenVerifier(config: BillingToolsConfig): ToolTokenVerif
   const audience = config.BILLING_TOKEN_AUDIENCE;
   const verifiers: ToolTokenVerifier[] = [];
   if (config.BILLING_TOOLS_JWKS_URL && config.BILLING_TOOLS_TOKEN_ISSUER)
-    verifiers.push(createToolTokenVerifier({ jwksUrl: config.BILLING_TOOLS_JWKS_URL, issuer: config.BILLING_TOOLS_TOKEN_ISSUER, audience }));
+    verifiers.push(
+      createToolTokenVerifier({ jwksUrl: config.BILLING_TOOLS_JWKS_URL, issuer: config.BILLING_TOOLS_TOKEN_ISSUER, audience }),
+    );
   if (config.BILLING_TOKEN_SECRET) verifiers.push(hmacToolTokenVerifier(config.BILLING_TOKEN_SECRET, audience));
   return anyToolTokenVerifier(verifiers);
 }

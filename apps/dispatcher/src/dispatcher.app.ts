@@ -57,7 +57,14 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
   const kafkaProbe = new KafkaProbe(kafka);
   // Settings are checked before anything connects.
   const authenticator = new Authenticator(overrides.auth ?? loadAuthOptions());
-  const deps = { config, logger, kafka, kafkaConnection, kafkaProbe, dataSource, authenticator,
+  const deps = {
+    config,
+    logger,
+    kafka,
+    kafkaConnection,
+    kafkaProbe,
+    dataSource,
+    authenticator,
     wrapProducer: overrides.wrapProducer,
     toolAudiencePolicy: overrides.toolAudiencePolicy,
   };

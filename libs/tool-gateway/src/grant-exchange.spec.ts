@@ -21,7 +21,12 @@ function endpoint(answer: (form: URLSearchParams) => { status: number; body: obj
 
 const issued = (form: URLSearchParams) => ({
   status: 200,
-  body: { access_token: `tok-${form.get('resource')}-${form.get('requested_token_type')}`, issued_token_type: ToolGrants.accessTokenType, token_type: 'Bearer', expires_in: 60 },
+  body: {
+    access_token: `tok-${form.get('resource')}-${form.get('requested_token_type')}`,
+    issued_token_type: ToolGrants.accessTokenType,
+    token_type: 'Bearer',
+    expires_in: 60,
+  },
 });
 
 test('a token is used until 10 s before it expires', () => {
@@ -57,20 +62,33 @@ test('one exchange per (grant, resource, kind): concurrent requests share it, la
 test('no grant: UNAUTHENTICATED without asking the endpoint; a refusal is UNAUTHENTICATED naming the OAuth error', async () => {
   const ep = endpoint(() => ({ status: 400, body: { error: 'invalid_grant', error_description: 'the task of the grant has ended' } }));
   const m = new GrantExchangeMinter({ tokenUrl: 'http://d.test/oauth/token', fetch: ep.fetch });
-  await assert.rejects(m.mint({ audience: 'billing-tools', tenant: 'acme', subject: 'alice', taskId: 't1' }), (e: { code?: string }) => e.code === 'UNAUTHENTICATED');
-  await assert.rejects(m.mintConnection({ audience: 'billing-tools', subject: 'w' }), (e: { code?: string }) => e.code === 'UNAUTHENTICATED');
+  await assert.rejects(
+    m.mint({ audience: 'billing-tools', tenant: 'acme', subject: 'alice', taskId: 't1' }),
+    (e: { code?: string }) => e.code === 'UNAUTHENTICATED',
+  );
+  await assert.rejects(
+    m.mintConnection({ audience: 'billing-tools', subject: 'w' }),
+    (e: { code?: string }) => e.code === 'UNAUTHENTICATED',
+  );
   assert.equal(ep.forms.length, 0);
   await assert.rejects(
     m.mint({ audience: 'billing-tools', tenant: 'acme', subject: 'alice', taskId: 't1', grant: grant('g1') }),
-    (e: { code?: string; message?: string }) => e.code === 'UNAUTHENTICATED' && /invalid_grant \(the task of the grant has ended\)/.test(e.message ?? ''),
+    (e: { code?: string; message?: string }) =>
+      e.code === 'UNAUTHENTICATED' && /invalid_grant \(the task of the grant has ended\)/.test(e.message ?? ''),
   );
   assert.equal(m.size, 0, 'a refusal is not cached');
 });
 
 test('an unreachable endpoint or a 5xx is UNAVAILABLE and retryable', async () => {
   const down = new GrantExchangeMinter({ tokenUrl: 'http://d.test/oauth/token', fetch: () => Promise.reject(new Error('ECONNREFUSED')) });
-  await assert.rejects(down.mint({ audience: 'b', tenant: 'acme', subject: 's', taskId: 't', grant: grant('g') }), (e: { code?: string; retryable?: boolean }) => e.code === 'UNAVAILABLE' && e.retryable === true);
+  await assert.rejects(
+    down.mint({ audience: 'b', tenant: 'acme', subject: 's', taskId: 't', grant: grant('g') }),
+    (e: { code?: string; retryable?: boolean }) => e.code === 'UNAVAILABLE' && e.retryable === true,
+  );
   const ep = endpoint(() => ({ status: 503, body: {} }));
   const busy = new GrantExchangeMinter({ tokenUrl: 'http://d.test/oauth/token', fetch: ep.fetch });
-  await assert.rejects(busy.mint({ audience: 'b', tenant: 'acme', subject: 's', taskId: 't', grant: grant('g') }), (e: { code?: string; retryable?: boolean }) => e.code === 'UNAVAILABLE' && e.retryable === true);
+  await assert.rejects(
+    busy.mint({ audience: 'b', tenant: 'acme', subject: 's', taskId: 't', grant: grant('g') }),
+    (e: { code?: string; retryable?: boolean }) => e.code === 'UNAVAILABLE' && e.retryable === true,
+  );
 });

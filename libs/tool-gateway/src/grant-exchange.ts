@@ -52,7 +52,10 @@ export class GrantExchangeMinter implements ToolTokenMinter {
   mintConnection(c: ConnectionTokenClaims): Promise<string> {
     if (!c.grant)
       return Promise.reject(
-        new MeshError('UNAUTHENTICATED', `no grant of a running task to open a session to ${c.audience} with: a tool session opens within a task`),
+        new MeshError(
+          'UNAUTHENTICATED',
+          `no grant of a running task to open a session to ${c.audience} with: a tool session opens within a task`,
+        ),
       );
     return this.token(c.grant, c.audience, 'connection');
   }
@@ -103,7 +106,10 @@ export class GrantExchangeMinter implements ToolTokenMinter {
         signal: AbortSignal.timeout(this.o.timeoutMs ?? 10_000),
       });
     } catch (cause) {
-      throw new MeshError('UNAVAILABLE', `the token endpoint ${this.o.tokenUrl} is unreachable: ${String(cause)}`, { cause, retryable: true });
+      throw new MeshError('UNAVAILABLE', `the token endpoint ${this.o.tokenUrl} is unreachable: ${String(cause)}`, {
+        cause,
+        retryable: true,
+      });
     }
     const answer = (await res.json().catch(() => ({}))) as Record<string, unknown>;
     if (res.status === 400 && typeof answer.error === 'string')

@@ -3,7 +3,13 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
 import { createLocalJWKSet, exportJWK, SignJWT, type JWK } from 'jose';
 import { ToolGrants } from '@mesh/contract';
-import { anyToolTokenVerifier, createToolTokenVerifier, hmacToolTokenVerifier, HmacToolTokenMinter, verifyToolToken } from './tool-token.js';
+import {
+  anyToolTokenVerifier,
+  createToolTokenVerifier,
+  hmacToolTokenVerifier,
+  HmacToolTokenMinter,
+  verifyToolToken,
+} from './tool-token.js';
 
 const secret = 'a-test-secret-of-enough-length';
 
@@ -59,7 +65,12 @@ test('the JWKS verifier refuses another audience, another issuer, a grant (typ) 
   await assert.rejects(v.claims(await issued({}, ToolGrants.accessTokenTyp, 'other-server')));
   await assert.rejects(v.claims(await issued({}, ToolGrants.accessTokenTyp, ['billing-tools', 'other-server'])));
   await assert.rejects(v.claims(await issued({}, ToolGrants.grantTyp)));
-  const other = createToolTokenVerifier({ jwksUrl: 'http://unused.test/jwks', issuer: 'https://elsewhere.test', audience: 'billing-tools', keys });
+  const other = createToolTokenVerifier({
+    jwksUrl: 'http://unused.test/jwks',
+    issuer: 'https://elsewhere.test',
+    audience: 'billing-tools',
+    keys,
+  });
   await assert.rejects(other.claims(await issued({})));
   const connection = await issued({ tenant: undefined, task_id: undefined });
   assert.deepEqual(await v.claims(connection), { subject: 'alice', agentId: 'refund-agent' });
@@ -74,6 +85,11 @@ test('a server accepting both takes the JWKS token and the HS256 one; an HS256 t
   assert.equal((await v.call(await issued({}))).tenant, 'acme');
   const hmac = await new HmacToolTokenMinter(secret).mint({ audience: 'billing-tools', tenant: 'acme', subject: 'alice', taskId: 't1' });
   assert.equal((await v.call(hmac)).tenant, 'acme');
-  const guessed = await new HmacToolTokenMinter('a-guessed-secret-of-some-length').mint({ audience: 'billing-tools', tenant: 'acme', subject: 'alice', taskId: 't1' });
+  const guessed = await new HmacToolTokenMinter('a-guessed-secret-of-some-length').mint({
+    audience: 'billing-tools',
+    tenant: 'acme',
+    subject: 'alice',
+    taskId: 't1',
+  });
   await assert.rejects(v.call(guessed));
 });

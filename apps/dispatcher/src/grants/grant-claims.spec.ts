@@ -46,7 +46,10 @@ test('an issued call token: audience the resource, the agent outermost actor, 60
   const t = issuedClaims(g, 'billing-tools', 'call', now);
   assert.equal(t.aud, 'billing-tools');
   assert.equal(t.iss, 'https://d.test');
-  assert.deepEqual([t.sub, t.tenant, t.task_id, t.agent_id, t.scope, t.grant_jti], ['alice', 'acme', 't1', 'refund-agent', 'billing:read', g.jti]);
+  assert.deepEqual(
+    [t.sub, t.tenant, t.task_id, t.agent_id, t.scope, t.grant_jti],
+    ['alice', 'acme', 't1', 'refund-agent', 'billing:read', g.jti],
+  );
   assert.deepEqual(t.act, { sub: 'agent:refund-agent', act: { sub: 'apikey:demo' } });
   assert.equal(t.exp, now / 1000 + 60);
   const short = issuedClaims({ ...g, exp: now / 1000 + 20 }, 'billing-tools', 'call', now);

@@ -41,7 +41,10 @@ export class GrantKeys {
   /** Reads the configured keys; without one, makes a key for this process and says so. */
   static async load(settings: GrantKeySettings, logger?: Logger): Promise<GrantKeys> {
     const previous = settings.DISPATCHER_SIGNING_KEY_PREVIOUS_FILE
-      ? await signingKey(readPem(settings.DISPATCHER_SIGNING_KEY_PREVIOUS_FILE, 'DISPATCHER_SIGNING_KEY_PREVIOUS_FILE'), 'DISPATCHER_SIGNING_KEY_PREVIOUS_FILE')
+      ? await signingKey(
+          readPem(settings.DISPATCHER_SIGNING_KEY_PREVIOUS_FILE, 'DISPATCHER_SIGNING_KEY_PREVIOUS_FILE'),
+          'DISPATCHER_SIGNING_KEY_PREVIOUS_FILE',
+        )
       : undefined;
     if (settings.DISPATCHER_SIGNING_KEY_FILE)
       return new GrantKeys(
@@ -98,7 +101,8 @@ async function signingKey(pem: string, name: string): Promise<SigningKey> {
   } catch (cause) {
     throw new MeshError('CONFIG_INVALID', `${name}: not a PKCS#8 PEM private key`, { cause });
   }
-  if (key.asymmetricKeyType !== 'ed25519') throw new MeshError('CONFIG_INVALID', `${name}: must be an Ed25519 key (got ${key.asymmetricKeyType})`);
+  if (key.asymmetricKeyType !== 'ed25519')
+    throw new MeshError('CONFIG_INVALID', `${name}: must be an Ed25519 key (got ${key.asymmetricKeyType})`);
   return fromPrivateKey(key);
 }
 

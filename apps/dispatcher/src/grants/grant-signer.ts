@@ -26,7 +26,9 @@ export class GrantSigner {
 
   /** The grant of a turn whose command carries `identity`. */
   grantFor(identity: Identity, nowMs = Date.now()): string {
-    const grant = this.keys.signJwt(ToolGrants.grantTyp, { ...grantClaims(identity, this.issuer, this.tokenEndpoint, { nowMs, ttlMs: this.ttlMs }) });
+    const grant = this.keys.signJwt(ToolGrants.grantTyp, {
+      ...grantClaims(identity, this.issuer, this.tokenEndpoint, { nowMs, ttlMs: this.ttlMs }),
+    });
     this.metrics?.grantsSigned.inc();
     return grant;
   }

@@ -30,7 +30,14 @@ const TOKEN_BODY_LIMIT = '16kb';
     },
     {
       provide: TokenExchange,
-      useFactory: (keys: GrantKeys, signer: GrantSigner, repo: TaskRepository, policy: ToolAudiencePolicy, metrics: MeshMetrics, logger: Logger) =>
+      useFactory: (
+        keys: GrantKeys,
+        signer: GrantSigner,
+        repo: TaskRepository,
+        policy: ToolAudiencePolicy,
+        metrics: MeshMetrics,
+        logger: Logger,
+      ) =>
         new TokenExchange({
           keys,
           issuer: signer.issuer,

@@ -30,7 +30,10 @@ export class TokenExchangeController {
     try {
       res.status(200).json(await this.exchange.exchange(form));
     } catch (err) {
-      const e = err instanceof TokenExchangeError ? err : new TokenExchangeError('invalid_request', 'internal', 'the request could not be processed');
+      const e =
+        err instanceof TokenExchangeError
+          ? err
+          : new TokenExchangeError('invalid_request', 'internal', 'the request could not be processed');
       res.status(400).json({ error: e.code, error_description: e.message });
     }
   }

@@ -68,7 +68,10 @@ test('a connection token names the agent and no tenant', async () => {
 });
 
 test('grants that do not verify are invalid_grant: expired, signed by another key, an issued token, another issuer', async () => {
-  await assert.rejects(exchange.exchange(form(signer.grantFor(identity, Date.now() - 2 * 3_600_000))), refusedWith('invalid_grant', 'expired'));
+  await assert.rejects(
+    exchange.exchange(form(signer.grantFor(identity, Date.now() - 2 * 3_600_000))),
+    refusedWith('invalid_grant', 'expired'),
+  );
   const other = new GrantSigner(await GrantKeys.generate(), issuer, 3_600_000);
   await assert.rejects(exchange.exchange(form(other.grantFor(identity))), refusedWith('invalid_grant', 'unverified'));
   const issued = await exchange.exchange(form(signer.grantFor(identity), { resource: signer.tokenEndpoint }));
@@ -81,9 +84,18 @@ test('grants that do not verify are invalid_grant: expired, signed by another ke
 test('a grant of a finished or unknown task is invalid_grant', async () => {
   states.set('t2', TaskStates.completed);
   states.set('t3', TaskStates.canceled);
-  await assert.rejects(exchange.exchange(form(signer.grantFor({ ...identity, taskId: 't2' }))), refusedWith('invalid_grant', 'task_finished'));
-  await assert.rejects(exchange.exchange(form(signer.grantFor({ ...identity, taskId: 't3' }))), refusedWith('invalid_grant', 'task_finished'));
-  await assert.rejects(exchange.exchange(form(signer.grantFor({ ...identity, taskId: 't9' }))), refusedWith('invalid_grant', 'task_unknown'));
+  await assert.rejects(
+    exchange.exchange(form(signer.grantFor({ ...identity, taskId: 't2' }))),
+    refusedWith('invalid_grant', 'task_finished'),
+  );
+  await assert.rejects(
+    exchange.exchange(form(signer.grantFor({ ...identity, taskId: 't3' }))),
+    refusedWith('invalid_grant', 'task_finished'),
+  );
+  await assert.rejects(
+    exchange.exchange(form(signer.grantFor({ ...identity, taskId: 't9' }))),
+    refusedWith('invalid_grant', 'task_unknown'),
+  );
 });
 
 test('a resource the policy does not allow is invalid_target; so is none or more than one', async () => {
@@ -92,15 +104,24 @@ test('a resource the policy does not allow is invalid_target; so is none or more
   await assert.rejects(exchange.exchange(form(crm)), refusedWith('invalid_target', 'resource_not_allowed'));
   assert.equal((await exchange.exchange(form(crm, { resource: 'crm-tools' }))).token_type, 'Bearer');
   const g = signer.grantFor(identity);
-  await assert.rejects(exchange.exchange(form(g, { resource: ['billing-tools', 'crm-tools'] })), refusedWith('invalid_target', 'resource_count'));
+  await assert.rejects(
+    exchange.exchange(form(g, { resource: ['billing-tools', 'crm-tools'] })),
+    refusedWith('invalid_target', 'resource_count'),
+  );
   await assert.rejects(exchange.exchange(form(g, { resource: undefined })), refusedWith('invalid_target', 'resource_count'));
 });
 
 test('malformed requests: unsupported_grant_type, invalid_request', async () => {
   const g = signer.grantFor(identity);
-  await assert.rejects(exchange.exchange(form(g, { grant_type: 'client_credentials' })), refusedWith('unsupported_grant_type', 'grant_type'));
+  await assert.rejects(
+    exchange.exchange(form(g, { grant_type: 'client_credentials' })),
+    refusedWith('unsupported_grant_type', 'grant_type'),
+  );
   await assert.rejects(exchange.exchange({}), refusedWith('invalid_request', 'missing_parameter'));
-  await assert.rejects(exchange.exchange(form(g, { subject_token_type: ToolGrants.accessTokenType })), refusedWith('invalid_request', 'token_type'));
+  await assert.rejects(
+    exchange.exchange(form(g, { subject_token_type: ToolGrants.accessTokenType })),
+    refusedWith('invalid_request', 'token_type'),
+  );
   await assert.rejects(exchange.exchange(form(g, { requested_token_type: 'urn:x' })), refusedWith('invalid_request', 'token_type'));
   await assert.rejects(exchange.exchange(form(g, { subject_token: [g, g] })), refusedWith('invalid_request', 'repeated_parameter'));
 });
@@ -112,7 +133,13 @@ test('a rotated key: grants signed with the previous key still verify; the JWKS 
     rotated.jwks().keys.map((k) => k.kid),
     [rotated.current.kid, old.current.kid],
   );
-  const ex = new TokenExchange({ keys: rotated, issuer, tokenEndpoint: signer.tokenEndpoint, taskState: () => Promise.resolve(TaskStates.working), policy: { allowed: () => Promise.resolve('any') } });
+  const ex = new TokenExchange({
+    keys: rotated,
+    issuer,
+    tokenEndpoint: signer.tokenEndpoint,
+    taskState: () => Promise.resolve(TaskStates.working),
+    policy: { allowed: () => Promise.resolve('any') },
+  });
   const fromOld = new GrantSigner(old, issuer, 3_600_000).grantFor(identity);
   assert.equal((await ex.exchange(form(fromOld))).token_type, 'Bearer');
 });

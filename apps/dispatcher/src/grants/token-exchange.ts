@@ -80,11 +80,20 @@ export class TokenExchange {
       };
     } catch (err) {
       const refusal =
-        err instanceof TokenExchangeError ? err : new TokenExchangeError('invalid_request', 'internal', 'the request could not be processed');
+        err instanceof TokenExchangeError
+          ? err
+          : new TokenExchangeError('invalid_request', 'internal', 'the request could not be processed');
       this.o.metrics?.tokenExchanges.inc({ outcome: 'refused', reason: refusal.reason });
       const who = grant ?? claimedGrant(form.subject_token);
       this.log.info(
-        { agent: who?.agent_id, task: who?.task_id, tenant: who?.tenant, error: refusal.code, reason: refusal.reason, ...(err === refusal ? {} : { err: String(err) }) },
+        {
+          agent: who?.agent_id,
+          task: who?.task_id,
+          tenant: who?.tenant,
+          error: refusal.code,
+          reason: refusal.reason,
+          ...(err === refusal ? {} : { err: String(err) }),
+        },
         'token exchange refused',
       );
       throw refusal;
@@ -150,7 +159,8 @@ export function parseRequest(form: Record<string, unknown>): ExchangeRequest {
   const resource = one('resource');
   if (!resource || resource.length > MAX_RESOURCE_LENGTH)
     throw new TokenExchangeError('invalid_target', 'resource_count', 'exactly one resource (the tool server audience) is required');
-  if (form.audience !== undefined) throw new TokenExchangeError('invalid_request', 'audience', 'name the tool server with resource, not audience');
+  if (form.audience !== undefined)
+    throw new TokenExchangeError('invalid_request', 'audience', 'name the tool server with resource, not audience');
   const requested = one('requested_token_type') ?? ToolGrants.accessTokenType;
   if (requested !== ToolGrants.accessTokenType && requested !== ToolGrants.connectionTokenType)
     throw new TokenExchangeError('invalid_request', 'token_type', 'requested_token_type is not supported');
