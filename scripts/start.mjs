@@ -3,8 +3,9 @@
 // already listening), then the services with the demo configuration, each line of output prefixed
 // by its service. Ctrl-C (or SIGTERM) stops every service, then the broker if this script started it.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { generateKeyPairSync } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseEnv } from 'node:util';
 import { localEnvPath, localSecrets, readLocalEnv, writeLocalEnv } from '../apps/cli/dist/local-env.js';
@@ -14,9 +15,9 @@ const root = new URL('..', import.meta.url).pathname;
 const kafkaSh = join(root, 'scripts/kafka.sh');
 
 // The local env file (.mesh/local.env, mode 0600, ignored by git; MESH_LOCAL_ENV moves it): the
-// secrets are generated on the first start and kept for every later one — the tool-token secret the
-// agents mint billing-tools' tokens with, and the bearer token of the agents' /ops endpoints — so the
-// CLI, the console and a second worker started by hand keep working across restarts.
+// secrets are generated on the first start and kept for every later one — the bearer token of the
+// agents' /ops endpoints — and the dispatcher's token endpoint is written beside them, so the CLI,
+// the console and a second worker started by hand keep working across restarts.
 const localEnv = localEnvPath(process.env);
 // A file other users could read is refused, not reused: its secrets may be theirs too.
 let secrets;
@@ -26,8 +27,30 @@ try {
   console.error(`start: ${err instanceof Error ? err.message : String(err)}`);
   process.exit(1);
 }
-const toolTokenSecret = secrets.AGENTS_TOOL_TOKEN_SECRET;
+// The legacy shared tool-token secret only when the environment gives one (a trusted platform
+// worker); otherwise the agents exchange each run command's grant at the dispatcher.
+const toolTokenSecret = process.env.AGENTS_TOOL_TOKEN_SECRET || undefined;
 const opsToken = secrets.AGENTS_OPS_TOKEN;
+
+// The dispatcher's Ed25519 signing key (grants and tool tokens), beside the local env file, mode
+// 0600, made on the first start and reused: tokens and grants stay valid across restarts. A key
+// file other users could read is refused, as the env file is.
+const signingKeyFile = process.env.DISPATCHER_SIGNING_KEY_FILE ?? join(dirname(localEnv), 'dispatcher-signing-key.pem');
+try {
+  if (existsSync(signingKeyFile)) {
+    if ((statSync(signingKeyFile).mode & 0o077) !== 0)
+      throw new Error(`${signingKeyFile} is readable by other users: remove it (a new key is made) or chmod 600 it`);
+    readFileSync(signingKeyFile);
+  } else {
+    mkdirSync(dirname(signingKeyFile), { recursive: true, mode: 0o700 });
+    const { privateKey } = generateKeyPairSync('ed25519');
+    writeFileSync(signingKeyFile, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+    chmodSync(signingKeyFile, 0o600);
+  }
+} catch (err) {
+  console.error(`start: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+}
 
 // The demo configuration (README: "Try it"). Every value can be overridden from the environment.
 // Every service listens on 127.0.0.1 (HTTP_HOST's default). Push webhooks may reach receivers on this
@@ -86,12 +109,16 @@ function kafkaPrincipals() {
 // the services start, so a failed start still leaves the tokens it would have used. Kafka as the
 // admin principal: the CLI reads dead letters and lag, a second worker needs a principal too.
 const billingServers = env.AGENTS_MCP_SERVERS ?? JSON.stringify({ billing: { url: `http://127.0.0.1:${ports.billing}/mcp` } });
+const dispatcherUrl = `http://127.0.0.1:${ports.dispatcher}`;
+const issuer = env.DISPATCHER_ISSUER ?? dispatcherUrl;
+const tokenUrl = env.AGENTS_TOKEN_URL ?? `${dispatcherUrl}/oauth/token`;
 writeLocalEnv(
   localEnv,
   {
     MESH_OPS_TOKEN: opsToken,
     AGENTS_OPS_TOKEN: opsToken,
-    AGENTS_TOOL_TOKEN_SECRET: toolTokenSecret,
+    // No tool-token secret: a worker started from this file exchanges its grants here.
+    AGENTS_TOKEN_URL: tokenUrl,
     MESH_TOKEN: 'demo-acme',
     AGENTS_DIRECTORY_TOKEN: 'demo-acme',
     AGENTS_DIRECTORY_URL: `http://127.0.0.1:${ports.directory}`,
@@ -119,7 +146,12 @@ const services = [
     name: 'billing-tools',
     script: 'apps/billing-tools/dist/main.js',
     port: ports.billing,
-    env: { BILLING_TOKEN_SECRET: toolTokenSecret },
+    // Tokens the dispatcher issued (its JWKS); also the legacy secret's, when one is given.
+    env: {
+      BILLING_TOOLS_JWKS_URL: `${dispatcherUrl}/.well-known/jwks.json`,
+      BILLING_TOOLS_TOKEN_ISSUER: issuer,
+      ...(toolTokenSecret ? { BILLING_TOKEN_SECRET: toolTokenSecret } : {}),
+    },
   },
   // The agents app serves echo-agent, refund-agent, invoice-agent, triage-agent (delegating to the
   // two before it) and tck-agent (the A2A TCK's, `npm run conformance`) and registers them (owned by
@@ -133,7 +165,7 @@ const services = [
       AGENTS_RUN: env.AGENTS_RUN ?? 'echo-agent,refund-agent,invoice-agent,triage-agent,tck-agent',
       AGENTS_DIRECTORY_URL: `http://127.0.0.1:${ports.directory}`,
       AGENTS_DIRECTORY_TOKEN: 'demo-acme',
-      AGENTS_TOOL_TOKEN_SECRET: toolTokenSecret,
+      AGENTS_TOKEN_URL: tokenUrl,
       AGENTS_OPS_TOKEN: opsToken,
       AGENTS_MCP_SERVERS: billingServers,
       ...principals.agents,
@@ -145,7 +177,7 @@ const services = [
     script: 'apps/dispatcher/dist/main.js',
     nodeFlags: dispatcherNodeFlags,
     port: ports.dispatcher,
-    env: { ...principals.dispatcher },
+    env: { DISPATCHER_SIGNING_KEY_FILE: signingKeyFile, DISPATCHER_ISSUER: issuer, ...principals.dispatcher },
   },
 ];
 
@@ -216,7 +248,7 @@ if (!stopping) {
   );
   // The tokens themselves are never printed: they are in the file, which the CLI and console read.
   const shown = localEnv.startsWith(root) ? relative(root, localEnv) : localEnv;
-  console.log(`start: ops token, tool-token secret and demo settings in ${shown} (mode 0600; read by mesh and its console)`);
+  console.log(`start: ops token, token endpoint and demo settings in ${shown} (mode 0600; read by mesh and its console)`);
 }
 process.on('exit', () => {
   for (const child of children.values()) child.kill('SIGKILL');

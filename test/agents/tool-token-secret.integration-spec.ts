@@ -1,6 +1,7 @@
 // A worker whose agents call a tool server that takes only audience-bound tokens (refund-agent's
-// billing-tools) refuses to start without AGENTS_TOOL_TOKEN_SECRET: it would report healthy and fail
-// every task. Refused before it registers a card or consumes a command.
+// billing-tools) refuses to start without a way to get tokens (AGENTS_TOKEN_URL, or the legacy
+// AGENTS_TOOL_TOKEN_SECRET): it would report healthy and fail every task. Refused before it
+// registers a card or consumes a command.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -30,7 +31,7 @@ test('the worker process without the tool-token secret exits with one line namin
   assert.equal(code, 1, worker.stderr());
   assert.match(
     worker.stderr(),
-    /^agents: failed to start: AGENTS_TOOL_TOKEN_SECRET is not set, but refund-agent \(server "billing", audience billing-tools\) call a tool server/m,
+    /^agents: failed to start: AGENTS_TOKEN_URL is not set, but refund-agent \(server "billing", audience billing-tools\) call a tool server/m,
   );
   for (const id of ['echo-agent', 'refund-agent']) {
     const card = await api(KEYS.acme, 'GET', `/v1/agents/${id}`);
@@ -42,7 +43,7 @@ test('in process: CONFIG_INVALID; the same worker with the secret, or without ag
   const config = (patch: Record<string, string>) => ({ ...loadAgentsConfig(workerEnv(patch)), AGENTS_PORT: 0 });
   await assert.rejects(startAgents(config({ AGENTS_RUN: 'refund-agent' }), sampleAgents), (err: { code?: string; message?: string }) => {
     assert.equal(err.code, 'CONFIG_INVALID');
-    assert.match(err.message ?? '', /npm start writes its own to \.mesh\/local\.env/);
+    assert.match(err.message ?? '', /npm start writes it to \.mesh\/local\.env/);
     return true;
   });
   // An agent without such a server needs no secret.
@@ -60,5 +61,15 @@ test('in process: CONFIG_INVALID; the same worker with the secret, or without ag
     assert.equal((await fetch(`${refund.url}/healthz`)).status, 200);
   } finally {
     await refund.stop();
+  }
+  // A team worker: no secret, the dispatcher's token endpoint instead.
+  const exchanging = await startAgents(
+    config({ AGENTS_RUN: 'refund-agent', AGENTS_TOKEN_URL: 'http://127.0.0.1:9/oauth/token' }),
+    sampleAgents,
+  );
+  try {
+    assert.equal((await fetch(`${exchanging.url}/healthz`)).status, 200);
+  } finally {
+    await exchanging.stop();
   }
 });

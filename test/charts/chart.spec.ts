@@ -587,13 +587,25 @@ test('ServiceMonitor on: one per component on the http port and the metrics path
   }
 });
 
-test('billingTools on: its Deployment and Service, the agents call it with the shared tool-token secret; off by default', async () => {
+test('billingTools on: its Deployment and Service, verifying the dispatcher JWKS (and the legacy secret when set); off by default', async () => {
   const off = await renderValid();
   assert.ok(!ofKind(off, 'Deployment').some((d) => d.metadata.name.endsWith('-billing-tools')));
   const agentsEnv = (ms: Manifest[]) =>
     Object.fromEntries(ofKind<IDeployment>(ms, 'Deployment').find((d) => d.metadata.name.includes('-agents-'))!.spec!.template.spec!.containers[0].env!.map((e) => [e.name, e.value]));
   assert.equal(agentsEnv(off).AGENTS_MCP_SERVERS, undefined);
-  await assert.rejects(() => chart.render({ billingTools: { enabled: true } }), (e: Error) => e instanceof RenderFailure && /toolTokenSecret/.test(e.message));
+  // Without the legacy secret: the dispatcher's JWKS and issuer only; the agents exchange grants.
+  const jwksOnly = await renderValid({ billingTools: { enabled: true } });
+  const plainEnv = byName<IDeployment>(jwksOnly, 'Deployment', 'mesh-agent-mesh-billing-tools').spec!.template.spec!.containers[0].env!;
+  const dispatcherUrl = `http://${byName<IService>(jwksOnly, 'Service', 'mesh-agent-mesh-dispatcher').metadata!.name}:8080`;
+  const plain = Object.fromEntries(plainEnv.map((e) => [e.name, e.value]));
+  assert.equal(plain.BILLING_TOOLS_JWKS_URL, `${dispatcherUrl}/.well-known/jwks.json`);
+  assert.equal(plain.BILLING_TOOLS_TOKEN_ISSUER, dispatcherUrl);
+  assert.ok(!plainEnv.some((e) => e.name === 'BILLING_TOKEN_SECRET'));
+  assert.equal(agentsEnv(jwksOnly).AGENTS_TOKEN_URL, `${dispatcherUrl}/oauth/token`);
+  await assert.rejects(
+    () => chart.render({ billingTools: { enabled: true }, dispatcher: { enabled: false } }),
+    (e: Error) => e instanceof RenderFailure && /toolTokenSecret/.test(e.message),
+  );
 
   const ms = await renderValid(withBillingTools);
   const tools = byName<IDeployment>(ms, 'Deployment', 'mesh-agent-mesh-billing-tools');
@@ -744,4 +756,29 @@ test('helm lint --strict passes, and a chart it would fail is reported', async (
     broken.close();
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('the dispatcher signs with the key of a Secret mounted read-only, issuer and previous key set; none by default', async () => {
+  const dispatcherPod = (ms: Manifest[]) => byName<IDeployment>(ms, 'Deployment', 'mesh-agent-mesh-dispatcher').spec!.template.spec!;
+  const envOf = (ms: Manifest[]) => Object.fromEntries(dispatcherPod(ms).containers[0].env!.map((e) => [e.name, e.value]));
+  const plain = await renderValid();
+  assert.equal(envOf(plain).DISPATCHER_SIGNING_KEY_FILE, undefined);
+  assert.equal(envOf(plain).DISPATCHER_ISSUER, 'http://mesh-agent-mesh-dispatcher:8080');
+  assert.ok(!dispatcherPod(plain).volumes!.some((v) => v.name === 'signing-key'));
+  const ms = await renderValid({
+    dispatcher: { issuer: 'https://a2a.example.com', signingKey: { secretName: 'mesh-signing', key: 'current.pem', previousKey: 'previous.pem' } },
+    billingTools: { enabled: true },
+  });
+  const env = envOf(ms);
+  assert.equal(env.DISPATCHER_ISSUER, 'https://a2a.example.com');
+  assert.equal(env.DISPATCHER_SIGNING_KEY_FILE, '/etc/agent-mesh/signing/current.pem');
+  assert.equal(env.DISPATCHER_SIGNING_KEY_PREVIOUS_FILE, '/etc/agent-mesh/signing/previous.pem');
+  const pod = dispatcherPod(ms);
+  assert.deepEqual(pod.volumes!.find((v) => v.name === 'signing-key')?.secret, { secretName: 'mesh-signing', defaultMode: 0o400 });
+  assert.deepEqual(
+    pod.containers[0].volumeMounts!.find((m) => m.name === 'signing-key'),
+    { name: 'signing-key', mountPath: '/etc/agent-mesh/signing', readOnly: true },
+  );
+  const billing = byName<IDeployment>(ms, 'Deployment', 'mesh-agent-mesh-billing-tools').spec!.template.spec!.containers[0].env!;
+  assert.equal(billing.find((e) => e.name === 'BILLING_TOOLS_TOKEN_ISSUER')?.value, 'https://a2a.example.com', 'the tool server expects the same issuer');
 });

@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { after } from 'node:test';
 import { parseEnv } from 'node:util';
 import { freshDatabase, sql } from '../support/infra.js';
@@ -141,13 +141,23 @@ async function pushToLocalReceiver(port: number) {
   }
 }
 
-/** The local env file: owner-only, what a second process needs, the same secrets across starts. */
-function localEnvOf(path: string, expected: { kafka: number; databaseUrl: string; directory: number }): Record<string, string> {
+/**
+ * The local env file: owner-only, what a second process needs, the same secrets across starts;
+ * beside it the dispatcher's signing key (owner-only too), returned as `SIGNING_KEY` to compare.
+ */
+function localEnvOf(
+  path: string,
+  expected: { kafka: number; databaseUrl: string; directory: number; dispatcher: number },
+): Record<string, string> {
   assert.equal(statSync(path).mode & 0o777, 0o600, 'only its user can read it');
   const vars = parseEnv(readFileSync(path, 'utf8')) as Record<string, string>;
   assert.match(vars.AGENTS_OPS_TOKEN ?? '', /^[\w-]{32}$/);
   assert.equal(vars.MESH_OPS_TOKEN, vars.AGENTS_OPS_TOKEN);
-  assert.match(vars.AGENTS_TOOL_TOKEN_SECRET ?? '', /^[\w-]{32}$/);
+  // No tool-token secret for workers: they exchange their grants at the dispatcher.
+  assert.equal(vars.AGENTS_TOOL_TOKEN_SECRET, undefined);
+  assert.equal(vars.AGENTS_TOKEN_URL, `http://127.0.0.1:${expected.dispatcher}/oauth/token`);
+  const keyFile = join(dirname(path), 'dispatcher-signing-key.pem');
+  assert.equal(statSync(keyFile).mode & 0o777, 0o600, 'only its user can read the signing key');
   assert.equal(vars.AGENTS_DIRECTORY_TOKEN, 'demo-acme');
   assert.equal(vars.AGENTS_DIRECTORY_URL, `http://127.0.0.1:${expected.directory}`);
   assert.equal(vars.KAFKA_BROKERS, `127.0.0.1:${expected.kafka}`);
@@ -157,7 +167,7 @@ function localEnvOf(path: string, expected: { kafka: number; databaseUrl: string
     assert.equal(vars.KAFKA_USERNAME, 'mesh-admin');
     assert.match(vars.KAFKA_PASSWORD ?? '', /^[A-Za-z0-9]{20,}$/);
   }
-  return vars;
+  return { ...vars, SIGNING_KEY: readFileSync(keyFile, 'utf8') };
 }
 
 /** With nothing but the file: `mesh` reads the ops token from it, and a second worker starts and is ready. */
@@ -170,8 +180,9 @@ async function secondProcesses(localEnv: string, vars: Record<string, string>) {
   assert.deepEqual(JSON.parse(mesh.stdout), { unknowns: [] });
 
   const port = await freePort();
+  const { SIGNING_KEY: _key, ...workerEnv } = vars;
   const worker = spawnNode(join(repoRoot, 'apps/agents/dist/main.js'), {
-    ...vars,
+    ...workerEnv,
     AGENTS_PORT: String(port),
     AGENTS_RUN: 'refund-agent',
     AGENTS_WORKER_ID: 'second-worker',
@@ -224,7 +235,7 @@ test('a second npm start after Ctrl-C serves the demo again, also on an empty br
     AGENTS_TOOL_TOKEN_SECRET: undefined,
     PUSH_EGRESS_ALLOW_CIDRS: undefined,
   };
-  const expected = { kafka: ports.kafka, databaseUrl: env.DATABASE_URL!, directory: ports.directory };
+  const expected = { kafka: ports.kafka, databaseUrl: env.DATABASE_URL!, directory: ports.directory, dispatcher: ports.dispatcher };
 
   const first = await npmStart(env);
   const refundId = await readmeDemo(ports, 'demo-acme', 'INV-2291');
@@ -238,7 +249,7 @@ test('a second npm start after Ctrl-C serves the demo again, also on an empty br
   // The broker lost everything while Postgres kept the directory, the tasks and the ledgers.
   rmSync(join(kafkaHome, `data-${ports.kafka}`), { recursive: true, force: true });
   const second = await npmStart(env);
-  assert.deepEqual(localEnvOf(env.MESH_LOCAL_ENV!, expected), local, 'the secrets are kept across restarts');
+  assert.deepEqual(localEnvOf(env.MESH_LOCAL_ENV!, expected), local, 'the secrets and the signing key are kept across restarts');
   await readmeDemo(ports, 'demo-globex', 'INV-3107');
   // The same request as in the first start: answered with the refund that settled it then.
   await readmeDemo(ports, 'demo-acme', 'INV-2291', { state: 'already_refunded', refundId });

@@ -20,7 +20,8 @@ export async function startTestAgents(prefix: string, databaseUrl: string, env: 
         KAFKA_BROKERS: testRun().brokers.join(','),
         TOPIC_PREFIX: prefix,
         DATABASE_URL: databaseUrl,
-        AGENTS_TOOL_TOKEN_SECRET: TEST_TOOL_TOKEN_SECRET,
+        // A worker given the dispatcher's token endpoint exchanges grants and holds no secret.
+        ...(env.AGENTS_TOKEN_URL ? {} : { AGENTS_TOOL_TOKEN_SECRET: TEST_TOOL_TOKEN_SECRET }),
         ...env,
       }),
       AGENTS_PORT: 0,

@@ -10,7 +10,6 @@ import {
 } from '@modelcontextprotocol/server';
 import { bearerToken } from '@mesh/contract';
 import { openServiceDatabase } from '@mesh/database';
-import { verifyToolTokenClaims } from '@mesh/tool-gateway';
 import {
   closeUnreadBodies,
   countRequests,
@@ -23,7 +22,7 @@ import {
 } from '@mesh/service';
 import { MeshMetrics } from '@mesh/telemetry';
 import { BillingHooks } from './billing-hooks.js';
-import type { BillingToolsConfig } from './billing-tools.config.js';
+import { billingTokenVerifier, type BillingToolsConfig } from './billing-tools.config.js';
 import { createBillingServer } from './billing-tools.server.js';
 import { BillingStore } from './billing.store.js';
 import { billingMigrations, BILLING_SCHEMA } from './migrations/index.js';
@@ -89,7 +88,7 @@ export async function startBillingTools(config: BillingToolsConfig): Promise<Run
   });
   const store = new BillingStore(ds);
   const hooks = new BillingHooks(config.BILLING_TEST_HOOKS);
-  const token = { secret: config.BILLING_TOKEN_SECRET, audience: config.BILLING_TOKEN_AUDIENCE };
+  const token = billingTokenVerifier(config);
   const sessions = new Map<string, Session>();
   let initializing = 0;
   const deps = { store, hooks, token };
@@ -126,7 +125,7 @@ export async function startBillingTools(config: BillingToolsConfig): Promise<Run
     const bearer = bearerToken(req.header('authorization'));
     if (!bearer) return refuse(`a tool token is required: Authorization: Bearer <token for ${token.audience}>`);
     try {
-      const claims = await verifyToolTokenClaims(bearer, token.secret, token.audience);
+      const claims = await token.claims(bearer);
       const auth: AuthInfo = { token: bearer, clientId: claims.subject, scopes: [], extra: { ...claims } };
       (req as AuthedRequest).auth = auth;
     } catch {

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/client';
 import { InMemoryTransport } from '@modelcontextprotocol/server';
-import { HmacToolTokenMinter, ToolMeta } from '@mesh/tool-gateway';
+import { HmacToolTokenMinter, hmacToolTokenVerifier, ToolMeta } from '@mesh/tool-gateway';
 import { BillingHooks } from './billing-hooks.js';
 import { createBillingServer } from './billing-tools.server.js';
 import { AlreadyRefundedError, type BillingStore } from './billing.store.js';
@@ -14,7 +14,7 @@ async function connect(store: Partial<BillingStore>): Promise<Client> {
   const server = createBillingServer({
     store: store as BillingStore,
     hooks: new BillingHooks(false),
-    token: { secret, audience: 'billing-tools' },
+    token: hmacToolTokenVerifier(secret, 'billing-tools'),
   });
   const [a, b] = InMemoryTransport.createLinkedPair();
   await server.connect(a);

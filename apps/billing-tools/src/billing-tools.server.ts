@@ -3,14 +3,14 @@ import { McpServer, type CallToolResult, type ServerContext } from '@modelcontex
 import { z } from 'zod';
 import { BillingTools, type BillingAlreadyRefunded } from '@mesh/contract';
 import { isTransientPostgresError } from '@mesh/database';
-import { ToolMeta, verifyToolToken, type ToolTokenClaims } from '@mesh/tool-gateway';
+import { ToolMeta, type ToolTokenClaims, type ToolTokenVerifier } from '@mesh/tool-gateway';
 import type { BillingHooks } from './billing-hooks.js';
 import { AlreadyRefundedError, type BillingStore } from './billing.store.js';
 
 export interface BillingServerDeps {
   store: BillingStore;
   hooks: BillingHooks;
-  token: { secret: string; audience: string };
+  token: ToolTokenVerifier;
 }
 
 type Meta = Record<string, unknown> | undefined;
@@ -33,7 +33,7 @@ async function callerOf(ctx: ServerContext, deps: BillingServerDeps): Promise<{ 
   let caller: { tenant: string; subject: string } | undefined;
   if (callToken !== undefined) {
     if (typeof callToken !== 'string') throw new Error(`_meta["${ToolMeta.token}"] must be a token string`);
-    caller = await verifyToolToken(callToken, deps.token.secret, deps.token.audience).catch(() => {
+    caller = await deps.token.call(callToken).catch(() => {
       throw new Error(`_meta["${ToolMeta.token}"] is not a valid token for ${deps.token.audience}`);
     });
     if (bearer?.tenant !== undefined && bearer.tenant !== caller.tenant)

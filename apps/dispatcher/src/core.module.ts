@@ -9,6 +9,7 @@ import type { Logger } from '@mesh/telemetry';
 import type { DispatcherConfig } from './config/dispatcher.config.js';
 import { DISPATCHER_SCHEMA } from './database/migrations/index.js';
 import type { CommandProducer } from './outbox/command-producer.js';
+import type { ToolAudiencePolicy } from './grants/tool-audience.policy.js';
 
 /** Injection tokens of what every module of the dispatcher shares. */
 export const DISPATCHER_CONFIG = Symbol('dispatcher.config');
@@ -34,6 +35,8 @@ export interface DispatcherDeps {
   authenticator: Authenticator;
   /** Wraps the relay's command producer (tests make Kafka unavailable to the relay with it). */
   wrapProducer?: (producer: CommandProducer) => CommandProducer;
+  /** Which tool servers each agent may get tokens for (default: any). */
+  toolAudiencePolicy?: ToolAudiencePolicy;
 }
 
 /**

@@ -11,6 +11,7 @@ import { AppModule } from './app.module.js';
 import type { DispatcherConfig } from './config/dispatcher.config.js';
 import { dispatcherMigrations, DISPATCHER_SCHEMA } from './database/migrations/index.js';
 import type { CommandProducer } from './outbox/command-producer.js';
+import type { ToolAudiencePolicy } from './grants/tool-audience.policy.js';
 import { PROJECTOR_TRANSPORT } from './events/events.module.js';
 import { A2A_ROUTER } from './a2a/a2a.module.js';
 import { a2aBodyErrorHandler } from './a2a/a2a-body.reader.js';
@@ -33,6 +34,8 @@ export interface DispatcherOverrides {
   metrics?: MeshMetrics;
   /** The process's logger (runMain's); defaults to one named `dispatcher` at LOG_LEVEL. */
   logger?: Logger;
+  /** Which tool servers each agent may get tokens for at POST /oauth/token (default: any). */
+  toolAudiencePolicy?: ToolAudiencePolicy;
 }
 
 /**
@@ -55,7 +58,17 @@ export async function startDispatcher(config: DispatcherConfig, overrides: Dispa
   const kafkaProbe = new KafkaProbe(kafka);
   // Settings are checked before anything connects.
   const authenticator = new Authenticator(overrides.auth ?? loadAuthOptions());
-  const deps = { config, logger, kafka, kafkaConnection, kafkaProbe, dataSource, authenticator, wrapProducer: overrides.wrapProducer };
+  const deps = {
+    config,
+    logger,
+    kafka,
+    kafkaConnection,
+    kafkaProbe,
+    dataSource,
+    authenticator,
+    wrapProducer: overrides.wrapProducer,
+    toolAudiencePolicy: overrides.toolAudiencePolicy,
+  };
 
   let created: NestExpressApplication | undefined;
   try {

@@ -7,3 +7,4 @@ export type { CommandProducer, OutboxCommand, SendOutcome } from './outbox/comma
 export { LEGACY_BODIES, LEGACY_PARAMS } from './a2a/a2a-legacy.schemas.js';
 export { TaskCommitFeed, TaskCommitSignal } from './tasks/task-commit-feed.js';
 export { SweepLease } from './fleet/sweep-lease.js';
+export { TOOL_AUDIENCE_POLICY, anyToolAudience, type ToolAudiencePolicy } from './grants/tool-audience.policy.js';

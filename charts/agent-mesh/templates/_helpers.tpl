@@ -188,6 +188,12 @@ env:
 {{- toJson (list (dict "key" "directory" "component" "directory") (dict "key" "dispatcher" "component" "dispatcher") (dict "key" "billingTools" "component" "billing-tools")) -}}
 {{- end -}}
 
+{{/* Issuer of grants and tool tokens: dispatcher.issuer, else its publicUrl, else its in-cluster URL. */}}
+{{- define "agent-mesh.grantIssuer" -}}
+{{- $d := .Values.dispatcher -}}
+{{- $d.issuer | default $d.publicUrl | default (include "agent-mesh.serviceUrl" (dict "root" . "component" "dispatcher" "port" $d.service.port)) -}}
+{{- end -}}
+
 {{/* In-cluster URL of one component's Service; arg: dict root, component, port. */}}
 {{- define "agent-mesh.serviceUrl" -}}
 {{- printf "http://%s:%d" (include "agent-mesh.componentName" (dict "root" .root "component" .component)) (int .port) -}}
@@ -298,9 +304,20 @@ spec:
           volumeMounts:
             - name: tmp
               mountPath: /tmp
+            {{- if .signingKey }}
+            - name: signing-key
+              mountPath: /etc/agent-mesh/signing
+              readOnly: true
+            {{- end }}
       volumes:
         - name: tmp
           emptyDir: {}
+        {{- with .signingKey }}
+        - name: signing-key
+          secret:
+            secretName: {{ .secretName }}
+            defaultMode: 0400
+        {{- end }}
       {{- with $v.nodeSelector }}
       nodeSelector:
         {{- toYaml . | nindent 8 }}

@@ -71,3 +71,14 @@ test('a status event carries exactly one of the TaskState names; any other spell
     );
   }
 });
+
+test('a run command carries its grant as a header; no other kind does, even when one arrives', () => {
+  const run = encodeEnvelope(Envelopes.run(identity, { turn: 0, message: { role: 'ROLE_USER', parts: [] } }, 'g.r.ant'));
+  assert.equal(run.headers[Headers.grant], 'g.r.ant');
+  assert.equal((decodeEnvelope(run) as { grant?: string }).grant, 'g.r.ant');
+  const old = encodeEnvelope(Envelopes.run(identity, { turn: 0, message: { role: 'ROLE_USER', parts: [] } }));
+  assert.equal(old.headers[Headers.grant], undefined);
+  assert.equal('grant' in decodeEnvelope(old), false);
+  const status = encodeEnvelope(Envelopes.status(identity, { seq: 1, state: 'TASK_STATE_WORKING', final: false }));
+  assert.equal('grant' in decodeEnvelope({ ...status, headers: { ...status.headers, [Headers.grant]: 'g.r.ant' } }), false);
+});

@@ -53,6 +53,12 @@ export interface TaskRunCommand {
   kind: 'task.run';
   identity: Identity;
   body: { turn: number; message: JsonObject };
+  /**
+   * The dispatcher's signed grant for this turn (a JWT, docs/agents.md "Tool tokens"): what the worker
+   * exchanges for tool tokens. A header of the run command only, so events never echo it; absent on
+   * commands of older dispatchers.
+   */
+  grant?: string;
 }
 
 /** Dispatcher → worker: stop a task (skip it if not started, abort it if running). */
@@ -97,7 +103,8 @@ export function assertUnreachable(x: never): never {
 
 /** Factories keep construction in one place. */
 export const Envelopes = {
-  run: (identity: Identity, body: TaskRunCommand['body']): TaskRunCommand => ({ kind: 'task.run', identity, body }),
+  run: (identity: Identity, body: TaskRunCommand['body'], grant?: string): TaskRunCommand =>
+    grant ? { kind: 'task.run', identity, body, grant } : { kind: 'task.run', identity, body },
   cancel: (identity: Identity, body: TaskCancelCommand['body'] = {}): TaskCancelCommand => ({
     kind: 'task.cancel',
     identity,
@@ -166,6 +173,7 @@ export function encodeEnvelope(env: Envelope): WireMessage {
   if (id.retryBudget !== undefined) headers[Headers.retryBudget] = String(id.retryBudget);
   if (id.traceparent) headers[Headers.traceparent] = id.traceparent;
   if (id.tracestate) headers[Headers.tracestate] = id.tracestate;
+  if (env.kind === 'task.run' && env.grant) headers[Headers.grant] = env.grant;
   return { headers, value: Buffer.from(JSON.stringify(env.body), 'utf8') };
 }
 
@@ -248,5 +256,7 @@ export function decodeEnvelope(msg: { headers: Record<string, unknown> | undefin
       );
     }
   }
-  return { kind, identity, body: parsed.data } as Envelope;
+  // Only a run command carries a grant; one on any other kind is ignored, never passed on.
+  const grant = kind === 'task.run' && h[Headers.grant] ? { grant: h[Headers.grant] } : {};
+  return { kind, identity, body: parsed.data, ...grant } as Envelope;
 }

@@ -23,6 +23,8 @@ export const Headers = {
   scope: 'scope',
   /** On `task.run` of a task tree: retries (takeovers, tool retries) the tree has left. */
   retryBudget: 'retry_budget',
+  /** On `task.run` only: the dispatcher's signed grant (JWT) the worker exchanges for tool tokens. */
+  grant: 'grant',
   traceparent: 'traceparent',
   tracestate: 'tracestate',
   /** Discriminator of the envelope kind, e.g. `task.run`. */

@@ -83,3 +83,4 @@ export {
   type DelegationResults,
   type ActorClaim,
 } from './delegation.js';
+export { ToolGrants, type GrantClaims, agentActor } from './tool-grants.js';

@@ -157,6 +157,17 @@ export class MeshMetrics {
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
+  readonly grantsSigned = new Counter({
+    name: 'mesh_grants_signed_total',
+    help: 'Grants the dispatcher signed onto run commands (what a worker exchanges for tool tokens)',
+    registers: [this.registry],
+  });
+  readonly tokenExchanges = new Counter({
+    name: 'mesh_token_exchanges_total',
+    help: 'Token exchanges at POST /oauth/token by outcome (issued, refused) and reason (the OAuth error code; "ok" when issued)',
+    labelNames: ['outcome', 'reason'] as const,
+    registers: [this.registry],
+  });
   readonly undeliverableCommands = new Counter({
     name: 'mesh_outbox_undeliverable_total',
     help: 'Commands the broker refused for good (too large for their topic): dropped, their tasks failed; by envelope kind',

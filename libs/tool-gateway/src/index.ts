@@ -5,7 +5,21 @@ export { McpConnection, type McpConnectionOptions, type NegotiatedProtocol, type
 export { McpSessionPool } from './mcp-session-pool.js';
 export { normaliseCallResult, normaliseInputSchema, type ToolCallResult } from './mcp-shapes.js';
 export { ToolMeta } from './tool-meta.js';
-export { verifyToolTokenClaims, verifyToolToken, type ToolTokenClaims, type CallTokenClaims, HmacToolTokenMinter } from './tool-token.js';
+export {
+  verifyToolTokenClaims,
+  verifyToolToken,
+  type ToolTokenClaims,
+  type CallTokenClaims,
+  type ConnectionTokenClaims,
+  type ToolTokenMinter,
+  HmacToolTokenMinter,
+  type ToolTokenVerifier,
+  hmacToolTokenVerifier,
+  createToolTokenVerifier,
+  anyToolTokenVerifier,
+  type JwksToolTokenOptions,
+} from './tool-token.js';
+export { GrantExchangeMinter, type GrantExchangeOptions, usableUntil } from './grant-exchange.js';
 export { RetryBudget } from './retry-budget.js';
 export { type ToolCallScope, type ToolGatewayOptions, ToolGateway } from './tool-gateway.js';
 export type { ReconcilerOptions } from './reconciler.js';

@@ -21,6 +21,8 @@ export interface ToolCallScope {
   /** Actor chain and scopes of the task (delegated work): carried into call tokens. */
   act?: ActorClaim;
   scopes?: string[];
+  /** The run command's grant: what a GrantExchangeMinter exchanges for this task's tokens. */
+  grant?: string;
   /** The execution attempt making the call (only it may record the outcome). */
   owner: string;
   signal?: AbortSignal;
@@ -51,6 +53,10 @@ export interface ToolGatewayOptions {
 
 type Failure = 'aborted' | 'timeout' | 'connection' | 'refused';
 
+/** Tasks whose grant a gateway keeps for its reconcile loop. */
+const MAX_GRANTS_KEPT = 4096;
+const grantKey = (tenant: string, taskId: string) => `${tenant}\n${taskId}`;
+
 /**
  * Calls MCP tools for agents: namespaced names, cached tool lists, a slot limit per server, the
  * effect ledger around every call, unknown outcomes for side effects that got no answer, retries
@@ -67,6 +73,9 @@ export class ToolGateway {
   private readonly reconciler: Reconciler;
   /** Whether `start()` runs the loop: some server has a reconcile tool. */
   private readonly reconciles: boolean;
+  /** The grant of each task that called here lately (the reconcile loop mints with its task's). */
+  private readonly grants = new Map<string, string>();
+  private lastGrant: string | undefined;
 
   constructor(private readonly opts: ToolGatewayOptions) {
     this.ledger = opts.ledger;
@@ -75,7 +84,8 @@ export class ToolGateway {
       const { tokens } = opts;
       // A server that wants tokens also wants one on every HTTP request: a connection token opens the session.
       const audience = spec.transport === 'http' ? spec.tokenAudience : undefined;
-      const bearer = audience && tokens ? () => tokens.mintConnection({ audience, subject: clientName }) : undefined;
+      // The grant of the task that called last opens the session (a session is shared by the agent's tasks).
+      const bearer = audience && tokens ? () => tokens.mintConnection({ audience, subject: clientName, grant: this.lastGrant }) : undefined;
       const maxConcurrency = spec.maxConcurrency ?? opts.defaultMaxConcurrency ?? 16;
       this.connections.set(
         name,
@@ -140,6 +150,7 @@ export class ToolGateway {
 
   /** Calls a tool in an `execute_tool {tool}` span (GenAI semantic conventions). */
   async call(intent: ToolIntent, scope: ToolCallScope): Promise<ToolObservation> {
+    if (scope.grant) this.noteGrant(scope.tenant, scope.taskId, scope.grant);
     const hash = argsHash(intent.args ?? {});
     const key = idempotencyKey(scope.tenant, scope.taskId, intent.tool, hash);
     const attributes = {
@@ -233,7 +244,10 @@ export class ToolGateway {
           replayed: false,
         };
       } catch (err) {
-        if (err instanceof MeshError && (err.code === 'DEADLINE_EXCEEDED' || err.code === 'CONFIG_INVALID' || err.code === 'CANCELLED')) {
+        if (
+          err instanceof MeshError &&
+          (err.code === 'DEADLINE_EXCEEDED' || err.code === 'CONFIG_INVALID' || err.code === 'CANCELLED' || err.code === 'UNAUTHENTICATED')
+        ) {
           // Nothing was sent: the call may be made again later.
           await this.ledger.release(key, scope.owner);
           throw err;
@@ -296,7 +310,12 @@ export class ToolGateway {
     try {
       const meta: JsonObject = { [ToolMeta.tenant]: entry.tenant, [ToolMeta.taskId]: entry.taskId };
       // The reconciler reads the tenant's receipt for the platform: the worker is the subject.
-      await this.addToken(meta, parsed.server, spec, { tenant: entry.tenant, subject: this.clientName, taskId: entry.taskId });
+      await this.addToken(meta, parsed.server, spec, {
+        tenant: entry.tenant,
+        subject: this.clientName,
+        taskId: entry.taskId,
+        grant: this.grants.get(grantKey(entry.tenant, entry.taskId)),
+      });
       result = await this.withSlot(parsed.server, undefined, () =>
         this.connection(parsed.server).callTool(spec.reconcileTool!, { idempotency_key: key }, meta, {
           timeoutMs: spec.requestTimeoutMs ?? this.opts.defaultRequestTimeoutMs ?? 30000,
@@ -369,19 +388,38 @@ export class ToolGateway {
     meta: JsonObject,
     server: string,
     spec: McpServerSpec,
-    who: { tenant: string; subject: string; taskId: string; act?: ActorClaim; scopes?: string[] },
+    who: { tenant: string; subject: string; taskId: string; act?: ActorClaim; scopes?: string[]; grant?: string },
   ): Promise<void> {
     if (!spec.tokenAudience) return;
     if (!this.opts.tokens) throw new MeshError('CONFIG_INVALID', `server "${server}" wants a token but no token minter is configured`);
-    const { tenant, subject, taskId, act, scopes } = who;
-    meta[ToolMeta.token] = await this.opts.tokens.mint({
-      audience: spec.tokenAudience,
-      tenant,
-      subject,
-      taskId,
-      ...(act ? { act } : {}),
-      ...(scopes ? { scopes } : {}),
-    });
+    const { tenant, subject, taskId, act, scopes, grant } = who;
+    try {
+      meta[ToolMeta.token] = await this.opts.tokens.mint({
+        audience: spec.tokenAudience,
+        tenant,
+        subject,
+        taskId,
+        ...(act ? { act } : {}),
+        ...(scopes ? { scopes } : {}),
+        ...(grant ? { grant } : {}),
+      });
+    } catch (cause) {
+      // Nothing was sent: the call fails without an unknown outcome (see execute).
+      if (cause instanceof MeshError && cause.code === 'UNAUTHENTICATED') throw cause;
+      throw new MeshError('UNAUTHENTICATED', `no token for server "${server}": ${errorText(cause)}`, {
+        cause,
+        retryable: cause instanceof MeshError && cause.retryable,
+      });
+    }
+  }
+
+  /** Remembers a task's grant (bounded: the oldest tasks' go first). */
+  private noteGrant(tenant: string, taskId: string, grant: string): void {
+    const key = grantKey(tenant, taskId);
+    this.grants.delete(key);
+    this.grants.set(key, grant);
+    if (this.grants.size > MAX_GRANTS_KEPT) this.grants.delete(this.grants.keys().next().value!);
+    this.lastGrant = grant;
   }
 
   private async withSlot<T>(server: string, signal: AbortSignal | undefined, fn: () => Promise<T>): Promise<T> {

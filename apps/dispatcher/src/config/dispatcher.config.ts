@@ -53,6 +53,23 @@ export const dispatcherConfigSpec = {
   /** Base URL callers reach this dispatcher at; agent cards point their interfaces there. */
   DISPATCHER_PUBLIC_URL: z.string().url().optional(),
   /**
+   * Issuer (`iss`) of the grants and tool tokens this dispatcher signs; tool servers check it.
+   * Default: DISPATCHER_PUBLIC_URL, else http://localhost:<DISPATCHER_PORT>. Replicas share it.
+   */
+  DISPATCHER_ISSUER: z.string().url().optional(),
+  /**
+   * PKCS#8 PEM file of the Ed25519 key grants and tool tokens are signed with (docs/dispatcher.md,
+   * "Grants and tool tokens"). Unset (and DISPATCHER_SIGNING_KEY unset): a key made at start, valid
+   * only while this replica runs — replicas must share a configured key.
+   */
+  DISPATCHER_SIGNING_KEY_FILE: z.string().min(1).optional(),
+  /** The same key inline (PKCS#8 PEM); the file wins when both are set. */
+  DISPATCHER_SIGNING_KEY: z.string().min(1).optional(),
+  /** The key signed with before a rotation (PKCS#8 PEM file): still published and accepted, never used to sign. */
+  DISPATCHER_SIGNING_KEY_PREVIOUS_FILE: z.string().min(1).optional(),
+  /** Longest a run command's grant is valid (it also ends at the task's deadline). */
+  DISPATCHER_GRANT_TTL_MS: positiveInt(3_600_000),
+  /**
    * An agent also served at the host root (`POST /`, the HTTP+JSON routes, `/.well-known/agent-card.json`)
    * for clients that only take a host (the A2A TCK); unset: none. Same authentication and visibility.
    */

@@ -15,13 +15,15 @@ import { TaskReads } from './task-reads.js';
 import { TurnRows } from './turn-rows.js';
 import { CommandsModule } from '../outbox/commands.module.js';
 import { OutboxCommands } from '../outbox/outbox-command.js';
+import { GrantSigningModule } from '../grants/grant-signing.module.js';
+import { GrantSigner } from '../grants/grant-signer.js';
 
 /**
  * The task store, by role over one repository: accepting messages, the ends the dispatcher
  * decides, reads, and projected events (TaskProjection).
  */
 @Module({
-  imports: [CatalogModule, CommandsModule],
+  imports: [CatalogModule, CommandsModule, GrantSigningModule],
   providers: [
     // One per process: what its projection notifies, and what its TaskCommitFeed skips as its own.
     { provide: TaskCommitSignal, useValue: new TaskCommitSignal() },
@@ -37,8 +39,9 @@ import { OutboxCommands } from '../outbox/outbox-command.js';
     { provide: TaskRepository, useFactory: (ds: DataSource) => new TaskRepository(ds), inject: [DATA_SOURCE] },
     {
       provide: TurnRows,
-      useFactory: (commands: OutboxCommands, config: DispatcherConfig) => new TurnRows(commands, config.DISPATCHER_START_TIMEOUT_MS),
-      inject: [OutboxCommands, DISPATCHER_CONFIG],
+      useFactory: (commands: OutboxCommands, config: DispatcherConfig, grants: GrantSigner) =>
+        new TurnRows(commands, config.DISPATCHER_START_TIMEOUT_MS, grants),
+      inject: [OutboxCommands, DISPATCHER_CONFIG, GrantSigner],
     },
     {
       provide: TaskAcceptance,

@@ -3,6 +3,7 @@ import type { Message } from '@a2a-js/sdk';
 import { canonicalJson, Envelopes, executionId, type AgentRecord, type Identity } from '@mesh/contract';
 import type { Principal } from '@mesh/auth';
 import type { OutboxCommands } from '../outbox/outbox-command.js';
+import type { GrantSigner } from '../grants/grant-signer.js';
 import type { ValidPushConfig } from '../push/push-config.js';
 import type { Json, TurnRow } from './task.repository.js';
 
@@ -35,6 +36,8 @@ export class TurnRows {
     private readonly commands: OutboxCommands,
     /** A turn no worker started this long after its accept is failed (0: never; see TaskEndings.failOverdue). */
     private readonly startTimeoutMs = 0,
+    /** Signs the grant each run command carries (what its worker exchanges for tool tokens); none without it. */
+    private readonly grants?: Pick<GrantSigner, 'grantFor'>,
   ) {}
 
   /** A turn as the repository writes it (INSERT_TURNS): `task` as it reads after the accept, the run command, the push config given. */
@@ -47,7 +50,7 @@ export class TurnRows {
     task: Json,
     first: { workHash: string | null; deadlineAt: string | null } = { workHash: null, deadlineAt: null },
   ): TurnRow {
-    const cmd = this.commands.build(input.agent, Envelopes.run(identity, { turn, message }));
+    const cmd = this.commands.build(input.agent, Envelopes.run(identity, { turn, message }, this.grants?.grantFor(identity)));
     const status = task.status as { state: string; timestamp: string };
     return {
       tenant: identity.tenant,

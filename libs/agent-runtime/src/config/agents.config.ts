@@ -52,8 +52,16 @@ export const agentsConfigSpec = {
   AGENTS_DIRECTORY_URL: z.string().url().optional(),
   /** Bearer token (API key or JWT) of the tenant owning the agents, for the directory. */
   AGENTS_DIRECTORY_TOKEN: z.string().min(1).optional(),
-  /** Secret for tokens minted for tool servers configured with `tokenAudience`. */
+  /**
+   * Legacy, for a trusted platform worker: the HS256 secret tool tokens are minted with here. When
+   * set it wins over AGENTS_TOKEN_URL; team workers leave it unset (docs/agents.md, "Tool tokens").
+   */
   AGENTS_TOOL_TOKEN_SECRET: z.string().min(16).optional(),
+  /**
+   * The dispatcher's token endpoint (e.g. http://dispatcher:8080/oauth/token): each run command's
+   * grant is exchanged there for the tokens of the tool servers configured with `tokenAudience`.
+   */
+  AGENTS_TOKEN_URL: z.string().url().optional(),
   /** Record tool arguments and results on execute_tool spans (off by default: they may hold personal data). */
   AGENTS_TRACE_TOOL_PAYLOADS: flag(false),
   /**

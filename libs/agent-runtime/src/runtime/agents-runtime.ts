@@ -14,7 +14,7 @@ import { anyTransient, ConsumerGroups, MeshError, type AgentHeartbeat, type Topi
 import { isTransientPostgresError } from '@mesh/database';
 import { ServiceLifecycle } from '@mesh/service';
 import type { Logger } from '@mesh/telemetry';
-import { HmacToolTokenMinter, PostgresEffectLedger, ToolGateway } from '@mesh/tool-gateway';
+import { GrantExchangeMinter, HmacToolTokenMinter, PostgresEffectLedger, ToolGateway, type ToolTokenMinter } from '@mesh/tool-gateway';
 import type { AgentsConfig } from '../config/agents.config.js';
 import type { AgentsMetrics } from '../metrics/agents.metrics.js';
 import { OpsSampler, splitToolName, type WorkerView } from '../ops/ops-sampler.js';
@@ -66,11 +66,12 @@ export function serversOf(agent: AgentDefinition, overrides: AgentsConfig['AGENT
 
 /**
  * Refuses to run agents whose tool servers take only audience-bound tokens (`tokenAudience`) without
- * the secret to mint them (AGENTS_TOOL_TOKEN_SECRET): every call such a server gets would be refused,
- * so every task would fail while the worker looked healthy. Checked before the worker registers or consumes.
+ * a way to get them (AGENTS_TOKEN_URL, or the legacy AGENTS_TOOL_TOKEN_SECRET): every call such a
+ * server gets would be refused, so every task would fail while the worker looked healthy. Checked
+ * before the worker registers or consumes.
  */
 export function assertToolTokenSecret(agents: readonly AgentDefinition[], config: AgentsConfig): void {
-  if (config.AGENTS_TOOL_TOKEN_SECRET) return;
+  if (config.AGENTS_TOOL_TOKEN_SECRET || config.AGENTS_TOKEN_URL) return;
   const needing = agents.flatMap((agent) =>
     Object.entries(serversOf(agent, config.AGENTS_MCP_SERVERS))
       .filter(([, spec]) => spec.tokenAudience)
@@ -79,9 +80,20 @@ export function assertToolTokenSecret(agents: readonly AgentDefinition[], config
   if (needing.length > 0)
     throw new MeshError(
       'CONFIG_INVALID',
-      `AGENTS_TOOL_TOKEN_SECRET is not set, but ${needing.join(', ')} call a tool server that accepts only tokens minted with it: ` +
-        "set it to that server's secret (npm start writes its own to .mesh/local.env), or leave these agents out of AGENTS_RUN",
+      `AGENTS_TOKEN_URL is not set, but ${needing.join(', ')} call a tool server that accepts only tokens for its audience: ` +
+        "set AGENTS_TOKEN_URL to the dispatcher's token endpoint (…/oauth/token; npm start writes it to .mesh/local.env), " +
+        'or (a trusted platform worker) AGENTS_TOOL_TOKEN_SECRET to the server’s HS256 secret, or leave these agents out of AGENTS_RUN',
     );
+}
+
+/**
+ * How this worker gets tool tokens: the legacy shared secret when set (a trusted platform worker),
+ * else the exchange of each run command's grant at AGENTS_TOKEN_URL; neither: none.
+ */
+export function toolTokenMinter(config: Pick<AgentsConfig, 'AGENTS_TOOL_TOKEN_SECRET' | 'AGENTS_TOKEN_URL'>): ToolTokenMinter | undefined {
+  if (config.AGENTS_TOOL_TOKEN_SECRET) return new HmacToolTokenMinter(config.AGENTS_TOOL_TOKEN_SECRET);
+  if (config.AGENTS_TOKEN_URL) return new GrantExchangeMinter({ tokenUrl: config.AGENTS_TOKEN_URL });
+  return undefined;
 }
 
 /**
@@ -148,7 +160,7 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
     });
     const executions = new PostgresExecutionLedger(dataSource);
     this.records = new TaskRecords(dataSource);
-    const tokens = config.AGENTS_TOOL_TOKEN_SECRET ? new HmacToolTokenMinter(config.AGENTS_TOOL_TOKEN_SECRET) : undefined;
+    const tokens = toolTokenMinter(config);
     // `/metrics` needs no token: an agent that is not public goes by its alias there.
     const publicIds = new Set(opts.agents.filter((a) => a.channel.visibility === 'public').map((a) => a.id));
     metrics.mesh.namePublicAgents((agentId) => publicIds.has(agentId));
@@ -249,7 +261,7 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
     if (this.opts.dataSource.isInitialized) await this.opts.dataSource.destroy();
   }
 
-  private channel(agent: AgentDefinition, executions: PostgresExecutionLedger, tokens: HmacToolTokenMinter | undefined): AgentChannel {
+  private channel(agent: AgentDefinition, executions: PostgresExecutionLedger, tokens: ToolTokenMinter | undefined): AgentChannel {
     const { config, kafka, metrics, logger } = this.opts;
     const topics = this.definitions.names;
     const topic = topics.commands(agent.id);

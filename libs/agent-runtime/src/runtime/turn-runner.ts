@@ -303,6 +303,7 @@ export class TurnRunner {
         // RFC 8693: this agent acts, for the task's actor chain (the caller's client innermost).
         act: actFor(`agent:${this.o.agent.id}`, id.act ?? { sub: id.actor }),
         ...(id.scopes ? { scopes: id.scopes } : {}),
+        ...(cmd.grant ? { grant: cmd.grant } : {}),
         owner,
         signal,
         ...(task.deadline ? { deadline: task.deadline } : {}),
