@@ -41,9 +41,9 @@ const publicKey = z
     kid: z.string().min(1).max(200),
     // 32 bytes, base64url without padding.
     x: z.string().length(43).regex(BASE64URL, 'x must be base64url'),
-    d: z.undefined({ error: 'a private key (d) must never be sent: give the public half only' }),
   })
   .loose()
+  .refine((k) => !('d' in k), { message: 'a private key (d) must never be sent: give the public half only', path: ['d'] })
   .transform(({ kty, crv, kid, x }): TeamEventKey => ({ kty, crv, kid, x }));
 
 /** The body of `PUT /ops/teams/:name`. */
