@@ -106,7 +106,8 @@ const services = [
     script: 'apps/dispatcher/dist/main.js',
     nodeFlags: dispatcherNodeFlags,
     port: ports.dispatcher,
-    env: {},
+    // `/ops/teams` (team bindings, `mesh teams`) takes the same ops token as the agents' /ops.
+    env: { DISPATCHER_OPS_TOKEN: opsToken },
   },
 ];
 
