@@ -30,7 +30,11 @@ const logged = new Writable({
     done();
   },
 });
-const env = await startTestDispatcher('team-events', { logger: createLogger('dispatcher', 'info', logged) }, { DISPATCHER_OPS_TOKEN: OPS_TOKEN });
+const env = await startTestDispatcher(
+  'team-events',
+  { logger: createLogger('dispatcher', 'info', logged) },
+  { DISPATCHER_OPS_TOKEN: OPS_TOKEN },
+);
 await publishAgents(env.kafka, env.topics, [agentRecord(TEAM_A_AGENT), agentRecord(TEAM_B_AGENT), agentRecord(PLATFORM_AGENT)]);
 
 async function keyPair(kid: string): Promise<{ publicJwk: JWK; privateJwk: JWK }> {
@@ -40,14 +44,31 @@ async function keyPair(kid: string): Promise<{ publicJwk: JWK; privateJwk: JWK }
 const KA = await keyPair('team-a-key');
 const KB = await keyPair('team-b-key');
 
-async function ops(method: string, path: string, body?: unknown, token: string | null = OPS_TOKEN): Promise<{ status: number; body: any }> {
+interface TeamJson {
+  name: string;
+  keyIds: string[];
+  revokedAt: string | null;
+  [field: string]: unknown;
+}
+/** An `/ops/teams` answer: the fields of whichever shape it has (`{ error }`, `{ team }`, `{ teams }`). */
+type OpsBody = { error: string; team: TeamJson; teams: TeamJson[] };
+
+async function ops(
+  method: string,
+  path: string,
+  body?: unknown,
+  token: string | null = OPS_TOKEN,
+): Promise<{ status: number; body: OpsBody }> {
   const res = await fetch(`${env.url}/ops/teams${path}`, {
     method,
-    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+    },
     ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
   });
   const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  return { status: res.status, body: (text ? JSON.parse(text) : {}) as OpsBody };
 }
 
 const binding = (agent: string, key: JWK) => ({
@@ -75,7 +96,13 @@ async function forge(event: TaskEvent, opts: { key?: JWK; signature?: string; ta
     await producer.send({
       topic: env.topics.teamEvents(),
       acks: -1,
-      messages: [{ key: event.identity.taskId, value: wire.value, headers: { ...wire.headers, ...(signature ? { [Headers.signature]: signature } : {}) } }],
+      messages: [
+        {
+          key: event.identity.taskId,
+          value: wire.value,
+          headers: { ...wire.headers, ...(signature ? { [Headers.signature]: signature } : {}) },
+        },
+      ],
     });
   } finally {
     await producer.disconnect();
@@ -209,7 +236,9 @@ test("events the team's key signs for another team's agent, a platform agent or 
   // Team B's key, B's agent, but A's task: the task's own agent refutes it.
   const taskA = (await client.sendMessage(sendRequest(userMessage('a second one')))) as Task;
   before = await refused('identity-mismatch');
-  await forge(Envelopes.status({ ...runB.identity, taskId: taskA.id }, { seq: 9, state: 'TASK_STATE_FAILED', final: true }), { key: KB.privateJwk });
+  await forge(Envelopes.status({ ...runB.identity, taskId: taskA.id }, { seq: 9, state: 'TASK_STATE_FAILED', final: true }), {
+    key: KB.privateJwk,
+  });
   await refusal('identity-mismatch', before, taskA.id);
   assert.equal(await stateOf(client, taskA.id), TaskState.TASK_STATE_COMPLETED);
 
@@ -218,7 +247,10 @@ test("events the team's key signs for another team's agent, a platform agent or 
   await refusal('unsigned', before, taskB.id);
 
   before = await refused('bad-signature');
-  await forge(working(runB), { key: KB.privateJwk, tamper: (e) => ({ ...e, body: { ...e.body, state: 'TASK_STATE_COMPLETED' } }) as TaskEvent });
+  await forge(working(runB), {
+    key: KB.privateJwk,
+    tamper: (e) => ({ ...e, body: { ...e.body, state: 'TASK_STATE_COMPLETED' } }) as TaskEvent,
+  });
   await refusal('bad-signature', before, taskB.id);
 
   before = await refused('unknown-key');
@@ -236,7 +268,7 @@ test("after a team is revoked its worker's events are refused as revoked; its ta
   assert.equal((await ops('DELETE', '/team-a')).status, 204);
   assert.equal((await ops('DELETE', '/team-a')).status, 204, 'revoking twice is no error');
   const listed = (await ops('GET', '')).body.teams.find((t: { name: string }) => t.name === 'team-a');
-  assert.ok(listed.revokedAt);
+  assert.ok(listed?.revokedAt);
   const before = await refused('revoked');
   const task = (await client.sendMessage(nonBlocking('after revocation'))) as Task;
   const line = await refusal('revoked', before, task.id);

@@ -22,6 +22,7 @@ test('a bad secret is named, its value never shown', () => {
   const secret = { AGENTS_EVENT_KEY: z.string().regex(/^\{/, 'expected JSON'), OPS_TOKEN: z.string().min(16) };
   assert.throws(
     () => loadConfig(secret, { AGENTS_EVENT_KEY: 'private-bits', OPS_TOKEN: 'short-bits' }),
-    (err: Error) => /AGENTS_EVENT_KEY=<hidden>: expected JSON/.test(err.message) && /OPS_TOKEN=<hidden>/.test(err.message) && !/bits/.test(err.message),
+    (err: Error) =>
+      /AGENTS_EVENT_KEY=<hidden>: expected JSON/.test(err.message) && /OPS_TOKEN=<hidden>/.test(err.message) && !/bits/.test(err.message),
   );
 });

@@ -22,7 +22,16 @@ async function sign(event: TaskEvent, jwk: JWK, payload: unknown = decodeEnvelop
 }
 
 function team(name: string, agents: string[], keys: TeamEventKey[], revokedAt: string | null = null, tenant = 'acme'): TeamBinding {
-  return { name, tenant, agents, eventKeys: { keys }, toolAudiences: [], kafkaPrincipal: null, createdAt: new Date().toISOString(), revokedAt };
+  return {
+    name,
+    tenant,
+    agents,
+    eventKeys: { keys },
+    toolAudiences: [],
+    kafkaPrincipal: null,
+    createdAt: new Date().toISOString(),
+    revokedAt,
+  };
 }
 
 function eventOf(agentId: string, tenant = 'acme'): TaskEvent {
@@ -65,7 +74,11 @@ const signatures = new EventSignatures(bindings);
 
 test("an event signed by the key of its agent's team is believed", async () => {
   const event = eventOf('word-count-agent');
-  assert.deepEqual(await signatures.check(event, { [Headers.signature]: await sign(event, ka.privateJwk) }), { ok: true, team: 'words', kid: 'ka' });
+  assert.deepEqual(await signatures.check(event, { [Headers.signature]: await sign(event, ka.privateJwk) }), {
+    ok: true,
+    team: 'words',
+    kid: 'ka',
+  });
 });
 
 test('an event without a signature is refused as unsigned', async () => {
@@ -78,10 +91,18 @@ test('a payload changed after signing, or a signature that is no detached JWS, i
   const tampered = { ...event, body: { ...event.body, state: 'TASK_STATE_COMPLETED' } } as TaskEvent;
   assert.deepEqual(await signatures.check(tampered, { [Headers.signature]: signature }), { ok: false, reason: 'bad-signature', kid: 'ka' });
   const otherTask = { ...event, identity: { ...event.identity, taskId: 'task-2' } };
-  assert.deepEqual(await signatures.check(otherTask, { [Headers.signature]: signature }), { ok: false, reason: 'bad-signature', kid: 'ka' });
+  assert.deepEqual(await signatures.check(otherTask, { [Headers.signature]: signature }), {
+    ok: false,
+    reason: 'bad-signature',
+    kid: 'ka',
+  });
   for (const garbage of ['x', `${signature.split('..')[0]}.e30.${signature.split('..')[1]}`, 'e30..AAAA', '!!..!!']) {
     assert.equal((await signatures.check(event, { [Headers.signature]: garbage })).ok, false, garbage);
-    assert.equal(((await signatures.check(event, { [Headers.signature]: garbage })) as { reason: string }).reason, 'bad-signature', garbage);
+    assert.equal(
+      ((await signatures.check(event, { [Headers.signature]: garbage })) as { reason: string }).reason,
+      'bad-signature',
+      garbage,
+    );
   }
   // Signed by another key under ka's id.
   const forged = await sign(event, { ...unbound.privateJwk, kid: 'ka' });
@@ -134,7 +155,10 @@ test('a binding made elsewhere is believed at the first event signed with its ke
 test('a failed registry read fails the check (the projector retries it) instead of refusing the event', async () => {
   const failing = new TeamBindings({ list: () => Promise.reject(new Error('database down')) }, { minRefreshGapMs: 0 });
   const event = eventOf('word-count-agent');
-  await assert.rejects(new EventSignatures(failing).check(event, { [Headers.signature]: await sign(event, ka.privateJwk) }), /database down/);
+  await assert.rejects(
+    new EventSignatures(failing).check(event, { [Headers.signature]: await sign(event, ka.privateJwk) }),
+    /database down/,
+  );
 });
 
 test("the bindings answer an agent's keys and tool audiences, nothing for an agent no live team owns", () => {

@@ -3,7 +3,13 @@ import assert from 'node:assert/strict';
 import { teamBindingBody } from './team-binding.js';
 
 const key = { kty: 'OKP', crv: 'Ed25519', kid: 'k1', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo' };
-const body = { tenant: 'acme', agents: ['word-count-agent'], eventKeys: { keys: [key] }, toolAudiences: ['billing-tools'], kafkaPrincipal: 'User:team-words' };
+const body = {
+  tenant: 'acme',
+  agents: ['word-count-agent'],
+  eventKeys: { keys: [key] },
+  toolAudiences: ['billing-tools'],
+  kafkaPrincipal: 'User:team-words',
+};
 
 test('a binding with a public Ed25519 key is taken; extra JWK members are dropped', () => {
   const parsed = teamBindingBody.parse({ ...body, eventKeys: { keys: [{ ...key, use: 'sig', alg: 'EdDSA' }] } });

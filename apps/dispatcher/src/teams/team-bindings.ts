@@ -3,7 +3,8 @@ import { silentLogger, type Logger } from '@mesh/telemetry';
 import type { TeamBinding, TeamEventKey } from './team-binding.js';
 
 /** What a key id stands for: a live team's key, only revoked teams' keys, or nothing known. */
-export type KeyBinding = { state: 'live'; team: TeamBinding; key: TeamEventKey } | { state: 'revoked'; team: string } | { state: 'unknown' };
+export type KeyBinding =
+  { state: 'live'; team: TeamBinding; key: TeamEventKey } | { state: 'revoked'; team: string } | { state: 'unknown' };
 
 /** Where the key ids come from (the verifier's view of {@link TeamBindings}). */
 export interface TeamKeys {

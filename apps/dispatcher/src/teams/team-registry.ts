@@ -48,7 +48,9 @@ export class TeamRegistry {
         [input.agents, name],
       );
       if (owned.length > 0)
-        throw new TeamConflict(`${owned.map((o) => `agent ${o.agent_id} belongs to team ${o.team}`).join('; ')}: revoke that binding first`);
+        throw new TeamConflict(
+          `${owned.map((o) => `agent ${o.agent_id} belongs to team ${o.team}`).join('; ')}: revoke that binding first`,
+        );
       const kids = input.eventKeys.keys.map((k) => k.kid);
       const taken: Array<{ name: string; kid: string }> = await m.query(
         `SELECT t.name, k->>'kid' AS kid FROM dispatcher.teams t, jsonb_array_elements(t.event_keys->'keys') k

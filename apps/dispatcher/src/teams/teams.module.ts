@@ -25,7 +25,10 @@ const TEAMS_BODY_LIMIT = '64kb';
  * controller from the headers alone. A malformed body is a 400 `{ error }`.
  */
 function teamsBodies(token: string | undefined): RequestHandler {
-  const parse = withinBodyLimit(express.json({ limit: TEAMS_BODY_LIMIT, verify: refuseMalformedUtf8, inflate: false }), parseByteSize(TEAMS_BODY_LIMIT));
+  const parse = withinBodyLimit(
+    express.json({ limit: TEAMS_BODY_LIMIT, verify: refuseMalformedUtf8, inflate: false }),
+    parseByteSize(TEAMS_BODY_LIMIT),
+  );
   return (req, res, next) => {
     try {
       checkTeamsCredential(req, token);

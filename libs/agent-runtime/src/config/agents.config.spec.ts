@@ -28,7 +28,11 @@ test('team mode: AGENTS_EVENT_KEY or AGENTS_EVENT_KEY_FILE holds a private Ed255
   assert.throws(() => loadAgentsConfig({ ...base, AGENTS_EVENT_KEY_FILE: file, AGENTS_EVENT_KEY: JSON.stringify(key) }), /not both/);
   assert.throws(() => loadAgentsConfig({ ...base, AGENTS_EVENT_KEY_FILE: `${file}.missing` }), /cannot read/);
   assert.throws(() => loadAgentsConfig({ ...base, AGENTS_EVENT_KEY: 'not json' }), /private Ed25519 JWK/);
-  for (const bad of [{ ...key, d: undefined }, { ...key, kid: undefined }, { ...key, crv: 'P-256' }]) {
+  for (const bad of [
+    { ...key, d: undefined },
+    { ...key, kid: undefined },
+    { ...key, crv: 'P-256' },
+  ]) {
     assert.throws(() => loadAgentsConfig({ ...base, AGENTS_EVENT_KEY: JSON.stringify(bad) }), /AGENTS_EVENT_KEY/);
   }
 });

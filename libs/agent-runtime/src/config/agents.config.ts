@@ -41,12 +41,18 @@ const eventKey = z
     try {
       json = JSON.parse(s);
     } catch {
-      ctx.addIssue({ code: 'custom', message: 'expected a private Ed25519 JWK as JSON ({"kty":"OKP","crv":"Ed25519","kid":…,"x":…,"d":…})' });
+      ctx.addIssue({
+        code: 'custom',
+        message: 'expected a private Ed25519 JWK as JSON ({"kty":"OKP","crv":"Ed25519","kid":…,"x":…,"d":…})',
+      });
       return z.NEVER;
     }
     const key = eventKeySchema.safeParse(json);
     if (!key.success) {
-      ctx.addIssue({ code: 'custom', message: `expected a private Ed25519 JWK with kid: ${key.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}` });
+      ctx.addIssue({
+        code: 'custom',
+        message: `expected a private Ed25519 JWK with kid: ${key.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+      });
       return z.NEVER;
     }
     return key.data;

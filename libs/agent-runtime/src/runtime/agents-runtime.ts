@@ -213,7 +213,10 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
       await assertLedgerOutlivesCommands(this.admin, topic, config.AGENTS_LEDGER_RETENTION_MS).catch((err: unknown) => {
         // A team's principal may not read topic configs; the platform sets the topics' retention.
         if (!(teamMode && isAuthorizationError(err))) throw err;
-        logger.warn({ src: 'agents-runtime', topic }, "not allowed to read the command topic's retention: the ledger retention check is skipped");
+        logger.warn(
+          { src: 'agents-runtime', topic },
+          "not allowed to read the command topic's retention: the ledger retention check is skipped",
+        );
       });
     }
     for (const { gateway } of this.channels) gateway.start();

@@ -31,9 +31,16 @@ async function verify(signature: string, envelope: unknown): Promise<{ kid?: str
 test('the signature is a detached compact EdDSA JWS naming the key, over the envelope as consumers decode it', async () => {
   const signature = await new EventSigner(jwk).sign(event);
   assert.match(signature, /^[A-Za-z0-9_-]+\.\.[A-Za-z0-9_-]+$/);
-  const header = await verify(signature, { kind: event.kind, identity: { ...identity }, body: { seq: 2, state: 'TASK_STATE_WORKING', final: false } });
+  const header = await verify(signature, {
+    kind: event.kind,
+    identity: { ...identity },
+    body: { seq: 2, state: 'TASK_STATE_WORKING', final: false },
+  });
   assert.deepEqual(header, { alg: 'EdDSA', kid: 'team-key-1' });
-  await assert.rejects(verify(signature, { ...event, identity: { ...identity, agentId: 'ledger-agent' } }), /signature verification failed/);
+  await assert.rejects(
+    verify(signature, { ...event, identity: { ...identity, agentId: 'ledger-agent' } }),
+    /signature verification failed/,
+  );
 });
 
 test('the team sink sends every event to the team events topic with its contract headers and the signature', async () => {
