@@ -1,7 +1,7 @@
 import type { MessageContext } from '@mesh/bus';
 import type { TaskEvent } from '@mesh/contract';
 import { silentLogger, type Logger, type MeshMetrics } from '@mesh/telemetry';
-import type { EventRefusal } from './event-signatures.js';
+import { EVENT_REFUSALS, type EventRefusal } from './event-signatures.js';
 
 /**
  * Records an event the dispatcher dropped: counted (mesh_events_refused_total{reason}) and logged
@@ -15,6 +15,8 @@ export class EventRefusals {
     logger: Logger = silentLogger,
   ) {
     this.log = logger.child({ src: 'event-projector' });
+    // Every reason on /metrics from the start: a rate over a series that appears late misses its first count.
+    for (const reason of EVENT_REFUSALS) this.metrics?.eventsRefused.inc({ reason }, 0);
   }
 
   refused(reason: EventRefusal, event: TaskEvent, ctx?: Pick<MessageContext, 'topic' | 'partition' | 'offset'>, kid?: string): void {

@@ -168,3 +168,18 @@ test("the bindings answer an agent's keys and tool audiences, nothing for an age
   assert.deepEqual(bindings.toolAudiences('ledger-agent'), new Set());
   assert.equal(bindings.toolAudiences('echo-agent'), undefined);
 });
+
+test("tool audiences: a team's agent gets its team's, a revoked team's agent none, a platform agent any", async () => {
+  const audiences = new TeamBindings({
+    list: () =>
+      Promise.resolve([
+        { ...team('words', ['word-count-agent', 'moved-agent'], [ka.publicJwk]), toolAudiences: ['billing-tools'] },
+        team('gone', ['old-agent', 'moved-agent'], [kr.publicJwk], new Date().toISOString()),
+      ]),
+  });
+  await audiences.refresh();
+  assert.deepEqual(await audiences.allowed('word-count-agent'), new Set(['billing-tools']));
+  assert.deepEqual(await audiences.allowed('moved-agent'), new Set(['billing-tools']), 'bound again since: its live team counts');
+  assert.deepEqual(await audiences.allowed('old-agent'), new Set());
+  assert.equal(await audiences.allowed('echo-agent'), 'any');
+});

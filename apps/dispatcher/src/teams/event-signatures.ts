@@ -4,7 +4,8 @@ import type { TeamEventKey } from './team-binding.js';
 import type { TeamKeys } from './team-bindings.js';
 
 /** Why an event was not believed (the `reason` of mesh_events_refused_total). */
-export type EventRefusal = 'unsigned' | 'unknown-key' | 'bad-signature' | 'not-team-agent' | 'revoked' | 'identity-mismatch';
+export const EVENT_REFUSALS = ['unsigned', 'unknown-key', 'bad-signature', 'not-team-agent', 'revoked', 'identity-mismatch'] as const;
+export type EventRefusal = (typeof EVENT_REFUSALS)[number];
 
 /** The verdict on one team event: believed (by this team's key), or refused and why. */
 export type SignatureVerdict = { ok: true; team: string; kid: string } | { ok: false; reason: EventRefusal; kid?: string };

@@ -25,11 +25,13 @@ export interface TeamBindingsOptions {
 
 interface Snapshot {
   owners: Map<string, TeamBinding>;
+  /** Agents of revoked teams that no live team owns now. */
+  orphans: Set<string>;
   liveKeys: Map<string, { team: TeamBinding; key: TeamEventKey }>;
   revokedKeys: Map<string, string>;
 }
 
-const EMPTY: Snapshot = { owners: new Map(), liveKeys: new Map(), revokedKeys: new Map() };
+const EMPTY: Snapshot = { owners: new Map(), orphans: new Set(), liveKeys: new Map(), revokedKeys: new Map() };
 
 /**
  * The team bindings as the projector and the token exchange read them: a snapshot of the registry
@@ -71,15 +73,17 @@ export class TeamBindings implements TeamKeys {
   async refresh(): Promise<void> {
     this.lastStart = Date.now();
     const teams = await this.source.list();
-    const next: Snapshot = { owners: new Map(), liveKeys: new Map(), revokedKeys: new Map() };
+    const next: Snapshot = { owners: new Map(), orphans: new Set(), liveKeys: new Map(), revokedKeys: new Map() };
     for (const team of teams) {
       if (team.revokedAt !== null) {
         for (const key of team.eventKeys.keys) next.revokedKeys.set(key.kid, team.name);
+        for (const agent of team.agents) next.orphans.add(agent);
         continue;
       }
       for (const agent of team.agents) next.owners.set(agent, team);
       for (const key of team.eventKeys.keys) next.liveKeys.set(key.kid, { team, key });
     }
+    for (const agent of next.owners.keys()) next.orphans.delete(agent);
     this.snapshot = next;
   }
 
@@ -92,6 +96,17 @@ export class TeamBindings implements TeamKeys {
   toolAudiences(agentId: string): ReadonlySet<string> | undefined {
     const team = this.snapshot.owners.get(agentId);
     return team ? new Set(team.toolAudiences) : undefined;
+  }
+
+  /**
+   * Which tool audiences the agent may get tokens for (the token exchange's ToolAudiencePolicy):
+   * a team's agent its team's; an agent whose team was revoked none (its worker is no longer
+   * trusted); an agent no team ever held — a platform agent — any.
+   */
+  allowed(agentId: string): Promise<ReadonlySet<string> | 'any'> {
+    const audiences = this.toolAudiences(agentId);
+    if (audiences) return Promise.resolve(audiences);
+    return Promise.resolve(this.snapshot.orphans.has(agentId) ? new Set<string>() : 'any');
   }
 
   ownerOf(agentId: string): TeamBinding | undefined {
