@@ -177,7 +177,8 @@ const services = [
     script: 'apps/dispatcher/dist/main.js',
     nodeFlags: dispatcherNodeFlags,
     port: ports.dispatcher,
-    env: { DISPATCHER_SIGNING_KEY_FILE: signingKeyFile, DISPATCHER_ISSUER: issuer, ...principals.dispatcher },
+    // `/ops/teams` (team bindings, `mesh teams`) takes the same ops token as the agents' /ops.
+    env: { DISPATCHER_SIGNING_KEY_FILE: signingKeyFile, DISPATCHER_ISSUER: issuer, DISPATCHER_OPS_TOKEN: opsToken, ...principals.dispatcher },
   },
 ];
 

@@ -666,7 +666,7 @@ test('PrometheusRule on: every alert reads metrics and labels the services expor
   );
   const rules = rule.spec!.groups!.flatMap((g) => g.rules ?? []);
   const alerts = rules.map((r) => r.alert);
-  for (const name of ['MeshDeadLetters', 'MeshCommandsUndeliverable', 'MeshConsumerLagHigh', 'MeshUnknownOutcomesOpen', 'MeshAdmissionRefused', 'MeshTasksNotStarted', 'MeshTasksFailed']) assert.ok(alerts.includes(name), name);
+  for (const name of ['MeshDeadLetters', 'MeshCommandsUndeliverable', 'MeshEventsRefused', 'MeshConsumerLagHigh', 'MeshUnknownOutcomesOpen', 'MeshAdmissionRefused', 'MeshTasksNotStarted', 'MeshTasksFailed']) assert.ok(alerts.includes(name), name);
   for (const r of rules) {
     const expr = String(r.expr);
     const metrics = [...expr.matchAll(/\b(mesh_[a-z_]+)\b/g)].map((m) => m[1]);

@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { z } from 'zod';
 import { loadConfig, port } from './config-loader.js';
 import { databaseSpec, kafkaSpec } from './areas.js';
 
@@ -15,4 +16,13 @@ test('a bad value names the variable', () => {
   assert.throws(() => loadConfig(databaseSpec, { DATABASE_URL: 'mysql://x/y' }), /DATABASE_URL.*postgres:\/\//);
   assert.throws(() => loadConfig({ PORT: port(1) }, { PORT: '70000' }), /PORT="70000"/);
   assert.deepEqual(loadConfig(kafkaSpec, { KAFKA_BROKERS: 'a:1, b:2' }).KAFKA_BROKERS, ['a:1', 'b:2']);
+});
+
+test('a bad secret is named, its value never shown', () => {
+  const secret = { AGENTS_EVENT_KEY: z.string().regex(/^\{/, 'expected JSON'), OPS_TOKEN: z.string().min(16) };
+  assert.throws(
+    () => loadConfig(secret, { AGENTS_EVENT_KEY: 'private-bits', OPS_TOKEN: 'short-bits' }),
+    (err: Error) =>
+      /AGENTS_EVENT_KEY=<hidden>: expected JSON/.test(err.message) && /OPS_TOKEN=<hidden>/.test(err.message) && !/bits/.test(err.message),
+  );
 });

@@ -5,6 +5,11 @@ import { MeshError } from '@mesh/contract';
 export type ConfigSpec = Record<string, z.ZodType>;
 export type ConfigOf<S extends ConfigSpec> = { [K in keyof S]: z.output<S[K]> };
 
+/** Settings whose values are secrets: named in a refusal, never shown (start-up errors end up in logs). */
+const SECRET_NAME = /(_SECRET|_TOKEN|_PASSWORD|_KEY)$/;
+
+const shownValue = (name: string, raw: string | undefined) => (SECRET_NAME.test(name) && raw ? '<hidden>' : JSON.stringify(raw));
+
 /**
  * Reads and validates env variables. A bad value throws one CONFIG_INVALID error naming every
  * offending variable, so the process stops at start with a one-line message.
@@ -16,7 +21,7 @@ export function loadConfig<S extends ConfigSpec>(spec: S, env: NodeJS.ProcessEnv
     const raw = env[name];
     const parsed = schema.safeParse(raw === '' ? undefined : raw);
     if (parsed.success) out[name] = parsed.data;
-    else problems.push(`${name}=${JSON.stringify(raw)}: ${parsed.error.issues.map((i) => i.message).join('; ')}`);
+    else problems.push(`${name}=${shownValue(name, raw)}: ${parsed.error.issues.map((i) => i.message).join('; ')}`);
   }
   if (problems.length > 0) {
     throw new MeshError('CONFIG_INVALID', `invalid configuration: ${problems.join(' | ')}`);

@@ -31,6 +31,11 @@ export const Headers = {
   kind: 'kind',
   /** Envelope schema version, so a consumer can refuse what it does not understand. */
   schemaVersion: 'schema_version',
+  /**
+   * On the team events topic only: a detached compact JWS (EdDSA, header `kid`) over the RFC 8785
+   * canonical JSON of the envelope as decoded (docs/bus.md, "Team events").
+   */
+  signature: 'signature',
 } as const;
 
 export type HeaderName = (typeof Headers)[keyof typeof Headers];

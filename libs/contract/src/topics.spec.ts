@@ -16,6 +16,7 @@ test('group names stay what running deployments already committed offsets under'
 test('every topic has one definition: keyed topics never grow; events partitions and replication come from the layout', () => {
   const d = new TopicDefinitions(new TopicNames('p.'), { eventsPartitions: 5, replicationFactor: 3 });
   assert.deepEqual(d.events(), { name: 'p.mesh.task.events', partitions: 5, configEntries: [], grow: false, replicationFactor: 3 });
+  assert.deepEqual(d.teamEvents(), { name: 'p.mesh.team.events', partitions: 5, configEntries: [], grow: false, replicationFactor: 3 });
   assert.equal(d.commands('echo-agent', 7).partitions, 7);
   assert.equal(d.commands('echo-agent').partitions, DEFAULT_COMMAND_PARTITIONS);
   assert.deepEqual(
@@ -24,7 +25,7 @@ test('every topic has one definition: keyed topics never grow; events partitions
   );
   assert.deepEqual(d.heartbeats().configEntries, [{ name: 'retention.ms', value: '3600000' }]);
   assert.equal(d.deadLetters(d.names.commands('echo-agent')).name, 'p.mesh.agent.echo-agent.commands.dlq');
-  for (const t of [d.events(), d.cards(), d.heartbeats(), d.commands('echo-agent'), d.deadLetters('x')]) {
+  for (const t of [d.events(), d.teamEvents(), d.cards(), d.heartbeats(), d.commands('echo-agent'), d.deadLetters('x')]) {
     assert.equal(t.grow, false, t.name);
     assert.equal(t.replicationFactor, 3, t.name);
   }

@@ -17,6 +17,7 @@ function checkedAgentId(agentId: string): string {
  * Topic names. A prefix (env `TOPIC_PREFIX`) separates deployments and test runs on one broker.
  * - commands: one topic per agent, keyed by the agent's channel key
  * - events: one topic for all agents' status/artifact events, keyed by task
+ * - team events: the same for the workers teams run themselves, every record signed
  * - cards, heartbeats: the directory's catalog and liveness
  * - dead letters: one per source topic
  */
@@ -33,6 +34,15 @@ export class TopicNames {
 
   events(): string {
     return `${this.prefix}mesh.task.events`;
+  }
+
+  /**
+   * Events of the workers teams run themselves (docs/bus.md, "Team events"): keyed by task like
+   * {@link events}, every record signed by its team's key; writable by team principals, which the
+   * platform's events topic is not.
+   */
+  teamEvents(): string {
+    return `${this.prefix}mesh.team.events`;
   }
 
   /** Compacted topic of the directory's card changes, keyed by `{tenant}/{agentId}`. */
@@ -147,6 +157,11 @@ export class TopicDefinitions {
 
   events(): TopicDefinition {
     return this.define(this.names.events(), this.layout.eventsPartitions, []);
+  }
+
+  /** Same settings as {@link events}: a task's id picks the same partition number on both. */
+  teamEvents(): TopicDefinition {
+    return this.define(this.names.teamEvents(), this.layout.eventsPartitions, []);
   }
 
   cards(): TopicDefinition {

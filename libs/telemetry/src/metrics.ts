@@ -168,6 +168,12 @@ export class MeshMetrics {
     labelNames: ['outcome', 'reason'] as const,
     registers: [this.registry],
   });
+  readonly eventsRefused = new Counter({
+    name: 'mesh_events_refused_total',
+    help: 'Agent events the dispatcher did not believe and dropped, by reason (unsigned, unknown-key, bad-signature, not-team-agent, revoked, identity-mismatch)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
   readonly undeliverableCommands = new Counter({
     name: 'mesh_outbox_undeliverable_total',
     help: 'Commands the broker refused for good (too large for their topic): dropped, their tasks failed; by envelope kind',

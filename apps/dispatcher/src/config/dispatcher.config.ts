@@ -216,6 +216,13 @@ export const dispatcherConfigSpec = {
    * message whose command would pass it is refused at accept (COMMAND_TOO_LARGE).
    */
   OUTBOX_LIMITS_REFRESH_MS: positiveInt(60_000),
+  /**
+   * Bearer token of the operator endpoints (`/ops/teams`: team bindings). Unset: they answer 503
+   * naming this setting (no binding can be made; events on the team topic are all refused).
+   */
+  DISPATCHER_OPS_TOKEN: z.string().min(8).optional(),
+  /** How often team bindings are read again; a revocation made on another replica holds here within this long. */
+  DISPATCHER_TEAMS_REFRESH_MS: positiveInt(30_000),
   /** Most bytes a task's JSON may reach through follow-up turns; a turn past it is refused (TASK_TOO_LARGE). */
   DISPATCHER_MAX_TASK_BYTES: positiveInt(4 * 1024 * 1024),
 };

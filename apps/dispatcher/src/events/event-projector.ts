@@ -6,6 +6,8 @@ import type { LoggedEvent, TaskProjection } from '../tasks/task-projection.js';
 import type { TaskCommit, TaskCommits } from '../tasks/task-commits.js';
 import { silentLogger, type Logger, type MeshMetrics } from '@mesh/telemetry';
 import { isSettled, outcomeLabel } from '../tasks/task-state.js';
+import type { EventSignatures } from '../teams/event-signatures.js';
+import type { EventRefusals } from '../teams/event-refusals.js';
 
 /** What the projector writes to and feeds, and where it logs. */
 export interface EventProjectorOptions {
@@ -16,6 +18,10 @@ export interface EventProjectorOptions {
   delegation?: { afterProjected(events: readonly TaskEvent[]): Promise<void> };
   /** The service's logger (lines carry `src: event-projector`). */
   logger?: Logger;
+  /** Records of this topic (the team events topic) are projected only when their signature is believed. */
+  teamEvents?: { topic: string; signatures: Pick<EventSignatures, 'check'> };
+  /** Told of every event dropped: a team event not believed, an event the task's identity refutes. */
+  refusals?: Pick<EventRefusals, 'refused'>;
 }
 
 /**
@@ -32,11 +38,15 @@ export class EventProjector {
   private readonly commits: EventProjectorOptions['commits'];
   private readonly delegation?: EventProjectorOptions['delegation'];
   private readonly log: Logger;
+  private readonly teamEvents?: EventProjectorOptions['teamEvents'];
+  private readonly refusals?: EventProjectorOptions['refusals'];
 
   constructor(opts: EventProjectorOptions) {
     this.tasks = opts.tasks;
     this.commits = opts.commits;
     this.delegation = opts.delegation;
+    this.teamEvents = opts.teamEvents;
+    this.refusals = opts.refusals;
     this.log = (opts.logger ?? silentLogger).child({ src: 'event-projector' });
   }
 
@@ -46,13 +56,20 @@ export class EventProjector {
    */
   async projectRecords(envelopes: readonly Envelope[], contexts: readonly MessageContext[]): Promise<void> {
     const events: TaskEvent[] = [];
-    for (const envelope of envelopes) {
-      if (envelope.kind === 'task.status' || envelope.kind === 'task.artifact') events.push(envelope);
-      else this.log.warn({ kind: envelope.kind }, 'skipped a command on the event topic');
+    const origins = new Map<TaskEvent, MessageContext>();
+    for (const [i, envelope] of envelopes.entries()) {
+      const ctx = contexts[i];
+      if (envelope.kind !== 'task.status' && envelope.kind !== 'task.artifact') {
+        this.log.warn({ kind: envelope.kind }, 'skipped a command on the event topic');
+        continue;
+      }
+      if (ctx && !(await this.believed(envelope, ctx))) continue;
+      events.push(envelope);
+      if (ctx) origins.set(envelope, ctx);
     }
     if (events.length === 0) return;
     try {
-      await this.project(events);
+      await this.project(events, origins);
     } catch (err) {
       // The consumer retries (then dead-letters); say why, once per attempt.
       this.log.warn({ taskId: events[0].identity.taskId, attempt: contexts[0]?.attempt, err: String(err) }, 'projecting events failed');
@@ -60,14 +77,26 @@ export class EventProjector {
     }
   }
 
-  /** Projects consecutive events of one task and hands the commit to TaskCommits. */
-  async project(events: TaskEvent[]): Promise<void> {
+  /** A record of the platform's events topic, or a team event whose signature the team's binding backs. */
+  private async believed(event: TaskEvent, ctx: MessageContext): Promise<boolean> {
+    if (!this.teamEvents || ctx.topic !== this.teamEvents.topic) return true;
+    const verdict = await this.teamEvents.signatures.check(event, ctx.headers);
+    if (verdict.ok) return true;
+    this.refusals?.refused(verdict.reason, event, ctx, verdict.kid);
+    return false;
+  }
+
+  /**
+   * Projects consecutive events of one task and hands the commit to TaskCommits; `origins` says
+   * where each came from, for the log line of one the task refuses.
+   */
+  async project(events: TaskEvent[], origins?: ReadonlyMap<TaskEvent, MessageContext>): Promise<void> {
     const outcomes = await this.tasks.applyEvents(events);
     let committed: Task | undefined;
     let deliveries = 0;
     const logged: LoggedEvent[] = [];
     const settled: NonNullable<TaskCommit['outcomes']>[number][] = [];
-    for (const outcome of outcomes) {
+    for (const [i, outcome] of outcomes.entries()) {
       if (outcome.applied) {
         committed = outcome.task;
         logged.push(outcome.logged);
@@ -80,6 +109,9 @@ export class EventProjector {
           settled.push({ tenant, agent: agentId, outcome: outcomeLabel(state) });
         }
       }
+      // An event naming another agent or context than its task's: a worker reporting on a task not
+      // its own (outcomes come one per event, in order).
+      else if (outcome.reason === 'identity-mismatch') this.refusals?.refused('identity-mismatch', events[i], origins?.get(events[i]));
       // A re-consumed duplicate records nothing: its deliveries were recorded with it, for the
       // configs the task had then. A config made since gets the events after it, in their order.
     }
@@ -102,7 +134,7 @@ export class EventProjector {
 
 /**
  * The projector's consumer: one group shared by every replica (`ConsumerGroups.dispatcherProjector`),
- * reading the events topic from the beginning, a task's queued events handed over together.
+ * reading the events topic and the team events topic from the beginning, a task's queued events handed over together.
  */
 export function projectorConsumerOptions(
   topics: TopicDefinitions,
@@ -112,9 +144,11 @@ export function projectorConsumerOptions(
 ): KafkaBusTransportOptions {
   const log = logger.child({ src: 'event-projector' });
   return {
-    ...(metrics ? { onDeadLetter: countDeadLetters(metrics.deadLetters, [topics.events().name]) } : {}),
+    ...(metrics ? { onDeadLetter: countDeadLetters(metrics.deadLetters, [topics.events().name, topics.teamEvents().name]) } : {}),
     groupId: groups.dispatcherProjector(),
-    topics: [topics.events().name],
+    // One consumer, one group over both: a task's events keep their order and offsets in one place
+    // (kafkajs fixes a consumer's topics when it subscribes, so per-team topics would need one each).
+    topics: [topics.events().name, topics.teamEvents().name],
     topicDefinitions: topics,
     batches: true,
     // Projecting writes to Postgres: a database restart is an outage, not a bad event.

@@ -4,7 +4,7 @@ import type { TopicDefinitions } from '@mesh/contract';
 import type { TaskAffinity } from '../tasks/task-affinity.js';
 
 /**
- * The agents' events topic, created at bootstrap if missing. Providers that read it inject this
+ * The agents' events topic and the team events topic (same settings), created at bootstrap if missing. Providers that read it inject this
  * one, so they start after it (the projector's transport starts after every bootstrap hook).
  */
 export class EventsTopic implements OnApplicationBootstrap {
@@ -21,6 +21,8 @@ export class EventsTopic implements OnApplicationBootstrap {
     const events = this.topics.events();
     try {
       await admin.ensureTopic(events.name, events);
+      const teamEvents = this.topics.teamEvents();
+      await admin.ensureTopic(teamEvents.name, teamEvents);
       // As it is (created elsewhere, it may have another count): new task ids are drawn for it.
       this.affinity?.partitions(await admin.partitionCount(events.name));
     } finally {

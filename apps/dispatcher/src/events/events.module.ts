@@ -13,17 +13,21 @@ import { TaskChangesModule } from '../tasks/task-changes.module.js';
 import { EventProjector, projectorConsumerOptions } from './event-projector.js';
 import { EventsTopic } from './events-topic.js';
 import { TaskEventsController } from './task-events.controller.js';
+import { TeamsModule } from '../teams/teams.module.js';
+import { TeamBindings } from '../teams/team-bindings.js';
+import { EventSignatures } from '../teams/event-signatures.js';
+import { EventRefusals } from '../teams/event-refusals.js';
 
 /** The projector's transport; connected to the app as a Nest microservice (see startDispatcher). */
 export const PROJECTOR_TRANSPORT = Symbol('dispatcher.projector-transport');
 
 /**
- * The agents' events: projected into the store (one consumer group over all replicas, through
+ * The agents' events (and the team events, once their signatures are believed): projected into the store (one consumer group over all replicas, through
  * {@link PROJECTOR_TRANSPORT}); the other replicas hear which tasks changed from the projection's
  * own statement (TaskCommitFeed), not from the topic.
  */
 @Module({
-  imports: [TasksModule, TaskChangesModule, DelegationModule],
+  imports: [TasksModule, TaskChangesModule, DelegationModule, TeamsModule],
   controllers: [TaskEventsController],
   providers: [
     {
@@ -52,9 +56,24 @@ export const PROJECTOR_TRANSPORT = Symbol('dispatcher.projector-transport');
     },
     {
       provide: EventProjector,
-      useFactory: (tasks: TaskProjection, commits: TaskCommits, delegation: DelegationService, logger: Logger) =>
-        new EventProjector({ tasks, commits, delegation, logger }),
-      inject: [TaskProjection, TaskCommits, DelegationService, LOGGER],
+      useFactory: (
+        tasks: TaskProjection,
+        commits: TaskCommits,
+        delegation: DelegationService,
+        topics: TopicDefinitions,
+        bindings: TeamBindings,
+        logger: Logger,
+        metrics: MeshMetrics,
+      ) =>
+        new EventProjector({
+          tasks,
+          commits,
+          delegation,
+          logger,
+          teamEvents: { topic: topics.names.teamEvents(), signatures: new EventSignatures(bindings) },
+          refusals: new EventRefusals(metrics, logger),
+        }),
+      inject: [TaskProjection, TaskCommits, DelegationService, TopicDefinitions, TeamBindings, LOGGER, MeshMetrics],
     },
   ],
   exports: [PROJECTOR_TRANSPORT],

@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { z } from 'zod';
+import { MeshError } from '@mesh/contract';
 import { databaseSpec, flag, httpSpec, kafkaSpec, loadConfig, port, positiveInt, type ConfigOf } from '@mesh/config';
 
 /** Per-server overrides of the agents' MCP server specs, by server name (e.g. the billing URL per environment). */
@@ -16,6 +18,44 @@ const mcpOverrides = z
       ctx.addIssue({ code: 'custom', message: `expected a JSON object {"server": {"url": "..."}}: ${String(err)}` });
       return z.NEVER;
     }
+  });
+
+/** A team worker's private Ed25519 JWK (with `kid`) that signs its events (docs/agents.md, "Team mode"). */
+const eventKeySchema = z.object({
+  kty: z.literal('OKP'),
+  crv: z.literal('Ed25519'),
+  kid: z.string().min(1).max(200),
+  x: z.string().min(1),
+  d: z.string().min(1),
+});
+
+/** The private JWK that signs the worker's events, as JSON. */
+export type EventSigningKey = z.infer<typeof eventKeySchema>;
+
+const eventKey = z
+  .string()
+  .optional()
+  .transform((s, ctx) => {
+    if (!s?.trim()) return undefined;
+    let json: unknown;
+    try {
+      json = JSON.parse(s);
+    } catch {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'expected a private Ed25519 JWK as JSON ({"kty":"OKP","crv":"Ed25519","kid":…,"x":…,"d":…})',
+      });
+      return z.NEVER;
+    }
+    const key = eventKeySchema.safeParse(json);
+    if (!key.success) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `expected a private Ed25519 JWK with kid: ${key.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+      });
+      return z.NEVER;
+    }
+    return key.data;
   });
 
 /** Everything the agents reads from the environment, validated at start. */
@@ -82,6 +122,12 @@ export const agentsConfigSpec = {
   DRAIN_TIMEOUT_MS: positiveInt(10000),
   /** Bearer token the /ops endpoints require (unset: every /ops request is refused with 401). */
   AGENTS_OPS_TOKEN: z.string().min(8).optional(),
+  /**
+   * Team mode: the private Ed25519 JWK (JSON, with `kid`) the team's binding holds the public half
+   * of. Set, the worker sends its events to the team events topic, each signed, and creates no
+   * topic (docs/agents.md, "Team mode"). AGENTS_EVENT_KEY_FILE names a file holding it instead.
+   */
+  AGENTS_EVENT_KEY: eventKey,
   /** The chart's name for AGENTS_RUN (comma-separated agent ids); wins when both are set. */
   AGENTS_AGENT_IDS: z.string().optional(),
   /** The agent group this process belongs to (the chart sets it): `agentGroup` on log lines, label `agent_group` on /metrics. */
@@ -91,5 +137,19 @@ export const agentsConfigSpec = {
 export type AgentsConfig = ConfigOf<typeof agentsConfigSpec>;
 
 export function loadAgentsConfig(env: NodeJS.ProcessEnv = process.env): AgentsConfig {
-  return loadConfig(agentsConfigSpec, env.AGENTS_AGENT_IDS ? { ...env, AGENTS_RUN: env.AGENTS_AGENT_IDS } : env);
+  return loadConfig(agentsConfigSpec, withEventKeyFile(env.AGENTS_AGENT_IDS ? { ...env, AGENTS_RUN: env.AGENTS_AGENT_IDS } : env));
+}
+
+/** AGENTS_EVENT_KEY_FILE read into AGENTS_EVENT_KEY (a secret mounted as a file stays out of the environment). */
+function withEventKeyFile(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const file = env.AGENTS_EVENT_KEY_FILE?.trim();
+  if (!file) return env;
+  if (env.AGENTS_EVENT_KEY?.trim()) throw new MeshError('CONFIG_INVALID', 'set AGENTS_EVENT_KEY or AGENTS_EVENT_KEY_FILE, not both');
+  let key: string;
+  try {
+    key = readFileSync(file, 'utf8');
+  } catch (cause) {
+    throw new MeshError('CONFIG_INVALID', `AGENTS_EVENT_KEY_FILE: cannot read ${file}`, { cause });
+  }
+  return { ...env, AGENTS_EVENT_KEY: key };
 }

@@ -22,7 +22,8 @@ import { LedgerRetention } from '../retention/ledger-retention.js';
 import { AgentWorker } from './agent-worker.js';
 import { PostgresExecutionLedger } from './execution-ledger.js';
 import { TaskRecords } from '../ops/task-records.js';
-import { TurnRunner, TurnUnavailable } from './turn-runner.js';
+import { TurnRunner, TurnUnavailable, type EventSink } from './turn-runner.js';
+import { EventSigner, SignedEventSink } from './event-signer.js';
 import { remoteBindingOf } from '../remote/remote-agent.js';
 import { registerWithDirectory } from '../registration/directory-registration.js';
 import { PostgresRemoteTaskLedger } from '../remote/remote-task-ledger.js';
@@ -86,6 +87,14 @@ export function assertToolTokenSecret(agents: readonly AgentDefinition[], config
     );
 }
 
+/** The broker refused for want of an ACL (kafkajs names the error type). */
+function isAuthorizationError(err: unknown): boolean {
+  for (let e = err as { type?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
+    if (typeof e.type === 'string' && e.type.endsWith('AUTHORIZATION_FAILED')) return true;
+  }
+  return false;
+}
+
 /**
  * How this worker gets tool tokens: the legacy shared secret when set (a trusted platform worker),
  * else the exchange of each run command's grant at AGENTS_TOKEN_URL; neither: none.
@@ -133,6 +142,8 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
   readonly workers: WorkerView[];
   private readonly workerByTopic: Map<string, AgentWorker>;
   private readonly producer: BusProducer;
+  /** Where turns' events go: the events topic, or signed to the team events topic in team mode. */
+  private readonly sink: EventSink;
   /**
    * Heartbeats go through a producer of their own: a batch fails whole when one of its topics is
    * missing, and the heartbeats topic is the directory's, so it must not hold the turns' events back.
@@ -151,6 +162,9 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
     this.definitions = topicDefinitions(config);
     this.producer = new BusProducer(kafka);
     this.heartbeats = new BusProducer(kafka);
+    this.sink = config.AGENTS_EVENT_KEY
+      ? new SignedEventSink(this.producer, new EventSigner(config.AGENTS_EVENT_KEY), this.definitions.names.teamEvents())
+      : this.producer;
     this.admin = new BusAdmin(kafka);
     this.effects = new PostgresEffectLedger(dataSource);
     this.retention = new LedgerRetention(dataSource, {
@@ -196,16 +210,26 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
     // heartbeat that finds no topic is a logged warning). An agent's command topic is the
     // directory's, created when the agent registered; a runtime without a directory is its own
     // registry and creates it (never grown: keyed, see docs/operations.md).
+    // A team's worker (AGENTS_EVENT_KEY) creates nothing: its principal may not, and its agents'
+    // topics are the directory's even when it runs without one.
     const { logger } = this.opts;
+    const teamMode = config.AGENTS_EVENT_KEY !== undefined;
     for (const { agent, topic } of this.channels) {
       const definition = this.definitions.commands(agent.id, agent.channel.partitions);
-      if (config.AGENTS_DIRECTORY_URL)
+      if (config.AGENTS_DIRECTORY_URL || teamMode)
         await this.admin.awaitTopic(topic, {
           owner: 'the directory',
           onWait: () => logger.warn({ src: 'agents-runtime', topic }, 'waiting for the directory to create the command topic'),
         });
       else await this.admin.ensureTopic(definition.name, definition);
-      await assertLedgerOutlivesCommands(this.admin, topic, config.AGENTS_LEDGER_RETENTION_MS);
+      await assertLedgerOutlivesCommands(this.admin, topic, config.AGENTS_LEDGER_RETENTION_MS).catch((err: unknown) => {
+        // A team's principal may not read topic configs; the platform sets the topics' retention.
+        if (!(teamMode && isAuthorizationError(err))) throw err;
+        logger.warn(
+          { src: 'agents-runtime', topic },
+          "not allowed to read the command topic's retention: the ledger retention check is skipped",
+        );
+      });
     }
     for (const { gateway } of this.channels) gateway.start();
     this.sampler.start();
@@ -294,7 +318,7 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
       ledger: executions,
       tools: gateway,
       effects: this.effects,
-      sink: this.producer,
+      sink: this.sink,
       topics,
       workerId: config.AGENTS_WORKER_ID,
       leaseMs: config.AGENTS_EXECUTION_LEASE_MS,

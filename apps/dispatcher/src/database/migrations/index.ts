@@ -13,6 +13,7 @@ import { TaskChildrenUnchecked1765500000000 } from './1765500000000-task-childre
 import { Delegation1765600000000 } from './1765600000000-delegation.js';
 import { DedupByTask1765700000000 } from './1765700000000-dedup-by-task.js';
 import { WorkingTasks1765810000000 } from './1765810000000-working-tasks.js';
+import { Teams1765900000000 } from './1765900000000-teams.js';
 
 /** Postgres schema owned by the dispatcher. */
 export const DISPATCHER_SCHEMA = 'dispatcher';
@@ -33,4 +34,5 @@ export const dispatcherMigrations: Array<new () => MigrationInterface> = [
   Delegation1765600000000,
   DedupByTask1765700000000,
   WorkingTasks1765810000000,
+  Teams1765900000000,
 ];
