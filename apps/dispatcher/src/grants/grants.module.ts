@@ -9,24 +9,26 @@ import { GrantSigner } from './grant-signer.js';
 import { GrantSigningModule } from './grant-signing.module.js';
 import { TokenExchange } from './token-exchange.js';
 import { TokenExchangeController } from './token-exchange.controller.js';
-import { anyToolAudience, TOOL_AUDIENCE_POLICY, type ToolAudiencePolicy } from './tool-audience.policy.js';
+import { TeamBindings } from '../teams/team-bindings.js';
+import { TeamsModule } from '../teams/teams.module.js';
+import { TOOL_AUDIENCE_POLICY, type ToolAudiencePolicy } from './tool-audience.policy.js';
 
 /** Largest token request: a grant and a few short parameters. */
 const TOKEN_BODY_LIMIT = '16kb';
 
 /**
  * The token endpoint and the JWKS (docs/dispatcher.md, "Grants and tool tokens"). The
- * {@link TOOL_AUDIENCE_POLICY} is the embedder's (DispatcherOverrides.toolAudiencePolicy), else every
- * audience is allowed.
+ * {@link TOOL_AUDIENCE_POLICY} is the embedder's (DispatcherOverrides.toolAudiencePolicy), else the
+ * team bindings': a team's agent gets its team's tool audiences, a platform agent any.
  */
 @Module({
-  imports: [GrantSigningModule, TasksModule],
+  imports: [GrantSigningModule, TasksModule, TeamsModule],
   controllers: [TokenExchangeController],
   providers: [
     {
       provide: TOOL_AUDIENCE_POLICY,
-      useFactory: (deps: DispatcherDeps) => deps.toolAudiencePolicy ?? anyToolAudience,
-      inject: [DISPATCHER_DEPS],
+      useFactory: (deps: DispatcherDeps, teams: TeamBindings): ToolAudiencePolicy => deps.toolAudiencePolicy ?? teams,
+      inject: [DISPATCHER_DEPS, TeamBindings],
     },
     {
       provide: TokenExchange,

@@ -1,6 +1,6 @@
 /**
  * Which tool servers (RFC 8707 `resource`, a server's token audience) an agent's worker may get
- * tokens for. Provided under {@link TOOL_AUDIENCE_POLICY}; the default allows every audience.
+ * tokens for. Provided under {@link TOOL_AUDIENCE_POLICY}; by default the team bindings answer it.
  */
 export interface ToolAudiencePolicy {
   /** The audiences `agentId` may get tokens for, or `'any'`. */
