@@ -191,6 +191,22 @@ test('create: a taken name is refused and nothing is created or changed; bad inp
   );
   assert.equal(noAdmin.code, 2);
   assert.match(noAdmin.err, /needs the Kafka admin principal: set KAFKA_USERNAME and KAFKA_PASSWORD/);
+  // A refused admin principal, an unreachable broker or Postgres: one line, and nothing created.
+  const args = ['teams', 'create', fresh, '--tenant', 'acme', '--agent', 'g1', '--out', join(dir, 'x.env'), '--no-dispatcher'];
+  const refused = await meshProcess(args, { TOPIC_PREFIX: prefix, KAFKA_PASSWORD: 'not-the-password' });
+  assert.equal(refused.code, 1);
+  assert.match(refused.err, /refused the admin principal \S+: SASL authentication failed \(check KAFKA_USERNAME and KAFKA_PASSWORD\)/);
+  const noBroker = await meshProcess(['--brokers', '127.0.0.1:9', ...args], { TOPIC_PREFIX: prefix });
+  assert.equal(noBroker.code, 3, noBroker.err);
+  assert.match(noBroker.err, /^mesh: Kafka at 127\.0\.0\.1:9: /);
+  const noPostgres = await meshProcess([...args, '--database-admin-url', 'postgres://postgres@127.0.0.1:9/postgres'], {
+    TOPIC_PREFIX: prefix,
+  });
+  assert.equal(noPostgres.code, 3, noPostgres.err);
+  assert.match(noPostgres.err, /cannot reach Postgres at 127\.0\.0\.1:9/);
+  assert.equal(await scramUserExists(adminKafka, `team-${fresh}`), false);
+  assert.deepEqual(await aclsOf(`User:team-${fresh}`), []);
+  assert.equal(existsSync(join(dir, 'x.env')), false);
 });
 
 test('create: a failure midway (Postgres refuses the role) removes the SCRAM user and ACLs it had created', async () => {

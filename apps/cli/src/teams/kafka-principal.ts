@@ -54,6 +54,10 @@ async function withConnection<T>(t: KafkaAdminTarget, fn: (c: Connection) => Pro
     return await fn(connection);
   } catch (err) {
     if (err instanceof CliError) throw err;
+    if (causes(err).some((e) => (e as { code?: string }).code === 'PLT_KFK_AUTHENTICATION'))
+      throw new CliError(
+        `Kafka at ${first} refused the admin principal ${t.sasl?.username ?? '(none)'}: SASL authentication failed (check KAFKA_USERNAME and KAFKA_PASSWORD)`,
+      );
     throw new CliError(
       `Kafka at ${first}: ${describeKafkaError(err)}`,
       /connect|ECONNREFUSED|timed? ?out/i.test(String(err)) ? ExitCode.unreachable : ExitCode.failed,
@@ -61,6 +65,13 @@ async function withConnection<T>(t: KafkaAdminTarget, fn: (c: Connection) => Pro
   } finally {
     await connection.close().catch(() => undefined);
   }
+}
+
+/** `err` and its causes, outermost first. */
+function causes(err: unknown): unknown[] {
+  const out: unknown[] = [];
+  for (let e: unknown = err; e && out.length < 10; e = (e as { cause?: unknown }).cause) out.push(e);
+  return out;
 }
 
 /** The per-user results of a response that carried error codes (the client throws them). */
