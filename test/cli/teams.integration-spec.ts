@@ -248,7 +248,7 @@ test('create: a failure midway (Postgres refuses the role) removes the SCRAM use
 });
 
 /** A stand-in for the dispatcher's /ops/teams (the real endpoint is another part): records requests, answers `status`. */
-async function opsTeamsEndpoint(status: number) {
+async function opsTeamsEndpoint(status: number, teams: unknown[] = []) {
   const requests: Array<{ method: string; url: string; auth: string | undefined; body: unknown }> = [];
   const read = async (req: IncomingMessage) => {
     let text = '';
@@ -259,7 +259,7 @@ async function opsTeamsEndpoint(status: number) {
     void read(req).then((body) => {
       requests.push({ method: req.method!, url: req.url!, auth: req.headers.authorization, body });
       res.setHeader('content-type', 'application/json');
-      if (req.method === 'GET') return res.end(JSON.stringify({ teams: [] }));
+      if (req.method === 'GET') return res.end(JSON.stringify({ teams }));
       if (req.method === 'DELETE') return res.writeHead(204).end();
       res.writeHead(status).end(JSON.stringify(status === 200 ? { team: body } : { error: { message: 'agent d1 belongs to team other' } }));
     });
@@ -269,7 +269,7 @@ async function opsTeamsEndpoint(status: number) {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests };
 }
 
-test('create: the binding is PUT with the ops token, the public key only; when it is refused, everything is removed', async () => {
+test('the binding is PUT with the ops token, the public key only; its refusal removes everything; list and revoke ask the dispatcher', async () => {
   const ok = await opsTeamsEndpoint(200);
   const name = uniqueTeamName('epsilon');
   cleanUpTeamAtEnd(name, prefix);
@@ -315,6 +315,32 @@ test('create: the binding is PUT with the ops token, the public key only; when i
   );
   assert.deepEqual(left, { dbs: 0, roles: 0 });
   assert.equal(existsSync(join(dir, `${other}.env`)), false);
+
+  // list: who the dispatcher binds (tenant, agents, audiences, keys, created/revoked) with the broker's ACLs.
+  const binding = {
+    name,
+    tenant: 'acme',
+    agents: ['e1', 'e2'],
+    toolAudiences: ['billing-tools'],
+    kafkaPrincipal: `User:team-${name}`,
+    keyIds: [priv.kid],
+    createdAt: '2026-01-01T00:00:00.000Z',
+    revokedAt: null,
+  };
+  const listing = await opsTeamsEndpoint(200, [binding]);
+  const env = { TOPIC_PREFIX: prefix, MESH_DISPATCHER_URL: listing.url, MESH_OPS_TOKEN: 'teams-ops-token' };
+  const list = await meshProcess(['teams', 'list'], env);
+  assert.equal(list.code, 0, list.err);
+  assert.match(list.out, new RegExp(`^${name}  User:team-${name}  tenant acme  agents e1,e2  tool audiences billing-tools$`, 'm'));
+  assert.match(list.out, new RegExp(`^  keys ${priv.kid}  created 2026-01-01T00:00:00.000Z  live$`, 'm'));
+  assert.match(list.out, new RegExp(`ACL ALLOW READ GROUP ${prefix.replace(/\./g, '\\.')}agents\\.e2 \\(LITERAL\\)`));
+  assert.equal(listing.requests[0]?.auth, 'Bearer teams-ops-token');
+  // revoke: the binding is deleted with the ops token too.
+  const revoke = await meshProcess(['teams', 'revoke', name], env);
+  assert.equal(revoke.code, 0, revoke.err);
+  assert.match(revoke.out, /binding revoked/);
+  const del = listing.requests.find((q) => q.method === 'DELETE');
+  assert.deepEqual([del?.url, del?.auth], [`/ops/teams/${name}`, 'Bearer teams-ops-token']);
 });
 
 test('list shows each team principal with its ACLs; revoke removes the ACLs and the login, and keeps the database', async () => {
