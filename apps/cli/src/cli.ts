@@ -9,6 +9,7 @@ import { registerWorkersCommand } from './commands/workers.command.js';
 import { registerDeadLettersCommand } from './commands/dead-letters.command.js';
 import { registerUnknownsCommand } from './commands/unknowns.command.js';
 import { registerConsoleCommand } from './commands/console.command.js';
+import { registerTeamsCommand } from './commands/teams.command.js';
 
 export type { CliIo } from './commands/cli.context.js';
 
@@ -51,6 +52,7 @@ export function buildProgram(io: CliIo = processIo, jsonRequested = false): Comm
   registerDeadLettersCommand(program, context);
   registerUnknownsCommand(program, context);
   registerConsoleCommand(program, context);
+  registerTeamsCommand(program, context);
   return program;
 }
 

@@ -46,7 +46,7 @@ export function localSecrets(kept: Record<string, string> | undefined, given: No
 }
 
 /** A value as a dotenv and POSIX shell line both read it back: bare when plain, else single-quoted. */
-function quoted(name: string, value: string): string {
+export function quoted(name: string, value: string): string {
   if (/^[\w./:@,+=-]*$/.test(value)) return value;
   if (/['\n\r]/.test(value))
     throw new CliError(`${name}: a value with a single quote or line break cannot be written to the local env file`);

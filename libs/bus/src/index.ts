@@ -20,6 +20,14 @@ export {
   type GroupMember,
 } from './bus-admin.js';
 export { type BusProducerOptions, BusProducer } from './bus-producer.js';
+export {
+  AclResourceTypes,
+  AclOperationTypes,
+  AclPermissionTypes,
+  ResourcePatternTypes,
+  type AclEntry,
+  type AclFilter,
+} from './kafka-acls.js';
 export type { EnvelopeHandler, BusConsumerOptions, DeadLettered, DeadLetterReason, KeyedRecord, MessageContext } from './consumer-types.js';
 export { DEAD_LETTER_REASONS } from './consumer-types.js';
 export { BusConsumer } from './bus-consumer.js';
