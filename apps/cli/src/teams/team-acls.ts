@@ -23,8 +23,8 @@ export interface TeamAcl {
   operation: 'READ' | 'WRITE' | 'CREATE' | 'DESCRIBE' | 'IDEMPOTENT_WRITE';
 }
 
-/** The signed team events topic (the dispatcher creates it; TopicNames.teamEvents() names it there). */
-export const teamEventsTopic = (prefix: string) => `${prefix}mesh.team.events`;
+/** The signed team events topic (the dispatcher creates it). */
+export const teamEventsTopic = (prefix: string) => new TopicNames(prefix).teamEvents();
 
 /** Every ACL team principal needs to run `agents` under topic prefix `prefix` (docs/operations.md, "Giving a team credentials"). */
 export function teamAcls(prefix: string, agents: string[]): TeamAcl[] {

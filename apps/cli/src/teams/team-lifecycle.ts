@@ -1,5 +1,6 @@
 // `mesh teams create | list | revoke`: the steps in order, and on a failure midway the undoing of
 // what this run created, so a retry starts from nothing.
+import { ToolGrants } from '@mesh/contract';
 import { CliError, ExitCode } from '../cli-error.js';
 import { checkedAgents, checkedAudiences, checkedTenant, teamNames, type TeamNames } from './team-names.js';
 import {
@@ -123,6 +124,8 @@ export async function createTeam(t: TeamsTarget, req: CreateTeamRequest): Promis
         AGENTS_RUN: agents.join(','),
         AGENTS_EVENT_KEY: JSON.stringify(key.privateJwk),
         AGENTS_DIRECTORY_URL: req.directoryUrl,
+        // Tool tokens come only from exchanging a run command's grant at the dispatcher (no shared secret).
+        ...(t.dispatcher ? { AGENTS_TOKEN_URL: `${t.dispatcher.url.replace(/\/+$/, '')}${ToolGrants.tokenPath}` } : {}),
       },
       [
         `Team ${n.name} (tenant ${tenant}): the credentials of its worker, written by \`mesh teams create\`. Keep it secret.`,
