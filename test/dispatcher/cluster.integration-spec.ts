@@ -174,6 +174,30 @@ test('/metrics on either process counts what both did (a scrape of the shared po
   }
 });
 
+test('a grant one process signed is exchanged at the other: the primary gives them one key', { timeout: 60000 }, async () => {
+  const one = await connectionTo(1);
+  const accepted = (await one.client.sendMessage(sendRequest(userMessage('a grant'), { returnImmediately: true }))) as Task;
+  const cmd = await worker.run(accepted.id);
+  assert.ok(cmd.grant);
+  const two = await pinnedTo(2);
+  after(() => two.close());
+  const keys = async (c: { fetch: typeof fetch }) =>
+    ((await (await c.fetch(`${base}/.well-known/jwks.json`)).json()) as { keys: Array<{ kid: string }> }).keys.map((k) => k.kid);
+  assert.deepEqual(await keys(two), await keys(await pinnedTo(1)));
+  const res = await two.fetch(`${base}/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({
+      grant_type: 'urn:ietf:params:oauth:grant-type:token-exchange',
+      subject_token: cmd.grant,
+      subject_token_type: 'urn:ietf:params:oauth:token-type:jwt',
+      resource: 'billing-tools',
+    }).toString(),
+  });
+  assert.equal(res.status, 200, await res.clone().text());
+  assert.equal(((await res.json()) as { token_type: string }).token_type, 'Bearer');
+});
+
 test('a SIGKILLed worker is replaced, and the new one serves', { timeout: 120000 }, async () => {
   const before = workerPids();
   assert.equal(before.length, 2);

@@ -122,7 +122,12 @@ test('services reach each other by existing names and ports, with matching secre
   assert.ok(directoryKeys.includes(agents.AGENTS_DIRECTORY_TOKEN), 'the agents register with a key the directory accepts');
   const mcp = JSON.parse(agents.AGENTS_MCP_SERVERS) as Record<string, { url: string }>;
   assert.equal(mcp.billing.url, `http://billing-tools:${billing.BILLING_TOOLS_PORT}/mcp`);
-  assert.equal(agents.AGENTS_TOOL_TOKEN_SECRET, billing.BILLING_TOKEN_SECRET, 'the agents mint tool tokens with the tool server secret');
+  // Tool tokens: the agents exchange grants at the dispatcher; billing-tools trusts its JWKS and issuer.
+  const dispatcher = envOf('dispatcher');
+  assert.equal(agents.AGENTS_TOOL_TOKEN_SECRET, undefined, 'the workers hold no tool-token secret');
+  assert.equal(agents.AGENTS_TOKEN_URL, `http://dispatcher:${dispatcher.DISPATCHER_PORT}/oauth/token`);
+  assert.equal(billing.BILLING_TOOLS_JWKS_URL, `http://dispatcher:${dispatcher.DISPATCHER_PORT}/.well-known/jwks.json`);
+  assert.equal(billing.BILLING_TOOLS_TOKEN_ISSUER, dispatcher.DISPATCHER_ISSUER ?? dispatcher.DISPATCHER_PUBLIC_URL);
   assert.ok(agents.AGENTS_OPS_TOKEN.length >= 8);
   assert.equal(envOf('dispatcher').DISPATCHER_PUBLIC_URL, 'http://localhost:8080');
   // Start order: the agents register in the directory and need their tool server; the dispatcher serves their cards.

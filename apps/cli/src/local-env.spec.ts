@@ -45,7 +45,6 @@ test('a missing file reads as none; a file other users may read is refused, nami
 test('secrets: the environment wins, else the file keeps them, else they are generated once', () => {
   const first = localSecrets(undefined, {});
   assert.match(first.AGENTS_OPS_TOKEN, /^[\w-]{32}$/);
-  assert.notEqual(first.AGENTS_OPS_TOKEN, first.AGENTS_TOOL_TOKEN_SECRET);
   assert.deepEqual(localSecrets(first, {}), first, 'a restart keeps them');
   assert.deepEqual(localSecrets(first, { AGENTS_OPS_TOKEN: 'given' }), { ...first, AGENTS_OPS_TOKEN: 'given' });
   assert.notDeepEqual(localSecrets(undefined, {}), first, 'a new checkout gets its own');

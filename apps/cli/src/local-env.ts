@@ -9,7 +9,7 @@ import { parseEnv } from 'node:util';
 import { CliError } from './cli-error.js';
 
 /** The secrets generated on the first `npm start` and kept in the file for every later one. */
-export const LOCAL_SECRETS = ['AGENTS_OPS_TOKEN', 'AGENTS_TOOL_TOKEN_SECRET'] as const;
+export const LOCAL_SECRETS = ['AGENTS_OPS_TOKEN'] as const;
 export type LocalSecrets = Record<(typeof LOCAL_SECRETS)[number], string>;
 
 /** `MESH_LOCAL_ENV`, else `.mesh/local.env` in the checkout this module was built in (ignored by git). */
@@ -42,7 +42,7 @@ export function readLocalEnv(path: string): Record<string, string> | undefined {
  */
 export function localSecrets(kept: Record<string, string> | undefined, given: NodeJS.ProcessEnv): LocalSecrets {
   const pick = (name: (typeof LOCAL_SECRETS)[number]) => given[name] || kept?.[name] || randomBytes(24).toString('base64url');
-  return { AGENTS_OPS_TOKEN: pick('AGENTS_OPS_TOKEN'), AGENTS_TOOL_TOKEN_SECRET: pick('AGENTS_TOOL_TOKEN_SECRET') };
+  return { AGENTS_OPS_TOKEN: pick('AGENTS_OPS_TOKEN') };
 }
 
 /** A value as a dotenv and POSIX shell line both read it back: bare when plain, else single-quoted. */

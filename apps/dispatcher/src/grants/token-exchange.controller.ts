@@ -33,8 +33,8 @@ export class TokenExchangeController {
       const e =
         err instanceof TokenExchangeError
           ? err
-          : new TokenExchangeError('invalid_request', 'internal', 'the request could not be processed');
-      res.status(400).json({ error: e.code, error_description: e.message });
+          : new TokenExchangeError('temporarily_unavailable', 'unavailable', 'the grant cannot be checked now; try again');
+      res.status(e.status).json({ error: e.code, error_description: e.message });
     }
   }
 }

@@ -143,3 +143,19 @@ test('a rotated key: grants signed with the previous key still verify; the JWKS 
   const fromOld = new GrantSigner(old, issuer, 3_600_000).grantFor(identity);
   assert.equal((await ex.exchange(form(fromOld))).token_type, 'Bearer');
 });
+
+test('a task store that cannot be read is temporarily_unavailable (503), not a refusal of the grant', async () => {
+  const down = new TokenExchange({
+    keys,
+    issuer,
+    tokenEndpoint: signer.tokenEndpoint,
+    taskState: () => Promise.reject(new Error('connection terminated')),
+    policy: { allowed: () => Promise.resolve('any') },
+  });
+  await assert.rejects(down.exchange(form(signer.grantFor(identity))), (err: unknown) => {
+    assert.ok(err instanceof TokenExchangeError);
+    assert.equal(err.code, 'temporarily_unavailable');
+    assert.equal(err.status, 503);
+    return true;
+  });
+});

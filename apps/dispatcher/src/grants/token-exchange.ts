@@ -6,8 +6,12 @@ import { issuedClaims, type IssuedKind } from './grant-claims.js';
 import { GRANT_ALG, type GrantKeys } from './grant-keys.js';
 import type { ToolAudiencePolicy } from './tool-audience.policy.js';
 
-/** RFC 6749 §5.2 / RFC 8693 / RFC 8707 error codes the token endpoint answers with (HTTP 400). */
-export type TokenExchangeErrorCode = 'invalid_request' | 'invalid_grant' | 'invalid_target' | 'unsupported_grant_type';
+/**
+ * RFC 6749 §5.2 / RFC 8693 / RFC 8707 error codes the token endpoint answers with (HTTP 400), and
+ * `temporarily_unavailable` (503: the task store could not be read; the worker may try again).
+ */
+export type TokenExchangeErrorCode =
+  'invalid_request' | 'invalid_grant' | 'invalid_target' | 'unsupported_grant_type' | 'temporarily_unavailable';
 
 /** A refused exchange: the OAuth `error`, a bounded `reason` (metrics, logs) and the `error_description`. */
 export class TokenExchangeError extends Error {
@@ -18,6 +22,11 @@ export class TokenExchangeError extends Error {
   ) {
     super(message);
     this.name = 'TokenExchangeError';
+  }
+
+  /** The HTTP status of the answer. */
+  get status(): 400 | 503 {
+    return this.code === 'temporarily_unavailable' ? 503 : 400;
   }
 }
 
@@ -82,7 +91,7 @@ export class TokenExchange {
       const refusal =
         err instanceof TokenExchangeError
           ? err
-          : new TokenExchangeError('invalid_request', 'internal', 'the request could not be processed');
+          : new TokenExchangeError('temporarily_unavailable', 'unavailable', 'the grant cannot be checked now; try again');
       this.o.metrics?.tokenExchanges.inc({ outcome: 'refused', reason: refusal.reason });
       const who = grant ?? claimedGrant(form.subject_token);
       this.log.info(
