@@ -14,6 +14,7 @@ import { performance } from 'node:perf_hooks';
 import { BusAdmin, BusConsumer, BusProducer, createKafka } from '@mesh/bus';
 import { decodeEnvelope, encodeEnvelope, Envelopes, TopicNames } from '@mesh/contract';
 import { integerOption, kafkaBrokers } from './settings.mjs';
+import { machine } from './run-facts.mjs';
 
 const args = process.argv.slice(2);
 const brokers = kafkaBrokers();
@@ -63,7 +64,7 @@ async function main() {
   };
   const result = {
     date: new Date().toISOString(),
-    machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, memGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version },
+    machine: machine(),
     params: { messages, slowMessages, backlog, rssSeconds, repeat, payloadBytes: 1024, partitions: 4 },
     loadAverageAtStart: os.loadavg().map((l) => +l.toFixed(2)),
     results: {},
@@ -354,4 +355,5 @@ function printTable(result, slowTarget) {
     `best of ${result.params.repeat} interleaved rounds; load average ${result.loadAverageAtStart.join(' ')} at start, ${result.loadAverageAtEnd.join(' ')} at end`,
   );
   console.log(`\n${result.machine.cpus} CPUs, ${result.machine.memGiB} GiB, Node ${result.machine.node}, ${result.date}`);
+  console.log(`Kafka ${result.machine.kafka.brokers.join(',')}, authentication: ${result.machine.kafka.authentication}`);
 }

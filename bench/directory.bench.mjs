@@ -13,7 +13,7 @@ import { createKafka } from '@mesh/bus';
 import { TopicNames } from '@mesh/contract';
 import { dropDatabase, ensureDatabase } from '@mesh/database';
 import { InMemoryCardStream, loadDirectoryConfig, startDirectory } from '@mesh/app-directory';
-import { adminDatabaseUrl, integer, kafkaBrokers } from './settings.mjs';
+import { adminDatabaseUrl, integer, kafkaBrokers, kafkaFacts } from './settings.mjs';
 
 const CARDS = integer('BENCH_CARDS', 10_000);
 const KAFKA_SAMPLE = integer('BENCH_KAFKA_REGISTRATIONS', 200);
@@ -148,6 +148,7 @@ async function main() {
   const result = {
     date: new Date().toISOString(),
     machine: `${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.versions.node}`,
+    kafka: kafkaFacts(),
     // Other processes share the machine; the 1-minute load average puts the tail latencies in context.
     loadAverageAtStart: Number(os.loadavg()[0].toFixed(2)),
   };

@@ -71,6 +71,13 @@ test('bad configuration stops the process with one line naming the problem and a
         `^dispatcher: failed to start: Kafka at ${at} refused principal mesh-dispatcher: authentication failed \\(check KAFKA_USERNAME/KAFKA_PASSWORD\\)$`,
       ),
     });
+    // No principal at all: the broker closes the connection, and the line says what it may want.
+    cases.push({
+      env: { KAFKA_USERNAME: '', KAFKA_PASSWORD: '' },
+      expect: new RegExp(
+        `^dispatcher: failed to start: cannot reach Kafka at ${at}: .*\\(the broker may require authentication: set KAFKA_USERNAME/KAFKA_PASSWORD\\)$`,
+      ),
+    });
   }
   for (const c of cases) {
     const p = spawnNode('apps/dispatcher/dist/main.js', { DATABASE_URL: testRun().databaseUrl, ...c.env });
