@@ -178,7 +178,12 @@ const services = [
     nodeFlags: dispatcherNodeFlags,
     port: ports.dispatcher,
     // `/ops/teams` (team bindings, `mesh teams`) takes the same ops token as the agents' /ops.
-    env: { DISPATCHER_SIGNING_KEY_FILE: signingKeyFile, DISPATCHER_ISSUER: issuer, DISPATCHER_OPS_TOKEN: opsToken, ...principals.dispatcher },
+    env: {
+      DISPATCHER_SIGNING_KEY_FILE: signingKeyFile,
+      DISPATCHER_ISSUER: issuer,
+      DISPATCHER_OPS_TOKEN: opsToken,
+      ...principals.dispatcher,
+    },
   },
 ];
 

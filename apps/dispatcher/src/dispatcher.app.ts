@@ -46,7 +46,12 @@ export interface DispatcherOverrides {
  */
 export async function startDispatcher(config: DispatcherConfig, overrides: DispatcherOverrides = {}): Promise<RunningDispatcher> {
   const logger = overrides.logger ?? createLogger('dispatcher');
-  const kafkaConnection = { brokers: config.KAFKA_BROKERS, clientId: `${config.KAFKA_CLIENT_ID}-dispatcher`, logger, ...kafkaCredentials(config) };
+  const kafkaConnection = {
+    brokers: config.KAFKA_BROKERS,
+    clientId: `${config.KAFKA_CLIENT_ID}-dispatcher`,
+    logger,
+    ...kafkaCredentials(config),
+  };
   const kafka = createKafka(kafkaConnection);
   const dataSource = serviceDataSource({
     url: config.DATABASE_URL,
