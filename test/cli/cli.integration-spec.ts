@@ -146,15 +146,26 @@ test('workers: each process by worker id and host with its agents, group members
   assert.equal(echo.turnsInFlight, 0);
   assert.equal(echo.lastHeartbeatAt, null, 'echo-agent is not in this directory');
   assert.equal(live.json().problems, undefined);
-  // The process behind the member, by worker id and host, from its heartbeats.
+  // The process behind the member, by worker id, host and the Kafka principal it consumes as
+  // (run-tests gives every process the admin's credentials), from its heartbeats.
+  const principal = process.env.KAFKA_USERNAME ?? null;
   assert.deepEqual(
-    live.json().workers.map((w: { workerId: string; host: string; agents: string[] }) => [w.workerId, w.host, w.agents]),
-    [['cli-worker', hostname(), ['echo-agent']]],
+    live
+      .json()
+      .workers.map((w: { workerId: string; host: string; principal: string | null; agents: string[] }) => [
+        w.workerId,
+        w.host,
+        w.principal,
+        w.agents,
+      ]),
+    [['cli-worker', hostname(), principal, ['echo-agent']]],
   );
   assert.match(
     (await mesh('workers', 'echo-agent')).out,
-    new RegExp(`^worker cli-worker on ${hostname()} {2}agents echo-agent {2}last heartbeat \\d{4}-`),
+    new RegExp(`^worker cli-worker on ${hostname()} {2}principal ${principal ?? '-'} {2}agents echo-agent {2}last heartbeat \\d{4}-`),
   );
+  const password = process.env.KAFKA_PASSWORD;
+  if (password) assert.ok(!JSON.stringify(live.json()).includes(password), 'a principal, never its password');
 
   // An agent whose command topic holds a record and which no worker reads.
   const topic = env.topics.commands('idle-agent');

@@ -192,6 +192,11 @@ test('the overview lists agents and tasks, and the filters narrow the list', asy
   assert.match(echoRow, /healthy|no heartbeat/);
   assert.match(echoRow, /\d/, 'lag and workers are numbers once the broker answered');
   await page.waitForSelector('.chart[data-chart="echo-agent"] polyline', { state: 'attached', timeout: 20000 });
+  // Teams and refusals: this dispatcher has no ops token, so its bindings are named unavailable; its
+  // /metrics (no token) still gives the refusal counts.
+  await page.waitForSelector('#teamsBox #refusedEvents');
+  assert.match(await textOf(page, '#teamsUnavailable'), /unavailable: dispatcher answered 503 to GET \/ops\/teams/);
+  assert.ok(await page.isVisible('#teamsBox #refusedExchanges'));
 
   await page.selectOption('#fAgent', 'echo-agent');
   await page.click('#fApply');
@@ -397,6 +402,7 @@ test('the workers view names each worker process by id and host with its agents,
   await page.waitForSelector('#worker-processes tr[data-worker="console-worker-1"]', { timeout: 20000 });
   const row = await textOf(page, '#worker-processes tr[data-worker="console-worker-1"]');
   assert.ok(row.includes(hostname()), `the host is shown: ${row}`);
+  assert.ok(row.includes(process.env.KAFKA_USERNAME ?? 'not reported'), `the Kafka principal is shown: ${row}`);
   assert.match(row, /echo-agent, refund-agent/);
   // The other process runs only agents outside the directory's list: not this view's.
   assert.equal(await page.isVisible('#worker-processes tr[data-worker="console-worker-2"]'), false);

@@ -1,7 +1,7 @@
 // A team's worker in team mode under a team principal with exactly the team ACLs (docs/bus.md,
 // "Team events"): it starts without creating a topic (but its dead letters) or reading a topic config it may not, runs its
 // agent's task to the end through the dispatcher (signed events on the team events topic), beats
-// on the heartbeats topic, and the broker keeps it off the platform's events topic.
+// on the heartbeats topic naming its principal, and the broker keeps it off the platform's events topic.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pbkdf2Sync, randomBytes } from 'node:crypto';
@@ -9,6 +9,7 @@ import { exportJWK, generateKeyPair } from 'jose';
 import kafkajs from 'kafkajs';
 import { Connection, ScramMechanisms, alterUserScramCredentialsV0, type SASLMechanismValue } from '@platformatic/kafka';
 import { TaskState, type Task } from '@a2a-js/sdk';
+import { runCli } from '@mesh/app-cli';
 import { createKafka } from '@mesh/bus';
 import { ConsumerGroups, encodeEnvelope, Envelopes, TopicNames } from '@mesh/contract';
 import { a2aClient, agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
@@ -126,6 +127,19 @@ test('within the team ACLs the worker runs its task to the end, beats, and creat
   } finally {
     await admin.disconnect();
   }
+  // Operators see as whom it consumes: `mesh workers` names the team's principal from its heartbeats.
+  const out: string[] = [];
+  await runCli(['--json', '--prefix', env.prefix, '--directory-url', 'http://127.0.0.1:9', 'workers', AGENT], {
+    out: (l) => out.push(l),
+    err: () => undefined,
+    env: { KAFKA_BROKERS: testRun().brokers.join(',') },
+  });
+  const workers = (JSON.parse(out.join('\n')) as { workers: Array<{ principal: string | null; agents: string[] }> }).workers;
+  assert.deepEqual(
+    workers.map((w) => [w.principal, w.agents]),
+    [[user, [AGENT]]],
+  );
+  assert.ok(!out.join('\n').includes(password), 'never its password');
 });
 
 test("the team's principal may not write the platform's events topic", async () => {

@@ -228,6 +228,8 @@ export interface WorkerProcess {
   workerId: string;
   /** The host name it reported; null from a worker that predates hosts in heartbeats. */
   host: string | null;
+  /** The Kafka principal it consumes as (its KAFKA_USERNAME); null without authentication or from older workers. */
+  principal: string | null;
   /** The agents it runs (that heartbeat), sorted. */
   agents: string[];
   /** Its freshest heartbeat. */
@@ -271,7 +273,7 @@ export async function readWorkerProcesses(kafka: Kafka, prefix: string, agentIds
   }
   const pending = new Set([...ends].filter(([p, high]) => (starts.get(p) ?? high) < high).map(([p]) => p));
   const wanted = agentIds ? new Set(agentIds) : undefined;
-  const byWorker = new Map<string, { host: string | null; agents: Set<string>; at: number }>();
+  const byWorker = new Map<string, { host: string | null; principal: string | null; agents: Set<string>; at: number }>();
   if (pending.size > 0) {
     const groupId = `mesh-heartbeat-reader-${randomUUID()}`;
     const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 100 });
@@ -288,11 +290,12 @@ export async function readWorkerProcesses(kafka: Kafka, prefix: string, agentIds
               if (!pending.has(partition) || offset < starts.get(partition)!) return;
               const beat = heartbeatOf(message.value);
               if (beat && beat.atUnixMs + (beat.ttlMs || DEFAULT_HEARTBEAT_TTL_MS) >= now && (!wanted || wanted.has(beat.agentId))) {
-                const w = byWorker.get(beat.workerId) ?? { host: null, agents: new Set<string>(), at: 0 };
+                const w = byWorker.get(beat.workerId) ?? { host: null, principal: null, agents: new Set<string>(), at: 0 };
                 w.agents.add(beat.agentId);
                 if (beat.atUnixMs >= w.at) {
                   w.at = beat.atUnixMs;
                   w.host = beat.host ?? w.host;
+                  w.principal = beat.principal ?? w.principal;
                 }
                 byWorker.set(beat.workerId, w);
               }
@@ -316,12 +319,24 @@ export async function readWorkerProcesses(kafka: Kafka, prefix: string, agentIds
     }
   }
   return [...byWorker]
-    .map(([workerId, w]) => ({ workerId, host: w.host, agents: [...w.agents].sort(), lastHeartbeatAt: new Date(w.at).toISOString() }))
+    .map(([workerId, w]) => ({
+      workerId,
+      host: w.host,
+      principal: w.principal,
+      agents: [...w.agents].sort(),
+      lastHeartbeatAt: new Date(w.at).toISOString(),
+    }))
     .sort((a, b) => a.workerId.localeCompare(b.workerId));
 }
 
-/** A heartbeat record's value, or undefined when it is not one (the topic is shared; never trust it to parse). */
-function heartbeatOf(value: Buffer | null): AgentHeartbeat | undefined {
+/** A name a heartbeat reports (host, principal): a non-empty string of bounded length, else ignored. */
+const reported = (v: unknown): v is string => typeof v === 'string' && v.length > 0 && v.length <= 255;
+
+/**
+ * A heartbeat record's value, or undefined when it is not one (the topic is shared; never trust it
+ * to parse). Host and principal are optional: a value that is no name is dropped, the beat kept.
+ */
+export function heartbeatOf(value: Buffer | null): AgentHeartbeat | undefined {
   if (!value) return undefined;
   try {
     const b = JSON.parse(value.toString('utf8')) as Partial<AgentHeartbeat>;
@@ -331,7 +346,8 @@ function heartbeatOf(value: Buffer | null): AgentHeartbeat | undefined {
       workerId: b.workerId,
       atUnixMs: b.atUnixMs,
       ttlMs: typeof b.ttlMs === 'number' ? b.ttlMs : 0,
-      ...(typeof b.host === 'string' ? { host: b.host } : {}),
+      ...(reported(b.host) ? { host: b.host } : {}),
+      ...(reported(b.principal) ? { principal: b.principal } : {}),
     };
   } catch {
     return undefined;

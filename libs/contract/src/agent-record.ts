@@ -26,6 +26,11 @@ export interface AgentHeartbeat {
   workerId: string;
   /** Host name of the worker's machine or pod; absent from workers that predate it. */
   host?: string;
+  /**
+   * The Kafka principal the worker authenticates as (its KAFKA_USERNAME, e.g. `team-words`): which
+   * principal consumes the agent's commands. Absent without authentication and from older workers.
+   */
+  principal?: string;
   atUnixMs: number;
   /** How long this heartbeat counts; the agent is unhealthy when no heartbeat is fresher. */
   ttlMs: number;

@@ -4,7 +4,7 @@ import type { OpsWorkers } from '@mesh/contract';
 import { CliError } from '../cli-error.js';
 import { kafkaOps, type CliContext } from './cli.context.js';
 
-/** `mesh workers`: the worker processes (id, host, agents), worker groups, partition assignment, lag and heartbeats. */
+/** `mesh workers`: the worker processes (id, host, Kafka principal, agents), worker groups, partition assignment, lag and heartbeats. */
 export function registerWorkersCommand(
   program: Command,
   { kafka, directory, ops, print, directoryAgentIds, describeFailure }: CliContext,
@@ -12,7 +12,7 @@ export function registerWorkersCommand(
   program
     .command('workers [agents...]')
     .description(
-      'worker processes by id and host with their agents, worker-group members, partition assignment, lag per partition and last heartbeat (all agents in the directory when none is named)',
+      'worker processes by id, host and Kafka principal with their agents, worker-group members, partition assignment, lag per partition and last heartbeat (all agents in the directory when none is named)',
     )
     .option('--in-flight', 'also turns in flight per agent, from the agents runtime at --agents-url (that one replica)')
     .action(async (ids: string[], o: { inFlight?: boolean }) => {
@@ -51,7 +51,7 @@ export function registerWorkersCommand(
       print({ workers, agents: agentsOut, ...(problems.length ? { problems } : {}) }, () => [
         ...workers.map(
           (w) =>
-            `worker ${w.workerId} on ${w.host ?? '(host not reported)'}  agents ${w.agents.join(',')}  last heartbeat ${w.lastHeartbeatAt}`,
+            `worker ${w.workerId} on ${w.host ?? '(host not reported)'}  principal ${w.principal ?? '-'}  agents ${w.agents.join(',')}  last heartbeat ${w.lastHeartbeatAt}`,
         ),
         ...agentsOut.flatMap((r) => [
           [

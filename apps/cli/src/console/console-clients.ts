@@ -4,6 +4,8 @@ import { ConsumerGroups, TopicNames } from '@mesh/contract';
 import { createLogger, type Logger } from '@mesh/telemetry';
 import { agentClient } from '../a2a-client.js';
 import { requestJson } from '../http-client.js';
+import { CliError, ExitCode } from '../cli-error.js';
+import { listBindings, type TeamBinding } from '../teams/team-binding.js';
 import { consoleKafkaLog } from './console-log.js';
 
 /** Where the console reads from: the same services and credentials as the CLI. */
@@ -96,6 +98,29 @@ export class ConsoleClients {
       ...init,
       ...(this.targets.opsToken ? { token: this.targets.opsToken } : {}),
     });
+  }
+
+  /** The dispatcher's team bindings (`GET /ops/teams`): under npm start it takes the same ops token as the agents' /ops. */
+  teams(): Promise<TeamBinding[]> {
+    return listBindings({ url: this.targets.dispatcherUrl, ...(this.targets.opsToken ? { token: this.targets.opsToken } : {}) });
+  }
+
+  /** The dispatcher's Prometheus text (`GET /metrics`, no token). */
+  async dispatcherMetrics(): Promise<string> {
+    const url = `${this.targets.dispatcherUrl.replace(/\/$/, '')}/metrics`;
+    let res: Response;
+    try {
+      res = await fetch(url, { headers: { accept: 'text/plain' }, signal: AbortSignal.timeout(5000) });
+    } catch (err) {
+      const cause = (err as { cause?: { code?: string } }).cause;
+      throw new CliError(
+        `cannot reach the dispatcher at ${this.targets.dispatcherUrl}: ${cause?.code ?? messageOf(err)}`,
+        ExitCode.unreachable,
+      );
+    }
+    const text = await res.text();
+    if (!res.ok) throw new CliError(`dispatcher answered ${res.status} to GET /metrics`, ExitCode.failed);
+    return text;
   }
 
   commandTopic(agent: string): string {

@@ -12,7 +12,7 @@ import {
 import { messageOf, type ConsoleClients } from './console-clients.js';
 
 /**
- * The workers page: the worker processes alive (id, host, agents, from their heartbeats), and per
+ * The workers page: the worker processes alive (id, host, Kafka principal, agents, from their heartbeats), and per
  * agent its group's members and partition assignment, in-flight turns and last heartbeat.
  */
 export async function workersView(c: ConsoleClients): Promise<{

@@ -131,7 +131,8 @@ function overviewSkeleton() {
     '<label>state <select id="fState"><option value="">all</option></select></label>' +
     '<label id="fTenantBox" class="hidden">tenant <input id="fTenant" size="14" placeholder="any (ops)"></label>' +
     '<button id="fApply">apply</button><button id="fClear">clear</button></div><div id="tasksBox"></div>' +
-    '<h2>Unknown tool outcomes</h2><div id="unknownsBox"></div>';
+    '<h2>Unknown tool outcomes</h2><div id="unknownsBox"></div>' +
+    '<h2>Teams and refusals</h2><div id="teamsBox"></div>';
   for (const s of ['submitted', 'working', 'input-required', 'auth-required', 'completed', 'failed', 'canceled', 'rejected', 'running'])
     $('#fState').insertAdjacentHTML('beforeend', '<option>' + s + '</option>');
   $('#fState').value = filter.state;
@@ -188,11 +189,24 @@ async function refreshOverview() {
     $('#unknownsBox').innerHTML = table('unknowns', ['Idempotency key', 'Tool', 'Task', 'Tenant', 'Reason', 'Resolve (ops token)'], rows(o.unknowns.map((u) =>
       '<tr data-key="' + esc(u.key) + '"><td><code>' + esc(u.key) + '</code></td><td>' + esc(u.tool) + '</td><td><code>' + esc(u.taskId) + '</code></td><td>' + esc(u.tenant) + '</td><td>' + esc(u.reason) +
       '</td><td>' + ['ok', 'error', 'absent'].map((s) => '<button data-resolve="' + s + '" data-key="' + esc(u.key) + '">' + s + '</button>').join(' ') + '</td></tr>'), 6, 'none open'));
+    $('#teamsBox').innerHTML = teamsSection(o.teams);
     showProblems(o.problems);
     status('updated ' + o.at.slice(11, 19) + ' UTC · refreshes every 2 s');
   } catch (err) {
     status('cannot load: ' + err.message);
   }
+}
+
+function teamsSection(t) {
+  const unavailable = (id, why) => '<p id="' + id + '" class="muted" data-unavailable>unavailable: ' + esc(why) + '</p>';
+  const counts = (id, list, empty) => table(id, ['Reason', 'Refused'], rows(list.map((r) =>
+    '<tr data-reason="' + esc(r.reason) + '"><td>' + esc(r.reason) + '</td><td class="num">' + esc(r.count) + '</td></tr>'), 2, empty));
+  return '<h3>Team bindings</h3>' + (t.teams ? table('teams', ['Team', 'Tenant', 'Kafka principal', 'Agents', 'Tool audiences', 'Key ids', 'Bound', 'State'], rows(t.teams.map((b) =>
+    '<tr data-team="' + esc(b.name) + '"><td><b>' + esc(b.name) + '</b></td><td>' + esc(b.tenant) + '</td><td><code>' + esc(b.kafkaPrincipal ?? '–') + '</code></td><td>' + esc(b.agents.join(', ')) +
+    '</td><td>' + esc(b.toolAudiences.join(', ') || '–') + '</td><td><code>' + esc(b.keyIds.join(', ')) + '</code></td><td>' + time(b.createdAt) + '</td><td>' +
+    (b.revokedAt ? '<span class="pill bad">revoked</span> ' + time(b.revokedAt) : '<span class="pill ok">live</span>') + '</td></tr>'), 8, 'no team bound')) : unavailable('teamsUnavailable', t.teamsUnavailable)) +
+    '<h3>Refused team events</h3>' + (t.refusedEvents ? counts('refusedEvents', t.refusedEvents, 'none refused') : unavailable('refusedEventsUnavailable', t.metricsUnavailable)) +
+    '<h3>Refused token exchanges</h3>' + (t.refusedExchanges ? counts('refusedExchanges', t.refusedExchanges, 'none refused') : unavailable('refusedExchangesUnavailable', t.metricsUnavailable));
 }
 
 // ── task detail ─────────────────────────────────────────────────────────────
@@ -266,8 +280,8 @@ function deadLettersPage() {
 async function refreshWorkers() {
   try {
     const d = await getJson('api/workers');
-    $('#workers').innerHTML = '<h3>Worker processes</h3>' + table('worker-processes', ['Worker', 'Host', 'Agents', 'Last heartbeat'], rows(d.workers.map((w) =>
-      '<tr data-worker="' + esc(w.workerId) + '"><td><code>' + esc(w.workerId) + '</code></td><td>' + (w.host ? esc(w.host) : '<span class="muted">not reported</span>') + '</td><td>' + esc(w.agents.join(', ')) + '</td><td>' + time(w.lastHeartbeatAt) + '</td></tr>'), 4, 'no worker sent a heartbeat lately')) +
+    $('#workers').innerHTML = '<h3>Worker processes</h3>' + table('worker-processes', ['Worker', 'Host', 'Kafka principal', 'Agents', 'Last heartbeat'], rows(d.workers.map((w) =>
+      '<tr data-worker="' + esc(w.workerId) + '"><td><code>' + esc(w.workerId) + '</code></td><td>' + (w.host ? esc(w.host) : '<span class="muted">not reported</span>') + '</td><td>' + (w.principal ? '<code>' + esc(w.principal) + '</code>' : '<span class="muted">not reported</span>') + '</td><td>' + esc(w.agents.join(', ')) + '</td><td>' + time(w.lastHeartbeatAt) + '</td></tr>'), 5, 'no worker sent a heartbeat lately')) +
       d.agents.map((a) =>
       '<section data-workers="' + esc(a.agentId) + '"><h3>' + esc(a.agentId) + ' <span class="muted">group ' + esc(a.groupId) + ' · ' + esc(a.state) + ' · lag ' + a.lag +
       ' · in flight ' + num(a.turnsInFlight) + ' · last heartbeat ' + time(a.lastHeartbeatAt) + '</span>' + (a.lagWithoutConsumer ? ' <span class="pill bad">lag with no consumer</span>' : '') + '</h3>' +

@@ -5,6 +5,7 @@ import { CliError, ExitCode } from '../cli-error.js';
 import { describeWorkers } from '../kafka-ops.js';
 import { messageOf, type ConsoleClients } from './console-clients.js';
 import { stuckWorkWarnings, type StuckWarning } from './stuck-work.js';
+import { teamsAndRefusals, type TeamsAndRefusals } from './teams-refusals.js';
 
 /** What narrows the task list; an unset field matches all. `tenant` reads the ledgers and needs the ops token. */
 export interface TaskFilter {
@@ -41,6 +42,8 @@ export interface Overview {
   tasks: TaskRow[];
   unknowns: OpsUnknown[];
   warnings: StuckWarning[];
+  /** The dispatcher's team bindings and its refusals (events not believed, token exchanges denied). */
+  teams: TeamsAndRefusals;
   problems: string[];
 }
 
@@ -90,6 +93,18 @@ export class OverviewSource {
         return undefined;
       }
     };
+    // Each source of the teams section is read apart: one unreachable, the section says so for it.
+    const outcome = <T>(p: Promise<T>) =>
+      p.then(
+        (ok) => ({ ok }),
+        (err: unknown) => ({ unavailable: messageOf(err) }),
+      );
+    const teamsSection = Promise.all([
+      this.c.ops
+        ? outcome(this.c.teams())
+        : Promise.resolve({ unavailable: 'no ops token: the team bindings need the dispatcher ops token' }),
+      outcome(this.c.dispatcherMetrics()),
+    ]).then(([teams, metrics]) => teamsAndRefusals(teams, metrics));
     const [dir, workers, unknowns, ledgerTasks] = await Promise.all([
       soft('directory', this.c.agents()),
       this.c.ops ? soft('agents runtime', this.c.opsRequest<OpsWorkers>('/workers')) : Promise.resolve(undefined),
@@ -156,6 +171,7 @@ export class OverviewSource {
       tasks: tasks.slice(0, 100),
       unknowns: (unknowns?.unknowns ?? []).filter((u) => filter.tenant === undefined || u.tenant === filter.tenant),
       warnings,
+      teams: await teamsSection,
       problems,
     };
   }

@@ -8,7 +8,16 @@ import {
 import { hostname } from 'node:os';
 import type { DataSource } from 'typeorm';
 import type { AgentDefinition, McpServerSpec } from '@mesh/agent-sdk';
-import { BusAdmin, BusProducer, countDeadLetters, isTransientKafkaError, KafkaBusTransport, type Kafka, type KafkaProbe } from '@mesh/bus';
+import {
+  BusAdmin,
+  BusProducer,
+  countDeadLetters,
+  isTransientKafkaError,
+  KafkaBusTransport,
+  saslFromEnv,
+  type Kafka,
+  type KafkaProbe,
+} from '@mesh/bus';
 import { topicDefinitions } from '@mesh/config';
 import { anyTransient, ConsumerGroups, MeshError, type AgentHeartbeat, type TopicDefinitions } from '@mesh/contract';
 import { isTransientPostgresError } from '@mesh/database';
@@ -243,6 +252,9 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
     const workerId = config.AGENTS_WORKER_ID;
     // With the id, where the process runs: operators find a worker by host (`mesh workers`).
     const host = hostname();
+    // And as whom it reads the agent's commands: the Kafka user name, never the password. The
+    // config's credentials, else the environment's, as createKafka takes them.
+    const principal = config.KAFKA_USERNAME ?? saslFromEnv()?.username;
     const beat = () => {
       const now = Date.now();
       for (const { worker, series, agent } of this.channels) {
@@ -254,6 +266,7 @@ export class AgentsRuntime implements OnApplicationBootstrap, BeforeApplicationS
           agentId: worker.agentId,
           workerId,
           host,
+          ...(principal ? { principal } : {}),
           atUnixMs: now,
           ttlMs: config.AGENTS_HEARTBEAT_INTERVAL_MS * 3,
         };
