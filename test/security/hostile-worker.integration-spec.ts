@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { createKafka, AclOperationTypes, AclPermissionTypes, AclResourceTypes, ResourcePatternTypes, type Kafka } from '@mesh/bus';
 import { ConsumerGroups, TopicNames } from '@mesh/contract';
 import { teamEventsTopic } from '@mesh/app-cli';
-import { testRun, uniquePrefix } from '../support/infra.js';
+import { eventually, testRun, uniquePrefix } from '../support/infra.js';
 import { createTeam, envFolder, teamKafka, uniqueTeamName } from '../support/teams.js';
 
 const prefix = uniquePrefix('hostile-worker');
@@ -55,9 +55,13 @@ async function ends(): Promise<Record<string, string>> {
   return out;
 }
 
-/** Group `groupId`'s committed offsets on `topic`, as the admin reads them. */
+/** Group `groupId`'s committed offsets on `topic`, as the admin reads them (retried while a fresh broker elects the group's coordinator). */
 const committed = async (groupId: string, topic: string) =>
-  (await admin.fetchOffsets({ groupId, topics: [topic] })).flatMap((t) => t.partitions.map((p) => p.offset)).join(',');
+  (
+    await eventually(`the committed offsets of ${groupId}`, async () => ({
+      offsets: (await admin.fetchOffsets({ groupId, topics: [topic] })).flatMap((t) => t.partitions.map((p) => p.offset)).join(','),
+    }))
+  ).offsets;
 
 /** Alpha consumes `topic` in `groupId` until it crashes (the refusal), reads a record, or `ms` pass. */
 async function consume(groupId: string, topic: string, ms = 15_000): Promise<{ crashed?: unknown; received: string[] }> {
