@@ -120,14 +120,23 @@ test('a key id no binding holds is an unknown key, looked up again in the regist
   assert.equal(reads, before + 1, 'one read of the registry for the unknown key id');
 });
 
-test("a team's key signing for another team's agent, a platform agent or another tenant is refused as not-team-agent", async () => {
-  for (const event of [eventOf('ledger-agent'), eventOf('echo-agent'), eventOf('word-count-agent', 'globex')]) {
+test("a team's key signing for another team's agent or a platform agent is refused as not-team-agent", async () => {
+  for (const event of [eventOf('ledger-agent'), eventOf('echo-agent')]) {
     assert.deepEqual(await signatures.check(event, { [Headers.signature]: await sign(event, ka.privateJwk) }), {
       ok: false,
       reason: 'not-team-agent',
       kid: 'ka',
     });
   }
+});
+
+test("another tenant's task of the team's own (public) agent is believed: the projection checks the task", async () => {
+  const event = eventOf('word-count-agent', 'globex');
+  assert.deepEqual(await signatures.check(event, { [Headers.signature]: await sign(event, ka.privateJwk) }), {
+    ok: true,
+    team: 'words',
+    kid: 'ka',
+  });
 });
 
 test("a revoked team's key is refused as revoked", async () => {

@@ -15,7 +15,7 @@ const DETACHED_JWS = /^([A-Za-z0-9_-]+)\.\.([A-Za-z0-9_-]+)$/;
 /**
  * Checks the signature of a record of the team events topic: a detached compact JWS (EdDSA) in
  * the `signature` header over the RFC 8785 canonical JSON of the envelope as decoded, by a key of
- * the live team that owns the envelope's agent (and is of its tenant). Which key is named by `kid`;
+ * the live team that owns the envelope's agent. Which key is named by `kid`;
  * the signature is checked before the binding, so a refusal for the agent means the key's holder
  * really sent it.
  */
@@ -45,8 +45,10 @@ export class EventSignatures {
     } catch {
       return { ok: false, reason: 'bad-signature', kid };
     }
+    // The team's tenant owns the agent; a public agent's tasks are other tenants' too, and which
+    // task an event may change (its tenant, agent and turn) the projection checks against the task.
     const owner = this.keys.ownerOf(envelope.identity.agentId);
-    if (owner?.name !== binding.team.name || owner.tenant !== envelope.identity.tenant) return { ok: false, reason: 'not-team-agent', kid };
+    if (owner?.name !== binding.team.name) return { ok: false, reason: 'not-team-agent', kid };
     return { ok: true, team: owner.name, kid };
   }
 
