@@ -1243,4 +1243,6 @@ console.error(
     .filter(Boolean)
     .join('\n'),
 );
-process.exit(failed ? 1 : 0);
+// Exit once stdout has taken the report: it can be long (every task that did not complete, with its
+// rows), and a pipe still holding its tail at process.exit loses it.
+process.stdout.write('', () => process.exit(failed ? 1 : 0));
