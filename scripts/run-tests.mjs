@@ -2,7 +2,7 @@
 // Runs the unit specs (*.spec.js beside the code) and the integration specs (test/**/*.integration-spec.js)
 // with node's test runner. Integration specs get a real broker (started here, or reused when one
 // already listens) and a per-run Postgres database and topic prefix, so runs never see each other's
-// data; most files run in MESH_TEST_LANES (2) lanes side by side, each with its own prefix and database.
+// data; files run in MESH_TEST_LANES (2) lanes side by side, each with its own prefix and database.
 // Usage: node scripts/run-tests.mjs [--unit|--integration] [name-filter...]
 import { spawnSync, spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
@@ -43,23 +43,15 @@ const unit = all.filter((f) => f.endsWith('.spec.js') && matches(f)).sort();
 // it is given, so an order in one list is not kept): it stops its own broker and restarts
 // Postgres, which must never overlap another spec.
 const isLast = (f) => f.includes(`${join('test', 'dist', 'chaos')}/`);
-// Every integration file isolates by topic prefix and database, so most run `MESH_TEST_LANES` (2) at
-// a time. These run alone after them: they start their own brokers or a cluster, run `npm start` or
-// pack the team packages, drive a browser, or load the machine on purpose.
-const SOLO = [
-  'readme/',
-  'byo/',
-  'foundation/restart-demo',
-  'cli/console',
-  'bus/cluster-leader-kill',
-  'dispatcher/kafka-outage',
-  'dispatcher/cluster.',
-  'directory/catalog-recovery',
-  'security/stream-load',
-  'dispatcher/stream-cap',
-  'agents/scaling',
-].map((p) => `${join('test', 'dist', p)}`);
-const isSolo = (f) => SOLO.some((p) => f.includes(p));
+// Every integration file isolates by topic prefix and database, so they run `MESH_TEST_LANES` (2) at
+// a time. The files below run after the others, in two lanes of their own: the first's run `npm
+// start` (its fixed ports 8080–8083: never two at once), pack the team packages or drive a browser;
+// the second's start their own brokers or a cluster, or load the machine on purpose.
+const APART = [
+  ['readme/', 'byo/', 'foundation/restart-demo', 'cli/console', 'dispatcher/stream-cap', 'agents/scaling'],
+  ['bus/cluster-leader-kill', 'dispatcher/kafka-outage', 'dispatcher/cluster.', 'directory/catalog-recovery', 'security/stream-load'],
+].map((group) => group.map((p) => join('test', 'dist', p)));
+const apartLane = (f) => APART.findIndex((group) => group.some((p) => f.includes(p)));
 const integration = all.filter((f) => f.endsWith('.integration-spec.js') && matches(f)).sort();
 const files = only === '--unit' ? unit : only === '--integration' ? integration : [...unit, ...integration];
 if (files.length === 0) {
@@ -119,13 +111,13 @@ function pass(list, extraEnv = {}) {
 }
 
 /**
- * The files of `list` in `lanes` passes side by side, each lane with its own topic prefix and
- * database name under the run's, so no two files ever share a topic or a database.
+ * The files of `list` in `lanes` passes side by side (`laneOf` picks a file's), each lane with its
+ * own topic prefix and database name under the run's, so no two files ever share a topic or a database.
  */
-async function lanesOf(list, lanes) {
+async function lanesOf(list, lanes, laneOf = (_f, i) => i % lanes) {
   if (lanes <= 1 || !testDb) return pass(list);
   const split = Array.from({ length: lanes }, () => []);
-  list.forEach((f, i) => split[i % lanes].push(f));
+  list.forEach((f, i) => split[laneOf(f, i)].push(f));
   const codes = await Promise.all(
     split
       .filter((l) => l.length > 0)
@@ -151,12 +143,12 @@ process.on('SIGINT', forward);
 process.on('SIGTERM', forward);
 const lanes = Math.max(1, Number(env.MESH_TEST_LANES ?? 2));
 const passes = [
-  [files.filter((f) => !isLast(f) && !isSolo(f)), lanes],
-  [files.filter((f) => !isLast(f) && isSolo(f)), 1],
+  [files.filter((f) => !isLast(f) && apartLane(f) < 0), lanes],
+  [files.filter((f) => !isLast(f) && apartLane(f) >= 0), Math.min(lanes, 2), (f) => (lanes > 1 ? apartLane(f) : 0)],
   [files.filter(isLast), 1],
 ].filter(([l]) => l.length > 0);
 let code = 0;
-for (const [list, width] of passes) if (!interrupted) code = (await lanesOf(list, width)) || code;
+for (const [list, width, laneOf] of passes) if (!interrupted) code = (await lanesOf(list, width, laneOf)) || code;
 // Clean-up, whatever the outcome: the run's databases and topics go, the broker stops if this run started it.
 {
   if (testDb) {

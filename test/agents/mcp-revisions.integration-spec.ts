@@ -95,6 +95,7 @@ for (const p of pairings) {
       assert.deepEqual(await verifyToolToken(meta[ToolMeta.token] as string, TEST_TOOL_TOKEN_SECRET, 'notes'), {
         tenant: 'acme',
         subject: 'alice',
+        taskId: s.taskId,
       });
     }
   });
