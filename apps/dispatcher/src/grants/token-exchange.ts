@@ -82,7 +82,10 @@ export class TokenExchange {
       const token = this.o.keys.signJwt(ToolGrants.accessTokenTyp, claims);
       this.o.metrics?.tokenExchanges.inc({ outcome: 'issued', reason: 'ok' });
       // Who minted what, for an operator tracing a tool call back to its task (debug: one per exchange).
-      this.log.debug({ agent: grant.agent_id, task: grant.task_id, tenant: grant.tenant, resource: req.resource, kind: req.kind }, 'token issued');
+      this.log.debug(
+        { agent: grant.agent_id, task: grant.task_id, tenant: grant.tenant, resource: req.resource, kind: req.kind },
+        'token issued',
+      );
       return {
         access_token: token,
         issued_token_type: req.kind === 'connection' ? ToolGrants.connectionTokenType : ToolGrants.accessTokenType,
