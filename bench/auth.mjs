@@ -241,9 +241,19 @@ async function tokenCosts(stack) {
       });
     });
     await consumer.disconnect();
+  } catch (err) {
+    process.kill(stack.worker.pid, 'SIGCONT');
+    throw err;
+  }
+  // The worker stays stopped while the grant is exchanged: its task must stay open.
+  try {
+    return await exchangeCosts(stack, grant, ToolGrants, { createToolTokenVerifier, HmacToolTokenMinter, hmacToolTokenVerifier });
   } finally {
     process.kill(stack.worker.pid, 'SIGCONT');
   }
+}
+
+async function exchangeCosts(stack, grant, ToolGrants, { createToolTokenVerifier, HmacToolTokenMinter, hmacToolTokenVerifier }) {
   const origin = new URL(stack.urls.dispatcher).origin;
   const audience = 'bench-tools';
   const form = new URLSearchParams({

@@ -119,9 +119,15 @@ export async function startDispatchStack(
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     const lines = createInterface({ input: c.stdout });
+    // Its first line that is not a log line (a service may log at start, e.g. a warning).
     const line = await new Promise((resolve, reject) => {
       c.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
-      lines.once('line', resolve);
+      const first = (l) => {
+        if (l.startsWith('{"level"')) return;
+        lines.off('line', first);
+        resolve(l);
+      };
+      lines.on('line', first);
     });
     return { c, line, lines };
   }
