@@ -11,7 +11,7 @@
 //   (b) blocking SendMessage through Kafka and the echo worker and back (the turn's bus path).
 // Then the tool token on the turn path, ours only: (c) RFC 8693 exchanges of a live grant at the
 // dispatcher's token endpoint, CPU per exchange; (d) a tool server's verification of an exchanged
-// token (JWKS, EdDSA) against today's HS256 token, in-process, µs per verification.
+// token (JWKS, EdDSA) against an HS256 token, in-process, µs per verification.
 // CPU per request by process (dispatcher, echo worker, Postgres, the stack's own broker); ratios are
 // medians of the rounds' ours ÷ baseline. Writes bench/results/auth.json.
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -210,7 +210,7 @@ try {
 /**
  * (c) and (d): a live grant (a run command taken off the echo worker's topic while the worker is
  * stopped, so its task stays open) exchanged at the token endpoint under load, and the exchanged
- * token verified as a tool server does, against an HS256 token verified with today's secret.
+ * token verified as a tool server does, against an HS256 token verified with a shared secret.
  */
 async function tokenCosts(stack) {
   const { createKafka } = await import('@mesh/bus');

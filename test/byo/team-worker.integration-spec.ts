@@ -22,6 +22,7 @@ import { card, client, KEYS, startTestDirectory } from '../directory/directory-f
 import { eventually, sql, testRun } from '../support/infra.js';
 import { freePort, repoRoot, spawnNode, type SpawnedProcess } from '../support/processes.js';
 import { cleanUpTeamAtEnd, envFolder, meshProcess, readEnvFile, teamKafka, uniqueTeamName } from '../support/teams.js';
+import { exchangeGrant, initializeWith } from '../support/tool-tokens.js';
 
 const AGENT = 'word-count-agent';
 const OPS_TOKEN = 'byo-dispatcher-ops-token';
@@ -304,37 +305,6 @@ async function jwksBillingTools(audience: string) {
   return b;
 }
 
-/** POST /oauth/token exchanging `subjectToken` for `resource`: the status and the JSON answer. */
-async function exchange(subjectToken: string, resource: string) {
-  const res = await fetch(`${disp.url}${ToolGrants.tokenPath}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({
-      grant_type: ToolGrants.grantType,
-      subject_token: subjectToken,
-      subject_token_type: ToolGrants.jwtTokenType,
-      resource,
-    }),
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-}
-
-/** An MCP initialize with `token` as bearer: its HTTP status (401: refused before anything else). */
-async function initializeWith(mcpUrl: string, token: string): Promise<number> {
-  const res = await fetch(mcpUrl, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'initialize',
-      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'byo-spec', version: '0' } },
-    }),
-  });
-  await res.body?.cancel();
-  return res.status;
-}
-
 /** The grant on the run command of `taskId`, read as the team's principal in its own worker group (nothing committed). */
 async function grantOf(taskId: string): Promise<string> {
   const consumer = teamKafka(teamEnv, 'byo-hostile-worker').consumer({ groupId: new ConsumerGroups(disp.prefix).agentWorkers(AGENT) });
@@ -419,3 +389,8 @@ test('after `mesh teams revoke` the binding shows revoked and the worker no long
     assert.notEqual(state, TaskState.TASK_STATE_COMPLETED, id);
   }
 });
+
+/** POST /oauth/token exchanging `subjectToken` for `resource`. */
+function exchange(subjectToken: string, resource: string) {
+  return exchangeGrant(`${disp.url}${ToolGrants.tokenPath}`, subjectToken, { resource });
+}

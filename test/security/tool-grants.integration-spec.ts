@@ -22,6 +22,7 @@ import { a2aClient, agentRecord, publishAgents, startTestDispatcher } from '../s
 import { startTestAgents, TEST_TOOL_TOKEN_SECRET } from '../support/agents-runtime.js';
 import { startManualWorker } from '../support/manual-worker.js';
 import { metricSample } from '../support/metrics.js';
+import { exchangeGrant, initializeWith } from '../support/tool-tokens.js';
 
 const issuer = 'https://dispatcher.grants.test';
 // The dispatcher's key, from a file as in production; the spec keeps it to sign an expired grant.
@@ -105,37 +106,11 @@ const manual = await startManualWorker(env.kafka, env.topics, 'manual-agent');
 after(() => manual.stop());
 await eventually('agents served', async () => (await fetch(`${env.url}/a2a/manual-agent/.well-known/agent-card.json`)).ok);
 
-/** POST /oauth/token with a form; the status and the JSON answer. */
+/** POST /oauth/token for billing-tools (`extra` adds or overrides parameters); never cached. */
 async function exchange(grant: string, extra: Record<string, string> = {}) {
-  const res = await fetch(tokenUrl, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({
-      grant_type: ToolGrants.grantType,
-      subject_token: grant,
-      subject_token_type: ToolGrants.jwtTokenType,
-      resource: 'billing-tools',
-      ...extra,
-    }),
-  });
-  assert.equal(res.headers.get('cache-control'), 'no-store');
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-}
-
-/** An MCP initialize at a billing-tools with `token` as bearer: its HTTP status (401: refused before anything else). */
-async function initializeWith(mcpUrl: string, token: string): Promise<number> {
-  const res = await fetch(mcpUrl, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'initialize',
-      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'spec', version: '0' } },
-    }),
-  });
-  await res.body?.cancel();
-  return res.status;
+  const { status, headers, body } = await exchangeGrant(tokenUrl, grant, { resource: 'billing-tools', ...extra });
+  assert.equal(headers.get('cache-control'), 'no-store');
+  return { status, body };
 }
 
 const refused = (reason: string) => metricSample(env.url, 'mesh_token_exchanges_total', { outcome: 'refused', reason }).then((n) => n ?? 0);
