@@ -19,6 +19,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { URLSearchParams } from 'node:url';
+import { parseEnv } from 'node:util';
 import autocannon from 'autocannon';
 import { A2A_HEADERS, describeLoad, drained, sendMessageBody } from './dispatch-requests.mjs';
 import { freePort, startDispatchStack } from './dispatch-stack.mjs';
@@ -93,11 +94,7 @@ async function plaintextBroker() {
 function authenticatedBroker() {
   execFileSync(kafkaSh, ['fetch'], { stdio: 'inherit' });
   if (spawnSync(kafkaSh, ['status'], { stdio: 'ignore' }).status !== 0) execFileSync(kafkaSh, ['start'], { stdio: 'inherit' });
-  const vars = {};
-  for (const line of execFileSync(kafkaSh, ['credentials'], { encoding: 'utf8' }).split('\n')) {
-    const at = line.indexOf('=');
-    if (at > 0) vars[line.slice(0, at)] = line.slice(at + 1);
-  }
+  const vars = parseEnv(execFileSync(kafkaSh, ['credentials'], { encoding: 'utf8' }));
   if (!vars.KAFKA_USERNAME) throw new Error('bench:auth needs the local broker with authentication (KAFKA_AUTH unset)');
   const brokers = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
   return { brokers, port: brokers.split(',')[0].split(':').pop(), vars };

@@ -8,6 +8,7 @@ import { spawnSync, spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { parseEnv } from 'node:util';
 import pg from 'pg';
 import { Kafka, logLevel } from 'kafkajs';
 
@@ -73,10 +74,7 @@ if (files.some((f) => f.endsWith('.integration-spec.js'))) {
   // The local broker authenticates (scripts/kafka.sh): specs connect as its admin principal unless told otherwise.
   if (!env.KAFKA_USERNAME) {
     const creds = spawnSync(join(root, 'scripts/kafka.sh'), ['credentials'], { encoding: 'utf8' });
-    for (const line of creds.stdout.split('\n')) {
-      const at = line.indexOf('=');
-      if (at > 0) env[line.slice(0, at)] = line.slice(at + 1);
-    }
+    Object.assign(env, parseEnv(creds.stdout));
   }
   const run = `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
   env.MESH_TEST_RUN = run;

@@ -4,12 +4,10 @@
 // agents runtime, billing-tools, Kafka and Postgres; the refusals go at the real endpoints.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AddressInfo } from 'node:net';
 import { TaskState, type Task } from '@a2a-js/sdk';
 import { calculateJwkThumbprint, decodeJwt, decodeProtectedHeader, exportJWK, SignJWT } from 'jose';
 import { textMessage as cliTextMessage } from '@mesh/app-cli';
@@ -22,7 +20,7 @@ import { a2aClient, agentRecord, publishAgents, startTestDispatcher } from '../s
 import { startTestAgents, TEST_TOOL_TOKEN_SECRET } from '../support/agents-runtime.js';
 import { startManualWorker } from '../support/manual-worker.js';
 import { metricSample } from '../support/metrics.js';
-import { exchangeGrant, initializeWith } from '../support/tool-tokens.js';
+import { exchangeGrant, initializeWith, recordingProxy } from '../support/tool-tokens.js';
 
 const issuer = 'https://dispatcher.grants.test';
 // The dispatcher's key, from a file as in production; the spec keeps it to sign an expired grant.
@@ -63,31 +61,7 @@ const billing = await jwksBillingTools('billing-tools');
 const billingEu = await jwksBillingTools('billing-tools-eu');
 
 // A recording proxy in front of billing-tools: the spec reads the tokens the worker sent.
-const target = new URL(billing.mcpUrl);
-const seen: string[] = [];
-const proxy = http.createServer((req, res) => {
-  const chunks: Buffer[] = [];
-  req.on('data', (c: Buffer) => chunks.push(c));
-  req.on('end', () => {
-    const body = Buffer.concat(chunks);
-    seen.push(body.toString());
-    const up = http.request(
-      { host: target.hostname, port: target.port, path: req.url, method: req.method, headers: { ...req.headers, host: target.host } },
-      (r) => {
-        res.writeHead(r.statusCode ?? 502, r.headers);
-        r.pipe(res);
-      },
-    );
-    up.on('error', () => res.destroy());
-    up.end(body);
-  });
-});
-await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
-after(() => {
-  proxy.closeAllConnections();
-  proxy.close();
-});
-const proxied = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}${target.pathname}`;
+const { url: proxied, seen } = await recordingProxy(billing.mcpUrl);
 
 // No AGENTS_TOOL_TOKEN_SECRET: the worker has only the token endpoint.
 await startTestAgents(env.prefix, env.databaseUrl, {
@@ -144,8 +118,8 @@ test('a worker without the secret completes a refund; billing-tools saw a JWKS-v
   );
   assert.equal(refunds.length, 1);
   const calls = seen
-    .filter((s) => s.includes('"tools/call"'))
-    .map((s) => (JSON.parse(s) as { params: { _meta?: Record<string, unknown> } }).params._meta?.[ToolMeta.token] as string);
+    .filter((s) => s.body.includes('"tools/call"'))
+    .map((s) => (JSON.parse(s.body) as { params: { _meta?: Record<string, unknown> } }).params._meta?.[ToolMeta.token] as string);
   assert.ok(calls.length >= 1);
   for (const token of calls) {
     assert.deepEqual(decodeProtectedHeader(token), { alg: 'EdDSA', kid, typ: 'at+jwt' });

@@ -1,7 +1,5 @@
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Role, TaskState, type Task } from '@a2a-js/sdk';
 import { randomUUID } from 'node:crypto';
 import { refundAgent } from '@mesh/app-agents';
@@ -10,37 +8,14 @@ import { eventually } from '../support/infra.js';
 import { a2aClient, agentRecord, publishAgents, startTestDispatcher } from '../support/dispatcher-harness.js';
 import { startTestBillingTools } from '../agents/agents-fixtures.js';
 import { startTestAgents } from '../support/agents-runtime.js';
+import { recordingProxy } from '../support/tool-tokens.js';
 
 // Tool calls carry the caller's tenant and subject and never the caller's bearer token: a
 // recording proxy sits in front of billing-tools and sees every byte the worker sends it.
 
 const env = await startTestDispatcher('sec-tools');
 const billing = await startTestBillingTools(env.databaseUrl);
-const target = new URL(billing.mcpUrl);
-const seen: Array<{ headers: http.IncomingHttpHeaders; body: string }> = [];
-const proxy = http.createServer((req, res) => {
-  const chunks: Buffer[] = [];
-  req.on('data', (c: Buffer) => chunks.push(c));
-  req.on('end', () => {
-    const body = Buffer.concat(chunks);
-    seen.push({ headers: req.headers, body: body.toString() });
-    const up = http.request(
-      { host: target.hostname, port: target.port, path: req.url, method: req.method, headers: { ...req.headers, host: target.host } },
-      (r) => {
-        res.writeHead(r.statusCode ?? 502, r.headers);
-        r.pipe(res);
-      },
-    );
-    up.on('error', () => res.destroy());
-    up.end(body);
-  });
-});
-await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
-after(() => {
-  proxy.closeAllConnections();
-  proxy.close();
-});
-const proxied = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}${target.pathname}`;
+const { url: proxied, seen } = await recordingProxy(billing.mcpUrl);
 await startTestAgents(env.prefix, env.databaseUrl, {
   AGENTS_RUN: 'refund-agent',
   AGENTS_MCP_SERVERS: JSON.stringify({ billing: { url: proxied } }),
